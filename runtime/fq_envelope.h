@@ -1,0 +1,48 @@
+/*  fq_envelope.h — the one frame format every actor message travels in.
+
+    An envelope is a msgpack array [type, flags, corr, sender, to, body]:
+    type is the message id, corr the ask correlation id (0 for a tell),
+    sender the address replies go to, to the target address (nil for a
+    local mailbox, set when the frame goes through a gateway) and body the
+    schema-encoded message. The same bytes cross inproc mailboxes and the
+    tcp gateway, so a remote actor is addressed exactly like a local one.
+*/
+#ifndef FQ_ENVELOPE_H
+#define FQ_ENVELOPE_H
+
+#include "fq_schema.h"
+
+enum {
+    FQ_ENV_ASK = 1,    //  The sender waits for a reply carrying corr
+    FQ_ENV_REPLY = 2,  //  This is the reply to the sender's ask corr
+    FQ_ENV_REMOTE = 4, //  Arrived through the gateway from another system
+};
+
+//  Largest frame the runtime accepts, local or remote.
+#define FQ_ENVELOPE_MAX_SIZE (64u * 1024u * 1024u)
+
+typedef struct {
+    uint32_t type;
+    uint32_t flags;
+    uint64_t corr;
+    const char *sender; //  NUL-terminated, "" when unknown; lives in the zone
+    const char *to;     //  NUL-terminated, "" when local; lives in the zone
+    const msgpack_object *body;
+} fq_envelope_t;
+
+//  Appends an envelope to buf. sender and to may be NULL. Either desc and
+//  msg (typed body) or raw_body (an already decoded body) gives the body.
+int fq_envelope_encode(msgpack_sbuffer *buf, uint32_t type, uint32_t flags, uint64_t corr,
+                       const char *sender, const char *to, const fq_msgdesc_t *desc,
+                       const void *msg, const msgpack_object *raw_body);
+
+//  Decodes untrusted bytes into env; strings and the body live in zone and
+//  in data, both of which must outlive env. Returns 0 or FQ_EDECODE.
+int fq_envelope_decode(const void *data, size_t size, msgpack_zone *zone, fq_envelope_t *env);
+
+//  Checks that data holds exactly one well-formed msgpack object whose
+//  declared container sizes fit in the bytes present, so that decoding
+//  cannot be made to allocate more than the frame's size justifies.
+int fq_msgpack_check(const void *data, size_t size);
+
+#endif

@@ -1,0 +1,32 @@
+/*  fq_error.c — text for the codes of fq_error.h. */
+#include "fq_error.h"
+
+const char *fq_strerror(int err)
+{
+    switch (err) {
+    case FQ_OK:
+        return "success";
+#define X(name, text)                                                                              \
+    case FQ_##name:                                                                                \
+        return text;
+        FQ_ERRNO_MAP(X)
+#undef X
+    default:
+        return "unknown error";
+    }
+}
+
+const char *fq_err_name(int err)
+{
+    switch (err) {
+    case FQ_OK:
+        return "OK";
+#define X(name, text)                                                                              \
+    case FQ_##name:                                                                                \
+        return #name;
+        FQ_ERRNO_MAP(X)
+#undef X
+    default:
+        return "EUNKNOWN";
+    }
+}

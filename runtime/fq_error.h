@@ -1,0 +1,39 @@
+/*  fq_error.h — fairq error codes.
+
+    Every fallible fairq function returns 0 (or a count) on success and a
+    negative fq error code on failure, as libuv does. The table below is the
+    one place the codes are defined; fq_strerror and fq_err_name come from it.
+*/
+#ifndef FQ_ERROR_H
+#define FQ_ERROR_H
+
+#define FQ_ERRNO_MAP(X)                                                                            \
+    X(EINVAL, "invalid argument")                                                                  \
+    X(ENOMEM, "out of memory")                                                                     \
+    X(ETIMEDOUT, "timed out")                                                                      \
+    X(ENOACTOR, "no actor at that address")                                                        \
+    X(EEXIST, "an actor with that name already exists")                                           \
+    X(EDECODE, "message could not be decoded")                                                     \
+    X(ETOOBIG, "message too large")                                                                \
+    X(EFULL, "mailbox full")                                                                       \
+    X(ECLOSED, "actor system is closed")                                                           \
+    X(EPEER, "remote peer unreachable")                                                            \
+    X(EREFUSED, "refused by remote peer")                                                          \
+    X(EFAILED, "actor failed")                                                                     \
+    X(EIO, "i/o error")
+
+typedef enum {
+    FQ_OK = 0,
+#define X(name, text) FQ_##name,
+    FQ_ERRNO_FIRST_ = -1000,
+    FQ_ERRNO_MAP(X)
+#undef X
+} fq_errno_t;
+
+//  Human-readable text for an fq error code; never NULL, static storage.
+const char *fq_strerror(int err);
+
+//  The code's name ("ETIMEDOUT"); never NULL, static storage.
+const char *fq_err_name(int err);
+
+#endif

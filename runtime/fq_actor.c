@@ -301,12 +301,18 @@ static void s_dispatch(fq_ctx_t *ctx, const void *data, size_t size)
                     .flags = env.flags,
                     .corr = env.corr,
                     .sender = env.sender,
+                    .to = env.to,
                     .body = env.body,
-                    .zone = &ctx->zone};
+                    .zone = &ctx->zone,
+                    .frame = data,
+                    .frame_size = size};
     bool local = !(env.flags & FQ_ENV_REMOTE);
-    if (env.flags & FQ_ENV_REPLY)
+    //  A frame addressed to another system is in transit (only the gateway
+    //  receives those): its flags are for the far end, not for us.
+    bool in_transit = env.to[0] != 0;
+    if (env.flags & FQ_ENV_REPLY && !in_transit)
         s_complete_ask(ctx, &msg);
-    else if (env.type == FQ_MSG_STOP && local)
+    else if (env.type == FQ_MSG_STOP && local && !in_transit)
         s_exit(ctx, FQ_EXIT_STOPPED, "stopped by %s", env.sender[0] ? env.sender : "request");
     else if (env.type == FQ_MSG_STOP)
         zsys_warning("fairq: %s refused a stop request from %s", ctx->cell->path, env.sender);

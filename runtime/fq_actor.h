@@ -26,9 +26,12 @@ typedef struct {
     uint32_t type;  //  FQ_MSG_* id
     uint32_t flags; //  FQ_ENV_* bits
     uint64_t corr;  //  Correlation id of an ask, else 0
-    const char *sender;
+    const char *sender; //  Address to reply to, "" if none
+    const char *to;     //  Full target address when it is remote, else ""
     const msgpack_object *body;
     msgpack_zone *zone; //  Scratch memory reset after each message
+    const void *frame;  //  The raw envelope, for forwarding unchanged
+    size_t frame_size;
 } fq_msg_t;
 
 //  Decodes msg's body as desc's type into out (a struct of that type).

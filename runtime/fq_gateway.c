@@ -1,1 +1,786 @@
+/*  fq_gateway.c — the remote transport actor (see fq_gateway.h). */
+#include "fq_gateway.h"
+#include "fq_system_internal.h"
 
+#define S_PROTOCOL_VERSION 1
+#define S_ZAP_DOMAIN       "fairq"
+
+//  The path of every runtime message below FQ_MSG_USER_FIRST is the
+//  runtime's own business: a peer may not inject them (a forged STOP or
+//  TERMINATED), except replies carrying an ERROR.
+static bool s_remote_type_allowed(uint32_t type)
+{
+    return type >= FQ_MSG_USER_FIRST || type == FQ_MSG_ERROR;
+}
+
+typedef struct {
+    char *target; //  Remote address as the watcher wrote it
+    char *path;   //  Its path part
+    char *watcher;
+} s_watch_t;
+
+typedef struct {
+    char name[FQ_NAME_MAX + 1];
+    zframe_t *routing_id; //  Bound side: the ROUTER identity; NULL on the connecting side
+    char key[41];         //  Z85 CURVE public key, "" in insecure mode
+    int64_t last_seen;
+    int64_t last_sent;
+    zlistx_t *watches; //  s_watch_t*: our actors watching this peer's
+} s_peer_t;
+
+typedef struct {
+    //  Configuration, owned (copied at start); survives restarts.
+    char *bind;
+    char *connect;
+    char *allow_dir;
+    char *server_key;
+    zcert_t *cert;
+    bool insecure;
+    int heartbeat_ms;
+    int heartbeat_timeout_ms;
+    int reconnect_min_ms;
+    int reconnect_max_ms;
+} s_config_t;
+
+typedef struct {
+    fq_ctx_t *ctx;
+    s_config_t *cfg;
+    zactor_t *auth;
+    zsock_t *router;
+    zsock_t *dealer;
+    zhashx_t *peers_by_name; //  name -> s_peer_t*, owned
+    s_peer_t *server;        //  Connecting side: the system we joined, once welcomed
+    int64_t dealer_since;    //  When the current DEALER was created
+    int64_t reconnect_at;    //  When to create the next DEALER, 0 = now
+    int reconnect_delay;
+    zhashx_t *remote_watchers; //  local path -> zlistx of peer names watching it
+    msgpack_zone zone;
+    msgpack_sbuffer buf;
+    uint64_t frames_in, frames_out, malformed, refused;
+} s_self_t;
+
+static void s_config_free(void *arg)
+{
+    s_config_t *cfg = arg;
+    if (!cfg)
+        return;
+    free(cfg->bind);
+    free(cfg->connect);
+    free(cfg->allow_dir);
+    free(cfg->server_key);
+    zcert_destroy(&cfg->cert);
+    free(cfg);
+}
+
+static char *s_strdup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static void s_watch_destroy(void **item)
+{
+    s_watch_t *watch = *item;
+    if (watch) {
+        free(watch->target);
+        free(watch->path);
+        free(watch->watcher);
+        free(watch);
+        *item = NULL;
+    }
+}
+
+static void s_peer_destroy(void **item)
+{
+    s_peer_t *peer = *item;
+    if (peer) {
+        zframe_destroy(&peer->routing_id);
+        zlistx_destroy(&peer->watches);
+        free(peer);
+        *item = NULL;
+    }
+}
+
+static s_peer_t *s_peer_new(const char *name, zframe_t *routing_id, const char *key)
+{
+    s_peer_t *peer = calloc(1, sizeof *peer);
+    if (!peer)
+        return NULL;
+    peer->watches = zlistx_new();
+    if (!peer->watches) {
+        free(peer);
+        return NULL;
+    }
+    zlistx_set_destructor(peer->watches, s_watch_destroy);
+    snprintf(peer->name, sizeof peer->name, "%s", name);
+    snprintf(peer->key, sizeof peer->key, "%s", key ? key : "");
+    peer->routing_id = routing_id ? zframe_dup(routing_id) : NULL;
+    peer->last_seen = zclock_mono();
+    return peer;
+}
+
+//  ---------------------------------------------------------------------
+//  Sending frames to peers
+
+static int s_send_frame(s_self_t *self, s_peer_t *peer, const void *data, size_t size)
+{
+    int rc;
+    if (peer->routing_id) {
+        rc = zmq_send(zsock_resolve(self->router), zframe_data(peer->routing_id),
+                      zframe_size(peer->routing_id), ZMQ_SNDMORE);
+        if (rc >= 0)
+            rc = zmq_send(zsock_resolve(self->router), data, size, 0);
+    }
+    else if (self->dealer)
+        rc = zmq_send(zsock_resolve(self->dealer), data, size, 0);
+    else
+        rc = -1;
+    if (rc < 0)
+        return FQ_EPEER;
+    peer->last_sent = zclock_mono();
+    self->frames_out++;
+    return 0;
+}
+
+//  Sends a gateway control message (to = nil) to peer.
+static int s_send_control(s_self_t *self, s_peer_t *peer, const fq_msgdesc_t *desc,
+                          const void *msg)
+{
+    msgpack_sbuffer_clear(&self->buf);
+    int rc = fq_envelope_encode(&self->buf, desc->id, 0, 0, NULL, NULL, desc, msg, NULL);
+    return rc ? rc : s_send_frame(self, peer, self->buf.data, self->buf.size);
+}
+
+static void s_send_hello(s_self_t *self)
+{
+    fq_gw_hello_t hello = {.system = fq_system_name(fq_ctx_system(self->ctx)),
+                           .version = S_PROTOCOL_VERSION,
+                           .heartbeat_ms = (uint32_t) self->cfg->heartbeat_ms};
+    msgpack_sbuffer_clear(&self->buf);
+    if (fq_envelope_encode(&self->buf, FQ_MSG_GW_HELLO, 0, 0, NULL, NULL, &fq_gw_hello_desc,
+                           &hello, NULL) == 0 &&
+        zmq_send(zsock_resolve(self->dealer), self->buf.data, self->buf.size, ZMQ_DONTWAIT) >= 0)
+        self->frames_out++;
+}
+
+//  ---------------------------------------------------------------------
+//  Peers coming and going
+
+static void s_tell_terminated(s_self_t *self, const char *watcher, const char *target,
+                              bool failed, const char *reason)
+{
+    fq_terminated_t notice = {.path = target, .failed = failed, .reason = reason};
+    fq_tell(self->ctx, watcher, &fq_terminated_desc, &notice);
+}
+
+//  A peer is gone: every local watcher of its actors hears of it, and
+//  whatever it watched here is forgotten.
+static void s_peer_lost(s_self_t *self, s_peer_t *peer, const char *reason)
+{
+    zsys_warning("fairq gateway: peer %s lost: %s", peer->name, reason);
+    for (s_watch_t *watch = zlistx_first(peer->watches); watch;
+         watch = zlistx_next(peer->watches))
+        s_tell_terminated(self, watch->watcher, watch->target, true, reason);
+    for (zlistx_t *names = zhashx_first(self->remote_watchers); names;
+         names = zhashx_next(self->remote_watchers)) {
+        void *handle = zlistx_find(names, peer->name);
+        if (handle)
+            zlistx_delete(names, handle);
+    }
+    if (peer == self->server)
+        self->server = NULL;
+    zhashx_delete(self->peers_by_name, peer->name);
+}
+
+static void s_dealer_close(s_self_t *self)
+{
+    if (!self->dealer)
+        return;
+    fq_ctx_remove_reader(self->ctx, self->dealer);
+    zsock_destroy(&self->dealer);
+}
+
+static int s_on_dealer(fq_ctx_t *ctx, void *state, zsock_t *sock);
+
+//  Creates a fresh DEALER: after a server restart the old connection's
+//  identity means nothing, so Paranoid Pirate starts over with a new socket.
+static void s_dealer_open(s_self_t *self)
+{
+    s_config_t *cfg = self->cfg;
+    self->dealer = zsock_new(ZMQ_DEALER);
+    if (!self->dealer)
+        return;
+    zsock_set_linger(self->dealer, 0);
+    zsock_set_maxmsgsize(self->dealer, (int) FQ_ENVELOPE_MAX_SIZE);
+    zsock_set_sndtimeo(self->dealer, fq_ctx_system(self->ctx)->config.send_timeout_ms);
+    zsock_set_reconnect_ivl(self->dealer, cfg->reconnect_min_ms);
+    zsock_set_reconnect_ivl_max(self->dealer, cfg->reconnect_max_ms);
+    if (!cfg->insecure) {
+        zcert_apply(cfg->cert, self->dealer);
+        zsock_set_curve_serverkey(self->dealer, cfg->server_key);
+    }
+    if (zsock_connect(self->dealer, "%s", cfg->connect) != 0 ||
+        fq_ctx_add_reader(self->ctx, self->dealer, s_on_dealer) != 0) {
+        zsys_error("fairq gateway: could not connect to %s", cfg->connect);
+        zsock_destroy(&self->dealer);
+        return;
+    }
+    self->dealer_since = zclock_mono();
+    s_send_hello(self);
+}
+
+static void s_schedule_reconnect(s_self_t *self, const char *reason)
+{
+    s_dealer_close(self);
+    self->reconnect_at = zclock_mono() + self->reconnect_delay;
+    zsys_info("fairq gateway: %s; reconnecting to %s in %d ms", reason, self->cfg->connect,
+              self->reconnect_delay);
+    self->reconnect_delay =
+        self->reconnect_delay * 2 > self->cfg->reconnect_max_ms ? self->cfg->reconnect_max_ms
+                                                                : self->reconnect_delay * 2;
+}
+
+//  ---------------------------------------------------------------------
+//  Frames from peers
+
+//  Finds the peer an outbound address names: a bound-side peer by system
+//  name, or the system we joined, by name or by its endpoint.
+static s_peer_t *s_peer_for(s_self_t *self, const char *system)
+{
+    if (strncmp(system, "fq://", 5) == 0) {
+        s_peer_t *peer = zhashx_lookup(self->peers_by_name, system + 5);
+        return peer;
+    }
+    if (self->server && self->cfg->connect && streq(system, self->cfg->connect))
+        return self->server;
+    return NULL;
+}
+
+static void s_reply_error(s_self_t *self, s_peer_t *peer, const fq_envelope_t *env, int code)
+{
+    if (!(env->flags & FQ_ENV_ASK) || !env->sender[0])
+        return;
+    fq_error_t error = {.code = code, .text = fq_strerror(code)};
+    msgpack_sbuffer_clear(&self->buf);
+    //  Sent back as the reply, addressed in the peer's own terms
+    if (fq_envelope_encode(&self->buf, FQ_MSG_ERROR, FQ_ENV_REPLY, env->corr, NULL, env->sender,
+                           &fq_error_desc, &error, NULL) == 0)
+        s_send_frame(self, peer, self->buf.data, self->buf.size);
+}
+
+//  A peer's message for one of our actors: rewrite the sender so replies
+//  route back through this gateway, mark it remote, and deliver it.
+static void s_deliver(s_self_t *self, s_peer_t *peer, const fq_envelope_t *env)
+{
+    char system[FQ_ADDRESS_MAX + 1];
+    const char *path;
+    //  The system part, if any, named us; a bare path is ours as well
+    if (fq_address_split(env->to, system, sizeof system, &path) < 0 ||
+        !s_remote_type_allowed(env->type)) {
+        self->refused++;
+        s_reply_error(self, peer, env, FQ_EINVAL);
+        return;
+    }
+    char sender[FQ_ADDRESS_MAX + 1] = "";
+    if (env->sender[0] == '/')
+        snprintf(sender, sizeof sender, "fq://%s%s", peer->name, env->sender);
+    msgpack_sbuffer_clear(&self->buf);
+    int rc = fq_envelope_encode(&self->buf, env->type, env->flags | FQ_ENV_REMOTE, env->corr,
+                                sender, NULL, NULL, NULL, env->body);
+    if (rc == 0)
+        rc = fq_forward(self->ctx, path, self->buf.data, self->buf.size);
+    if (rc)
+        s_reply_error(self, peer, env, rc);
+}
+
+static void s_on_gw_watch(s_self_t *self, s_peer_t *peer, const fq_msg_t *msg)
+{
+    fq_gw_watch_t req;
+    if (fq_msg_decode(msg, &fq_gw_watch_desc, &req) || !fq_path_valid(req.path)) {
+        self->malformed++;
+        return;
+    }
+    zlistx_t *names = zhashx_lookup(self->remote_watchers, req.path);
+    if (!names) {
+        names = zlistx_new();
+        if (!names)
+            return;
+        zlistx_set_duplicator(names, (zlistx_duplicator_fn *) strdup);
+        zlistx_set_destructor(names, (zlistx_destructor_fn *) zstr_free);
+        zlistx_set_comparator(names, (zlistx_comparator_fn *) strcmp);
+        zhashx_insert(self->remote_watchers, req.path, names);
+    }
+    if (!zlistx_find(names, peer->name))
+        zlistx_add_end(names, peer->name);
+    //  Our own watch; an absent actor answers TERMINATED at once
+    fq_watch(self->ctx, req.path);
+}
+
+static void s_on_gw_terminated(s_self_t *self, s_peer_t *peer, const fq_msg_t *msg)
+{
+    fq_gw_terminated_t notice;
+    if (fq_msg_decode(msg, &fq_gw_terminated_desc, &notice)) {
+        self->malformed++;
+        return;
+    }
+    s_watch_t *watch = zlistx_first(peer->watches);
+    while (watch) {
+        s_watch_t *next = zlistx_next(peer->watches);
+        if (streq(watch->path, notice.path)) {
+            s_tell_terminated(self, watch->watcher, watch->target, notice.failed, notice.reason);
+            zlistx_delete(peer->watches, zlistx_find(peer->watches, watch));
+        }
+        watch = next;
+    }
+}
+
+//  Everything a peer sends. Malformed frames are counted and dropped; the
+//  peer and the gateway carry on.
+static void s_on_frame(s_self_t *self, zframe_t *routing_id, const char *key, const void *data,
+                       size_t size)
+{
+    self->frames_in++;
+    msgpack_zone_clear(&self->zone);
+    fq_envelope_t env;
+    if (fq_envelope_decode(data, size, &self->zone, &env)) {
+        if (self->malformed++ % 1000 == 0)
+            zsys_warning("fairq gateway: dropped a malformed frame of %zu bytes (%llu so far)",
+                         size, (unsigned long long) self->malformed);
+        return;
+    }
+    fq_msg_t msg = {.type = env.type, .body = env.body, .zone = &self->zone};
+    s_peer_t *peer = NULL;
+    if (routing_id) {
+        //  Bound side: find the peer by its connection
+        for (s_peer_t *p = zhashx_first(self->peers_by_name); p;
+             p = zhashx_next(self->peers_by_name))
+            if (zframe_eq(p->routing_id, routing_id)) {
+                peer = p;
+                break;
+            }
+        if (env.type == FQ_MSG_GW_HELLO) {
+            fq_gw_hello_t hello;
+            if (fq_msg_decode(&msg, &fq_gw_hello_desc, &hello) || !fq_name_valid(hello.system)) {
+                self->malformed++;
+                return;
+            }
+            s_peer_t *same_name = zhashx_lookup(self->peers_by_name, hello.system);
+            if (same_name && !streq(same_name->key, key)) {
+                //  A name belongs to one key: another key may not take it over
+                self->refused++;
+                zsys_warning("fairq gateway: refused %s: name held by another key", hello.system);
+                return;
+            }
+            if (same_name)
+                s_peer_lost(self, same_name, "replaced by a new connection");
+            if (peer && peer != same_name)
+                s_peer_lost(self, peer, "renamed itself");
+            peer = s_peer_new(hello.system, routing_id, key);
+            if (!peer || zhashx_insert(self->peers_by_name, peer->name, peer) != 0) {
+                s_peer_destroy((void **) &peer);
+                return;
+            }
+            zsys_info("fairq gateway: peer %s joined", peer->name);
+            fq_gw_welcome_t welcome = {.system = fq_system_name(fq_ctx_system(self->ctx)),
+                                       .version = S_PROTOCOL_VERSION};
+            s_send_control(self, peer, &fq_gw_welcome_desc, &welcome);
+            return;
+        }
+        if (!peer) {
+            //  We restarted, or it skipped HELLO: ask it to introduce itself
+            s_peer_t stranger = {.routing_id = routing_id};
+            s_send_control(self, &stranger, &fq_gw_rehello_desc, &(fq_gw_rehello_t){0});
+            return;
+        }
+    }
+    else {
+        if (env.type == FQ_MSG_GW_WELCOME) {
+            fq_gw_welcome_t welcome;
+            if (fq_msg_decode(&msg, &fq_gw_welcome_desc, &welcome) ||
+                !fq_name_valid(welcome.system)) {
+                self->malformed++;
+                return;
+            }
+            if (self->server)
+                s_peer_lost(self, self->server, "welcomed again");
+            self->server = s_peer_new(welcome.system, NULL, self->cfg->server_key);
+            if (self->server &&
+                zhashx_insert(self->peers_by_name, self->server->name, self->server) != 0)
+                s_peer_destroy((void **) &self->server);
+            self->reconnect_delay = self->cfg->reconnect_min_ms;
+            zsys_info("fairq gateway: joined %s at %s", welcome.system, self->cfg->connect);
+            return;
+        }
+        if (env.type == FQ_MSG_GW_REHELLO) {
+            s_send_hello(self);
+            return;
+        }
+        peer = self->server;
+        if (!peer)
+            return; //  Not welcomed yet: nothing else is meaningful
+    }
+    peer->last_seen = zclock_mono();
+    switch (env.type) {
+    case FQ_MSG_GW_HEARTBEAT:
+        break;
+    case FQ_MSG_GW_BYE:
+        if (peer == self->server) {
+            s_peer_lost(self, peer, "said goodbye");
+            s_schedule_reconnect(self, "server said goodbye");
+        }
+        else
+            s_peer_lost(self, peer, "said goodbye");
+        break;
+    case FQ_MSG_GW_WATCH:
+        s_on_gw_watch(self, peer, &msg);
+        break;
+    case FQ_MSG_GW_TERMINATED:
+        s_on_gw_terminated(self, peer, &msg);
+        break;
+    default:
+        s_deliver(self, peer, &env);
+    }
+}
+
+static int s_on_router(fq_ctx_t *ctx, void *state, zsock_t *sock)
+{
+    (void) ctx;
+    s_self_t *self = state;
+    //  Drain a batch, then let the loop serve the mailbox too
+    for (int i = 0; i < 256; i++) {
+        zmsg_t *frames = zmsg_recv_nowait(sock);
+        if (!frames)
+            break;
+        zframe_t *routing_id = zmsg_pop(frames);
+        zframe_t *body = zmsg_pop(frames);
+        if (routing_id && body && zmsg_size(frames) == 0) {
+            const char *key = zframe_meta(body, "User-Id");
+            s_on_frame(self, routing_id, key ? key : "", zframe_data(body), zframe_size(body));
+        }
+        else
+            self->malformed++;
+        zframe_destroy(&routing_id);
+        zframe_destroy(&body);
+        zmsg_destroy(&frames);
+    }
+    return 0;
+}
+
+static int s_on_dealer(fq_ctx_t *ctx, void *state, zsock_t *sock)
+{
+    (void) ctx;
+    s_self_t *self = state;
+    zmq_msg_t frame;
+    zmq_msg_init(&frame);
+    for (int i = 0; i < 256 && self->dealer == sock; i++) {
+        if (zmq_msg_recv(&frame, zsock_resolve(sock), ZMQ_DONTWAIT) < 0)
+            break;
+        if (zmq_msg_more(&frame)) {
+            //  Gateway frames are single-part; skip the whole message
+            self->malformed++;
+            while (zmq_msg_more(&frame) && zmq_msg_recv(&frame, zsock_resolve(sock), 0) >= 0)
+                ;
+            continue;
+        }
+        s_on_frame(self, NULL, "", zmq_msg_data(&frame), zmq_msg_size(&frame));
+    }
+    zmq_msg_close(&frame);
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Messages from local actors
+
+static void s_forward_out(s_self_t *self, const fq_msg_t *msg)
+{
+    char system[FQ_ADDRESS_MAX + 1];
+    const char *path;
+    s_peer_t *peer = NULL;
+    if (fq_address_split(msg->to, system, sizeof system, &path) == 1)
+        peer = s_peer_for(self, system);
+    if (peer && s_send_frame(self, peer, msg->frame, msg->frame_size) == 0)
+        return;
+    atomic_fetch_add(&fq_ctx_system(self->ctx)->dead_letters, 1);
+    if ((msg->flags & FQ_ENV_ASK) && msg->sender[0] == '/') {
+        fq_error_t error = {.code = FQ_EPEER, .text = "remote system not connected"};
+        fq_reply(self->ctx, msg, &fq_error_desc, &error);
+    }
+}
+
+static void s_watch_remote(s_self_t *self, const fq_msg_t *msg, bool watch)
+{
+    fq_watch_remote_t req;
+    if (fq_msg_decode(msg, &fq_watch_remote_desc, &req))
+        return;
+    char system[FQ_ADDRESS_MAX + 1];
+    const char *path;
+    s_peer_t *peer = NULL;
+    if (fq_address_split(req.target, system, sizeof system, &path) == 1)
+        peer = s_peer_for(self, system);
+    if (!watch) {
+        if (!peer)
+            return;
+        for (s_watch_t *w = zlistx_first(peer->watches); w; w = zlistx_next(peer->watches))
+            if (streq(w->target, req.target) && streq(w->watcher, req.watcher)) {
+                zlistx_delete(peer->watches, zlistx_cursor(peer->watches));
+                break;
+            }
+        return;
+    }
+    if (!peer) {
+        s_tell_terminated(self, req.watcher, req.target, true, "remote system not connected");
+        return;
+    }
+    s_watch_t *entry = calloc(1, sizeof *entry);
+    if (!entry)
+        return;
+    entry->target = strdup(req.target);
+    entry->path = strdup(path);
+    entry->watcher = strdup(req.watcher);
+    zlistx_add_end(peer->watches, entry);
+    fq_gw_watch_t remote = {.path = path};
+    s_send_control(self, peer, &fq_gw_watch_desc, &remote);
+}
+
+//  One of our actors that a peer watches has stopped: tell the peer.
+static void s_local_terminated(s_self_t *self, const fq_msg_t *msg)
+{
+    fq_terminated_t notice;
+    if (fq_msg_decode(msg, &fq_terminated_desc, &notice))
+        return;
+    zlistx_t *names = zhashx_lookup(self->remote_watchers, notice.path);
+    if (!names)
+        return;
+    fq_gw_terminated_t remote = {
+        .path = notice.path, .failed = notice.failed, .reason = notice.reason};
+    for (const char *name = zlistx_first(names); name; name = zlistx_next(names)) {
+        s_peer_t *peer = zhashx_lookup(self->peers_by_name, name);
+        if (peer)
+            s_send_control(self, peer, &fq_gw_terminated_desc, &remote);
+    }
+    zhashx_delete(self->remote_watchers, notice.path);
+}
+
+static void s_heartbeat(s_self_t *self)
+{
+    int64_t now = zclock_mono();
+    s_peer_t *peer = zhashx_first(self->peers_by_name);
+    while (peer) {
+        s_peer_t *next = zhashx_next(self->peers_by_name);
+        if (now - peer->last_seen > self->cfg->heartbeat_timeout_ms) {
+            bool was_server = peer == self->server;
+            char reason[128];
+            snprintf(reason, sizeof reason, "no heartbeat for %d ms",
+                     self->cfg->heartbeat_timeout_ms);
+            s_peer_lost(self, peer, reason);
+            if (was_server)
+                s_schedule_reconnect(self, reason);
+            //  The hash changed under the cursor: start over next tick
+            return;
+        }
+        if (now - peer->last_sent >= self->cfg->heartbeat_ms)
+            s_send_control(self, peer, &fq_gw_heartbeat_desc, &(fq_gw_heartbeat_t){0});
+        peer = next;
+    }
+    if (!self->cfg->connect)
+        return;
+    if (!self->dealer && now >= self->reconnect_at)
+        s_dealer_open(self);
+    else if (self->dealer && !self->server &&
+             now - self->dealer_since > self->cfg->heartbeat_timeout_ms)
+        s_schedule_reconnect(self, "no welcome");
+}
+
+static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
+{
+    s_self_t *self = state;
+    if (msg->to[0]) {
+        s_forward_out(self, msg);
+        return 0;
+    }
+    if (msg->flags & FQ_ENV_REMOTE)
+        return 0;
+    switch (msg->type) {
+    case FQ_MSG_GW_HEARTBEAT:
+        s_heartbeat(self);
+        break;
+    case FQ_MSG_WATCH_REMOTE:
+        s_watch_remote(self, msg, true);
+        break;
+    case FQ_MSG_UNWATCH_REMOTE:
+        s_watch_remote(self, msg, false);
+        break;
+    case FQ_MSG_TERMINATED:
+        s_local_terminated(self, msg);
+        break;
+    case FQ_MSG_GW_STATUS_QUERY: {
+        fq_gw_status_t status = {.connected = self->cfg->connect ? self->server != NULL : true,
+                                 .peers = (uint32_t) zhashx_size(self->peers_by_name),
+                                 .frames_in = self->frames_in,
+                                 .frames_out = self->frames_out,
+                                 .malformed = self->malformed,
+                                 .refused = self->refused};
+        fq_reply(ctx, msg, &fq_gw_status_desc, &status);
+        break;
+    }
+    default:
+        break;
+    }
+    return 0;
+}
+
+static void s_stop(fq_ctx_t *ctx, void *state)
+{
+    (void) ctx;
+    s_self_t *self = state;
+    //  Say goodbye so peers need not wait out the heartbeat timeout
+    for (s_peer_t *peer = zhashx_first(self->peers_by_name); peer;
+         peer = zhashx_next(self->peers_by_name))
+        s_send_control(self, peer, &fq_gw_bye_desc, &(fq_gw_bye_t){.reason = "stopping"});
+    s_dealer_close(self);
+    if (self->router)
+        fq_ctx_remove_reader(ctx, self->router);
+    zsock_destroy(&self->router);
+    zactor_destroy(&self->auth);
+    zhashx_destroy(&self->peers_by_name);
+    zhashx_destroy(&self->remote_watchers);
+    msgpack_zone_destroy(&self->zone);
+    msgpack_sbuffer_destroy(&self->buf);
+    free(self);
+}
+
+static void s_zlistx_destroy(void **item)
+{
+    zlistx_destroy((zlistx_t **) item);
+}
+
+static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
+{
+    s_config_t *cfg = args;
+    s_self_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return FQ_ENOMEM;
+    *state_p = self;
+    self->ctx = ctx;
+    self->cfg = cfg;
+    self->reconnect_delay = cfg->reconnect_min_ms;
+    msgpack_zone_init(&self->zone, 8192);
+    msgpack_sbuffer_init(&self->buf);
+    self->peers_by_name = zhashx_new();
+    self->remote_watchers = zhashx_new();
+    if (!self->peers_by_name || !self->remote_watchers)
+        return FQ_ENOMEM;
+    zhashx_set_destructor(self->peers_by_name, s_peer_destroy);
+    zhashx_set_destructor(self->remote_watchers, s_zlistx_destroy);
+    if (cfg->bind) {
+        if (!cfg->insecure) {
+            //  zauth checks each connecting key against the allow list
+            self->auth = zactor_new(zauth, NULL);
+            if (!self->auth)
+                return FQ_ENOMEM;
+            zstr_sendx(self->auth, "CURVE", cfg->allow_dir, NULL);
+            zsock_wait(self->auth);
+        }
+        self->router = zsock_new(ZMQ_ROUTER);
+        if (!self->router)
+            return FQ_ENOMEM;
+        zsock_set_linger(self->router, 0);
+        zsock_set_router_mandatory(self->router, 1);
+        zsock_set_sndtimeo(self->router, fq_ctx_system(ctx)->config.send_timeout_ms);
+        zsock_set_maxmsgsize(self->router, (int) FQ_ENVELOPE_MAX_SIZE);
+        if (!cfg->insecure) {
+            zcert_apply(cfg->cert, self->router);
+            zsock_set_curve_server(self->router, 1);
+            zsock_set_zap_domain(self->router, S_ZAP_DOMAIN);
+        }
+        if (zsock_bind(self->router, "%s", cfg->bind) < 0) {
+            zsys_error("fairq gateway: could not bind %s: %s", cfg->bind, zmq_strerror(errno));
+            return FQ_EINVAL;
+        }
+        int rc = fq_ctx_add_reader(ctx, self->router, s_on_router);
+        if (rc)
+            return rc;
+    }
+    if (cfg->connect)
+        s_dealer_open(self);
+    //  The heartbeat tick also drives reconnects and peer expiry
+    int tick = cfg->heartbeat_ms < cfg->heartbeat_timeout_ms / 3 ? cfg->heartbeat_ms
+                                                                 : cfg->heartbeat_timeout_ms / 3;
+    if (tick < 1)
+        tick = 1;
+    int timer = fq_timer_every(ctx, tick, &fq_gw_heartbeat_desc, &(fq_gw_heartbeat_t){0});
+    return timer < 0 ? timer : 0;
+}
+
+static const fq_behaviour_t s_gateway = {
+    .name = "gateway", .start = s_start, .receive = s_receive, .stop = s_stop};
+
+static int s_default(int value, int fallback)
+{
+    return value > 0 ? value : fallback;
+}
+
+int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *in)
+{
+    if (!in || (!in->bind && !in->connect)) {
+        zsys_error("fairq gateway: nothing to bind or connect");
+        return FQ_EINVAL;
+    }
+    s_config_t *cfg = calloc(1, sizeof *cfg);
+    if (!cfg)
+        return FQ_ENOMEM;
+    cfg->bind = s_strdup_or_null(in->bind);
+    cfg->connect = s_strdup_or_null(in->connect);
+    cfg->allow_dir = s_strdup_or_null(in->allow_dir);
+    cfg->server_key = s_strdup_or_null(in->server_key);
+    cfg->insecure = in->insecure;
+    cfg->heartbeat_ms = s_default(in->heartbeat_ms, FQ_GATEWAY_HEARTBEAT_MS);
+    cfg->heartbeat_timeout_ms =
+        s_default(in->heartbeat_timeout_ms, FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS);
+    cfg->reconnect_min_ms = s_default(in->reconnect_min_ms, FQ_GATEWAY_RECONNECT_MIN_MS);
+    cfg->reconnect_max_ms = s_default(in->reconnect_max_ms, FQ_GATEWAY_RECONNECT_MAX_MS);
+    const char *problem = NULL;
+    if (cfg->insecure)
+        zsys_warning("fairq gateway: INSECURE MODE - no CURVE authentication or encryption; "
+                     "any host that reaches %s can act as a peer. Never use this in production.",
+                     cfg->bind ? cfg->bind : cfg->connect);
+    else {
+        cfg->cert = in->cert ? zcert_dup(in->cert)
+                             : in->cert_file ? zcert_load(in->cert_file) : NULL;
+        if (!cfg->cert)
+            problem = "a CURVE certificate (cert or cert_file) is required";
+        else if (cfg->bind && !cfg->allow_dir)
+            problem = "binding needs allow_dir, the directory of allowed peer certificates";
+        else if (cfg->connect && (!cfg->server_key || strlen(cfg->server_key) != 40))
+            problem = "connecting needs server_key, the server's 40-character Z85 public key";
+    }
+    if (problem) {
+        zsys_error("fairq gateway: %s", problem);
+        s_config_free(cfg);
+        return FQ_EINVAL;
+    }
+    fq_spawn_opts_t opts = fq_spawn_opts_default();
+    opts.args_free = s_config_free;
+    return fq_system_spawn_system(sys, "gateway", &s_gateway, cfg, &opts);
+}
+
+int fq_gateway_wait_connected(fq_system_t *sys, int timeout_ms)
+{
+    fq_client_t *client = fq_client_new(sys);
+    if (!client)
+        return FQ_ENOMEM;
+    int64_t deadline = zclock_mono() + timeout_ms;
+    int rc = FQ_ETIMEDOUT;
+    while (zclock_mono() < deadline) {
+        fq_msg_t reply;
+        fq_gw_status_t status;
+        if (fq_client_ask(client, FQ_GATEWAY_PATH, &fq_gw_status_query_desc,
+                          &(fq_gw_status_query_t){0}, 500, &reply) == 0 &&
+            fq_msg_decode(&reply, &fq_gw_status_desc, &status) == 0 && status.connected) {
+            rc = 0;
+            break;
+        }
+        zclock_sleep(20);
+    }
+    fq_client_destroy(&client);
+    return rc;
+}

@@ -242,8 +242,11 @@ static void s_msg_from(fq_client_t *self, const fq_envelope_t *env, fq_msg_t *ms
                       .flags = env->flags,
                       .corr = env->corr,
                       .sender = env->sender,
+                      .to = env->to,
                       .body = env->body,
-                      .zone = &self->zone};
+                      .zone = &self->zone,
+                      .frame = zmq_msg_data(&self->frame),
+                      .frame_size = zmq_msg_size(&self->frame)};
 }
 
 int fq_client_ask(fq_client_t *self, const char *to, const fq_msgdesc_t *desc, const void *msg,

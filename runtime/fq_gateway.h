@@ -1,0 +1,57 @@
+/*  fq_gateway.h — the one transport for remote actors.
+
+    The gateway is an actor (/system/gateway) that joins actor systems in
+    different processes over ZeroMQ tcp: one side binds a ROUTER, the other
+    connects a DEALER. Messages to "fq://name/path" or "tcp://host:port/path"
+    reach it through the ordinary fq_tell, travel as the same envelopes,
+    and are delivered on the far side as if sent locally; the sender's
+    address is rewritten to fq://<its system>/<path> so replies find their
+    way back.
+
+    Security: CURVE. The bound side has a server certificate and an allow
+    list (a directory of client public certificates, checked by zauth); a
+    peer whose key is not listed never completes its handshake. Insecure
+    mode (no CURVE) exists for development only and says so loudly.
+
+    Liveness (the Paranoid Pirate pattern): both sides send HEARTBEAT when
+    idle; a peer silent for heartbeat_timeout_ms is dead, and every local
+    watcher of its actors gets TERMINATED. The connecting side then drops
+    its socket and reconnects with exponential back-off, saying HELLO anew.
+*/
+#ifndef FQ_GATEWAY_H
+#define FQ_GATEWAY_H
+
+#include "fq_system.h"
+
+typedef struct {
+    const char *bind;    //  Endpoint to accept peers on, e.g. "tcp://*:5555"; or NULL
+    const char *connect; //  Endpoint of the system to join; or NULL
+    //  CURVE. cert: this system's certificate (secret key included), from
+    //  cert_file or given directly (borrowed). allow_dir: public
+    //  certificates of the peers allowed in (bind side). server_key: the
+    //  Z85 public key of the system we connect to.
+    const char *cert_file;
+    zcert_t *cert;
+    const char *allow_dir;
+    const char *server_key;
+    bool insecure;            //  No CURVE at all: development only
+    int heartbeat_ms;         //  Idle interval between heartbeats; 0 = default
+    int heartbeat_timeout_ms; //  Silence after which a peer is dead; 0 = default
+    int reconnect_min_ms;     //  First reconnect delay; 0 = default
+    int reconnect_max_ms;     //  Cap of the doubling reconnect delay; 0 = default
+} fq_gateway_config_t;
+
+#define FQ_GATEWAY_HEARTBEAT_MS         1000
+#define FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS 3000
+#define FQ_GATEWAY_RECONNECT_MIN_MS     100
+#define FQ_GATEWAY_RECONNECT_MAX_MS     5000
+
+//  Validates cfg, loads keys and spawns /system/gateway. Strings in cfg are
+//  copied. Returns 0, FQ_EINVAL (with a logged reason) or FQ_EEXIST.
+int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *cfg);
+
+//  Blocks until the gateway has a welcomed connection to the system at
+//  its connect endpoint, or timeout_ms passes. Returns 0 or FQ_ETIMEDOUT.
+int fq_gateway_wait_connected(fq_system_t *sys, int timeout_ms);
+
+#endif

@@ -23,9 +23,9 @@ typedef struct fq_ctx fq_ctx_t;
 
 //  A received message, valid until the handler returns.
 typedef struct {
-    uint32_t type;  //  FQ_MSG_* id
-    uint32_t flags; //  FQ_ENV_* bits
-    uint64_t corr;  //  Correlation id of an ask, else 0
+    uint32_t type;      //  FQ_MSG_* id
+    uint32_t flags;     //  FQ_ENV_* bits
+    uint64_t corr;      //  Correlation id of an ask, else 0
     const char *sender; //  Address to reply to, "" if none
     const char *to;     //  Full target address when it is remote, else ""
     const msgpack_object *body;
@@ -92,13 +92,12 @@ int fq_reply(fq_ctx_t *ctx, const fq_msg_t *request, const fq_msgdesc_t *desc, c
 //  Called once per ask, in the asking actor's thread: status 0 with the
 //  reply, or a negative code (FQ_ETIMEDOUT, or the code of an ERROR reply)
 //  with reply NULL.
-typedef void(fq_ask_fn)(fq_ctx_t *ctx, void *state, int status, const fq_msg_t *reply,
-                        void *arg);
+typedef void(fq_ask_fn)(fq_ctx_t *ctx, void *state, int status, const fq_msg_t *reply, void *arg);
 
 //  Sends msg as a request; exactly one call of fn follows, within
 //  timeout_ms. Returns 0 or the send error (then fn is never called).
-int fq_ask(fq_ctx_t *ctx, const char *to, const fq_msgdesc_t *desc, const void *msg,
-           int timeout_ms, fq_ask_fn *fn, void *arg);
+int fq_ask(fq_ctx_t *ctx, const char *to, const fq_msgdesc_t *desc, const void *msg, int timeout_ms,
+           fq_ask_fn *fn, void *arg);
 
 //  Delivers msg to this actor once after delay_ms, or every interval_ms.
 //  Returns a timer id (> 0) for fq_timer_cancel, or a negative code.

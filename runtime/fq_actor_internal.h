@@ -26,11 +26,11 @@ struct fq_cell {
     fq_spawn_opts_t opts;
     bool guardian;
     fq_entry_t *entry;
-    zsock_t *mailbox;        //  PULL bound to entry->endpoint
-    zactor_t *actor;         //  The running incarnation, NULL while backing off
-    int64_t *restart_times;  //  Monotonic ms of recent restarts, oldest first
+    zsock_t *mailbox;       //  PULL bound to entry->endpoint
+    zactor_t *actor;        //  The running incarnation, NULL while backing off
+    int64_t *restart_times; //  Monotonic ms of recent restarts, oldest first
     int restart_count;
-    int restart_timer;       //  Parent's timer id while backing off
+    int restart_timer; //  Parent's timer id while backing off
 };
 
 //  Creates a cell for parent_path/name with a bound mailbox. Takes args

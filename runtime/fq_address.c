@@ -5,39 +5,33 @@
 
 static bool s_name_char(char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
 }
 
 bool fq_name_valid(const char *name)
 {
     size_t len = 0;
-    if (!name || !*name)
-        return false;
+    if (!name || !*name) return false;
     for (; name[len]; len++)
-        if (!s_name_char(name[len]) || len >= FQ_NAME_MAX)
-            return false;
+        if (!s_name_char(name[len]) || len >= FQ_NAME_MAX) return false;
     //  "." and ".." would read as relative paths in logs and tools
     return strcmp(name, ".") && strcmp(name, "..");
 }
 
 bool fq_path_valid(const char *path)
 {
-    if (!path || path[0] != '/' || strlen(path) > FQ_PATH_MAX)
-        return false;
+    if (!path || path[0] != '/' || strlen(path) > FQ_PATH_MAX) return false;
     const char *segment = path + 1;
     while (true) {
         const char *slash = strchr(segment, '/');
-        size_t len = slash ? (size_t) (slash - segment) : strlen(segment);
+        size_t len = slash ? (size_t)(slash - segment) : strlen(segment);
         char name[FQ_NAME_MAX + 1];
-        if (len == 0 || len > FQ_NAME_MAX)
-            return false;
+        if (len == 0 || len > FQ_NAME_MAX) return false;
         memcpy(name, segment, len);
         name[len] = 0;
-        if (!fq_name_valid(name))
-            return false;
-        if (!slash)
-            return true;
+        if (!fq_name_valid(name)) return false;
+        if (!slash) return true;
         segment = slash + 1;
     }
 }
@@ -45,49 +39,39 @@ bool fq_path_valid(const char *path)
 //  A tcp endpoint's host:port part: printable, no spaces or slashes.
 static bool s_endpoint_valid(const char *host, size_t len)
 {
-    if (len == 0 || !memchr(host, ':', len))
-        return false;
+    if (len == 0 || !memchr(host, ':', len)) return false;
     for (size_t i = 0; i < len; i++)
-        if (host[i] <= ' ' || host[i] > '~' || host[i] == '/')
-            return false;
+        if (host[i] <= ' ' || host[i] > '~' || host[i] == '/') return false;
     return true;
 }
 
 int fq_address_split(const char *address, char *system, size_t system_size, const char **path)
 {
-    if (!address || strlen(address) > FQ_ADDRESS_MAX || system_size == 0)
-        return FQ_EINVAL;
+    if (!address || strlen(address) > FQ_ADDRESS_MAX || system_size == 0) return FQ_EINVAL;
     if (address[0] == '/') {
-        if (!fq_path_valid(address))
-            return FQ_EINVAL;
+        if (!fq_path_valid(address)) return FQ_EINVAL;
         system[0] = 0;
         *path = address;
         return 0;
     }
     bool by_name = strncmp(address, "fq://", 5) == 0;
     bool by_endpoint = strncmp(address, "tcp://", 6) == 0;
-    if (!by_name && !by_endpoint)
-        return FQ_EINVAL;
+    if (!by_name && !by_endpoint) return FQ_EINVAL;
     const char *host = address + (by_name ? 5 : 6);
     const char *slash = strchr(host, '/');
-    if (!slash || !fq_path_valid(slash))
-        return FQ_EINVAL;
-    size_t host_len = (size_t) (slash - host);
-    size_t system_len = (size_t) (slash - address);
-    if (system_len + 1 > system_size)
-        return FQ_EINVAL;
+    if (!slash || !fq_path_valid(slash)) return FQ_EINVAL;
+    size_t host_len = (size_t)(slash - host);
+    size_t system_len = (size_t)(slash - address);
+    if (system_len + 1 > system_size) return FQ_EINVAL;
     memcpy(system, address, system_len);
     system[system_len] = 0;
     if (by_name) {
         char name[FQ_NAME_MAX + 1];
-        if (host_len == 0 || host_len > FQ_NAME_MAX)
-            return FQ_EINVAL;
+        if (host_len == 0 || host_len > FQ_NAME_MAX) return FQ_EINVAL;
         memcpy(name, host, host_len);
         name[host_len] = 0;
-        if (!fq_name_valid(name))
-            return FQ_EINVAL;
-    }
-    else if (!s_endpoint_valid(host, host_len))
+        if (!fq_name_valid(name)) return FQ_EINVAL;
+    } else if (!s_endpoint_valid(host, host_len))
         return FQ_EINVAL;
     *path = slash;
     return 1;

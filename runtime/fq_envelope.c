@@ -17,25 +17,19 @@ int fq_envelope_encode(msgpack_sbuffer *buf, uint32_t type, uint32_t flags, uint
     rc |= msgpack_pack_uint64(&pk, corr);
     rc |= fq_field_encode_str(&pk, sender);
     rc |= to && *to ? fq_field_encode_str(&pk, to) : msgpack_pack_nil(&pk);
-    if (rc)
-        return FQ_ENOMEM;
-    if (desc)
-        return desc->encode(msg, &pk);
-    if (raw_body)
-        return msgpack_pack_object(&pk, *raw_body) ? FQ_ENOMEM : 0;
+    if (rc) return FQ_ENOMEM;
+    if (desc) return desc->encode(msg, &pk);
+    if (raw_body) return msgpack_pack_object(&pk, *raw_body) ? FQ_ENOMEM : 0;
     return msgpack_pack_nil(&pk) ? FQ_ENOMEM : 0;
 }
 
 int fq_envelope_decode(const void *data, size_t size, msgpack_zone *zone, fq_envelope_t *env)
 {
-    if (size == 0 || size > FQ_ENVELOPE_MAX_SIZE || fq_msgpack_check(data, size))
-        return FQ_EDECODE;
+    if (size == 0 || size > FQ_ENVELOPE_MAX_SIZE || fq_msgpack_check(data, size)) return FQ_EDECODE;
     msgpack_object *root = msgpack_zone_malloc(zone, sizeof *root);
-    if (!root)
-        return FQ_EDECODE;
+    if (!root) return FQ_EDECODE;
     size_t off = 0;
-    if (msgpack_unpack(data, size, &off, zone, root) != MSGPACK_UNPACK_SUCCESS)
-        return FQ_EDECODE;
+    if (msgpack_unpack(data, size, &off, zone, root) != MSGPACK_UNPACK_SUCCESS) return FQ_EDECODE;
     if (root->type != MSGPACK_OBJECT_ARRAY || root->via.array.size < S_ENV_FIELDS)
         return FQ_EDECODE;
     const msgpack_object *f = root->via.array.ptr;
@@ -70,14 +64,13 @@ int fq_msgpack_check(const void *data, size_t size)
     const uint8_t *end = p + size;
     uint64_t pending = 1; //  Items still to read
     while (pending) {
-        if (p >= end)
-            return FQ_EDECODE;
+        if (p >= end) return FQ_EDECODE;
         pending--;
         uint8_t tag = *p++;
-        uint64_t skip = 0;   //  Payload bytes after the header
-        uint64_t items = 0;  //  Nested items this header announces
-        int width = 0;       //  Width of a length field that follows
-        int kind = 0;        //  0 scalar, 1 str/bin, 2 array, 3 map, 4 ext
+        uint64_t skip = 0;  //  Payload bytes after the header
+        uint64_t items = 0; //  Nested items this header announces
+        int width = 0;      //  Width of a length field that follows
+        int kind = 0;       //  0 scalar, 1 str/bin, 2 array, 3 map, 4 ext
         if (tag <= 0x7f || tag >= 0xe0 || tag == 0xc0 || tag == 0xc2 || tag == 0xc3)
             ;
         else if (tag >= 0x80 && tag <= 0x8f)
@@ -88,31 +81,88 @@ int fq_msgpack_check(const void *data, size_t size)
             skip = tag & 0x1f;
         else {
             switch (tag) {
-            case 0xcc: case 0xd0: skip = 1; break;
-            case 0xcd: case 0xd1: skip = 2; break;
-            case 0xca: case 0xce: case 0xd2: skip = 4; break;
-            case 0xcb: case 0xcf: case 0xd3: skip = 8; break;
-            case 0xd4: skip = 2; break;
-            case 0xd5: skip = 3; break;
-            case 0xd6: skip = 5; break;
-            case 0xd7: skip = 9; break;
-            case 0xd8: skip = 17; break;
-            case 0xc4: case 0xd9: width = 1; kind = 1; break;
-            case 0xc5: case 0xda: width = 2; kind = 1; break;
-            case 0xc6: case 0xdb: width = 4; kind = 1; break;
-            case 0xc7: width = 1; kind = 4; break;
-            case 0xc8: width = 2; kind = 4; break;
-            case 0xc9: width = 4; kind = 4; break;
-            case 0xdc: width = 2; kind = 2; break;
-            case 0xdd: width = 4; kind = 2; break;
-            case 0xde: width = 2; kind = 3; break;
-            case 0xdf: width = 4; kind = 3; break;
-            default: return FQ_EDECODE; //  0xc1 is never used
+            case 0xcc:
+            case 0xd0:
+                skip = 1;
+                break;
+            case 0xcd:
+            case 0xd1:
+                skip = 2;
+                break;
+            case 0xca:
+            case 0xce:
+            case 0xd2:
+                skip = 4;
+                break;
+            case 0xcb:
+            case 0xcf:
+            case 0xd3:
+                skip = 8;
+                break;
+            case 0xd4:
+                skip = 2;
+                break;
+            case 0xd5:
+                skip = 3;
+                break;
+            case 0xd6:
+                skip = 5;
+                break;
+            case 0xd7:
+                skip = 9;
+                break;
+            case 0xd8:
+                skip = 17;
+                break;
+            case 0xc4:
+            case 0xd9:
+                width = 1;
+                kind = 1;
+                break;
+            case 0xc5:
+            case 0xda:
+                width = 2;
+                kind = 1;
+                break;
+            case 0xc6:
+            case 0xdb:
+                width = 4;
+                kind = 1;
+                break;
+            case 0xc7:
+                width = 1;
+                kind = 4;
+                break;
+            case 0xc8:
+                width = 2;
+                kind = 4;
+                break;
+            case 0xc9:
+                width = 4;
+                kind = 4;
+                break;
+            case 0xdc:
+                width = 2;
+                kind = 2;
+                break;
+            case 0xdd:
+                width = 4;
+                kind = 2;
+                break;
+            case 0xde:
+                width = 2;
+                kind = 3;
+                break;
+            case 0xdf:
+                width = 4;
+                kind = 3;
+                break;
+            default:
+                return FQ_EDECODE; //  0xc1 is never used
             }
         }
         if (width) {
-            if ((size_t) (end - p) < (size_t) width)
-                return FQ_EDECODE;
+            if ((size_t)(end - p) < (size_t)width) return FQ_EDECODE;
             uint64_t n = s_read_be(p, width);
             p += width;
             if (kind == 1)
@@ -124,11 +174,9 @@ int fq_msgpack_check(const void *data, size_t size)
             else
                 items = 2 * n;
         }
-        if (skip > (uint64_t) (end - p))
-            return FQ_EDECODE;
+        if (skip > (uint64_t)(end - p)) return FQ_EDECODE;
         p += skip;
-        if (pending + items > (uint64_t) (end - p))
-            return FQ_EDECODE;
+        if (pending + items > (uint64_t)(end - p)) return FQ_EDECODE;
         pending += items;
     }
     return p == end ? 0 : FQ_EDECODE;

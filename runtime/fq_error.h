@@ -12,7 +12,7 @@
     X(ENOMEM, "out of memory")                                                                     \
     X(ETIMEDOUT, "timed out")                                                                      \
     X(ENOACTOR, "no actor at that address")                                                        \
-    X(EEXIST, "an actor with that name already exists")                                           \
+    X(EEXIST, "an actor with that name already exists")                                            \
     X(EDECODE, "message could not be decoded")                                                     \
     X(ETOOBIG, "message too large")                                                                \
     X(EFULL, "mailbox full")                                                                       \

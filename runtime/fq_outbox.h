@@ -20,8 +20,8 @@ void fq_outbox_destroy(fq_outbox_t **self_p);
 //  Encodes and sends one envelope to address (see fq_envelope_encode for
 //  the body arguments). Returns 0, FQ_EINVAL, FQ_ENOACTOR, FQ_EFULL,
 //  FQ_EPEER (remote address and no gateway) or FQ_ENOMEM.
-int fq_outbox_send(fq_outbox_t *self, const char *to, uint32_t type, uint32_t flags,
-                   uint64_t corr, const char *sender, const fq_msgdesc_t *desc, const void *msg,
+int fq_outbox_send(fq_outbox_t *self, const char *to, uint32_t type, uint32_t flags, uint64_t corr,
+                   const char *sender, const fq_msgdesc_t *desc, const void *msg,
                    const msgpack_object *raw_body);
 
 //  Sends an already encoded envelope to a local path as it is.

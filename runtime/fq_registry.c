@@ -12,8 +12,7 @@ struct fq_registry {
 fq_registry_t *fq_registry_new(const char *system_id)
 {
     fq_registry_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return NULL;
+    if (!self) return NULL;
     self->entries = zhashx_new();
     if (!self->entries) {
         free(self);
@@ -27,8 +26,7 @@ fq_registry_t *fq_registry_new(const char *system_id)
 void fq_registry_destroy(fq_registry_t **self_p)
 {
     fq_registry_t *self = *self_p;
-    if (!self)
-        return;
+    if (!self) return;
     fq_entry_t *entry = zhashx_first(self->entries);
     while (entry) {
         atomic_store(&entry->alive, false);
@@ -49,8 +47,7 @@ void fq_entry_retain(fq_entry_t *entry)
 void fq_entry_release(fq_entry_t **entry_p)
 {
     fq_entry_t *entry = *entry_p;
-    if (!entry)
-        return;
+    if (!entry) return;
     *entry_p = NULL;
     if (atomic_fetch_sub(&entry->refs, 1) == 1) {
         zlistx_destroy(&entry->watchers);
@@ -60,20 +57,18 @@ void fq_entry_release(fq_entry_t **entry_p)
 
 int fq_registry_add(fq_registry_t *self, const char *path, fq_entry_t **entry_p)
 {
-    if (!fq_path_valid(path))
-        return FQ_EINVAL;
+    if (!fq_path_valid(path)) return FQ_EINVAL;
     fq_entry_t *entry = aligned_alloc(64, (sizeof(fq_entry_t) + 63) / 64 * 64);
-    if (!entry)
-        return FQ_ENOMEM;
+    if (!entry) return FQ_ENOMEM;
     memset(entry, 0, sizeof *entry);
     entry->watchers = zlistx_new();
     if (!entry->watchers) {
         free(entry);
         return FQ_ENOMEM;
     }
-    zlistx_set_duplicator(entry->watchers, (zlistx_duplicator_fn *) strdup);
-    zlistx_set_destructor(entry->watchers, (zlistx_destructor_fn *) zstr_free);
-    zlistx_set_comparator(entry->watchers, (zlistx_comparator_fn *) strcmp);
+    zlistx_set_duplicator(entry->watchers, (zlistx_duplicator_fn *)strdup);
+    zlistx_set_destructor(entry->watchers, (zlistx_destructor_fn *)zstr_free);
+    zlistx_set_comparator(entry->watchers, (zlistx_comparator_fn *)strcmp);
     atomic_init(&entry->refs, 2); //  The registry's and the caller's
     atomic_init(&entry->alive, true);
     snprintf(entry->path, sizeof entry->path, "%s", path);
@@ -95,8 +90,7 @@ fq_entry_t *fq_registry_lookup(fq_registry_t *self, const char *path)
 {
     pthread_mutex_lock(&self->lock);
     fq_entry_t *entry = zhashx_lookup(self->entries, path);
-    if (entry)
-        fq_entry_retain(entry);
+    if (entry) fq_entry_retain(entry);
     pthread_mutex_unlock(&self->lock);
     return entry;
 }
@@ -127,8 +121,8 @@ int fq_registry_watch(fq_registry_t *self, const char *target, const char *watch
     pthread_mutex_lock(&self->lock);
     fq_entry_t *entry = zhashx_lookup(self->entries, target);
     if (entry) {
-        if (!zlistx_find(entry->watchers, (void *) watcher))
-            zlistx_add_end(entry->watchers, (void *) watcher);
+        if (!zlistx_find(entry->watchers, (void *)watcher))
+            zlistx_add_end(entry->watchers, (void *)watcher);
         rc = 0;
     }
     pthread_mutex_unlock(&self->lock);
@@ -139,9 +133,8 @@ void fq_registry_unwatch(fq_registry_t *self, const char *target, const char *wa
 {
     pthread_mutex_lock(&self->lock);
     fq_entry_t *entry = zhashx_lookup(self->entries, target);
-    void *handle = entry ? zlistx_find(entry->watchers, (void *) watcher) : NULL;
-    if (handle)
-        zlistx_delete(entry->watchers, handle);
+    void *handle = entry ? zlistx_find(entry->watchers, (void *)watcher) : NULL;
+    if (handle) zlistx_delete(entry->watchers, handle);
     pthread_mutex_unlock(&self->lock);
 }
 
@@ -149,8 +142,7 @@ void fq_registry_foreach(fq_registry_t *self, void (*fn)(const fq_entry_t *entry
                          void *arg)
 {
     pthread_mutex_lock(&self->lock);
-    for (fq_entry_t *entry = zhashx_first(self->entries); entry;
-         entry = zhashx_next(self->entries))
+    for (fq_entry_t *entry = zhashx_first(self->entries); entry; entry = zhashx_next(self->entries))
         fn(entry, arg);
     pthread_mutex_unlock(&self->lock);
 }

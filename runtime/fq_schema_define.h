@@ -6,15 +6,15 @@
 #include <string.h>
 
 //  Pass 1: field counts.
-#define FQ_U64(n)     +1
-#define FQ_I64(n)     +1
-#define FQ_U32(n)     +1
-#define FQ_BOOL(n)    +1
-#define FQ_DOUBLE(n)  +1
-#define FQ_STR(n)     +1
-#define FQ_BIN(n)     +1
-#define FQ_STRMAP(n)  +1
-#define FQ_U64LIST(n) +1
+#define FQ_U64(n)                       +1
+#define FQ_I64(n)                       +1
+#define FQ_U32(n)                       +1
+#define FQ_BOOL(n)                      +1
+#define FQ_DOUBLE(n)                    +1
+#define FQ_STR(n)                       +1
+#define FQ_BIN(n)                       +1
+#define FQ_STRMAP(n)                    +1
+#define FQ_U64LIST(n)                   +1
 #define FQ_MESSAGE(UP, low, id, fields) enum { s_##low##_nfields = 0 fields };
 #include FQ_SCHEMA_FILE
 #include "fq_schema_undef.h"
@@ -32,7 +32,7 @@
 #define FQ_MESSAGE(UP, low, id, fields)                                                            \
     int fq_##low##_encode(const fq_##low##_t *msg, msgpack_packer *pk)                             \
     {                                                                                              \
-        (void) msg;                                                                                \
+        (void)msg;                                                                                 \
         int rc = msgpack_pack_array(pk, s_##low##_nfields);                                        \
         fields return rc ? FQ_ENOMEM : 0;                                                          \
     }
@@ -41,8 +41,7 @@
 
 //  Pass 3: decoders, strict about types, tolerant of appended fields.
 #define FQ_DECODE_FIELD_(call)                                                                     \
-    if (call)                                                                                      \
-        return FQ_EDECODE;                                                                         \
+    if (call) return FQ_EDECODE;                                                                   \
     field++;
 #define FQ_U64(n)     FQ_DECODE_FIELD_(fq_field_decode_u64(field, &msg->n))
 #define FQ_I64(n)     FQ_DECODE_FIELD_(fq_field_decode_i64(field, &msg->n))
@@ -56,12 +55,11 @@
 #define FQ_MESSAGE(UP, low, id, fields)                                                            \
     int fq_##low##_decode(const msgpack_object *obj, fq_##low##_t *msg, msgpack_zone *zone)        \
     {                                                                                              \
-        (void) zone;                                                                               \
+        (void)zone;                                                                                \
         memset(msg, 0, sizeof *msg);                                                               \
-        if (fq_field_array_too_short(obj, s_##low##_nfields))                                     \
-            return FQ_EDECODE;                                                                     \
+        if (fq_field_array_too_short(obj, s_##low##_nfields)) return FQ_EDECODE;                   \
         const msgpack_object *field = obj->via.array.ptr;                                          \
-        (void) field;                                                                              \
+        (void)field;                                                                               \
         fields return 0;                                                                           \
     }
 #include FQ_SCHEMA_FILE
@@ -81,11 +79,11 @@
 #define FQ_MESSAGE(UP, low, id, fields)                                                            \
     static int s_##low##_encode_any(const void *msg, msgpack_packer *pk)                           \
     {                                                                                              \
-        return fq_##low##_encode((const fq_##low##_t *) msg, pk);                                 \
+        return fq_##low##_encode((const fq_##low##_t *)msg, pk);                                   \
     }                                                                                              \
     static int s_##low##_decode_any(const msgpack_object *obj, void *msg, msgpack_zone *zone)      \
     {                                                                                              \
-        return fq_##low##_decode(obj, (fq_##low##_t *) msg, zone);                                 \
+        return fq_##low##_decode(obj, (fq_##low##_t *)msg, zone);                                  \
     }                                                                                              \
     const fq_msgdesc_t fq_##low##_desc = {(id), #UP, sizeof(fq_##low##_t), s_##low##_encode_any,   \
                                           s_##low##_decode_any};

@@ -8,9 +8,9 @@ int fq_guardian_spawn(zactor_t *guardian, const char *name, const fq_behaviour_t
 //  Guardians only parent their children; they take no messages of their own.
 static int s_guardian_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
 {
-    (void) ctx;
-    (void) state;
-    (void) msg;
+    (void)ctx;
+    (void)state;
+    (void)msg;
     return 0;
 }
 
@@ -26,17 +26,13 @@ fq_system_t *fq_system_new(const fq_system_config_t *cfg)
     //  poll loop stop on the first SIGINT instead.
     zsys_handler_set(NULL);
     fq_system_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return NULL;
+    if (!self) return NULL;
     self->config = *cfg;
     snprintf(self->name, sizeof self->name, "%s", cfg->name);
     self->config.name = self->name;
-    if (!self->config.mailbox_hwm)
-        self->config.mailbox_hwm = FQ_DEFAULT_MAILBOX_HWM;
-    if (!self->config.send_timeout_ms)
-        self->config.send_timeout_ms = FQ_DEFAULT_SEND_TIMEOUT_MS;
-    snprintf(self->id, sizeof self->id, "%d-%u", (int) getpid(),
-             atomic_fetch_add(&s_system_seq, 1));
+    if (!self->config.mailbox_hwm) self->config.mailbox_hwm = FQ_DEFAULT_MAILBOX_HWM;
+    if (!self->config.send_timeout_ms) self->config.send_timeout_ms = FQ_DEFAULT_SEND_TIMEOUT_MS;
+    snprintf(self->id, sizeof self->id, "%d-%u", (int)getpid(), atomic_fetch_add(&s_system_seq, 1));
     pthread_mutex_init(&self->lock, NULL);
     self->registry = fq_registry_new(self->id);
     fq_spawn_opts_t opts = fq_spawn_opts_default();
@@ -54,8 +50,7 @@ fq_system_t *fq_system_new(const fq_system_config_t *cfg)
 void fq_system_destroy(fq_system_t **self_p)
 {
     fq_system_t *self = *self_p;
-    if (!self)
-        return;
+    if (!self) return;
     //  Application actors first: they may still talk to the gateway.
     fq_cell_destroy(&self->user_guardian, NULL, false, "system stopped");
     fq_cell_destroy(&self->system_guardian, NULL, false, "system stopped");
@@ -94,8 +89,7 @@ int fq_system_spawn_system(fq_system_t *self, const char *name, const fq_behavio
 bool fq_system_failed(fq_system_t *self, char *reason, size_t reason_size)
 {
     bool failed = atomic_load(&self->failed);
-    if (failed && reason && reason_size)
-        snprintf(reason, reason_size, "%s", self->failure);
+    if (failed && reason && reason_size) snprintf(reason, reason_size, "%s", self->failure);
     return failed;
 }
 
@@ -116,11 +110,18 @@ static void s_stats_of(const fq_entry_t *entry, fq_actor_stats_t *stats)
     stats->malformed = atomic_load(&entry->malformed);
 }
 
+int fq_system_lookup(fq_system_t *self, const char *path)
+{
+    fq_entry_t *entry = fq_registry_lookup(self->registry, path);
+    int rc = entry ? 0 : FQ_ENOACTOR;
+    fq_entry_release(&entry);
+    return rc;
+}
+
 int fq_system_stats(fq_system_t *self, const char *path, fq_actor_stats_t *stats)
 {
     fq_entry_t *entry = fq_registry_lookup(self->registry, path);
-    if (!entry)
-        return FQ_ENOACTOR;
+    if (!entry) return FQ_ENOACTOR;
     s_stats_of(entry, stats);
     fq_entry_release(&entry);
     return 0;
@@ -141,8 +142,8 @@ static void s_foreach_entry(const fq_entry_t *entry, void *arg)
     walk->count++;
 }
 
-int fq_system_foreach_stats(fq_system_t *self,
-                            void (*fn)(const fq_actor_stats_t *stats, void *arg), void *arg)
+int fq_system_foreach_stats(fq_system_t *self, void (*fn)(const fq_actor_stats_t *stats, void *arg),
+                            void *arg)
 {
     s_foreach_t walk = {fn, arg, 0};
     fq_registry_foreach(self->registry, s_foreach_entry, &walk);
@@ -165,14 +166,13 @@ struct fq_client {
 fq_client_t *fq_client_new(fq_system_t *sys)
 {
     fq_client_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return NULL;
+    if (!self) return NULL;
     self->sys = sys;
     zmq_msg_init(&self->frame);
     msgpack_zone_init(&self->zone, 4096);
     char path[FQ_PATH_MAX + 1];
     snprintf(path, sizeof path, "/temp/client-%llu",
-             (unsigned long long) atomic_fetch_add(&sys->client_seq, 1));
+             (unsigned long long)atomic_fetch_add(&sys->client_seq, 1));
     self->outbox = fq_outbox_new(sys);
     self->inbox = zsock_new(ZMQ_PULL);
     if (!self->outbox || !self->inbox || fq_registry_add(sys->registry, path, &self->entry) ||
@@ -187,8 +187,7 @@ fq_client_t *fq_client_new(fq_system_t *sys)
 void fq_client_destroy(fq_client_t **self_p)
 {
     fq_client_t *self = *self_p;
-    if (!self)
-        return;
+    if (!self) return;
     if (self->entry) {
         zlistx_t *watchers = fq_registry_remove(self->sys->registry, self->entry);
         zlistx_destroy(&watchers);
@@ -217,20 +216,16 @@ static int s_client_next(fq_client_t *self, int64_t deadline, fq_envelope_t *env
 {
     while (true) {
         int64_t wait = deadline - zclock_mono();
-        if (wait < 0)
-            return FQ_ETIMEDOUT;
+        if (wait < 0) return FQ_ETIMEDOUT;
         zmq_pollitem_t item = {zsock_resolve(self->inbox), 0, ZMQ_POLLIN, 0};
-        int rc = zmq_poll(&item, 1, (long) wait);
-        if (rc < 0 && zmq_errno() != EINTR)
-            return FQ_EIO;
-        if (rc <= 0)
-            continue;
-        if (zmq_msg_recv(&self->frame, zsock_resolve(self->inbox), ZMQ_DONTWAIT) < 0)
-            continue;
+        int rc = zmq_poll(&item, 1, (long)wait);
+        if (rc < 0 && zmq_errno() != EINTR) return FQ_EIO;
+        if (rc <= 0) continue;
+        if (zmq_msg_recv(&self->frame, zsock_resolve(self->inbox), ZMQ_DONTWAIT) < 0) continue;
         atomic_fetch_add(&self->entry->handled, 1);
         msgpack_zone_clear(&self->zone);
-        if (fq_envelope_decode(zmq_msg_data(&self->frame), zmq_msg_size(&self->frame),
-                               &self->zone, env) == 0)
+        if (fq_envelope_decode(zmq_msg_data(&self->frame), zmq_msg_size(&self->frame), &self->zone,
+                               env) == 0)
             return 0;
         atomic_fetch_add(&self->entry->malformed, 1);
     }
@@ -253,24 +248,20 @@ int fq_client_ask(fq_client_t *self, const char *to, const fq_msgdesc_t *desc, c
                   int timeout_ms, fq_msg_t *reply)
 {
     uint64_t corr = ++self->next_corr;
-    int rc = fq_outbox_send(self->outbox, to, desc->id, FQ_ENV_ASK, corr, self->entry->path,
-                            desc, msg, NULL);
-    if (rc)
-        return rc;
+    int rc = fq_outbox_send(self->outbox, to, desc->id, FQ_ENV_ASK, corr, self->entry->path, desc,
+                            msg, NULL);
+    if (rc) return rc;
     int64_t deadline = zclock_mono() + timeout_ms;
     fq_envelope_t env;
     //  Anything else arriving meanwhile (a late reply to an earlier ask) is
     //  skipped: a client serves one caller at a time.
     while ((rc = s_client_next(self, deadline, &env)) == 0) {
-        if (!(env.flags & FQ_ENV_REPLY) || env.corr != corr)
-            continue;
+        if (!(env.flags & FQ_ENV_REPLY) || env.corr != corr) continue;
         s_msg_from(self, &env, reply);
-        if (env.type != FQ_MSG_ERROR)
-            return 0;
+        if (env.type != FQ_MSG_ERROR) return 0;
         fq_error_t error;
-        if (fq_msg_decode(reply, &fq_error_desc, &error))
-            return FQ_EDECODE;
-        return error.code < 0 && error.code > INT32_MIN ? (int) error.code : FQ_EFAILED;
+        if (fq_msg_decode(reply, &fq_error_desc, &error)) return FQ_EDECODE;
+        return error.code < 0 && error.code > INT32_MIN ? (int)error.code : FQ_EFAILED;
     }
     return rc;
 }
@@ -281,8 +272,7 @@ int fq_client_recv(fq_client_t *self, int timeout_ms, fq_msg_t *msg)
     fq_envelope_t env;
     int rc;
     while ((rc = s_client_next(self, deadline, &env)) == 0) {
-        if (env.flags & FQ_ENV_REPLY)
-            continue; //  A reply whose ask already timed out
+        if (env.flags & FQ_ENV_REPLY) continue; //  A reply whose ask already timed out
         s_msg_from(self, &env, msg);
         return 0;
     }
@@ -296,8 +286,7 @@ int fq_client_watch(fq_client_t *self, const char *address)
 
 int fq_client_stop(fq_client_t *self, const char *address)
 {
-    if (!fq_path_valid(address))
-        return FQ_EINVAL;
+    if (!fq_path_valid(address)) return FQ_EINVAL;
     fq_stop_t stop = {0};
     return fq_client_tell(self, address, &fq_stop_desc, &stop);
 }

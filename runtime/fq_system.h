@@ -51,15 +51,18 @@ typedef struct {
     uint64_t mailbox_depth; //  Messages queued, not yet handled
     uint64_t restarts;
     uint64_t failures;
-    uint64_t malformed;     //  Frames dropped because they did not decode
+    uint64_t malformed; //  Frames dropped because they did not decode
 } fq_actor_stats_t;
+
+//  Looks up a live actor by path. Returns 0, or FQ_ENOACTOR.
+int fq_system_lookup(fq_system_t *self, const char *path);
 
 //  Counters of the live actor at path. Returns 0 or FQ_ENOACTOR.
 int fq_system_stats(fq_system_t *self, const char *path, fq_actor_stats_t *stats);
 
 //  Calls fn with the counters of every live actor; returns how many.
-int fq_system_foreach_stats(fq_system_t *self,
-                            void (*fn)(const fq_actor_stats_t *stats, void *arg), void *arg);
+int fq_system_foreach_stats(fq_system_t *self, void (*fn)(const fq_actor_stats_t *stats, void *arg),
+                            void *arg);
 
 //  Messages dropped because their actor was gone.
 uint64_t fq_system_dead_letters(fq_system_t *self);

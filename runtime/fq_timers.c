@@ -13,19 +13,18 @@ struct fq_timers {
 
 static size_t s_id_hash(const void *key)
 {
-    return (size_t) (uintptr_t) key;
+    return (size_t)(uintptr_t)key;
 }
 
 static int s_id_compare(const void *a, const void *b)
 {
-    return (uintptr_t) a < (uintptr_t) b ? -1 : (uintptr_t) a > (uintptr_t) b;
+    return (uintptr_t)a < (uintptr_t)b ? -1 : (uintptr_t)a > (uintptr_t)b;
 }
 
 fq_timers_t *fq_timers_new(void)
 {
     fq_timers_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return NULL;
+    if (!self) return NULL;
     self->live = zhashx_new();
     if (!self->live) {
         free(self);
@@ -41,10 +40,8 @@ fq_timers_t *fq_timers_new(void)
 void fq_timer_free(fq_timer_t **timer_p)
 {
     fq_timer_t *timer = *timer_p;
-    if (!timer)
-        return;
-    if (timer->payload_free)
-        timer->payload_free(timer->payload);
+    if (!timer) return;
+    if (timer->payload_free) timer->payload_free(timer->payload);
     free(timer);
     *timer_p = NULL;
 }
@@ -52,8 +49,7 @@ void fq_timer_free(fq_timer_t **timer_p)
 void fq_timers_destroy(fq_timers_t **self_p)
 {
     fq_timers_t *self = *self_p;
-    if (!self)
-        return;
+    if (!self) return;
     for (size_t i = 0; i < self->size; i++)
         fq_timer_free(&self->heap[i]);
     free(self->heap);
@@ -71,8 +67,7 @@ static void s_sift_up(fq_timers_t *self, size_t i)
 {
     while (i > 0) {
         size_t parent = (i - 1) / 2;
-        if (!s_before(self->heap[i], self->heap[parent]))
-            break;
+        if (!s_before(self->heap[i], self->heap[parent])) break;
         fq_timer_t *tmp = self->heap[i];
         self->heap[i] = self->heap[parent];
         self->heap[parent] = tmp;
@@ -84,12 +79,9 @@ static void s_sift_down(fq_timers_t *self, size_t i)
 {
     while (true) {
         size_t left = 2 * i + 1, right = left + 1, least = i;
-        if (left < self->size && s_before(self->heap[left], self->heap[least]))
-            least = left;
-        if (right < self->size && s_before(self->heap[right], self->heap[least]))
-            least = right;
-        if (least == i)
-            break;
+        if (left < self->size && s_before(self->heap[left], self->heap[least])) least = left;
+        if (right < self->size && s_before(self->heap[right], self->heap[least])) least = right;
+        if (least == i) break;
         fq_timer_t *tmp = self->heap[i];
         self->heap[i] = self->heap[least];
         self->heap[least] = tmp;
@@ -102,8 +94,7 @@ static int s_push(fq_timers_t *self, fq_timer_t *timer)
     if (self->size == self->capacity) {
         size_t capacity = self->capacity ? self->capacity * 2 : 16;
         fq_timer_t **heap = realloc(self->heap, capacity * sizeof *heap);
-        if (!heap)
-            return FQ_ENOMEM;
+        if (!heap) return FQ_ENOMEM;
         self->heap = heap;
         self->capacity = capacity;
     }
@@ -116,8 +107,7 @@ static fq_timer_t *s_pop(fq_timers_t *self)
 {
     fq_timer_t *top = self->heap[0];
     self->heap[0] = self->heap[--self->size];
-    if (self->size)
-        s_sift_down(self, 0);
+    if (self->size) s_sift_down(self, 0);
     return top;
 }
 
@@ -126,14 +116,13 @@ int fq_timers_add(fq_timers_t *self, int64_t now, int delay_ms, int interval_ms,
 {
     fq_timer_t *timer = calloc(1, sizeof *timer);
     if (!timer) {
-        if (payload_free)
-            payload_free(payload);
+        if (payload_free) payload_free(payload);
         return FQ_ENOMEM;
     }
     //  Ids wrap after 2^31 timers; an id still in use is skipped.
     do
         self->last_id = self->last_id == INT32_MAX ? 1 : self->last_id + 1;
-    while (zhashx_lookup(self->live, (void *) (uintptr_t) self->last_id));
+    while (zhashx_lookup(self->live, (void *)(uintptr_t)self->last_id));
     timer->id = self->last_id;
     timer->kind = kind;
     timer->deadline = now + (delay_ms > 0 ? delay_ms : 0);
@@ -141,7 +130,7 @@ int fq_timers_add(fq_timers_t *self, int64_t now, int delay_ms, int interval_ms,
     timer->payload = payload;
     timer->payload_free = payload_free;
     if (s_push(self, timer) ||
-        zhashx_insert(self->live, (void *) (uintptr_t) timer->id, timer) != 0) {
+        zhashx_insert(self->live, (void *)(uintptr_t)timer->id, timer) != 0) {
         //  Leave it in the heap (if pushed) cancelled; it is freed when due
         timer->cancelled = true;
         return FQ_ENOMEM;
@@ -151,10 +140,10 @@ int fq_timers_add(fq_timers_t *self, int64_t now, int delay_ms, int interval_ms,
 
 void fq_timers_cancel(fq_timers_t *self, int id)
 {
-    fq_timer_t *timer = zhashx_lookup(self->live, (void *) (uintptr_t) id);
+    fq_timer_t *timer = zhashx_lookup(self->live, (void *)(uintptr_t)id);
     if (timer) {
         timer->cancelled = true;
-        zhashx_delete(self->live, (void *) (uintptr_t) id);
+        zhashx_delete(self->live, (void *)(uintptr_t)id);
     }
 }
 
@@ -164,10 +153,9 @@ long fq_timers_timeout(fq_timers_t *self, int64_t now)
         fq_timer_t *dead = s_pop(self);
         fq_timer_free(&dead);
     }
-    if (!self->size)
-        return -1;
+    if (!self->size) return -1;
     int64_t wait = self->heap[0]->deadline - now;
-    return wait > 0 ? (long) wait : 0;
+    return wait > 0 ? (long)wait : 0;
 }
 
 fq_timer_t *fq_timers_pop_due(fq_timers_t *self, int64_t now)
@@ -183,13 +171,13 @@ fq_timer_t *fq_timers_pop_due(fq_timers_t *self, int64_t now)
             //  handler does not cause a burst of back-to-back ticks.
             timer->deadline = now + timer->interval_ms;
             if (s_push(self, timer)) {
-                zhashx_delete(self->live, (void *) (uintptr_t) timer->id);
+                zhashx_delete(self->live, (void *)(uintptr_t)timer->id);
                 fq_timer_free(&timer);
                 continue;
             }
             return timer;
         }
-        zhashx_delete(self->live, (void *) (uintptr_t) timer->id);
+        zhashx_delete(self->live, (void *)(uintptr_t)timer->id);
         return timer;
     }
     return NULL;

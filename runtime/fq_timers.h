@@ -12,11 +12,11 @@
 
 typedef struct fq_timer {
     int id;
-    int kind;          //  Caller's tag for what the timer is for
-    int64_t deadline;  //  Monotonic ms
-    int interval_ms;   //  0 for a one-shot timer
+    int kind;         //  Caller's tag for what the timer is for
+    int64_t deadline; //  Monotonic ms
+    int interval_ms;  //  0 for a one-shot timer
     bool cancelled;
-    void *payload;     //  Freed with payload_free when the timer is freed
+    void *payload; //  Freed with payload_free when the timer is freed
     void (*payload_free)(void *payload);
 } fq_timer_t;
 

@@ -69,7 +69,8 @@ fq_spawn_opts_t fq_spawn_opts_default(void)
 //  Records why the actor ends; the first reason wins.
 static void s_exit(fq_ctx_t *ctx, int code, const char *format, ...)
 {
-    if (ctx->exit_code != FQ_EXIT_RUNNING) return;
+    if (ctx->exit_code != FQ_EXIT_RUNNING)
+        return;
     ctx->exit_code = code;
     va_list args;
     va_start(args, format);
@@ -96,7 +97,8 @@ static void s_free_item(void **item)
 static void s_ctx_destroy(fq_ctx_t **ctx_p)
 {
     fq_ctx_t *ctx = *ctx_p;
-    if (!ctx) return;
+    if (!ctx)
+        return;
     zlistx_destroy(&ctx->children);
     zlistx_destroy(&ctx->readers);
     zhashx_destroy(&ctx->asks);
@@ -113,7 +115,8 @@ static void s_ctx_destroy(fq_ctx_t **ctx_p)
 static fq_ctx_t *s_ctx_new(fq_cell_t *cell, zsock_t *pipe)
 {
     fq_ctx_t *ctx = calloc(1, sizeof *ctx);
-    if (!ctx) return NULL;
+    if (!ctx)
+        return NULL;
     ctx->sys = cell->sys;
     ctx->cell = cell;
     ctx->pipe = pipe;
@@ -127,7 +130,8 @@ static fq_ctx_t *s_ctx_new(fq_cell_t *cell, zsock_t *pipe)
     ctx->timers = fq_timers_new();
     ctx->asks = zhashx_new();
     if (!zone_ok || !ctx->outbox || !ctx->children || !ctx->readers || !ctx->timers || !ctx->asks) {
-        if (!zone_ok) msgpack_zone_init(&ctx->zone, S_ZONE_CHUNK); //  So destroy is safe
+        if (!zone_ok)
+            msgpack_zone_init(&ctx->zone, S_ZONE_CHUNK); //  So destroy is safe
         s_ctx_destroy(&ctx);
         return NULL;
     }
@@ -146,7 +150,8 @@ static fq_ctx_t *s_ctx_new(fq_cell_t *cell, zsock_t *pipe)
 static void s_remove_child(fq_ctx_t *ctx, fq_cell_t *cell, bool failed, const char *reason)
 {
     void *handle = zlistx_find(ctx->children, cell);
-    if (handle) zlistx_detach(ctx->children, handle);
+    if (handle)
+        zlistx_detach(ctx->children, handle);
     fq_cell_destroy(&cell, ctx->outbox, failed, reason);
     ctx->rebuild = true;
 }
@@ -218,7 +223,8 @@ static void s_supervise(fq_ctx_t *ctx, fq_cell_t *cell, int code, const char *re
     int delay = s_backoff_ms(sv, cell->restart_count);
     cell->restart_times[cell->restart_count++] = now;
     cell->restart_timer = fq_timers_add(ctx->timers, now, delay, 0, S_TIMER_RESTART, cell, NULL);
-    if (cell->restart_timer < 0) s_escalate(ctx, cell, "out of memory scheduling restart");
+    if (cell->restart_timer < 0)
+        s_escalate(ctx, cell, "out of memory scheduling restart");
 }
 
 static void s_restart(fq_ctx_t *ctx, fq_cell_t *cell)
@@ -241,7 +247,8 @@ static void s_child_exited(fq_ctx_t *ctx, fq_cell_t *cell)
         char *code_text = zmsg_popstr(report);
         char *text = zmsg_popstr(report);
         code = code_text ? atoi(code_text) : FQ_EXIT_FAILED;
-        if (text) snprintf(reason, sizeof reason, "%s", text);
+        if (text)
+            snprintf(reason, sizeof reason, "%s", text);
         zstr_free(&code_text);
         zstr_free(&text);
     }
@@ -258,7 +265,8 @@ static void s_child_exited(fq_ctx_t *ctx, fq_cell_t *cell)
 static void s_complete_ask(fq_ctx_t *ctx, const fq_msg_t *msg)
 {
     s_ask_t *ask = zhashx_lookup(ctx->asks, (void *)(uintptr_t)msg->corr);
-    if (!ask) return; //  A reply after its time-out: the asker has moved on
+    if (!ask)
+        return; //  A reply after its time-out: the asker has moved on
     fq_ask_fn *fn = ask->fn;
     void *arg = ask->arg;
     fq_timers_cancel(ctx->timers, ask->timer);
@@ -320,7 +328,8 @@ static void s_drain_mailbox(fq_ctx_t *ctx)
 {
     void *mailbox = zsock_resolve(ctx->cell->mailbox);
     for (int i = 0; i < S_MAILBOX_BATCH && ctx->exit_code == FQ_EXIT_RUNNING; i++) {
-        if (zmq_msg_recv(&ctx->frame, mailbox, ZMQ_DONTWAIT) < 0) break;
+        if (zmq_msg_recv(&ctx->frame, mailbox, ZMQ_DONTWAIT) < 0)
+            break;
         atomic_fetch_add_explicit(&ctx->cell->entry->handled, 1, memory_order_relaxed);
         s_dispatch(ctx, zmq_msg_data(&ctx->frame), zmq_msg_size(&ctx->frame));
     }
@@ -343,7 +352,8 @@ static void s_handle_pipe(fq_ctx_t *ctx)
     else if (streq(name, "SPAWN") && ctx->cell->guardian) {
         zframe_t *frame = zmsg_pop(command);
         fq_spawn_request_t *req = NULL;
-        if (frame && zframe_size(frame) == sizeof req) memcpy(&req, zframe_data(frame), sizeof req);
+        if (frame && zframe_size(frame) == sizeof req)
+            memcpy(&req, zframe_data(frame), sizeof req);
         zframe_destroy(&frame);
         int rc = req ? fq_spawn(ctx, req->name, req->behaviour, req->args, req->opts) : FQ_EINVAL;
         zsock_send(ctx->pipe, "i", rc);
@@ -371,7 +381,8 @@ static void s_fire_timers(fq_ctx_t *ctx)
             }
         } else if (timer->kind == S_TIMER_RESTART)
             s_restart(ctx, timer->payload);
-        if (!timer->interval_ms) fq_timer_free(&timer);
+        if (!timer->interval_ms)
+            fq_timer_free(&timer);
     }
 }
 
@@ -382,9 +393,11 @@ static int s_rebuild_pollset(fq_ctx_t *ctx)
 {
     size_t n = 2 + zlistx_size(ctx->children) + zlistx_size(ctx->readers);
     zmq_pollitem_t *items = realloc(ctx->items, n * sizeof *items);
-    if (items) ctx->items = items;
+    if (items)
+        ctx->items = items;
     void **owners = items ? realloc(ctx->owners, n * sizeof *owners) : NULL;
-    if (!owners) return FQ_ENOMEM;
+    if (!owners)
+        return FQ_ENOMEM;
     ctx->owners = owners;
     size_t i = 0;
     items[i] = (zmq_pollitem_t){zsock_resolve(ctx->pipe), 0, ZMQ_POLLIN, 0};
@@ -422,7 +435,8 @@ static void s_poll_once(fq_ctx_t *ctx)
         return;
     }
     s_fire_timers(ctx);
-    if (rc == 0) return;
+    if (rc == 0)
+        return;
     size_t first_reader = ctx->first_reader;
     //  Copy what is ready first: handling one may rebuild the poll set
     size_t nready = 0;
@@ -435,17 +449,20 @@ static void s_poll_once(fq_ctx_t *ctx)
         }
     bool pipe_ready = ctx->items[0].revents & ZMQ_POLLIN;
     bool mailbox_ready = ctx->items[1].revents & ZMQ_POLLIN;
-    if (pipe_ready) s_handle_pipe(ctx);
+    if (pipe_ready)
+        s_handle_pipe(ctx);
     for (size_t i = 0; i < nready; i++) {
         if (!reader_ready[i])
             s_child_exited(ctx, ready[i]);
         else if (ctx->exit_code == FQ_EXIT_RUNNING && zlistx_find(ctx->readers, ready[i])) {
             s_reader_t *reader = ready[i];
             int status = reader->fn(ctx, ctx->state, reader->sock);
-            if (status < 0) s_exit(ctx, FQ_EXIT_FAILED, "reader failed: %s", fq_strerror(status));
+            if (status < 0)
+                s_exit(ctx, FQ_EXIT_FAILED, "reader failed: %s", fq_strerror(status));
         }
     }
-    if (mailbox_ready && ctx->exit_code == FQ_EXIT_RUNNING) s_drain_mailbox(ctx);
+    if (mailbox_ready && ctx->exit_code == FQ_EXIT_RUNNING)
+        s_drain_mailbox(ctx);
 }
 
 //  Children stop before their parent's own stop runs, so a parent may
@@ -457,7 +474,8 @@ static void s_teardown(fq_ctx_t *ctx)
         zlistx_detach_cur(ctx->children);
         fq_cell_destroy(&cell, ctx->outbox, false, "parent stopped");
     }
-    if (ctx->started && ctx->cell->behaviour->stop) ctx->cell->behaviour->stop(ctx, ctx->state);
+    if (ctx->started && ctx->cell->behaviour->stop)
+        ctx->cell->behaviour->stop(ctx, ctx->state);
     ctx->started = false;
 }
 
@@ -510,7 +528,8 @@ void fq_actor_main(zsock_t *pipe, void *args)
 
 int fq_msg_decode(const fq_msg_t *msg, const fq_msgdesc_t *desc, void *out)
 {
-    if (!msg || !desc || msg->type != desc->id) return FQ_EDECODE;
+    if (!msg || !desc || msg->type != desc->id)
+        return FQ_EDECODE;
     return desc->decode(msg->body, out, msg->zone);
 }
 
@@ -519,7 +538,8 @@ int fq_spawn(fq_ctx_t *ctx, const char *name, const fq_behaviour_t *behaviour, v
 {
     fq_cell_t *cell;
     int rc = fq_cell_new(ctx->sys, ctx->cell->path, name, behaviour, args, opts, false, &cell);
-    if (rc) return rc;
+    if (rc)
+        return rc;
     if (fq_cell_start(cell) || !zlistx_add_end(ctx->children, cell)) {
         fq_cell_destroy(&cell, NULL, false, "spawn failed");
         return FQ_ENOMEM;
@@ -535,7 +555,8 @@ int fq_tell(fq_ctx_t *ctx, const char *to, const fq_msgdesc_t *desc, const void 
 
 int fq_reply(fq_ctx_t *ctx, const fq_msg_t *request, const fq_msgdesc_t *desc, const void *msg)
 {
-    if (!request->sender || !request->sender[0]) return FQ_EINVAL;
+    if (!request->sender || !request->sender[0])
+        return FQ_EINVAL;
     return fq_outbox_send(ctx->outbox, request->sender, desc->id, FQ_ENV_REPLY, request->corr,
                           ctx->cell->path, desc, msg, NULL);
 }
@@ -543,13 +564,16 @@ int fq_reply(fq_ctx_t *ctx, const fq_msg_t *request, const fq_msgdesc_t *desc, c
 int fq_ask(fq_ctx_t *ctx, const char *to, const fq_msgdesc_t *desc, const void *msg, int timeout_ms,
            fq_ask_fn *fn, void *arg)
 {
-    if (!fn || timeout_ms < 0) return FQ_EINVAL;
+    if (!fn || timeout_ms < 0)
+        return FQ_EINVAL;
     uint64_t corr = ++ctx->next_corr;
     int rc = fq_outbox_send(ctx->outbox, to, desc->id, FQ_ENV_ASK, corr, ctx->cell->path, desc, msg,
                             NULL);
-    if (rc) return rc;
+    if (rc)
+        return rc;
     s_ask_t *ask = calloc(1, sizeof *ask);
-    if (!ask) return FQ_ENOMEM;
+    if (!ask)
+        return FQ_ENOMEM;
     *ask = (s_ask_t){.corr = corr, .fn = fn, .arg = arg};
     ask->timer = fq_timers_add(ctx->timers, zclock_mono(), timeout_ms, 0, S_TIMER_ASK,
                                (void *)(uintptr_t)corr, NULL);
@@ -564,7 +588,8 @@ int fq_ask(fq_ctx_t *ctx, const char *to, const fq_msgdesc_t *desc, const void *
 static int s_timer(fq_ctx_t *ctx, int delay_ms, int interval_ms, const fq_msgdesc_t *desc,
                    const void *msg)
 {
-    if (delay_ms < 0 || interval_ms < 0 || !desc) return FQ_EINVAL;
+    if (delay_ms < 0 || interval_ms < 0 || !desc)
+        return FQ_EINVAL;
     msgpack_sbuffer buf;
     msgpack_sbuffer_init(&buf);
     int rc = fq_envelope_encode(&buf, desc->id, 0, 0, ctx->cell->path, NULL, desc, msg, NULL);
@@ -574,7 +599,8 @@ static int s_timer(fq_ctx_t *ctx, int delay_ms, int interval_ms, const fq_msgdes
         memcpy(frame->data, buf.data, buf.size);
     }
     msgpack_sbuffer_destroy(&buf);
-    if (!frame) return rc ? rc : FQ_ENOMEM;
+    if (!frame)
+        return rc ? rc : FQ_ENOMEM;
     return fq_timers_add(ctx->timers, zclock_mono(), delay_ms, interval_ms, S_TIMER_USER, frame,
                          free);
 }
@@ -586,7 +612,8 @@ int fq_timer_once(fq_ctx_t *ctx, int delay_ms, const fq_msgdesc_t *desc, const v
 
 int fq_timer_every(fq_ctx_t *ctx, int interval_ms, const fq_msgdesc_t *desc, const void *msg)
 {
-    if (interval_ms <= 0) return FQ_EINVAL;
+    if (interval_ms <= 0)
+        return FQ_EINVAL;
     return s_timer(ctx, interval_ms, interval_ms, desc, msg);
 }
 
@@ -607,7 +634,8 @@ void fq_unwatch(fq_ctx_t *ctx, const char *address)
 
 int fq_stop(fq_ctx_t *ctx, const char *address)
 {
-    if (!fq_path_valid(address)) return FQ_EINVAL; //  Only local actors can be stopped
+    if (!fq_path_valid(address))
+        return FQ_EINVAL; //  Only local actors can be stopped
     fq_stop_t stop = {0};
     return fq_tell(ctx, address, &fq_stop_desc, &stop);
 }
@@ -653,7 +681,8 @@ void fq_ctx_remove_reader(fq_ctx_t *ctx, zsock_t *sock)
 
 int fq_forward(fq_ctx_t *ctx, const char *to, const void *frame, size_t size)
 {
-    if (!fq_path_valid(to)) return FQ_EINVAL;
+    if (!fq_path_valid(to))
+        return FQ_EINVAL;
     return fq_outbox_send_frame(ctx->outbox, to, frame, size);
 }
 
@@ -667,8 +696,10 @@ int fq_guardian_spawn(zactor_t *guardian, const char *name, const fq_behaviour_t
     zmsg_t *command = zmsg_new();
     zmsg_addstr(command, "SPAWN");
     zmsg_addmem(command, &ptr, sizeof ptr);
-    if (zmsg_send(&command, guardian) != 0) return FQ_ECLOSED;
+    if (zmsg_send(&command, guardian) != 0)
+        return FQ_ECLOSED;
     int rc = FQ_ECLOSED;
-    if (zsock_recv(guardian, "i", &rc) != 0) return FQ_ECLOSED;
+    if (zsock_recv(guardian, "i", &rc) != 0)
+        return FQ_ECLOSED;
     return rc;
 }

@@ -9,7 +9,8 @@ int fq_cell_new(fq_system_t *sys, const char *parent_path, const char *name,
                 bool guardian, fq_cell_t **cell_p)
 {
     fq_spawn_opts_t defaults = fq_spawn_opts_default();
-    if (!opts) opts = &defaults;
+    if (!opts)
+        opts = &defaults;
     int rc = 0;
     fq_cell_t *cell = NULL;
     if (!fq_name_valid(name) || !behaviour || !behaviour->receive ||
@@ -18,7 +19,8 @@ int fq_cell_new(fq_system_t *sys, const char *parent_path, const char *name,
     else if (!(cell = calloc(1, sizeof *cell)))
         rc = FQ_ENOMEM;
     if (rc) {
-        if (opts->args_free) opts->args_free(args);
+        if (opts->args_free)
+            opts->args_free(args);
         return rc;
     }
     cell->sys = sys;
@@ -31,12 +33,14 @@ int fq_cell_new(fq_system_t *sys, const char *parent_path, const char *name,
     rc = cell->restart_times ? fq_registry_add(sys->registry, cell->path, &cell->entry) : FQ_ENOMEM;
     if (rc == 0) {
         cell->mailbox = zsock_new(ZMQ_PULL);
-        if (!cell->mailbox) rc = FQ_ENOMEM;
+        if (!cell->mailbox)
+            rc = FQ_ENOMEM;
     }
     if (rc == 0) {
         int hwm = opts->mailbox_hwm > 0 ? opts->mailbox_hwm : sys->config.mailbox_hwm;
         zsock_set_rcvhwm(cell->mailbox, hwm);
-        if (zsock_bind(cell->mailbox, "%s", cell->entry->endpoint) != 0) rc = FQ_EEXIST;
+        if (zsock_bind(cell->mailbox, "%s", cell->entry->endpoint) != 0)
+            rc = FQ_EEXIST;
     }
     if (rc) {
         fq_cell_destroy(&cell, NULL, false, "spawn failed");
@@ -61,13 +65,15 @@ static void s_drain_dead_letters(fq_cell_t *cell)
     while (zmq_msg_recv(&frame, zsock_resolve(cell->mailbox), ZMQ_DONTWAIT) >= 0)
         dropped++;
     zmq_msg_close(&frame);
-    if (dropped) atomic_fetch_add(&cell->sys->dead_letters, dropped);
+    if (dropped)
+        atomic_fetch_add(&cell->sys->dead_letters, dropped);
 }
 
 void fq_cell_destroy(fq_cell_t **cell_p, fq_outbox_t *outbox, bool failed, const char *reason)
 {
     fq_cell_t *cell = *cell_p;
-    if (!cell) return;
+    if (!cell)
+        return;
     *cell_p = NULL;
     zactor_destroy(&cell->actor);
     zlistx_t *watchers = cell->entry ? fq_registry_remove(cell->sys->registry, cell->entry) : NULL;
@@ -82,7 +88,8 @@ void fq_cell_destroy(fq_cell_t **cell_p, fq_outbox_t *outbox, bool failed, const
                            &fq_terminated_desc, &notice, NULL);
     }
     zlistx_destroy(&watchers);
-    if (cell->opts.args_free) cell->opts.args_free(cell->args);
+    if (cell->opts.args_free)
+        cell->opts.args_free(cell->args);
     fq_entry_release(&cell->entry);
     free(cell->restart_times);
     free(cell);

@@ -17,19 +17,25 @@ int fq_envelope_encode(msgpack_sbuffer *buf, uint32_t type, uint32_t flags, uint
     rc |= msgpack_pack_uint64(&pk, corr);
     rc |= fq_field_encode_str(&pk, sender);
     rc |= to && *to ? fq_field_encode_str(&pk, to) : msgpack_pack_nil(&pk);
-    if (rc) return FQ_ENOMEM;
-    if (desc) return desc->encode(msg, &pk);
-    if (raw_body) return msgpack_pack_object(&pk, *raw_body) ? FQ_ENOMEM : 0;
+    if (rc)
+        return FQ_ENOMEM;
+    if (desc)
+        return desc->encode(msg, &pk);
+    if (raw_body)
+        return msgpack_pack_object(&pk, *raw_body) ? FQ_ENOMEM : 0;
     return msgpack_pack_nil(&pk) ? FQ_ENOMEM : 0;
 }
 
 int fq_envelope_decode(const void *data, size_t size, msgpack_zone *zone, fq_envelope_t *env)
 {
-    if (size == 0 || size > FQ_ENVELOPE_MAX_SIZE || fq_msgpack_check(data, size)) return FQ_EDECODE;
+    if (size == 0 || size > FQ_ENVELOPE_MAX_SIZE || fq_msgpack_check(data, size))
+        return FQ_EDECODE;
     msgpack_object *root = msgpack_zone_malloc(zone, sizeof *root);
-    if (!root) return FQ_EDECODE;
+    if (!root)
+        return FQ_EDECODE;
     size_t off = 0;
-    if (msgpack_unpack(data, size, &off, zone, root) != MSGPACK_UNPACK_SUCCESS) return FQ_EDECODE;
+    if (msgpack_unpack(data, size, &off, zone, root) != MSGPACK_UNPACK_SUCCESS)
+        return FQ_EDECODE;
     if (root->type != MSGPACK_OBJECT_ARRAY || root->via.array.size < S_ENV_FIELDS)
         return FQ_EDECODE;
     const msgpack_object *f = root->via.array.ptr;
@@ -63,8 +69,10 @@ int fq_msgpack_check(const void *data, size_t size)
     const uint8_t *p = data;
     const uint8_t *end = p + size;
     uint64_t pending = 1; //  Items still to read
+    uint64_t total = 1;   //  Items seen or announced
     while (pending) {
-        if (p >= end) return FQ_EDECODE;
+        if (p >= end)
+            return FQ_EDECODE;
         pending--;
         uint8_t tag = *p++;
         uint64_t skip = 0;  //  Payload bytes after the header
@@ -162,7 +170,8 @@ int fq_msgpack_check(const void *data, size_t size)
             }
         }
         if (width) {
-            if ((size_t)(end - p) < (size_t)width) return FQ_EDECODE;
+            if ((size_t)(end - p) < (size_t)width)
+                return FQ_EDECODE;
             uint64_t n = s_read_be(p, width);
             p += width;
             if (kind == 1)
@@ -174,9 +183,14 @@ int fq_msgpack_check(const void *data, size_t size)
             else
                 items = 2 * n;
         }
-        if (skip > (uint64_t)(end - p)) return FQ_EDECODE;
+        if (skip > (uint64_t)(end - p))
+            return FQ_EDECODE;
         p += skip;
-        if (pending + items > (uint64_t)(end - p)) return FQ_EDECODE;
+        if (pending + items > (uint64_t)(end - p))
+            return FQ_EDECODE;
+        total += items;
+        if (total > FQ_MSGPACK_MAX_ITEMS)
+            return FQ_EDECODE;
         pending += items;
     }
     return p == end ? 0 : FQ_EDECODE;

@@ -21,6 +21,11 @@ enum {
 //  Largest frame the runtime accepts, local or remote.
 #define FQ_ENVELOPE_MAX_SIZE (64u * 1024u * 1024u)
 
+//  Most msgpack items one frame may hold. Each decoded item costs about 50
+//  bytes of memory against one byte on the wire, so without a cap a 64 MB
+//  frame of nils from a peer would cost gigabytes to decode.
+#define FQ_MSGPACK_MAX_ITEMS 1000000u
+
 typedef struct {
     uint32_t type;
     uint32_t flags;

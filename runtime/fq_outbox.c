@@ -31,7 +31,8 @@ static void s_route_destroy(void **item)
 fq_outbox_t *fq_outbox_new(fq_system_t *sys)
 {
     fq_outbox_t *self = calloc(1, sizeof *self);
-    if (!self) return NULL;
+    if (!self)
+        return NULL;
     self->sys = sys;
     self->routes = zhashx_new();
     if (!self->routes) {
@@ -46,7 +47,8 @@ fq_outbox_t *fq_outbox_new(fq_system_t *sys)
 void fq_outbox_destroy(fq_outbox_t **self_p)
 {
     fq_outbox_t *self = *self_p;
-    if (!self) return;
+    if (!self)
+        return;
     zhashx_destroy(&self->routes);
     msgpack_sbuffer_destroy(&self->buf);
     free(self);
@@ -58,11 +60,14 @@ void fq_outbox_destroy(fq_outbox_t **self_p)
 static s_route_t *s_route(fq_outbox_t *self, const char *path)
 {
     s_route_t *route = zhashx_lookup(self->routes, path);
-    if (route && atomic_load_explicit(&route->entry->alive, memory_order_relaxed)) return route;
-    if (route) zhashx_delete(self->routes, path);
+    if (route && atomic_load_explicit(&route->entry->alive, memory_order_relaxed))
+        return route;
+    if (route)
+        zhashx_delete(self->routes, path);
 
     fq_entry_t *entry = fq_registry_lookup(self->sys->registry, path);
-    if (!entry) return NULL;
+    if (!entry)
+        return NULL;
     route = calloc(1, sizeof *route);
     zsock_t *push = route ? zsock_new(ZMQ_PUSH) : NULL;
     if (!push) {
@@ -88,14 +93,16 @@ static s_route_t *s_route(fq_outbox_t *self, const char *path)
 int fq_outbox_send_frame(fq_outbox_t *self, const char *path, const void *frame, size_t size)
 {
     s_route_t *route = s_route(self, path);
-    if (!route) return FQ_ENOACTOR;
+    if (!route)
+        return FQ_ENOACTOR;
     //  Counted before the send so that depth (enqueued - handled) is never
     //  seen negative by a reader racing the receiver.
     atomic_fetch_add_explicit(&route->entry->enqueued, 1, memory_order_relaxed);
     if (zmq_send(zsock_resolve(route->push), frame, size, 0) == -1) {
         atomic_fetch_sub_explicit(&route->entry->enqueued, 1, memory_order_relaxed);
         bool gone = !atomic_load(&route->entry->alive);
-        if (gone) zhashx_delete(self->routes, path);
+        if (gone)
+            zhashx_delete(self->routes, path);
         return gone ? FQ_ENOACTOR : FQ_EFULL;
     }
     return 0;
@@ -111,14 +118,18 @@ int fq_outbox_send(fq_outbox_t *self, const char *to, uint32_t type, uint32_t fl
     if (!to || !zhashx_lookup(self->routes, to)) {
         char system[FQ_ADDRESS_MAX + 1];
         remote = fq_address_split(to, system, sizeof system, &path);
-        if (remote < 0) return FQ_EINVAL;
+        if (remote < 0)
+            return FQ_EINVAL;
     }
     msgpack_sbuffer_clear(&self->buf);
     int rc = fq_envelope_encode(&self->buf, type, flags, corr, sender, remote ? to : NULL, desc,
                                 msg, raw_body);
-    if (rc) return rc;
-    if (self->buf.size > FQ_ENVELOPE_MAX_SIZE) return FQ_ETOOBIG;
-    if (!remote) return fq_outbox_send_frame(self, path, self->buf.data, self->buf.size);
+    if (rc)
+        return rc;
+    if (self->buf.size > FQ_ENVELOPE_MAX_SIZE)
+        return FQ_ETOOBIG;
+    if (!remote)
+        return fq_outbox_send_frame(self, path, self->buf.data, self->buf.size);
     rc = fq_outbox_send_frame(self, FQ_GATEWAY_PATH, self->buf.data, self->buf.size);
     return rc == FQ_ENOACTOR ? FQ_EPEER : rc;
 }
@@ -128,7 +139,8 @@ int fq_outbox_watch(fq_outbox_t *self, const char *watcher, const char *address,
     char system[FQ_ADDRESS_MAX + 1];
     const char *path;
     int remote = fq_address_split(address, system, sizeof system, &path);
-    if (remote < 0) return FQ_EINVAL;
+    if (remote < 0)
+        return FQ_EINVAL;
     if (remote) {
         if (watch) {
             fq_watch_remote_t req = {.watcher = watcher, .target = address};
@@ -143,7 +155,8 @@ int fq_outbox_watch(fq_outbox_t *self, const char *watcher, const char *address,
         fq_registry_unwatch(self->sys->registry, path, watcher);
         return 0;
     }
-    if (fq_registry_watch(self->sys->registry, path, watcher) == 0) return 0;
+    if (fq_registry_watch(self->sys->registry, path, watcher) == 0)
+        return 0;
     //  Watching what is not there answers at once, as if it had just died
     fq_terminated_t notice = {.path = address, .failed = false, .reason = "no such actor"};
     return fq_outbox_send(self, watcher, FQ_MSG_TERMINATED, 0, 0, address, &fq_terminated_desc,

@@ -12,7 +12,8 @@ struct fq_registry {
 fq_registry_t *fq_registry_new(const char *system_id)
 {
     fq_registry_t *self = calloc(1, sizeof *self);
-    if (!self) return NULL;
+    if (!self)
+        return NULL;
     self->entries = zhashx_new();
     if (!self->entries) {
         free(self);
@@ -26,7 +27,8 @@ fq_registry_t *fq_registry_new(const char *system_id)
 void fq_registry_destroy(fq_registry_t **self_p)
 {
     fq_registry_t *self = *self_p;
-    if (!self) return;
+    if (!self)
+        return;
     fq_entry_t *entry = zhashx_first(self->entries);
     while (entry) {
         atomic_store(&entry->alive, false);
@@ -47,7 +49,8 @@ void fq_entry_retain(fq_entry_t *entry)
 void fq_entry_release(fq_entry_t **entry_p)
 {
     fq_entry_t *entry = *entry_p;
-    if (!entry) return;
+    if (!entry)
+        return;
     *entry_p = NULL;
     if (atomic_fetch_sub(&entry->refs, 1) == 1) {
         zlistx_destroy(&entry->watchers);
@@ -57,9 +60,11 @@ void fq_entry_release(fq_entry_t **entry_p)
 
 int fq_registry_add(fq_registry_t *self, const char *path, fq_entry_t **entry_p)
 {
-    if (!fq_path_valid(path)) return FQ_EINVAL;
+    if (!fq_path_valid(path))
+        return FQ_EINVAL;
     fq_entry_t *entry = aligned_alloc(64, (sizeof(fq_entry_t) + 63) / 64 * 64);
-    if (!entry) return FQ_ENOMEM;
+    if (!entry)
+        return FQ_ENOMEM;
     memset(entry, 0, sizeof *entry);
     entry->watchers = zlistx_new();
     if (!entry->watchers) {
@@ -90,7 +95,8 @@ fq_entry_t *fq_registry_lookup(fq_registry_t *self, const char *path)
 {
     pthread_mutex_lock(&self->lock);
     fq_entry_t *entry = zhashx_lookup(self->entries, path);
-    if (entry) fq_entry_retain(entry);
+    if (entry)
+        fq_entry_retain(entry);
     pthread_mutex_unlock(&self->lock);
     return entry;
 }
@@ -134,7 +140,8 @@ void fq_registry_unwatch(fq_registry_t *self, const char *target, const char *wa
     pthread_mutex_lock(&self->lock);
     fq_entry_t *entry = zhashx_lookup(self->entries, target);
     void *handle = entry ? zlistx_find(entry->watchers, (void *)watcher) : NULL;
-    if (handle) zlistx_delete(entry->watchers, handle);
+    if (handle)
+        zlistx_delete(entry->watchers, handle);
     pthread_mutex_unlock(&self->lock);
 }
 

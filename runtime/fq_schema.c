@@ -12,7 +12,8 @@ char *fq_zone_strndup(msgpack_zone *zone, const char *s, size_t size)
 {
     char *copy = msgpack_zone_malloc(zone, size + 1);
     if (copy) {
-        if (size) memcpy(copy, s, size);
+        if (size)
+            memcpy(copy, s, size);
         copy[size] = 0;
     }
     return copy;
@@ -20,7 +21,8 @@ char *fq_zone_strndup(msgpack_zone *zone, const char *s, size_t size)
 
 int fq_field_decode_u64(const msgpack_object *o, uint64_t *out)
 {
-    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER) return FQ_EDECODE;
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return FQ_EDECODE;
     *out = o->via.u64;
     return 0;
 }
@@ -38,14 +40,16 @@ int fq_field_decode_i64(const msgpack_object *o, int64_t *out)
 
 int fq_field_decode_u32(const msgpack_object *o, uint32_t *out)
 {
-    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 > UINT32_MAX) return FQ_EDECODE;
+    if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 > UINT32_MAX)
+        return FQ_EDECODE;
     *out = (uint32_t)o->via.u64;
     return 0;
 }
 
 int fq_field_decode_bool(const msgpack_object *o, bool *out)
 {
-    if (o->type != MSGPACK_OBJECT_BOOLEAN) return FQ_EDECODE;
+    if (o->type != MSGPACK_OBJECT_BOOLEAN)
+        return FQ_EDECODE;
     *out = o->via.boolean;
     return 0;
 }
@@ -72,17 +76,21 @@ int fq_field_decode_double(const msgpack_object *o, double *out)
 //  silently truncate it for C code, so it is refused instead.
 int fq_field_decode_str(const msgpack_object *o, const char **out, msgpack_zone *zone)
 {
-    if (o->type != MSGPACK_OBJECT_STR) return FQ_EDECODE;
-    if (o->via.str.size && memchr(o->via.str.ptr, 0, o->via.str.size)) return FQ_EDECODE;
+    if (o->type != MSGPACK_OBJECT_STR)
+        return FQ_EDECODE;
+    if (o->via.str.size && memchr(o->via.str.ptr, 0, o->via.str.size))
+        return FQ_EDECODE;
     char *copy = fq_zone_strndup(zone, o->via.str.ptr, o->via.str.size);
-    if (!copy) return FQ_EDECODE;
+    if (!copy)
+        return FQ_EDECODE;
     *out = copy;
     return 0;
 }
 
 int fq_field_decode_bin(const msgpack_object *o, fq_bin_t *out)
 {
-    if (o->type != MSGPACK_OBJECT_BIN) return FQ_EDECODE;
+    if (o->type != MSGPACK_OBJECT_BIN)
+        return FQ_EDECODE;
     out->data = o->via.bin.ptr;
     out->size = o->via.bin.size;
     return 0;
@@ -90,15 +98,18 @@ int fq_field_decode_bin(const msgpack_object *o, fq_bin_t *out)
 
 int fq_field_decode_strmap(const msgpack_object *o, fq_strmap_t *out, msgpack_zone *zone)
 {
-    if (o->type != MSGPACK_OBJECT_MAP) return FQ_EDECODE;
+    if (o->type != MSGPACK_OBJECT_MAP)
+        return FQ_EDECODE;
     uint32_t count = o->via.map.size;
     out->count = count;
     out->keys = NULL;
     out->values = NULL;
-    if (count == 0) return 0;
+    if (count == 0)
+        return 0;
     out->keys = msgpack_zone_malloc(zone, count * sizeof(char *));
     out->values = msgpack_zone_malloc(zone, count * sizeof(char *));
-    if (!out->keys || !out->values) return FQ_EDECODE;
+    if (!out->keys || !out->values)
+        return FQ_EDECODE;
     for (uint32_t i = 0; i < count; i++) {
         const msgpack_object_kv *kv = &o->via.map.ptr[i];
         if (fq_field_decode_str(&kv->key, &out->keys[i], zone) ||
@@ -110,15 +121,19 @@ int fq_field_decode_strmap(const msgpack_object *o, fq_strmap_t *out, msgpack_zo
 
 int fq_field_decode_u64list(const msgpack_object *o, fq_u64list_t *out, msgpack_zone *zone)
 {
-    if (o->type != MSGPACK_OBJECT_ARRAY) return FQ_EDECODE;
+    if (o->type != MSGPACK_OBJECT_ARRAY)
+        return FQ_EDECODE;
     uint32_t count = o->via.array.size;
     out->count = count;
     out->items = NULL;
-    if (count == 0) return 0;
+    if (count == 0)
+        return 0;
     uint64_t *items = msgpack_zone_malloc(zone, count * sizeof(uint64_t));
-    if (!items) return FQ_EDECODE;
+    if (!items)
+        return FQ_EDECODE;
     for (uint32_t i = 0; i < count; i++)
-        if (fq_field_decode_u64(&o->via.array.ptr[i], &items[i])) return FQ_EDECODE;
+        if (fq_field_decode_u64(&o->via.array.ptr[i], &items[i]))
+            return FQ_EDECODE;
     out->items = items;
     return 0;
 }

@@ -8,6 +8,7 @@
 const fq_msgdesc_t *fq_schema_find(const fq_msgdesc_t *const *table, uint32_t id)
 {
     for (; *table; table++)
-        if ((*table)->id == id) return *table;
+        if ((*table)->id == id)
+            return *table;
     return NULL;
 }

@@ -26,12 +26,15 @@ fq_system_t *fq_system_new(const fq_system_config_t *cfg)
     //  poll loop stop on the first SIGINT instead.
     zsys_handler_set(NULL);
     fq_system_t *self = calloc(1, sizeof *self);
-    if (!self) return NULL;
+    if (!self)
+        return NULL;
     self->config = *cfg;
     snprintf(self->name, sizeof self->name, "%s", cfg->name);
     self->config.name = self->name;
-    if (!self->config.mailbox_hwm) self->config.mailbox_hwm = FQ_DEFAULT_MAILBOX_HWM;
-    if (!self->config.send_timeout_ms) self->config.send_timeout_ms = FQ_DEFAULT_SEND_TIMEOUT_MS;
+    if (!self->config.mailbox_hwm)
+        self->config.mailbox_hwm = FQ_DEFAULT_MAILBOX_HWM;
+    if (!self->config.send_timeout_ms)
+        self->config.send_timeout_ms = FQ_DEFAULT_SEND_TIMEOUT_MS;
     snprintf(self->id, sizeof self->id, "%d-%u", (int)getpid(), atomic_fetch_add(&s_system_seq, 1));
     pthread_mutex_init(&self->lock, NULL);
     self->registry = fq_registry_new(self->id);
@@ -50,7 +53,8 @@ fq_system_t *fq_system_new(const fq_system_config_t *cfg)
 void fq_system_destroy(fq_system_t **self_p)
 {
     fq_system_t *self = *self_p;
-    if (!self) return;
+    if (!self)
+        return;
     //  Application actors first: they may still talk to the gateway.
     fq_cell_destroy(&self->user_guardian, NULL, false, "system stopped");
     fq_cell_destroy(&self->system_guardian, NULL, false, "system stopped");
@@ -89,7 +93,8 @@ int fq_system_spawn_system(fq_system_t *self, const char *name, const fq_behavio
 bool fq_system_failed(fq_system_t *self, char *reason, size_t reason_size)
 {
     bool failed = atomic_load(&self->failed);
-    if (failed && reason && reason_size) snprintf(reason, reason_size, "%s", self->failure);
+    if (failed && reason && reason_size)
+        snprintf(reason, reason_size, "%s", self->failure);
     return failed;
 }
 
@@ -121,7 +126,8 @@ int fq_system_lookup(fq_system_t *self, const char *path)
 int fq_system_stats(fq_system_t *self, const char *path, fq_actor_stats_t *stats)
 {
     fq_entry_t *entry = fq_registry_lookup(self->registry, path);
-    if (!entry) return FQ_ENOACTOR;
+    if (!entry)
+        return FQ_ENOACTOR;
     s_stats_of(entry, stats);
     fq_entry_release(&entry);
     return 0;
@@ -166,7 +172,8 @@ struct fq_client {
 fq_client_t *fq_client_new(fq_system_t *sys)
 {
     fq_client_t *self = calloc(1, sizeof *self);
-    if (!self) return NULL;
+    if (!self)
+        return NULL;
     self->sys = sys;
     zmq_msg_init(&self->frame);
     msgpack_zone_init(&self->zone, 4096);
@@ -187,7 +194,8 @@ fq_client_t *fq_client_new(fq_system_t *sys)
 void fq_client_destroy(fq_client_t **self_p)
 {
     fq_client_t *self = *self_p;
-    if (!self) return;
+    if (!self)
+        return;
     if (self->entry) {
         zlistx_t *watchers = fq_registry_remove(self->sys->registry, self->entry);
         zlistx_destroy(&watchers);
@@ -216,12 +224,16 @@ static int s_client_next(fq_client_t *self, int64_t deadline, fq_envelope_t *env
 {
     while (true) {
         int64_t wait = deadline - zclock_mono();
-        if (wait < 0) return FQ_ETIMEDOUT;
+        if (wait < 0)
+            return FQ_ETIMEDOUT;
         zmq_pollitem_t item = {zsock_resolve(self->inbox), 0, ZMQ_POLLIN, 0};
         int rc = zmq_poll(&item, 1, (long)wait);
-        if (rc < 0 && zmq_errno() != EINTR) return FQ_EIO;
-        if (rc <= 0) continue;
-        if (zmq_msg_recv(&self->frame, zsock_resolve(self->inbox), ZMQ_DONTWAIT) < 0) continue;
+        if (rc < 0 && zmq_errno() != EINTR)
+            return FQ_EIO;
+        if (rc <= 0)
+            continue;
+        if (zmq_msg_recv(&self->frame, zsock_resolve(self->inbox), ZMQ_DONTWAIT) < 0)
+            continue;
         atomic_fetch_add(&self->entry->handled, 1);
         msgpack_zone_clear(&self->zone);
         if (fq_envelope_decode(zmq_msg_data(&self->frame), zmq_msg_size(&self->frame), &self->zone,
@@ -250,17 +262,21 @@ int fq_client_ask(fq_client_t *self, const char *to, const fq_msgdesc_t *desc, c
     uint64_t corr = ++self->next_corr;
     int rc = fq_outbox_send(self->outbox, to, desc->id, FQ_ENV_ASK, corr, self->entry->path, desc,
                             msg, NULL);
-    if (rc) return rc;
+    if (rc)
+        return rc;
     int64_t deadline = zclock_mono() + timeout_ms;
     fq_envelope_t env;
     //  Anything else arriving meanwhile (a late reply to an earlier ask) is
     //  skipped: a client serves one caller at a time.
     while ((rc = s_client_next(self, deadline, &env)) == 0) {
-        if (!(env.flags & FQ_ENV_REPLY) || env.corr != corr) continue;
+        if (!(env.flags & FQ_ENV_REPLY) || env.corr != corr)
+            continue;
         s_msg_from(self, &env, reply);
-        if (env.type != FQ_MSG_ERROR) return 0;
+        if (env.type != FQ_MSG_ERROR)
+            return 0;
         fq_error_t error;
-        if (fq_msg_decode(reply, &fq_error_desc, &error)) return FQ_EDECODE;
+        if (fq_msg_decode(reply, &fq_error_desc, &error))
+            return FQ_EDECODE;
         return error.code < 0 && error.code > INT32_MIN ? (int)error.code : FQ_EFAILED;
     }
     return rc;
@@ -272,7 +288,8 @@ int fq_client_recv(fq_client_t *self, int timeout_ms, fq_msg_t *msg)
     fq_envelope_t env;
     int rc;
     while ((rc = s_client_next(self, deadline, &env)) == 0) {
-        if (env.flags & FQ_ENV_REPLY) continue; //  A reply whose ask already timed out
+        if (env.flags & FQ_ENV_REPLY)
+            continue; //  A reply whose ask already timed out
         s_msg_from(self, &env, msg);
         return 0;
     }
@@ -286,7 +303,8 @@ int fq_client_watch(fq_client_t *self, const char *address)
 
 int fq_client_stop(fq_client_t *self, const char *address)
 {
-    if (!fq_path_valid(address)) return FQ_EINVAL;
+    if (!fq_path_valid(address))
+        return FQ_EINVAL;
     fq_stop_t stop = {0};
     return fq_client_tell(self, address, &fq_stop_desc, &stop);
 }

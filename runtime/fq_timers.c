@@ -24,7 +24,8 @@ static int s_id_compare(const void *a, const void *b)
 fq_timers_t *fq_timers_new(void)
 {
     fq_timers_t *self = calloc(1, sizeof *self);
-    if (!self) return NULL;
+    if (!self)
+        return NULL;
     self->live = zhashx_new();
     if (!self->live) {
         free(self);
@@ -40,8 +41,10 @@ fq_timers_t *fq_timers_new(void)
 void fq_timer_free(fq_timer_t **timer_p)
 {
     fq_timer_t *timer = *timer_p;
-    if (!timer) return;
-    if (timer->payload_free) timer->payload_free(timer->payload);
+    if (!timer)
+        return;
+    if (timer->payload_free)
+        timer->payload_free(timer->payload);
     free(timer);
     *timer_p = NULL;
 }
@@ -49,7 +52,8 @@ void fq_timer_free(fq_timer_t **timer_p)
 void fq_timers_destroy(fq_timers_t **self_p)
 {
     fq_timers_t *self = *self_p;
-    if (!self) return;
+    if (!self)
+        return;
     for (size_t i = 0; i < self->size; i++)
         fq_timer_free(&self->heap[i]);
     free(self->heap);
@@ -67,7 +71,8 @@ static void s_sift_up(fq_timers_t *self, size_t i)
 {
     while (i > 0) {
         size_t parent = (i - 1) / 2;
-        if (!s_before(self->heap[i], self->heap[parent])) break;
+        if (!s_before(self->heap[i], self->heap[parent]))
+            break;
         fq_timer_t *tmp = self->heap[i];
         self->heap[i] = self->heap[parent];
         self->heap[parent] = tmp;
@@ -79,9 +84,12 @@ static void s_sift_down(fq_timers_t *self, size_t i)
 {
     while (true) {
         size_t left = 2 * i + 1, right = left + 1, least = i;
-        if (left < self->size && s_before(self->heap[left], self->heap[least])) least = left;
-        if (right < self->size && s_before(self->heap[right], self->heap[least])) least = right;
-        if (least == i) break;
+        if (left < self->size && s_before(self->heap[left], self->heap[least]))
+            least = left;
+        if (right < self->size && s_before(self->heap[right], self->heap[least]))
+            least = right;
+        if (least == i)
+            break;
         fq_timer_t *tmp = self->heap[i];
         self->heap[i] = self->heap[least];
         self->heap[least] = tmp;
@@ -94,7 +102,8 @@ static int s_push(fq_timers_t *self, fq_timer_t *timer)
     if (self->size == self->capacity) {
         size_t capacity = self->capacity ? self->capacity * 2 : 16;
         fq_timer_t **heap = realloc(self->heap, capacity * sizeof *heap);
-        if (!heap) return FQ_ENOMEM;
+        if (!heap)
+            return FQ_ENOMEM;
         self->heap = heap;
         self->capacity = capacity;
     }
@@ -107,7 +116,8 @@ static fq_timer_t *s_pop(fq_timers_t *self)
 {
     fq_timer_t *top = self->heap[0];
     self->heap[0] = self->heap[--self->size];
-    if (self->size) s_sift_down(self, 0);
+    if (self->size)
+        s_sift_down(self, 0);
     return top;
 }
 
@@ -116,7 +126,8 @@ int fq_timers_add(fq_timers_t *self, int64_t now, int delay_ms, int interval_ms,
 {
     fq_timer_t *timer = calloc(1, sizeof *timer);
     if (!timer) {
-        if (payload_free) payload_free(payload);
+        if (payload_free)
+            payload_free(payload);
         return FQ_ENOMEM;
     }
     //  Ids wrap after 2^31 timers; an id still in use is skipped.
@@ -129,9 +140,12 @@ int fq_timers_add(fq_timers_t *self, int64_t now, int delay_ms, int interval_ms,
     timer->interval_ms = interval_ms > 0 ? interval_ms : 0;
     timer->payload = payload;
     timer->payload_free = payload_free;
-    if (s_push(self, timer) ||
-        zhashx_insert(self->live, (void *)(uintptr_t)timer->id, timer) != 0) {
-        //  Leave it in the heap (if pushed) cancelled; it is freed when due
+    if (s_push(self, timer)) {
+        fq_timer_free(&timer); //  Not in the heap: nobody else would free it
+        return FQ_ENOMEM;
+    }
+    if (zhashx_insert(self->live, (void *)(uintptr_t)timer->id, timer) != 0) {
+        //  In the heap but not cancellable: leave it cancelled, freed when due
         timer->cancelled = true;
         return FQ_ENOMEM;
     }
@@ -140,6 +154,8 @@ int fq_timers_add(fq_timers_t *self, int64_t now, int delay_ms, int interval_ms,
 
 void fq_timers_cancel(fq_timers_t *self, int id)
 {
+    if (id <= 0)
+        return; //  No timer has such an id, and 0 would be a NULL key to zhashx
     fq_timer_t *timer = zhashx_lookup(self->live, (void *)(uintptr_t)id);
     if (timer) {
         timer->cancelled = true;
@@ -153,7 +169,8 @@ long fq_timers_timeout(fq_timers_t *self, int64_t now)
         fq_timer_t *dead = s_pop(self);
         fq_timer_free(&dead);
     }
-    if (!self->size) return -1;
+    if (!self->size)
+        return -1;
     int64_t wait = self->heap[0]->deadline - now;
     return wait > 0 ? (long)wait : 0;
 }

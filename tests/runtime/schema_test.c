@@ -1,0 +1,621 @@
+/*  schema_test.c — the generated message codecs, as an actor sees them.
+
+    A message is encoded with its generated fq_<name>_encode, crosses the
+    wire as msgpack bytes and is decoded on the other side with
+    fq_<name>_decode. The decode half runs on bytes from remote peers, so
+    every malformed body must come back as FQ_EDECODE, never an assert.
+*/
+#include "fq_error.h"
+#include "fq_sysmsg.h"
+#include "fq_test_msgs.h"
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+//  Zone every decoded string, map and list lives in, as the runtime keeps
+//  one per mailbox; the chunk size is msgpack's usual default.
+enum { S_ZONE_CHUNK = 8192 };
+
+static int s_zone_setup(void **state)
+{
+    msgpack_zone *zone = msgpack_zone_new(S_ZONE_CHUNK);
+    *state = zone;
+    return zone ? 0 : -1;
+}
+
+static int s_zone_teardown(void **state)
+{
+    msgpack_zone_free(*state);
+    return 0;
+}
+
+//  Encodes msg as a sender would and unpacks the bytes as a receiver would.
+//  The bytes are copied into zone, so the returned body lives exactly as
+//  long as the zone does, like a mailbox frame.
+static msgpack_object *s_over_wire(const fq_msgdesc_t *desc, const void *msg, msgpack_zone *zone)
+{
+    msgpack_sbuffer buf;
+    msgpack_sbuffer_init(&buf);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+    assert_int_equal(desc->encode(msg, &pk), 0);
+
+    char *bytes = msgpack_zone_malloc(zone, buf.size);
+    msgpack_object *body = msgpack_zone_malloc(zone, sizeof *body);
+    assert_non_null(bytes);
+    assert_non_null(body);
+    memcpy(bytes, buf.data, buf.size);
+    size_t offset = 0;
+    assert_int_equal(msgpack_unpack(bytes, buf.size, &offset, zone, body), MSGPACK_UNPACK_SUCCESS);
+    assert_int_equal(offset, buf.size);
+    msgpack_sbuffer_destroy(&buf);
+    return body;
+}
+
+//  A fully populated ALLTYPES message; the arrays are static so the message
+//  can be returned by value.
+static fq_alltypes_t s_sample_alltypes(void)
+{
+    static const char bytes[] = {'a', 0, 'b', 0, 0, (char)0xff};
+    static const char *keys[] = {"subject", "x-tenant", "empty"};
+    static const char *values[] = {"héllo wörld ✉", "42", ""};
+    static const uint64_t ids[] = {1, 0, UINT64_MAX, 1u << 31};
+    fq_alltypes_t msg = {
+        .u = 1234567890123ull,
+        .i = -42,
+        .w = 65537,
+        .b = true,
+        .d = 3.25,
+        .s = "grüße, 世界",
+        .bytes = {bytes, sizeof bytes},
+        .fields = {3, keys, values},
+        .ids = {4, ids},
+    };
+    return msg;
+}
+
+//  Every field of the decoded message equals the one that was sent.
+static void s_assert_alltypes_equal(const fq_alltypes_t *got, const fq_alltypes_t *want)
+{
+    assert_int_equal(got->u, want->u);
+    assert_int_equal(got->i, want->i);
+    assert_int_equal(got->w, want->w);
+    assert_int_equal(got->b, want->b);
+    if (isnan(want->d))
+        assert_true(isnan(got->d));
+    else
+        assert_memory_equal(&got->d, &want->d, sizeof got->d); //  Exact, including -0.0
+    assert_non_null(got->s);
+    assert_string_equal(got->s, want->s ? want->s : "");
+    assert_int_equal(got->bytes.size, want->bytes.size);
+    if (want->bytes.size) assert_memory_equal(got->bytes.data, want->bytes.data, want->bytes.size);
+    assert_int_equal(got->fields.count, want->fields.count);
+    for (uint32_t k = 0; k < want->fields.count; k++) {
+        assert_string_equal(got->fields.keys[k], want->fields.keys[k]);
+        assert_string_equal(got->fields.values[k], want->fields.values[k]);
+    }
+    assert_int_equal(got->ids.count, want->ids.count);
+    for (uint32_t k = 0; k < want->ids.count; k++)
+        assert_int_equal(got->ids.items[k], want->ids.items[k]);
+}
+
+// --------------------------------------------------------------------------
+//  Round trips
+
+//  Every field kind comes back exactly as sent, including UTF-8 text and
+//  binary with zero bytes inside.
+static void test_alltypes_round_trip(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_alltypes_t sent = s_sample_alltypes();
+    msgpack_object *body = s_over_wire(&fq_alltypes_desc, &sent, zone);
+
+    fq_alltypes_t got;
+    assert_int_equal(fq_alltypes_decode(body, &got, zone), 0);
+    s_assert_alltypes_equal(&got, &sent);
+}
+
+//  The descriptor's untyped decode (what the runtime calls) agrees with
+//  the typed one.
+static void test_descriptor_decodes_like_typed_function(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_alltypes_t sent = s_sample_alltypes();
+    msgpack_object *body = s_over_wire(&fq_alltypes_desc, &sent, zone);
+
+    assert_int_equal(fq_alltypes_desc.id, FQ_MSG_ALLTYPES);
+    assert_string_equal(fq_alltypes_desc.name, "ALLTYPES");
+    assert_int_equal(fq_alltypes_desc.size, sizeof(fq_alltypes_t));
+    fq_alltypes_t got;
+    assert_int_equal(fq_alltypes_desc.decode(body, &got, zone), 0);
+    s_assert_alltypes_equal(&got, &sent);
+}
+
+//  Numeric extremes survive: full u64 and i64 ranges, u32 max, both
+//  booleans, and doubles including -0.0, infinities, NaN and denormals.
+static void test_numeric_extremes_round_trip(void **state)
+{
+    msgpack_zone *zone = *state;
+    const struct {
+        uint64_t u;
+        int64_t i;
+        uint32_t w;
+        bool b;
+        double d;
+    } cases[] = {
+        {0, 0, 0, false, 0.0},
+        {UINT64_MAX, INT64_MIN, UINT32_MAX, true, -0.0},
+        {1, INT64_MAX, 1, false, DBL_MAX},
+        {(uint64_t)INT64_MAX + 1, -1, UINT32_MAX - 1, true, -DBL_MAX},
+        {127, -32, 255, false, DBL_MIN / 4},
+        {128, -33, 256, true, INFINITY},
+        {65536, INT32_MIN, 65535, false, -INFINITY},
+        {UINT32_MAX, (int64_t)INT32_MIN - 1, 65536, true, NAN},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        fq_alltypes_t sent = {
+            .u = cases[c].u, .i = cases[c].i, .w = cases[c].w, .b = cases[c].b, .d = cases[c].d};
+        fq_alltypes_t got;
+        assert_int_equal(
+            fq_alltypes_decode(s_over_wire(&fq_alltypes_desc, &sent, zone), &got, zone), 0);
+        s_assert_alltypes_equal(&got, &sent);
+    }
+}
+
+//  Empty values round trip: "" and a NULL string both arrive as "" (never
+//  NULL), empty binary, empty map and empty list arrive with count 0.
+static void test_empty_values_round_trip(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_alltypes_t sent = {.s = ""};
+    fq_alltypes_t got;
+    assert_int_equal(fq_alltypes_decode(s_over_wire(&fq_alltypes_desc, &sent, zone), &got, zone),
+                     0);
+    s_assert_alltypes_equal(&got, &sent);
+    assert_int_equal(got.fields.count, 0);
+    assert_int_equal(got.ids.count, 0);
+    assert_int_equal(got.bytes.size, 0);
+
+    fq_ping_t ping = {.seq = 7, .text = NULL};
+    fq_ping_t ping_got;
+    assert_int_equal(fq_ping_decode(s_over_wire(&fq_ping_desc, &ping, zone), &ping_got, zone), 0);
+    assert_int_equal(ping_got.seq, 7);
+    assert_non_null(ping_got.text);
+    assert_string_equal(ping_got.text, "");
+}
+
+//  A message without fields encodes as an empty array and decodes again.
+static void test_fieldless_message_round_trip(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_count_t sent = {0};
+    msgpack_object *body = s_over_wire(&fq_count_desc, &sent, zone);
+    assert_int_equal(body->type, MSGPACK_OBJECT_ARRAY);
+    assert_int_equal(body->via.array.size, 0);
+    fq_count_t got;
+    assert_int_equal(fq_count_decode(body, &got, zone), 0);
+}
+
+//  A long string and a long list (beyond the small msgpack encodings)
+//  round trip.
+static void test_large_values_round_trip(void **state)
+{
+    msgpack_zone *zone = *state;
+    enum { S_LONG = 70000 }; //  Past str16 and array16: forces the 32-bit forms
+    char *text = malloc(S_LONG + 1);
+    uint64_t *ids = malloc(S_LONG * sizeof *ids);
+    assert_non_null(text);
+    assert_non_null(ids);
+    for (size_t k = 0; k < S_LONG; k++) {
+        text[k] = (char)('a' + k % 26);
+        ids[k] = k * 1000003u;
+    }
+    text[S_LONG] = 0;
+    fq_alltypes_t sent = {.s = text, .ids = {S_LONG, ids}};
+    fq_alltypes_t got;
+    assert_int_equal(fq_alltypes_decode(s_over_wire(&fq_alltypes_desc, &sent, zone), &got, zone),
+                     0);
+    s_assert_alltypes_equal(&got, &sent);
+    free(text);
+    free(ids);
+}
+
+// --------------------------------------------------------------------------
+//  Forward compatibility
+
+//  A newer peer that appends fields is still understood.
+static void test_extra_trailing_fields_accepted(void **state)
+{
+    msgpack_zone *zone = *state;
+    msgpack_sbuffer buf;
+    msgpack_sbuffer_init(&buf);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 4); //  PING is [seq, text]; a v2 peer adds two
+    msgpack_pack_uint64(&pk, 9);
+    msgpack_pack_str_with_body(&pk, "hi", 2);
+    msgpack_pack_str_with_body(&pk, "new field", 9);
+    msgpack_pack_map(&pk, 0);
+
+    msgpack_object body;
+    size_t offset = 0;
+    assert_int_equal(msgpack_unpack(buf.data, buf.size, &offset, zone, &body),
+                     MSGPACK_UNPACK_SUCCESS);
+    fq_ping_t got;
+    assert_int_equal(fq_ping_decode(&body, &got, zone), 0);
+    assert_int_equal(got.seq, 9);
+    assert_string_equal(got.text, "hi");
+    msgpack_sbuffer_destroy(&buf);
+}
+
+//  A peer that packs a whole-number double as an integer is understood.
+static void test_integer_in_double_field_accepted(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_alltypes_t sent = s_sample_alltypes();
+    msgpack_object *body = s_over_wire(&fq_alltypes_desc, &sent, zone);
+    msgpack_object *d = &body->via.array.ptr[4];
+
+    d->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
+    d->via.u64 = 3;
+    fq_alltypes_t got;
+    assert_int_equal(fq_alltypes_decode(body, &got, zone), 0);
+    assert_true(got.d == 3.0);
+
+    d->type = MSGPACK_OBJECT_NEGATIVE_INTEGER;
+    d->via.i64 = -5;
+    assert_int_equal(fq_alltypes_decode(body, &got, zone), 0);
+    assert_true(got.d == -5.0);
+}
+
+// --------------------------------------------------------------------------
+//  Malformed bodies: each is refused with FQ_EDECODE
+
+//  "a", NUL, "b": three bytes that C would read as "a".
+static const char s_nul_text[] = "a\0b";
+
+//  One object of the given msgpack type (containers empty).
+static msgpack_object s_specimen(msgpack_object_type type)
+{
+    msgpack_object o = {.type = type};
+    switch (type) {
+    case MSGPACK_OBJECT_BOOLEAN:
+        o.via.boolean = true;
+        break;
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        o.via.u64 = 1;
+        break;
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        o.via.i64 = -1;
+        break;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+        o.via.f64 = 1.5;
+        break;
+    case MSGPACK_OBJECT_STR:
+        o.via.str.ptr = "x";
+        o.via.str.size = 1;
+        break;
+    case MSGPACK_OBJECT_BIN:
+        o.via.bin.ptr = "x";
+        o.via.bin.size = 1;
+        break;
+    case MSGPACK_OBJECT_EXT:
+        o.via.ext.type = 1;
+        o.via.ext.ptr = "x";
+        o.via.ext.size = 1;
+        break;
+    default: //  NIL, and empty ARRAY and MAP
+        break;
+    }
+    return o;
+}
+
+//  Bit of a msgpack type in a mask of accepted types.
+#define S_TYPE(t) (1u << MSGPACK_OBJECT_##t)
+
+//  A field of any msgpack type its kind does not accept is refused, in
+//  every position of the message.
+static void test_wrong_type_in_each_field_refused(void **state)
+{
+    msgpack_zone *zone = *state;
+    //  A double also takes integers (see test_integer_in_double_field_accepted)
+    const unsigned number =
+        S_TYPE(POSITIVE_INTEGER) | S_TYPE(NEGATIVE_INTEGER) | S_TYPE(FLOAT32) | S_TYPE(FLOAT64);
+    //  The msgpack types each ALLTYPES field accepts, in field order
+    const unsigned accepts[] = {
+        S_TYPE(POSITIVE_INTEGER),                            //  u
+        S_TYPE(POSITIVE_INTEGER) | S_TYPE(NEGATIVE_INTEGER), //  i
+        S_TYPE(POSITIVE_INTEGER),                            //  w
+        S_TYPE(BOOLEAN),                                     //  b
+        number,                                              //  d
+        S_TYPE(STR),                                         //  s
+        S_TYPE(BIN),                                         //  bytes
+        S_TYPE(MAP),                                         //  fields
+        S_TYPE(ARRAY),                                       //  ids
+    };
+    const msgpack_object_type types[] = {
+        MSGPACK_OBJECT_NIL,
+        MSGPACK_OBJECT_BOOLEAN,
+        MSGPACK_OBJECT_POSITIVE_INTEGER,
+        MSGPACK_OBJECT_NEGATIVE_INTEGER,
+        MSGPACK_OBJECT_FLOAT32,
+        MSGPACK_OBJECT_FLOAT64,
+        MSGPACK_OBJECT_STR,
+        MSGPACK_OBJECT_ARRAY,
+        MSGPACK_OBJECT_MAP,
+        MSGPACK_OBJECT_BIN,
+        MSGPACK_OBJECT_EXT,
+    };
+    size_t nfields = sizeof accepts / sizeof accepts[0];
+    fq_alltypes_t sent = s_sample_alltypes();
+    msgpack_object *body = s_over_wire(&fq_alltypes_desc, &sent, zone);
+    assert_int_equal(body->via.array.size, nfields);
+
+    for (size_t f = 0; f < nfields; f++) {
+        msgpack_object original = body->via.array.ptr[f];
+        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+            body->via.array.ptr[f] = s_specimen(types[t]);
+            bool accepted = accepts[f] & (1u << types[t]);
+            fq_alltypes_t got;
+            int rc = fq_alltypes_decode(body, &got, zone);
+            if (rc != (accepted ? 0 : FQ_EDECODE))
+                fail_msg("field %zu with msgpack type %d: got %s", f, (int)types[t],
+                         fq_err_name(rc));
+        }
+        body->via.array.ptr[f] = original;
+    }
+}
+
+//  A body with fewer fields than the message has is refused, down to an
+//  empty array.
+static void test_too_few_fields_refused(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_alltypes_t sent = s_sample_alltypes();
+    msgpack_object *body = s_over_wire(&fq_alltypes_desc, &sent, zone);
+    uint32_t nfields = body->via.array.size;
+    for (uint32_t n = 0; n < nfields; n++) {
+        body->via.array.size = n;
+        fq_alltypes_t got;
+        assert_int_equal(fq_alltypes_decode(body, &got, zone), FQ_EDECODE);
+    }
+}
+
+//  A body that is not an array at all, or no body, is refused.
+static void test_non_array_body_refused(void **state)
+{
+    msgpack_zone *zone = *state;
+    const msgpack_object_type types[] = {
+        MSGPACK_OBJECT_NIL, MSGPACK_OBJECT_BOOLEAN, MSGPACK_OBJECT_POSITIVE_INTEGER,
+        MSGPACK_OBJECT_STR, MSGPACK_OBJECT_MAP,     MSGPACK_OBJECT_BIN,
+        MSGPACK_OBJECT_EXT,
+    };
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        msgpack_object body = s_specimen(types[t]);
+        fq_alltypes_t alltypes;
+        fq_count_t count;
+        assert_int_equal(fq_alltypes_decode(&body, &alltypes, zone), FQ_EDECODE);
+        assert_int_equal(fq_count_decode(&body, &count, zone), FQ_EDECODE);
+    }
+    fq_alltypes_t got;
+    assert_int_equal(fq_alltypes_decode(NULL, &got, zone), FQ_EDECODE);
+    assert_int_equal(fq_alltypes_desc.decode(NULL, &got, zone), FQ_EDECODE);
+}
+
+//  A string with an embedded NUL is refused wherever strings appear: a str
+//  field, a map key and a map value (C code would silently truncate it).
+static void test_string_with_embedded_nul_refused(void **state)
+{
+    msgpack_zone *zone = *state;
+    msgpack_object nul_str = {.type = MSGPACK_OBJECT_STR};
+    nul_str.via.str.ptr = s_nul_text;
+    nul_str.via.str.size = sizeof s_nul_text - 1;
+    fq_alltypes_t got;
+
+    fq_alltypes_t sent = s_sample_alltypes();
+    msgpack_object *body = s_over_wire(&fq_alltypes_desc, &sent, zone);
+    body->via.array.ptr[5] = nul_str;
+    assert_int_equal(fq_alltypes_decode(body, &got, zone), FQ_EDECODE);
+
+    body = s_over_wire(&fq_alltypes_desc, &sent, zone);
+    body->via.array.ptr[7].via.map.ptr[1].key = nul_str;
+    assert_int_equal(fq_alltypes_decode(body, &got, zone), FQ_EDECODE);
+
+    body = s_over_wire(&fq_alltypes_desc, &sent, zone);
+    body->via.array.ptr[7].via.map.ptr[2].val = nul_str;
+    assert_int_equal(fq_alltypes_decode(body, &got, zone), FQ_EDECODE);
+
+    //  A trailing NUL is still an embedded one: the sender's length says so
+    nul_str.via.str.size = 2;
+    nul_str.via.str.ptr = "a\0";
+    body = s_over_wire(&fq_alltypes_desc, &sent, zone);
+    body->via.array.ptr[5] = nul_str;
+    assert_int_equal(fq_alltypes_decode(body, &got, zone), FQ_EDECODE);
+}
+
+//  Integers outside a field's range are refused rather than wrapped: u32
+//  above UINT32_MAX, i64 above INT64_MAX; the limits themselves pass.
+static void test_integer_out_of_range_refused(void **state)
+{
+    msgpack_zone *zone = *state;
+    const struct {
+        size_t field;
+        uint64_t value;
+        int rc;
+    } cases[] = {
+        {2, UINT32_MAX, 0}, {2, (uint64_t)UINT32_MAX + 1, FQ_EDECODE}, {2, UINT64_MAX, FQ_EDECODE},
+        {1, INT64_MAX, 0},  {1, (uint64_t)INT64_MAX + 1, FQ_EDECODE},  {1, UINT64_MAX, FQ_EDECODE},
+        {0, UINT64_MAX, 0},
+    };
+    fq_alltypes_t sent = s_sample_alltypes();
+    msgpack_object *body = s_over_wire(&fq_alltypes_desc, &sent, zone);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        msgpack_object *field = &body->via.array.ptr[cases[c].field];
+        msgpack_object original = *field;
+        field->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
+        field->via.u64 = cases[c].value;
+        fq_alltypes_t got;
+        assert_int_equal(fq_alltypes_decode(body, &got, zone), cases[c].rc);
+        *field = original;
+    }
+}
+
+//  A negative number in an unsigned field is refused.
+static void test_negative_in_unsigned_field_refused(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_alltypes_t sent = s_sample_alltypes();
+    msgpack_object *body = s_over_wire(&fq_alltypes_desc, &sent, zone);
+    const size_t unsigned_fields[] = {0, 2};
+    for (size_t k = 0; k < 2; k++) {
+        msgpack_object *field = &body->via.array.ptr[unsigned_fields[k]];
+        msgpack_object original = *field;
+        field->type = MSGPACK_OBJECT_NEGATIVE_INTEGER;
+        field->via.i64 = INT64_MIN;
+        fq_alltypes_t got;
+        assert_int_equal(fq_alltypes_decode(body, &got, zone), FQ_EDECODE);
+        *field = original;
+    }
+}
+
+//  A string map with anything but strings for keys or values is refused.
+static void test_strmap_with_non_string_entry_refused(void **state)
+{
+    msgpack_zone *zone = *state;
+    const msgpack_object_type types[] = {
+        MSGPACK_OBJECT_NIL, MSGPACK_OBJECT_POSITIVE_INTEGER,
+        MSGPACK_OBJECT_BIN, MSGPACK_OBJECT_ARRAY,
+        MSGPACK_OBJECT_MAP, MSGPACK_OBJECT_BOOLEAN,
+    };
+    fq_alltypes_t sent = s_sample_alltypes();
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        fq_alltypes_t got;
+        msgpack_object *body = s_over_wire(&fq_alltypes_desc, &sent, zone);
+        body->via.array.ptr[7].via.map.ptr[0].key = s_specimen(types[t]);
+        assert_int_equal(fq_alltypes_decode(body, &got, zone), FQ_EDECODE);
+
+        body = s_over_wire(&fq_alltypes_desc, &sent, zone);
+        body->via.array.ptr[7].via.map.ptr[2].val = s_specimen(types[t]);
+        assert_int_equal(fq_alltypes_decode(body, &got, zone), FQ_EDECODE);
+    }
+}
+
+//  A u64 list holding anything but non-negative integers is refused,
+//  wherever in the list the bad item sits.
+static void test_u64list_with_non_integer_refused(void **state)
+{
+    msgpack_zone *zone = *state;
+    const msgpack_object_type types[] = {
+        MSGPACK_OBJECT_NIL,     MSGPACK_OBJECT_NEGATIVE_INTEGER,
+        MSGPACK_OBJECT_FLOAT64, MSGPACK_OBJECT_STR,
+        MSGPACK_OBJECT_ARRAY,   MSGPACK_OBJECT_BOOLEAN,
+        MSGPACK_OBJECT_FLOAT32,
+    };
+    fq_alltypes_t sent = s_sample_alltypes();
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        for (uint32_t at = 0; at < sent.ids.count; at++) {
+            msgpack_object *body = s_over_wire(&fq_alltypes_desc, &sent, zone);
+            body->via.array.ptr[8].via.array.ptr[at] = s_specimen(types[t]);
+            fq_alltypes_t got;
+            assert_int_equal(fq_alltypes_decode(body, &got, zone), FQ_EDECODE);
+        }
+    }
+}
+
+//  Refusals come from real bytes too, not only from hand-built objects: a
+//  PING whose seq is a string, unpacked from the wire.
+static void test_refusal_from_real_bytes(void **state)
+{
+    msgpack_zone *zone = *state;
+    const char frame[] = {(char)0x92, (char)0xa1, '1', (char)0xa2, 'h', 'i'};
+    msgpack_object body;
+    size_t offset = 0;
+    assert_int_equal(msgpack_unpack(frame, sizeof frame, &offset, zone, &body),
+                     MSGPACK_UNPACK_SUCCESS);
+    fq_ping_t got;
+    assert_int_equal(fq_ping_decode(&body, &got, zone), FQ_EDECODE);
+}
+
+// --------------------------------------------------------------------------
+//  Look-up by id
+
+//  fq_schema_find returns the runtime descriptor for a known id, with its
+//  name, and NULL for an id the table does not hold.
+static void test_schema_find(void **unused)
+{
+    (void)unused;
+    const fq_msgdesc_t *desc = fq_schema_find(fq_sysmsg_schema, FQ_MSG_TERMINATED);
+    assert_ptr_equal(desc, &fq_terminated_desc);
+    assert_string_equal(desc->name, "TERMINATED");
+    assert_int_equal(desc->size, sizeof(fq_terminated_t));
+
+    desc = fq_schema_find(fq_sysmsg_schema, FQ_MSG_GW_HELLO);
+    assert_non_null(desc);
+    assert_string_equal(desc->name, "GW_HELLO");
+
+    const uint32_t absent[] = {0, 6, 99, FQ_MSG_USER_FIRST, FQ_MSG_PING, UINT32_MAX};
+    for (size_t k = 0; k < sizeof absent / sizeof absent[0]; k++)
+        assert_null(fq_schema_find(fq_sysmsg_schema, absent[k]));
+}
+
+//  Every runtime message is found by its own id, ids are unique and all
+//  lie below the first application id.
+static void test_sysmsg_table_is_consistent(void **unused)
+{
+    (void)unused;
+    size_t count = 0;
+    for (const fq_msgdesc_t *const *d = fq_sysmsg_schema; *d; d++, count++) {
+        assert_ptr_equal(fq_schema_find(fq_sysmsg_schema, (*d)->id), *d);
+        assert_in_range((*d)->id, 1, FQ_MSG_USER_FIRST - 1);
+        assert_non_null((*d)->name);
+        assert_non_null((*d)->encode);
+        assert_non_null((*d)->decode);
+    }
+    assert_true(count > 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_alltypes_round_trip, s_zone_setup, s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_descriptor_decodes_like_typed_function, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_numeric_extremes_round_trip, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_empty_values_round_trip, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_fieldless_message_round_trip, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_large_values_round_trip, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_extra_trailing_fields_accepted, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_integer_in_double_field_accepted, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_wrong_type_in_each_field_refused, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_too_few_fields_refused, s_zone_setup, s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_non_array_body_refused, s_zone_setup, s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_string_with_embedded_nul_refused, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_integer_out_of_range_refused, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_negative_in_unsigned_field_refused, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_strmap_with_non_string_entry_refused, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_u64list_with_non_integer_refused, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_refusal_from_real_bytes, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test(test_schema_find),
+        cmocka_unit_test(test_sysmsg_table_is_consistent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -45,7 +45,6 @@ struct fq_ctx {
     zlistx_t *readers;  //  s_reader_t*, owned
     fq_timers_t *timers;
     zhashx_t *asks; //  corr -> s_ask_t*, owned
-    uint64_t next_corr;
     zmq_pollitem_t *items;
     void **owners; //  Per poll item: the child cell or reader it belongs to
     size_t nitems;
@@ -474,6 +473,14 @@ static void s_teardown(fq_ctx_t *ctx)
         zlistx_detach_cur(ctx->children);
         fq_cell_destroy(&cell, ctx->outbox, false, "parent stopped");
     }
+    //  Every ask gets exactly one answer, even when its asker is ending
+    s_ask_t *ask;
+    while ((ask = zhashx_first(ctx->asks))) {
+        fq_ask_fn *fn = ask->fn;
+        void *arg = ask->arg;
+        zhashx_delete(ctx->asks, (void *)(uintptr_t)ask->corr);
+        fn(ctx, ctx->started ? ctx->state : NULL, FQ_ECLOSED, NULL, arg);
+    }
     if (ctx->started && ctx->cell->behaviour->stop)
         ctx->cell->behaviour->stop(ctx, ctx->state);
     ctx->started = false;
@@ -566,7 +573,7 @@ int fq_ask(fq_ctx_t *ctx, const char *to, const fq_msgdesc_t *desc, const void *
 {
     if (!fn || timeout_ms < 0)
         return FQ_EINVAL;
-    uint64_t corr = ++ctx->next_corr;
+    uint64_t corr = ++ctx->cell->next_corr;
     int rc = fq_outbox_send(ctx->outbox, to, desc->id, FQ_ENV_ASK, corr, ctx->cell->path, desc, msg,
                             NULL);
     if (rc)

@@ -90,8 +90,8 @@ int fq_tell(fq_ctx_t *ctx, const char *to, const fq_msgdesc_t *desc, const void 
 int fq_reply(fq_ctx_t *ctx, const fq_msg_t *request, const fq_msgdesc_t *desc, const void *msg);
 
 //  Called once per ask, in the asking actor's thread: status 0 with the
-//  reply, or a negative code (FQ_ETIMEDOUT, or the code of an ERROR reply)
-//  with reply NULL.
+//  reply, or a negative code (FQ_ETIMEDOUT, FQ_ECLOSED when the asker stops
+//  first, or the code of an ERROR reply) with reply NULL.
 typedef void(fq_ask_fn)(fq_ctx_t *ctx, void *state, int status, const fq_msg_t *reply, void *arg);
 
 //  Sends msg as a request; exactly one call of fn follows, within

@@ -31,6 +31,9 @@ struct fq_cell {
     int64_t *restart_times; //  Monotonic ms of recent restarts, oldest first
     int restart_count;
     int restart_timer; //  Parent's timer id while backing off
+    //  Last ask correlation id. Kept across restarts: a reply to an ask of
+    //  an earlier incarnation may still arrive, and must match no new ask.
+    uint64_t next_corr;
 };
 
 //  Creates a cell for parent_path/name with a bound mailbox. Takes args

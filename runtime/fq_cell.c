@@ -13,8 +13,12 @@ int fq_cell_new(fq_system_t *sys, const char *parent_path, const char *name,
         opts = &defaults;
     int rc = 0;
     fq_cell_t *cell = NULL;
+    //  Built here, its length checked by snprintf's result: GCC's
+    //  -Wformat-truncation (an error at -O2 and up) cannot see a strlen check
+    char path[FQ_PATH_MAX + 1];
     if (!fq_name_valid(name) || !behaviour || !behaviour->receive ||
-        strlen(parent_path) + strlen(name) + 1 > FQ_PATH_MAX || opts->supervision.max_restarts < 0)
+        snprintf(path, sizeof path, "%s/%s", parent_path, name) >= (int)sizeof path ||
+        opts->supervision.max_restarts < 0)
         rc = FQ_EINVAL;
     else if (!(cell = calloc(1, sizeof *cell)))
         rc = FQ_ENOMEM;
@@ -28,7 +32,7 @@ int fq_cell_new(fq_system_t *sys, const char *parent_path, const char *name,
     cell->args = args;
     cell->opts = *opts;
     cell->guardian = guardian;
-    snprintf(cell->path, sizeof cell->path, "%s/%s", parent_path, name);
+    memcpy(cell->path, path, strlen(path) + 1);
     cell->restart_times = calloc((size_t)opts->supervision.max_restarts + 1, sizeof(int64_t));
     rc = cell->restart_times ? fq_registry_add(sys->registry, cell->path, &cell->entry) : FQ_ENOMEM;
     if (rc == 0) {
@@ -79,6 +83,11 @@ void fq_cell_destroy(fq_cell_t **cell_p, fq_outbox_t *outbox, bool failed, const
     zlistx_t *watchers = cell->entry ? fq_registry_remove(cell->sys->registry, cell->entry) : NULL;
     if (cell->mailbox) {
         s_drain_dead_letters(cell);
+        //  Unbind before closing: a close frees an inproc endpoint only
+        //  later, in ZeroMQ's reaper thread, and the same path spawned again
+        //  at once (a restarted parent's child, a respawn after TERMINATED)
+        //  would find its endpoint taken and fail with FQ_EEXIST.
+        zsock_unbind(cell->mailbox, "%s", cell->entry->endpoint);
         zsock_destroy(&cell->mailbox);
     }
     if (watchers && outbox) {

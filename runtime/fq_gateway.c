@@ -40,7 +40,14 @@ typedef struct {
     int heartbeat_timeout_ms;
     int reconnect_min_ms;
     int reconnect_max_ms;
+    bool holds_zap; //  This gateway holds s_zap_claimed
 } s_config_t;
+
+//  zauth serves the ZAP endpoint of the whole process, and a second zauth
+//  aborts the process binding it (an assert in CZMQ): so one CURVE-bound
+//  gateway per process at a time, and a second is refused as a
+//  configuration error. Released when the gateway is gone for good.
+static atomic_bool s_zap_claimed;
 
 typedef struct {
     fq_ctx_t *ctx;
@@ -64,6 +71,8 @@ static void s_config_free(void *arg)
     s_config_t *cfg = arg;
     if (!cfg)
         return;
+    if (cfg->holds_zap)
+        atomic_store(&s_zap_claimed, false);
     free(cfg->bind);
     free(cfg->connect);
     free(cfg->allow_dir);
@@ -121,17 +130,28 @@ static s_peer_t *s_peer_new(const char *name, zframe_t *routing_id, const char *
 //  ---------------------------------------------------------------------
 //  Sending frames to peers
 
-static int s_send_frame(s_self_t *self, s_peer_t *peer, const void *data, size_t size)
+//  How frames go out. What our actors send (messages, and their watches
+//  and death notices) may wait for a full pipe to a peer to drain, up to
+//  the send time-out: that is backpressure. What the gateway answers to a
+//  peer's frames by itself (REHELLO, WELCOME, ERROR) and its heartbeats and
+//  BYE never wait: a peer that kept sending but never read made the gateway
+//  wait the whole send time-out (5 s by default) for each answer once its
+//  pipe was full, and every other peer then missed its heartbeats and was
+//  declared dead. An answer the peer does not read is dropped.
+typedef enum { S_SEND_WAIT, S_SEND_DONTWAIT } s_send_mode_t;
+
+static int s_send_frame(s_self_t *self, s_peer_t *peer, const void *data, size_t size,
+                        s_send_mode_t mode)
 {
+    int flags = mode == S_SEND_DONTWAIT ? ZMQ_DONTWAIT : 0;
     int rc;
     if (peer->routing_id) {
         rc = zmq_send(zsock_resolve(self->router), zframe_data(peer->routing_id),
-                      zframe_size(peer->routing_id), ZMQ_SNDMORE);
+                      zframe_size(peer->routing_id), ZMQ_SNDMORE | flags);
         if (rc >= 0)
-            rc = zmq_send(zsock_resolve(self->router), data, size, 0);
-    }
-    else if (self->dealer)
-        rc = zmq_send(zsock_resolve(self->dealer), data, size, 0);
+            rc = zmq_send(zsock_resolve(self->router), data, size, flags);
+    } else if (self->dealer)
+        rc = zmq_send(zsock_resolve(self->dealer), data, size, flags);
     else
         rc = -1;
     if (rc < 0)
@@ -142,22 +162,22 @@ static int s_send_frame(s_self_t *self, s_peer_t *peer, const void *data, size_t
 }
 
 //  Sends a gateway control message (to = nil) to peer.
-static int s_send_control(s_self_t *self, s_peer_t *peer, const fq_msgdesc_t *desc,
-                          const void *msg)
+static int s_send_control(s_self_t *self, s_peer_t *peer, const fq_msgdesc_t *desc, const void *msg,
+                          s_send_mode_t mode)
 {
     msgpack_sbuffer_clear(&self->buf);
     int rc = fq_envelope_encode(&self->buf, desc->id, 0, 0, NULL, NULL, desc, msg, NULL);
-    return rc ? rc : s_send_frame(self, peer, self->buf.data, self->buf.size);
+    return rc ? rc : s_send_frame(self, peer, self->buf.data, self->buf.size, mode);
 }
 
 static void s_send_hello(s_self_t *self)
 {
     fq_gw_hello_t hello = {.system = fq_system_name(fq_ctx_system(self->ctx)),
                            .version = S_PROTOCOL_VERSION,
-                           .heartbeat_ms = (uint32_t) self->cfg->heartbeat_ms};
+                           .heartbeat_ms = (uint32_t)self->cfg->heartbeat_ms};
     msgpack_sbuffer_clear(&self->buf);
-    if (fq_envelope_encode(&self->buf, FQ_MSG_GW_HELLO, 0, 0, NULL, NULL, &fq_gw_hello_desc,
-                           &hello, NULL) == 0 &&
+    if (fq_envelope_encode(&self->buf, FQ_MSG_GW_HELLO, 0, 0, NULL, NULL, &fq_gw_hello_desc, &hello,
+                           NULL) == 0 &&
         zmq_send(zsock_resolve(self->dealer), self->buf.data, self->buf.size, ZMQ_DONTWAIT) >= 0)
         self->frames_out++;
 }
@@ -165,8 +185,8 @@ static void s_send_hello(s_self_t *self)
 //  ---------------------------------------------------------------------
 //  Peers coming and going
 
-static void s_tell_terminated(s_self_t *self, const char *watcher, const char *target,
-                              bool failed, const char *reason)
+static void s_tell_terminated(s_self_t *self, const char *watcher, const char *target, bool failed,
+                              const char *reason)
 {
     fq_terminated_t notice = {.path = target, .failed = failed, .reason = reason};
     fq_tell(self->ctx, watcher, &fq_terminated_desc, &notice);
@@ -177,8 +197,7 @@ static void s_tell_terminated(s_self_t *self, const char *watcher, const char *t
 static void s_peer_lost(s_self_t *self, s_peer_t *peer, const char *reason)
 {
     zsys_warning("fairq gateway: peer %s lost: %s", peer->name, reason);
-    for (s_watch_t *watch = zlistx_first(peer->watches); watch;
-         watch = zlistx_next(peer->watches))
+    for (s_watch_t *watch = zlistx_first(peer->watches); watch; watch = zlistx_next(peer->watches))
         s_tell_terminated(self, watch->watcher, watch->target, true, reason);
     for (zlistx_t *names = zhashx_first(self->remote_watchers); names;
          names = zhashx_next(self->remote_watchers)) {
@@ -210,7 +229,7 @@ static void s_dealer_open(s_self_t *self)
     if (!self->dealer)
         return;
     zsock_set_linger(self->dealer, 0);
-    zsock_set_maxmsgsize(self->dealer, (int) FQ_ENVELOPE_MAX_SIZE);
+    zsock_set_maxmsgsize(self->dealer, (int)FQ_ENVELOPE_MAX_SIZE);
     zsock_set_sndtimeo(self->dealer, fq_ctx_system(self->ctx)->config.send_timeout_ms);
     zsock_set_reconnect_ivl(self->dealer, cfg->reconnect_min_ms);
     zsock_set_reconnect_ivl_max(self->dealer, cfg->reconnect_max_ms);
@@ -234,9 +253,9 @@ static void s_schedule_reconnect(s_self_t *self, const char *reason)
     self->reconnect_at = zclock_mono() + self->reconnect_delay;
     zsys_info("fairq gateway: %s; reconnecting to %s in %d ms", reason, self->cfg->connect,
               self->reconnect_delay);
-    self->reconnect_delay =
-        self->reconnect_delay * 2 > self->cfg->reconnect_max_ms ? self->cfg->reconnect_max_ms
-                                                                : self->reconnect_delay * 2;
+    self->reconnect_delay = self->reconnect_delay * 2 > self->cfg->reconnect_max_ms
+                                ? self->cfg->reconnect_max_ms
+                                : self->reconnect_delay * 2;
 }
 
 //  ---------------------------------------------------------------------
@@ -257,14 +276,15 @@ static s_peer_t *s_peer_for(s_self_t *self, const char *system)
 
 static void s_reply_error(s_self_t *self, s_peer_t *peer, const fq_envelope_t *env, int code)
 {
-    if (!(env->flags & FQ_ENV_ASK) || !env->sender[0])
+    //  Only a path of the peer's own can be answered (see s_deliver)
+    if (!(env->flags & FQ_ENV_ASK) || !fq_path_valid(env->sender))
         return;
     fq_error_t error = {.code = code, .text = fq_strerror(code)};
     msgpack_sbuffer_clear(&self->buf);
     //  Sent back as the reply, addressed in the peer's own terms
     if (fq_envelope_encode(&self->buf, FQ_MSG_ERROR, FQ_ENV_REPLY, env->corr, NULL, env->sender,
                            &fq_error_desc, &error, NULL) == 0)
-        s_send_frame(self, peer, self->buf.data, self->buf.size);
+        s_send_frame(self, peer, self->buf.data, self->buf.size, S_SEND_DONTWAIT);
 }
 
 //  A peer's message for one of our actors: rewrite the sender so replies
@@ -273,15 +293,21 @@ static void s_deliver(s_self_t *self, s_peer_t *peer, const fq_envelope_t *env)
 {
     char system[FQ_ADDRESS_MAX + 1];
     const char *path;
+    //  Anything but a reply must name its sender by a valid path of the
+    //  peer's (a peer's runtime always does). Behaviours answer with
+    //  fq_reply, which fails on an empty or malformed sender, and so would
+    //  they: a few such frames failed an actor past its restart limit and
+    //  the escalation marked the whole system failed.
+    bool answerable = fq_path_valid(env->sender);
     //  The system part, if any, named us; a bare path is ours as well
     if (fq_address_split(env->to, system, sizeof system, &path) < 0 ||
-        !s_remote_type_allowed(env->type)) {
+        !s_remote_type_allowed(env->type) || (!answerable && !(env->flags & FQ_ENV_REPLY))) {
         self->refused++;
         s_reply_error(self, peer, env, FQ_EINVAL);
         return;
     }
     char sender[FQ_ADDRESS_MAX + 1] = "";
-    if (env->sender[0] == '/')
+    if (answerable)
         snprintf(sender, sizeof sender, "fq://%s%s", peer->name, env->sender);
     msgpack_sbuffer_clear(&self->buf);
     int rc = fq_envelope_encode(&self->buf, env->type, env->flags | FQ_ENV_REMOTE, env->corr,
@@ -304,9 +330,9 @@ static void s_on_gw_watch(s_self_t *self, s_peer_t *peer, const fq_msg_t *msg)
         names = zlistx_new();
         if (!names)
             return;
-        zlistx_set_duplicator(names, (zlistx_duplicator_fn *) strdup);
-        zlistx_set_destructor(names, (zlistx_destructor_fn *) zstr_free);
-        zlistx_set_comparator(names, (zlistx_comparator_fn *) strcmp);
+        zlistx_set_duplicator(names, (zlistx_duplicator_fn *)strdup);
+        zlistx_set_destructor(names, (zlistx_destructor_fn *)zstr_free);
+        zlistx_set_comparator(names, (zlistx_comparator_fn *)strcmp);
         zhashx_insert(self->remote_watchers, req.path, names);
     }
     if (!zlistx_find(names, peer->name))
@@ -322,15 +348,16 @@ static void s_on_gw_terminated(s_self_t *self, s_peer_t *peer, const fq_msg_t *m
         self->malformed++;
         return;
     }
-    s_watch_t *watch = zlistx_first(peer->watches);
-    while (watch) {
-        s_watch_t *next = zlistx_next(peer->watches);
+    //  Delete at the cursor: zlistx then steps the cursor back, so the
+    //  next zlistx_next yields the following watch. (Reading ahead with
+    //  zlistx_next before zlistx_find moved the cursor made that read-ahead
+    //  item come round again after the deletion and be used once freed when
+    //  two watchers watched the same path.)
+    for (s_watch_t *watch = zlistx_first(peer->watches); watch; watch = zlistx_next(peer->watches))
         if (streq(watch->path, notice.path)) {
             s_tell_terminated(self, watch->watcher, watch->target, notice.failed, notice.reason);
-            zlistx_delete(peer->watches, zlistx_find(peer->watches, watch));
+            zlistx_delete(peer->watches, zlistx_cursor(peer->watches));
         }
-        watch = next;
-    }
 }
 
 //  Everything a peer sends. Malformed frames are counted and dropped; the
@@ -344,7 +371,7 @@ static void s_on_frame(s_self_t *self, zframe_t *routing_id, const char *key, co
     if (fq_envelope_decode(data, size, &self->zone, &env)) {
         if (self->malformed++ % 1000 == 0)
             zsys_warning("fairq gateway: dropped a malformed frame of %zu bytes (%llu so far)",
-                         size, (unsigned long long) self->malformed);
+                         size, (unsigned long long)self->malformed);
         return;
     }
     fq_msg_t msg = {.type = env.type, .body = env.body, .zone = &self->zone};
@@ -376,23 +403,23 @@ static void s_on_frame(s_self_t *self, zframe_t *routing_id, const char *key, co
                 s_peer_lost(self, peer, "renamed itself");
             peer = s_peer_new(hello.system, routing_id, key);
             if (!peer || zhashx_insert(self->peers_by_name, peer->name, peer) != 0) {
-                s_peer_destroy((void **) &peer);
+                s_peer_destroy((void **)&peer);
                 return;
             }
             zsys_info("fairq gateway: peer %s joined", peer->name);
             fq_gw_welcome_t welcome = {.system = fq_system_name(fq_ctx_system(self->ctx)),
                                        .version = S_PROTOCOL_VERSION};
-            s_send_control(self, peer, &fq_gw_welcome_desc, &welcome);
+            s_send_control(self, peer, &fq_gw_welcome_desc, &welcome, S_SEND_DONTWAIT);
             return;
         }
         if (!peer) {
             //  We restarted, or it skipped HELLO: ask it to introduce itself
             s_peer_t stranger = {.routing_id = routing_id};
-            s_send_control(self, &stranger, &fq_gw_rehello_desc, &(fq_gw_rehello_t){0});
+            s_send_control(self, &stranger, &fq_gw_rehello_desc, &(fq_gw_rehello_t){0},
+                           S_SEND_DONTWAIT);
             return;
         }
-    }
-    else {
+    } else {
         if (env.type == FQ_MSG_GW_WELCOME) {
             fq_gw_welcome_t welcome;
             if (fq_msg_decode(&msg, &fq_gw_welcome_desc, &welcome) ||
@@ -405,7 +432,7 @@ static void s_on_frame(s_self_t *self, zframe_t *routing_id, const char *key, co
             self->server = s_peer_new(welcome.system, NULL, self->cfg->server_key);
             if (self->server &&
                 zhashx_insert(self->peers_by_name, self->server->name, self->server) != 0)
-                s_peer_destroy((void **) &self->server);
+                s_peer_destroy((void **)&self->server);
             self->reconnect_delay = self->cfg->reconnect_min_ms;
             zsys_info("fairq gateway: joined %s at %s", welcome.system, self->cfg->connect);
             return;
@@ -426,8 +453,7 @@ static void s_on_frame(s_self_t *self, zframe_t *routing_id, const char *key, co
         if (peer == self->server) {
             s_peer_lost(self, peer, "said goodbye");
             s_schedule_reconnect(self, "server said goodbye");
-        }
-        else
+        } else
             s_peer_lost(self, peer, "said goodbye");
         break;
     case FQ_MSG_GW_WATCH:
@@ -443,7 +469,7 @@ static void s_on_frame(s_self_t *self, zframe_t *routing_id, const char *key, co
 
 static int s_on_router(fq_ctx_t *ctx, void *state, zsock_t *sock)
 {
-    (void) ctx;
+    (void)ctx;
     s_self_t *self = state;
     //  Drain a batch, then let the loop serve the mailbox too
     for (int i = 0; i < 256; i++) {
@@ -455,8 +481,7 @@ static int s_on_router(fq_ctx_t *ctx, void *state, zsock_t *sock)
         if (routing_id && body && zmsg_size(frames) == 0) {
             const char *key = zframe_meta(body, "User-Id");
             s_on_frame(self, routing_id, key ? key : "", zframe_data(body), zframe_size(body));
-        }
-        else
+        } else
             self->malformed++;
         zframe_destroy(&routing_id);
         zframe_destroy(&body);
@@ -467,7 +492,7 @@ static int s_on_router(fq_ctx_t *ctx, void *state, zsock_t *sock)
 
 static int s_on_dealer(fq_ctx_t *ctx, void *state, zsock_t *sock)
 {
-    (void) ctx;
+    (void)ctx;
     s_self_t *self = state;
     zmq_msg_t frame;
     zmq_msg_init(&frame);
@@ -497,7 +522,7 @@ static void s_forward_out(s_self_t *self, const fq_msg_t *msg)
     s_peer_t *peer = NULL;
     if (fq_address_split(msg->to, system, sizeof system, &path) == 1)
         peer = s_peer_for(self, system);
-    if (peer && s_send_frame(self, peer, msg->frame, msg->frame_size) == 0)
+    if (peer && s_send_frame(self, peer, msg->frame, msg->frame_size, S_SEND_WAIT) == 0)
         return;
     atomic_fetch_add(&fq_ctx_system(self->ctx)->dead_letters, 1);
     if ((msg->flags & FQ_ENV_ASK) && msg->sender[0] == '/') {
@@ -538,7 +563,7 @@ static void s_watch_remote(s_self_t *self, const fq_msg_t *msg, bool watch)
     entry->watcher = strdup(req.watcher);
     zlistx_add_end(peer->watches, entry);
     fq_gw_watch_t remote = {.path = path};
-    s_send_control(self, peer, &fq_gw_watch_desc, &remote);
+    s_send_control(self, peer, &fq_gw_watch_desc, &remote, S_SEND_WAIT);
 }
 
 //  One of our actors that a peer watches has stopped: tell the peer.
@@ -555,7 +580,7 @@ static void s_local_terminated(s_self_t *self, const fq_msg_t *msg)
     for (const char *name = zlistx_first(names); name; name = zlistx_next(names)) {
         s_peer_t *peer = zhashx_lookup(self->peers_by_name, name);
         if (peer)
-            s_send_control(self, peer, &fq_gw_terminated_desc, &remote);
+            s_send_control(self, peer, &fq_gw_terminated_desc, &remote, S_SEND_WAIT);
     }
     zhashx_delete(self->remote_watchers, notice.path);
 }
@@ -578,7 +603,8 @@ static void s_heartbeat(s_self_t *self)
             return;
         }
         if (now - peer->last_sent >= self->cfg->heartbeat_ms)
-            s_send_control(self, peer, &fq_gw_heartbeat_desc, &(fq_gw_heartbeat_t){0});
+            s_send_control(self, peer, &fq_gw_heartbeat_desc, &(fq_gw_heartbeat_t){0},
+                           S_SEND_DONTWAIT);
         peer = next;
     }
     if (!self->cfg->connect)
@@ -614,7 +640,7 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
         break;
     case FQ_MSG_GW_STATUS_QUERY: {
         fq_gw_status_t status = {.connected = self->cfg->connect ? self->server != NULL : true,
-                                 .peers = (uint32_t) zhashx_size(self->peers_by_name),
+                                 .peers = (uint32_t)zhashx_size(self->peers_by_name),
                                  .frames_in = self->frames_in,
                                  .frames_out = self->frames_out,
                                  .malformed = self->malformed,
@@ -630,12 +656,13 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
 
 static void s_stop(fq_ctx_t *ctx, void *state)
 {
-    (void) ctx;
+    (void)ctx;
     s_self_t *self = state;
     //  Say goodbye so peers need not wait out the heartbeat timeout
     for (s_peer_t *peer = zhashx_first(self->peers_by_name); peer;
          peer = zhashx_next(self->peers_by_name))
-        s_send_control(self, peer, &fq_gw_bye_desc, &(fq_gw_bye_t){.reason = "stopping"});
+        s_send_control(self, peer, &fq_gw_bye_desc, &(fq_gw_bye_t){.reason = "stopping"},
+                       S_SEND_DONTWAIT);
     s_dealer_close(self);
     if (self->router)
         fq_ctx_remove_reader(ctx, self->router);
@@ -650,10 +677,10 @@ static void s_stop(fq_ctx_t *ctx, void *state)
 
 static void s_zlistx_destroy(void **item)
 {
-    zlistx_destroy((zlistx_t **) item);
+    zlistx_destroy((zlistx_t **)item);
 }
 
-static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
+static int s_start_state(fq_ctx_t *ctx, void *args, void **state_p)
 {
     s_config_t *cfg = args;
     s_self_t *self = calloc(1, sizeof *self);
@@ -686,7 +713,7 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
         zsock_set_linger(self->router, 0);
         zsock_set_router_mandatory(self->router, 1);
         zsock_set_sndtimeo(self->router, fq_ctx_system(ctx)->config.send_timeout_ms);
-        zsock_set_maxmsgsize(self->router, (int) FQ_ENVELOPE_MAX_SIZE);
+        zsock_set_maxmsgsize(self->router, (int)FQ_ENVELOPE_MAX_SIZE);
         if (!cfg->insecure) {
             zcert_apply(cfg->cert, self->router);
             zsock_set_curve_server(self->router, 1);
@@ -709,6 +736,20 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
         tick = 1;
     int timer = fq_timer_every(ctx, tick, &fq_gw_heartbeat_desc, &(fq_gw_heartbeat_t){0});
     return timer < 0 ? timer : 0;
+}
+
+//  The runtime runs stop only after a successful start, so a failed start
+//  releases what it made itself. Above all the zauth actor: it holds the
+//  process-wide ZAP endpoint, and the restart that follows a failure (a
+//  bind to a port in use fails every time) aborted in zauth binding it again.
+static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
+{
+    int rc = s_start_state(ctx, args, state_p);
+    if (rc < 0 && *state_p) {
+        s_stop(ctx, *state_p);
+        *state_p = NULL;
+    }
+    return rc;
 }
 
 static const fq_behaviour_t s_gateway = {
@@ -744,14 +785,19 @@ int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *in)
                      "any host that reaches %s can act as a peer. Never use this in production.",
                      cfg->bind ? cfg->bind : cfg->connect);
     else {
-        cfg->cert = in->cert ? zcert_dup(in->cert)
-                             : in->cert_file ? zcert_load(in->cert_file) : NULL;
+        cfg->cert = in->cert        ? zcert_dup(in->cert)
+                    : in->cert_file ? zcert_load(in->cert_file)
+                                    : NULL;
         if (!cfg->cert)
             problem = "a CURVE certificate (cert or cert_file) is required";
         else if (cfg->bind && !cfg->allow_dir)
             problem = "binding needs allow_dir, the directory of allowed peer certificates";
         else if (cfg->connect && (!cfg->server_key || strlen(cfg->server_key) != 40))
             problem = "connecting needs server_key, the server's 40-character Z85 public key";
+        else if (cfg->bind && atomic_exchange(&s_zap_claimed, true))
+            problem = "another CURVE-bound gateway runs in this process (zauth serves one)";
+        else
+            cfg->holds_zap = cfg->bind != NULL;
     }
     if (problem) {
         zsys_error("fairq gateway: %s", problem);

@@ -15,6 +15,13 @@ struct fq_outbox {
     fq_system_t *sys;
     zhashx_t *routes; //  path -> s_route_t*
     msgpack_sbuffer buf;
+    //  The previous send's address and route. A sender mostly sends to the
+    //  same address many times in a row (a producer feeding a consumer, an
+    //  actor replying to its parent), so one strcmp replaces parsing the
+    //  address and hashing its path. NULL after any route is dropped.
+    s_route_t *last;
+    bool last_remote;
+    char last_to[FQ_ADDRESS_MAX + 1];
 };
 
 static void s_route_destroy(void **item)
@@ -55,6 +62,13 @@ void fq_outbox_destroy(fq_outbox_t **self_p)
     *self_p = NULL;
 }
 
+//  Drops the route to path, and the memo of the last one with it.
+static void s_forget(fq_outbox_t *self, const char *path)
+{
+    self->last = NULL;
+    zhashx_delete(self->routes, path);
+}
+
 //  The cached route to path, re-resolved if its actor has gone (a new
 //  actor may have been spawned at the same path since).
 static s_route_t *s_route(fq_outbox_t *self, const char *path)
@@ -63,7 +77,7 @@ static s_route_t *s_route(fq_outbox_t *self, const char *path)
     if (route && atomic_load_explicit(&route->entry->alive, memory_order_relaxed))
         return route;
     if (route)
-        zhashx_delete(self->routes, path);
+        s_forget(self, path);
 
     fq_entry_t *entry = fq_registry_lookup(self->sys->registry, path);
     if (!entry)
@@ -90,11 +104,9 @@ static s_route_t *s_route(fq_outbox_t *self, const char *path)
     return route;
 }
 
-int fq_outbox_send_frame(fq_outbox_t *self, const char *path, const void *frame, size_t size)
+static int s_send(fq_outbox_t *self, s_route_t *route, const char *path, const void *frame,
+                  size_t size)
 {
-    s_route_t *route = s_route(self, path);
-    if (!route)
-        return FQ_ENOACTOR;
     //  Counted before the send so that depth (enqueued - handled) is never
     //  seen negative by a reader racing the receiver.
     atomic_fetch_add_explicit(&route->entry->enqueued, 1, memory_order_relaxed);
@@ -102,24 +114,37 @@ int fq_outbox_send_frame(fq_outbox_t *self, const char *path, const void *frame,
         atomic_fetch_sub_explicit(&route->entry->enqueued, 1, memory_order_relaxed);
         bool gone = !atomic_load(&route->entry->alive);
         if (gone)
-            zhashx_delete(self->routes, path);
+            s_forget(self, path);
         return gone ? FQ_ENOACTOR : FQ_EFULL;
     }
     return 0;
+}
+
+int fq_outbox_send_frame(fq_outbox_t *self, const char *path, const void *frame, size_t size)
+{
+    s_route_t *route = s_route(self, path);
+    if (!route)
+        return FQ_ENOACTOR;
+    return s_send(self, route, path, frame, size);
 }
 
 int fq_outbox_send(fq_outbox_t *self, const char *to, uint32_t type, uint32_t flags, uint64_t corr,
                    const char *sender, const fq_msgdesc_t *desc, const void *msg,
                    const msgpack_object *raw_body)
 {
-    //  A cached route means a valid local path: skip parsing on the hot path
+    s_route_t *route = NULL;
+    bool remote = false;
     const char *path = to;
-    int remote = 0;
-    if (!to || !zhashx_lookup(self->routes, to)) {
+    if (self->last && to && streq(to, self->last_to) &&
+        atomic_load_explicit(&self->last->entry->alive, memory_order_relaxed)) {
+        route = self->last;
+        remote = self->last_remote;
+    } else {
         char system[FQ_ADDRESS_MAX + 1];
-        remote = fq_address_split(to, system, sizeof system, &path);
-        if (remote < 0)
+        int kind = fq_address_split(to, system, sizeof system, &path);
+        if (kind < 0)
             return FQ_EINVAL;
+        remote = kind == 1;
     }
     msgpack_sbuffer_clear(&self->buf);
     int rc = fq_envelope_encode(&self->buf, type, flags, corr, sender, remote ? to : NULL, desc,
@@ -128,10 +153,19 @@ int fq_outbox_send(fq_outbox_t *self, const char *to, uint32_t type, uint32_t fl
         return rc;
     if (self->buf.size > FQ_ENVELOPE_MAX_SIZE)
         return FQ_ETOOBIG;
-    if (!remote)
-        return fq_outbox_send_frame(self, path, self->buf.data, self->buf.size);
-    rc = fq_outbox_send_frame(self, FQ_GATEWAY_PATH, self->buf.data, self->buf.size);
-    return rc == FQ_ENOACTOR ? FQ_EPEER : rc;
+    if (remote)
+        path = FQ_GATEWAY_PATH;
+    if (!route) {
+        route = s_route(self, path);
+        if (!route)
+            return remote ? FQ_EPEER : FQ_ENOACTOR;
+        //  fq_address_split took only addresses that fit
+        snprintf(self->last_to, sizeof self->last_to, "%s", to);
+        self->last_remote = remote;
+        self->last = route;
+    }
+    rc = s_send(self, route, path, self->buf.data, self->buf.size);
+    return remote && rc == FQ_ENOACTOR ? FQ_EPEER : rc;
 }
 
 int fq_outbox_watch(fq_outbox_t *self, const char *watcher, const char *address, bool watch)

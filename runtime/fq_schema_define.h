@@ -41,7 +41,8 @@
 
 //  Pass 3: decoders, strict about types, tolerant of appended fields.
 #define FQ_DECODE_FIELD_(call)                                                                     \
-    if (call) return FQ_EDECODE;                                                                   \
+    if (call)                                                                                      \
+        return FQ_EDECODE;                                                                         \
     field++;
 #define FQ_U64(n)     FQ_DECODE_FIELD_(fq_field_decode_u64(field, &msg->n))
 #define FQ_I64(n)     FQ_DECODE_FIELD_(fq_field_decode_i64(field, &msg->n))
@@ -57,7 +58,8 @@
     {                                                                                              \
         (void)zone;                                                                                \
         memset(msg, 0, sizeof *msg);                                                               \
-        if (fq_field_array_too_short(obj, s_##low##_nfields)) return FQ_EDECODE;                   \
+        if (fq_field_array_too_short(obj, s_##low##_nfields))                                      \
+            return FQ_EDECODE;                                                                     \
         const msgpack_object *field = obj->via.array.ptr;                                          \
         (void)field;                                                                               \
         fields return 0;                                                                           \

@@ -167,6 +167,8 @@ struct fq_client {
     msgpack_zone zone;
     zmq_msg_t frame;
     uint64_t next_corr;
+    zlistx_t *pending; //  zframe_t*: tells that came during an ask, for recv
+    zframe_t *current; //  The pending frame recv handed out last
 };
 
 fq_client_t *fq_client_new(fq_system_t *sys)
@@ -182,7 +184,11 @@ fq_client_t *fq_client_new(fq_system_t *sys)
              (unsigned long long)atomic_fetch_add(&sys->client_seq, 1));
     self->outbox = fq_outbox_new(sys);
     self->inbox = zsock_new(ZMQ_PULL);
-    if (!self->outbox || !self->inbox || fq_registry_add(sys->registry, path, &self->entry) ||
+    self->pending = zlistx_new();
+    if (self->pending)
+        zlistx_set_destructor(self->pending, (zlistx_destructor_fn *) zframe_destroy);
+    if (!self->outbox || !self->inbox || !self->pending ||
+        fq_registry_add(sys->registry, path, &self->entry) ||
         zsock_bind(self->inbox, "%s", self->entry->endpoint)) {
         fq_client_destroy(&self);
         return NULL;
@@ -202,6 +208,8 @@ void fq_client_destroy(fq_client_t **self_p)
         fq_entry_release(&self->entry);
     }
     zsock_destroy(&self->inbox);
+    zlistx_destroy(&self->pending);
+    zframe_destroy(&self->current);
     fq_outbox_destroy(&self->outbox);
     msgpack_zone_destroy(&self->zone);
     zmq_msg_close(&self->frame);
@@ -266,10 +274,18 @@ int fq_client_ask(fq_client_t *self, const char *to, const fq_msgdesc_t *desc, c
         return rc;
     int64_t deadline = zclock_mono() + timeout_ms;
     fq_envelope_t env;
-    //  Anything else arriving meanwhile (a late reply to an earlier ask) is
-    //  skipped: a client serves one caller at a time.
+    //  A late reply to an earlier ask is skipped: a client serves one caller
+    //  at a time. Tells and TERMINATED notices are kept for fq_client_recv.
     while ((rc = s_client_next(self, deadline, &env)) == 0) {
-        if (!(env.flags & FQ_ENV_REPLY) || env.corr != corr)
+        if (!(env.flags & FQ_ENV_REPLY)) {
+            zframe_t *copy = zframe_new(zmq_msg_data(&self->frame), zmq_msg_size(&self->frame));
+            if (!copy || !zlistx_add_end(self->pending, copy)) {
+                zframe_destroy(&copy);
+                atomic_fetch_add(&self->sys->dead_letters, 1);
+            }
+            continue;
+        }
+        if (env.corr != corr)
             continue;
         s_msg_from(self, &env, reply);
         if (env.type != FQ_MSG_ERROR)
@@ -287,6 +303,19 @@ int fq_client_recv(fq_client_t *self, int timeout_ms, fq_msg_t *msg)
     int64_t deadline = zclock_mono() + timeout_ms;
     fq_envelope_t env;
     int rc;
+    //  First what came while the client waited in an ask (decoded before)
+    zframe_destroy(&self->current);
+    if ((self->current = zlistx_first(self->pending))) {
+        zlistx_detach_cur(self->pending);
+        msgpack_zone_clear(&self->zone);
+        if (fq_envelope_decode(zframe_data(self->current), zframe_size(self->current),
+                               &self->zone, &env) == 0) {
+            s_msg_from(self, &env, msg);
+            msg->frame = zframe_data(self->current);
+            msg->frame_size = zframe_size(self->current);
+            return 0;
+        }
+    }
     while ((rc = s_client_next(self, deadline, &env)) == 0) {
         if (env.flags & FQ_ENV_REPLY)
             continue; //  A reply whose ask already timed out

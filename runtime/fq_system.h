@@ -73,6 +73,7 @@ uint64_t fq_system_dead_letters(fq_system_t *self);
 //  client belongs to one thread.
 typedef struct fq_client fq_client_t;
 
+//  Destroy every client before its system.
 fq_client_t *fq_client_new(fq_system_t *sys);
 void fq_client_destroy(fq_client_t **self_p);
 const char *fq_client_address(fq_client_t *self);

@@ -42,7 +42,8 @@ static void test_valid_names(void **unused)
     (void)unused;
     const char *names[] = {"user", "splitter-1", "a", "A_b.c-D9", "...", "-", "_", "0", "a..b"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if (!fq_name_valid(names[k])) fail_msg("\"%s\" refused", names[k]);
+        if (!fq_name_valid(names[k]))
+            fail_msg("\"%s\" refused", names[k]);
 
     char longest[FQ_NAME_MAX + 1];
     memset(longest, 'n', FQ_NAME_MAX);
@@ -60,7 +61,8 @@ static void test_invalid_names(void **unused)
         "a\t", "a:b", "a@b", "a%2f", "h\xc3\xa9", "\xff", "a\x7f", "a*",  "naïve",
     };
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
-        if (fq_name_valid(names[k])) fail_msg("\"%s\" accepted", names[k]);
+        if (fq_name_valid(names[k]))
+            fail_msg("\"%s\" accepted", names[k]);
     assert_false(fq_name_valid(NULL));
 
     char too_long[FQ_NAME_MAX + 2];
@@ -81,7 +83,8 @@ static void test_valid_paths(void **unused)
                            "/system/gateway", "/user/a.b/c_d/e-f/0",        "/user/...",
                            "/..a/a.."};
     for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
-        if (!fq_path_valid(paths[k])) fail_msg("\"%s\" refused", paths[k]);
+        if (!fq_path_valid(paths[k]))
+            fail_msg("\"%s\" refused", paths[k]);
 
     char path[FQ_PATH_MAX + 2];
     assert_true(fq_path_valid(s_path_of_length(path, FQ_PATH_MAX, FQ_NAME_MAX)));
@@ -105,7 +108,8 @@ static void test_invalid_paths(void **unused)
         " /user",     "/user ",     "fq://x/user",
     };
     for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++)
-        if (fq_path_valid(paths[k])) fail_msg("\"%s\" accepted", paths[k]);
+        if (fq_path_valid(paths[k]))
+            fail_msg("\"%s\" accepted", paths[k]);
     assert_false(fq_path_valid(NULL));
 }
 
@@ -162,7 +166,8 @@ static void test_split_remote_addresses(void **unused)
         char system[S_SYSTEM_SIZE];
         const char *path = NULL;
         int rc = fq_address_split(cases[c].address, system, sizeof system, &path);
-        if (rc != 1) fail_msg("\"%s\": got %d", cases[c].address, rc);
+        if (rc != 1)
+            fail_msg("\"%s\": got %d", cases[c].address, rc);
         assert_string_equal(system, cases[c].system);
         assert_string_equal(path, cases[c].path);
         //  The path is the tail of the address, not a copy
@@ -217,7 +222,8 @@ static void test_split_invalid_addresses(void **unused)
         char system[S_SYSTEM_SIZE] = "unchanged";
         const char *path = NULL;
         int rc = fq_address_split(addresses[k], system, sizeof system, &path);
-        if (rc != FQ_EINVAL) fail_msg("\"%s\": got %d", addresses[k], rc);
+        if (rc != FQ_EINVAL)
+            fail_msg("\"%s\": got %d", addresses[k], rc);
         assert_null(path);
         //  A refused address leaves nothing in the caller's buffer
         assert_true(system[0] == 0 || strcmp(system, "unchanged") == 0);

@@ -51,7 +51,8 @@ typedef struct {
 static int s_setup(void **state)
 {
     s_fixture_t *self = calloc(1, sizeof *self);
-    if (!self) return -1;
+    if (!self)
+        return -1;
     self->zone = msgpack_zone_new(S_ZONE_CHUNK);
     msgpack_sbuffer_init(&self->buf);
     *state = self;
@@ -74,7 +75,8 @@ static int s_decode_exact(const void *data, size_t size, msgpack_zone *zone, fq_
 {
     void *copy = malloc(size ? size : 1);
     assert_non_null(copy);
-    if (size) memcpy(copy, data, size);
+    if (size)
+        memcpy(copy, data, size);
     *copy_p = copy;
     return fq_envelope_decode(copy, size, zone, env);
 }
@@ -84,7 +86,8 @@ static int s_check_exact(const void *data, size_t size)
 {
     void *copy = malloc(size ? size : 1);
     assert_non_null(copy);
-    if (size) memcpy(copy, data, size);
+    if (size)
+        memcpy(copy, data, size);
     int rc = fq_msgpack_check(copy, size);
     free(copy);
     return rc;
@@ -453,7 +456,8 @@ static void test_random_frames(void **state)
             frame[k] = (unsigned char)s_random(&seed);
         //  Half the frames start like an envelope, so decoding gets past
         //  the first byte more often
-        if (len && n % 2) frame[0] = 0x96;
+        if (len && n % 2)
+            frame[0] = 0x96;
         fq_envelope_t env;
         void *copy;
         int rc = s_decode_exact(frame, len, self->zone, &env, &copy);
@@ -501,7 +505,8 @@ static void test_mutated_frames(void **state)
             fq_ping_t ping;
             int ping_rc = fq_ping_decode(env.body, &ping, self->zone);
             assert_true(ping_rc == 0 || ping_rc == FQ_EDECODE);
-            if (ping_rc == 0) assert_non_null(ping.text);
+            if (ping_rc == 0)
+                assert_non_null(ping.text);
         }
         free(copy);
         msgpack_zone_clear(self->zone);
@@ -796,7 +801,8 @@ static void test_check_refusals(void **unused)
     const size_t sizes[] = {1, 3, 3, 2, 2, 2, 3, 2, 1, 3, 3};
     assert_int_equal(s_check_exact(NULL, 0), FQ_EDECODE);
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
-        if (s_check_exact(frames[k], sizes[k]) != FQ_EDECODE) fail_msg("frame %zu accepted", k);
+        if (s_check_exact(frames[k], sizes[k]) != FQ_EDECODE)
+            fail_msg("frame %zu accepted", k);
 }
 
 int main(void)

@@ -7,7 +7,7 @@
 
 static int s_echo_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
 {
-    (void) state;
+    (void)state;
     fq_ping_t ping;
     if (fq_msg_decode(msg, &fq_ping_desc, &ping))
         return 0;
@@ -19,7 +19,7 @@ static const fq_behaviour_t s_echo = {.name = "echo", .receive = s_echo_receive}
 //  A remote ask crosses CURVE both ways and the reply names the asker remotely.
 static void test_remote_ask(void **unused)
 {
-    (void) unused;
+    (void)unused;
     char dir[] = "/tmp/fq-gw-XXXXXX";
     assert_non_null(mkdtemp(dir));
     zcert_t *server_cert = zcert_new();
@@ -31,16 +31,17 @@ static void test_remote_ask(void **unused)
     fq_system_t *server = fq_system_new(&(fq_system_config_t){.name = "server"});
     fq_system_t *client = fq_system_new(&(fq_system_config_t){.name = "client"});
     assert_int_equal(fq_system_spawn(server, "echo", &s_echo, NULL, NULL), 0);
-    assert_int_equal(fq_gateway_start(server, &(fq_gateway_config_t){.bind = "tcp://127.0.0.1:47311",
-                                                                     .cert = server_cert,
-                                                                     .allow_dir = dir}),
-                     0);
-    assert_int_equal(fq_gateway_start(client,
-                                      &(fq_gateway_config_t){.connect = "tcp://127.0.0.1:47311",
-                                                             .cert = client_cert,
-                                                             .server_key = zcert_public_txt(
-                                                                 server_cert)}),
-                     0);
+    assert_int_equal(
+        fq_gateway_start(server, &(fq_gateway_config_t){.bind = "tcp://127.0.0.1:47311",
+                                                        .cert = server_cert,
+                                                        .allow_dir = dir}),
+        0);
+    assert_int_equal(
+        fq_gateway_start(client,
+                         &(fq_gateway_config_t){.connect = "tcp://127.0.0.1:47311",
+                                                .cert = client_cert,
+                                                .server_key = zcert_public_txt(server_cert)}),
+        0);
     assert_int_equal(fq_gateway_wait_connected(client, 5000), 0);
     fq_client_t *asker = fq_client_new(client);
     fq_msg_t reply;

@@ -93,7 +93,8 @@ static void s_assert_alltypes_equal(const fq_alltypes_t *got, const fq_alltypes_
     assert_non_null(got->s);
     assert_string_equal(got->s, want->s ? want->s : "");
     assert_int_equal(got->bytes.size, want->bytes.size);
-    if (want->bytes.size) assert_memory_equal(got->bytes.data, want->bytes.data, want->bytes.size);
+    if (want->bytes.size)
+        assert_memory_equal(got->bytes.data, want->bytes.data, want->bytes.size);
     assert_int_equal(got->fields.count, want->fields.count);
     for (uint32_t k = 0; k < want->fields.count; k++) {
         assert_string_equal(got->fields.keys[k], want->fields.keys[k]);

@@ -6,7 +6,7 @@
 
 static int s_echo_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
 {
-    (void) state;
+    (void)state;
     fq_ping_t ping;
     if (fq_msg_decode(msg, &fq_ping_desc, &ping))
         return 0;
@@ -17,7 +17,7 @@ static const fq_behaviour_t s_echo = {.name = "echo", .receive = s_echo_receive}
 
 static void test_ask_echo(void **unused)
 {
-    (void) unused;
+    (void)unused;
     fq_system_config_t cfg = {.name = "smoke"};
     fq_system_t *sys = fq_system_new(&cfg);
     assert_non_null(sys);

@@ -389,7 +389,8 @@ static void test_destroy_frees_remaining_payloads(void **unused)
         char *payload = malloc(32);
         assert_non_null(payload);
         int id = fq_timers_add(timers, 0, 100 + k, k % 3 ? 0 : 50, S_KIND_TICK, payload, free);
-        if (k % 4 == 0) fq_timers_cancel(timers, id);
+        if (k % 4 == 0)
+            fq_timers_cancel(timers, id);
     }
     //  Add one that has no payload at all
     fq_timers_add(timers, 0, 5, 0, S_KIND_TICK, NULL, NULL);
@@ -397,7 +398,8 @@ static void test_destroy_frees_remaining_payloads(void **unused)
     s_payload_t counted[S_COUNT] = {{0}};
     for (int k = 0; k < S_COUNT; k++) {
         int id = fq_timers_add(timers, 0, k, 0, S_KIND_TICK, &counted[k], s_payload_free);
-        if (k % 2) fq_timers_cancel(timers, id);
+        if (k % 2)
+            fq_timers_cancel(timers, id);
     }
     fq_timers_destroy(&timers);
     for (int k = 0; k < S_COUNT; k++)

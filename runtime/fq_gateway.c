@@ -25,7 +25,8 @@ typedef struct {
     char key[41];         //  Z85 CURVE public key, "" in insecure mode
     int64_t last_seen;
     int64_t last_sent;
-    zlistx_t *watches; //  s_watch_t*: our actors watching this peer's
+    int64_t stalled_since; //  First failed send to it since its last good one, or 0
+    zlistx_t *watches;     //  s_watch_t*: our actors watching this peer's
 } s_peer_t;
 
 typedef struct {
@@ -143,6 +144,11 @@ typedef enum { S_SEND_WAIT, S_SEND_DONTWAIT } s_send_mode_t;
 static int s_send_frame(s_self_t *self, s_peer_t *peer, const void *data, size_t size,
                         s_send_mode_t mode)
 {
+    //  Once a send to a peer has timed out, later ones fail at once until
+    //  one gets through: a peer that stops reading costs one wait, not one
+    //  per message, and the heartbeat tick drops it if it stays stuck.
+    if (peer->stalled_since)
+        mode = S_SEND_DONTWAIT;
     int flags = mode == S_SEND_DONTWAIT ? ZMQ_DONTWAIT : 0;
     int rc;
     if (peer->routing_id) {
@@ -154,8 +160,12 @@ static int s_send_frame(s_self_t *self, s_peer_t *peer, const void *data, size_t
         rc = zmq_send(zsock_resolve(self->dealer), data, size, flags);
     else
         rc = -1;
-    if (rc < 0)
+    if (rc < 0) {
+        if (zmq_errno() == EAGAIN && !peer->stalled_since)
+            peer->stalled_since = zclock_mono();
         return FQ_EPEER;
+    }
+    peer->stalled_since = 0;
     peer->last_sent = zclock_mono();
     self->frames_out++;
     return 0;
@@ -591,11 +601,15 @@ static void s_heartbeat(s_self_t *self)
     s_peer_t *peer = zhashx_first(self->peers_by_name);
     while (peer) {
         s_peer_t *next = zhashx_next(self->peers_by_name);
-        if (now - peer->last_seen > self->cfg->heartbeat_timeout_ms) {
-            bool was_server = peer == self->server;
-            char reason[128];
+        char reason[128] = "";
+        if (now - peer->last_seen > self->cfg->heartbeat_timeout_ms)
             snprintf(reason, sizeof reason, "no heartbeat for %d ms",
                      self->cfg->heartbeat_timeout_ms);
+        else if (peer->stalled_since && now - peer->stalled_since > self->cfg->heartbeat_timeout_ms)
+            snprintf(reason, sizeof reason, "not reading what it is sent for %d ms",
+                     self->cfg->heartbeat_timeout_ms);
+        if (reason[0]) {
+            bool was_server = peer == self->server;
             s_peer_lost(self, peer, reason);
             if (was_server)
                 s_schedule_reconnect(self, reason);
@@ -712,7 +726,12 @@ static int s_start_state(fq_ctx_t *ctx, void *args, void **state_p)
             return FQ_ENOMEM;
         zsock_set_linger(self->router, 0);
         zsock_set_router_mandatory(self->router, 1);
-        zsock_set_sndtimeo(self->router, fq_ctx_system(ctx)->config.send_timeout_ms);
+        //  A full pipe to one peer may hold the gateway up only briefly:
+        //  every other peer's heartbeats wait behind it.
+        int wait_ms = cfg->heartbeat_ms / 2 > 0 ? cfg->heartbeat_ms / 2 : 1;
+        zsock_set_sndtimeo(self->router, wait_ms < fq_ctx_system(ctx)->config.send_timeout_ms
+                                             ? wait_ms
+                                             : fq_ctx_system(ctx)->config.send_timeout_ms);
         zsock_set_maxmsgsize(self->router, (int)FQ_ENVELOPE_MAX_SIZE);
         if (!cfg->insecure) {
             zcert_apply(cfg->cert, self->router);

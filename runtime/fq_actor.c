@@ -1,6 +1,7 @@
 /*  fq_actor.c — the actor thread: its poll loop, dispatch, supervision of
     its children, timers and asks, and the fq_ctx_t API of fq_actor.h. */
 #include "fq_actor_internal.h"
+#include "fq_intkeys.h"
 #include <pthread.h>
 #include <stdarg.h>
 
@@ -77,16 +78,6 @@ static void s_exit(fq_ctx_t *ctx, int code, const char *format, ...)
     va_end(args);
 }
 
-static size_t s_u64_hash(const void *key)
-{
-    return (size_t)(uintptr_t)key;
-}
-
-static int s_u64_compare(const void *a, const void *b)
-{
-    return (uintptr_t)a < (uintptr_t)b ? -1 : (uintptr_t)a > (uintptr_t)b;
-}
-
 static void s_free_item(void **item)
 {
     free(*item);
@@ -135,10 +126,7 @@ static fq_ctx_t *s_ctx_new(fq_cell_t *cell, zsock_t *pipe)
         return NULL;
     }
     zlistx_set_destructor(ctx->readers, s_free_item);
-    zhashx_set_key_hasher(ctx->asks, s_u64_hash);
-    zhashx_set_key_comparator(ctx->asks, s_u64_compare);
-    zhashx_set_key_duplicator(ctx->asks, NULL);
-    zhashx_set_key_destructor(ctx->asks, NULL);
+    fq_intkeys_use(ctx->asks);
     zhashx_set_destructor(ctx->asks, s_free_item);
     return ctx;
 }

@@ -1,6 +1,7 @@
 /*  fq_timers.c — binary min-heap of timers with lazy cancellation. */
 #include "fq_timers.h"
 #include "fq_error.h"
+#include "fq_intkeys.h"
 #include <czmq.h>
 
 struct fq_timers {
@@ -10,16 +11,6 @@ struct fq_timers {
     zhashx_t *live; //  id -> timer, for cancel; entries do not own timers
     int last_id;
 };
-
-static size_t s_id_hash(const void *key)
-{
-    return (size_t)(uintptr_t)key;
-}
-
-static int s_id_compare(const void *a, const void *b)
-{
-    return (uintptr_t)a < (uintptr_t)b ? -1 : (uintptr_t)a > (uintptr_t)b;
-}
 
 fq_timers_t *fq_timers_new(void)
 {
@@ -31,10 +22,7 @@ fq_timers_t *fq_timers_new(void)
         free(self);
         return NULL;
     }
-    zhashx_set_key_hasher(self->live, s_id_hash);
-    zhashx_set_key_comparator(self->live, s_id_compare);
-    zhashx_set_key_duplicator(self->live, NULL);
-    zhashx_set_key_destructor(self->live, NULL);
+    fq_intkeys_use(self->live);
     return self;
 }
 

@@ -1,8 +1,9 @@
 /*  gateway_test.c — the remote gateway between processes: CURVE allow and
     refusal, death watch of a killed peer, reconnect (after a clean stop and
     after a crash), remote stop, hostile input (malformed and forged frames,
-    a peer that never reads), insecure mode, a port already in use, and a
-    throughput sanity check.
+    a peer that never reads), a welcomed peer that asks and never reads the
+    replies (dropped, without holding up the others), insecure mode, a port
+    already in use, and a throughput sanity check.
 
     Most tests run the far system in a process of its own, fq_test_peer
     (fq_test_peer.c), started with posix_spawn: once CZMQ runs its threads
@@ -19,8 +20,10 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -74,6 +77,18 @@ extern char **environ;
 //  several times over (its kernel receive buffer kept small on purpose).
 #define S_FLOOD_FRAMES 300000
 #define S_FLOOD_RCVBUF 4096
+
+//  A welcomed peer that asks and never reads the answers: its asks carry
+//  this much text (the echo's small replies are what fill its pipe, so
+//  their number matters, not the asks' size), the flood goes on this long
+//  at most, and the well-behaved peer's asks meanwhile must each be
+//  answered within S_STALL_ASK_MAX_MS (well under a second normally;
+//  sanitizers slow everything down). Once the staller is dropped, the
+//  flood goes on S_STALL_AFTER_MS more.
+#define S_STALL_TEXT_SIZE  256
+#define S_STALL_FLOOD_MS   8000
+#define S_STALL_ASK_MAX_MS 1500
+#define S_STALL_AFTER_MS   500
 
 #define S_THROUGHPUT_TELLS  50000
 #define S_THROUGHPUT_ASK_MS 60000
@@ -1230,6 +1245,199 @@ static void test_flood_without_reading(void **unused)
 }
 
 //  ---------------------------------------------------------------------
+//  6c. A welcomed peer that asks and never reads the replies: once its pipe
+//  is full the gateway's sends to it fail (after one short wait), it is
+//  dropped as "not reading what it is sent" (its watchers hear of it), and
+//  meanwhile another peer's asks are answered as promptly as ever.
+
+//  Sends one ask to the hub's echo over and over, from a thread of its
+//  own, until told to stop. The socket is the thread's until it is joined.
+typedef struct {
+    zsock_t *raw;
+    const void *frame;
+    size_t size;
+    atomic_bool stop;
+    atomic_uint_fast64_t sent;
+    atomic_int error; //  zmq_errno of a failed send, or 0
+} s_flooder_t;
+
+static void *s_flood(void *arg)
+{
+    s_flooder_t *self = arg;
+    while (!atomic_load(&self->stop)) {
+        if (zmq_send(zsock_resolve(self->raw), self->frame, self->size, 0) < 0) {
+            atomic_store(&self->error, zmq_errno());
+            break;
+        }
+        atomic_fetch_add(&self->sent, 1);
+    }
+    return NULL;
+}
+
+//  The gateway's status, without asserting (the flood must be stopped
+//  before any assertion ends the test). Returns 0 or the ask's error.
+static int s_status_try(fq_client_t *client, fq_gw_status_t *status)
+{
+    fq_msg_t reply;
+    int rc = fq_client_ask(client, S_GATEWAY, &fq_gw_status_query_desc, &(fq_gw_status_query_t){0},
+                           S_ASK_TIMEOUT_MS, &reply);
+    return rc ? rc : fq_msg_decode(&reply, &fq_gw_status_desc, status);
+}
+
+static void test_stalled_peer_dropped(void **unused)
+{
+    (void)unused;
+    int port = s_free_port();
+    s_keys_t keys;
+    s_keys_new(&keys);
+    char raw_file[256], spoke_file[256];
+    zcert_t *raw_cert = s_keys_add(&keys, "raw", true, raw_file, sizeof raw_file);
+    zcert_t *spoke_cert = s_keys_add(&keys, "spoke", true, spoke_file, sizeof spoke_file);
+    const char *server_key = zcert_public_txt(keys.server);
+    fq_system_t *hub = s_system("hub");
+    s_bind_curve(hub, port, &keys);
+    fq_system_t *spoke = s_system("spoke");
+    s_connect(spoke, port, spoke_cert, server_key);
+    assert_int_equal(fq_gateway_wait_connected(spoke, S_CONNECT_TIMEOUT_MS), 0);
+    fq_client_t *asker = fq_client_new(spoke);
+    assert_int_equal(s_ping(asker, "fq://hub/user/echo", 1), 0);
+    //  Were the spoke's link ever lost, this would hear of it
+    fq_client_t *spoke_watcher = fq_client_new(spoke);
+    assert_int_equal(fq_client_watch(spoke_watcher, "fq://hub/user/echo"), 0);
+
+    //  The staller: says HELLO and never reads a frame. Its pipe holds one
+    //  message and its kernel receive buffer little, so that the hub's
+    //  pipe to it fills up soon.
+    zsock_t *raw = zsock_new(ZMQ_DEALER);
+    assert_non_null(raw);
+    zsock_set_linger(raw, 0);
+    zsock_set_rcvhwm(raw, 1);
+    zsock_set_rcvbuf(raw, S_FLOOD_RCVBUF);
+    zsock_set_sndtimeo(raw, S_ASK_TIMEOUT_MS);
+    zcert_apply(raw_cert, raw);
+    zsock_set_curve_serverkey(raw, server_key);
+    char endpoint[64];
+    assert_int_equal(zsock_connect(raw, "%s", s_address(endpoint, sizeof endpoint, port, "")), 0);
+    s_raw_hello(raw, "raw");
+    assert_true(s_status_until(hub, s_has_peers, 2, S_CONNECT_TIMEOUT_MS));
+
+    //  A watcher of the staller's actors on the hub; the status ask follows
+    //  the watch through the gateway's mailbox, so the watch is in place
+    fq_client_t *watcher = fq_client_new(hub);
+    assert_int_equal(fq_client_watch(watcher, "fq://raw/user/echo"), 0);
+    fq_gw_status_t status;
+    assert_int_equal(s_status_try(watcher, &status), 0);
+    assert_int_equal(status.peers, 2);
+    uint64_t dead_before = fq_system_dead_letters(hub);
+
+    char *text = malloc(S_STALL_TEXT_SIZE);
+    assert_non_null(text);
+    memset(text, 'x', S_STALL_TEXT_SIZE - 1);
+    text[S_STALL_TEXT_SIZE - 1] = 0;
+    msgpack_sbuffer buf;
+    msgpack_sbuffer_init(&buf);
+    fq_ping_t ping = {.seq = 1, .text = text};
+    assert_int_equal(fq_envelope_encode(&buf, FQ_MSG_PING, FQ_ENV_ASK, 1, "/temp/raw", "/user/echo",
+                                        &fq_ping_desc, &ping, NULL),
+                     0);
+    s_flooder_t flooder = {.raw = raw, .frame = buf.data, .size = buf.size};
+    pthread_t thread;
+    fq_client_t *status_client = fq_client_new(hub);
+    assert_non_null(status_client);
+
+    //  While the flood goes on, the spoke keeps asking the hub's echo and
+    //  the hub's status is watched: first its sends to the staller fail
+    //  (its replies become dead letters), then the staller is gone
+    int64_t start = zclock_mono();
+    assert_int_equal(pthread_create(&thread, NULL, s_flood, &flooder), 0);
+    int64_t stalled_at = 0, dropped_at = 0, max_ask = 0, total_ask = 0;
+    int asks = 0, ask_rc = 0, status_rc = 0;
+    uint32_t peers_after = 0;
+    while (zclock_mono() - start < S_STALL_FLOOD_MS &&
+           !(dropped_at && zclock_mono() - dropped_at >= S_STALL_AFTER_MS)) {
+        int64_t asked = zclock_mono();
+        fq_msg_t reply;
+        fq_ping_t good = {.seq = (uint64_t)asks, .text = "good"};
+        ask_rc = fq_client_ask(asker, "fq://hub/user/echo", &fq_ping_desc, &good, S_ASK_TIMEOUT_MS,
+                               &reply);
+        int64_t took = zclock_mono() - asked;
+        max_ask = took > max_ask ? took : max_ask;
+        if (ask_rc)
+            break;
+        asks++;
+        total_ask += took;
+        int64_t now = zclock_mono();
+        if (!stalled_at && fq_system_dead_letters(hub) > dead_before)
+            stalled_at = now;
+        if ((status_rc = s_status_try(status_client, &status)) != 0)
+            break;
+        if (!dropped_at && status.peers < 2) {
+            dropped_at = now;
+            peers_after = status.peers;
+        }
+        zclock_sleep(10);
+    }
+    atomic_store(&flooder.stop, true);
+    pthread_join(thread, NULL);
+    int64_t ended = zclock_mono();
+    uint64_t dead_letters = fq_system_dead_letters(hub) - dead_before;
+    print_message("flood: %llu asks of %zu bytes in %lld ms, %llu replies dropped; sends failing "
+                  "after %lld ms, staller dropped after %lld ms\n",
+                  (unsigned long long)atomic_load(&flooder.sent), buf.size,
+                  (long long)(ended - start), (unsigned long long)dead_letters,
+                  stalled_at ? (long long)(stalled_at - start) : -1LL,
+                  dropped_at ? (long long)(dropped_at - start) : -1LL);
+    print_message("good peer: %d asks meanwhile, %lld ms on average, %lld ms at most (%s)\n", asks,
+                  asks ? (long long)(total_ask / asks) : 0LL, (long long)max_ask,
+                  fq_err_name(ask_rc));
+    msgpack_sbuffer_destroy(&buf);
+    free(text);
+
+    //  The flood was read all along: none of its sends timed out
+    assert_int_equal(atomic_load(&flooder.error), 0);
+    assert_int_equal(ask_rc, 0);
+    assert_int_equal(status_rc, 0);
+    assert_true(stalled_at > 0);
+    assert_true(dropped_at >= stalled_at);
+    assert_int_equal(peers_after, 1);
+    assert_true(asks > 0);
+    assert_true(max_ask < S_STALL_ASK_MAX_MS);
+
+    //  Dropped for not reading (it kept sending, so not for silence), and
+    //  its watchers heard of it
+    fq_msg_t msg;
+    assert_int_equal(fq_client_recv(watcher, S_ASK_TIMEOUT_MS, &msg), 0);
+    assert_int_equal(msg.type, FQ_MSG_TERMINATED);
+    fq_terminated_t notice;
+    assert_int_equal(fq_msg_decode(&msg, &fq_terminated_desc, &notice), 0);
+    assert_string_equal(notice.path, "fq://raw/user/echo");
+    assert_true(notice.failed);
+    print_message("the watcher heard: %s\n", notice.reason);
+    assert_non_null(strstr(notice.reason, "not reading what it is sent"));
+    fq_client_t *hub_asker = fq_client_new(hub);
+    assert_int_equal(s_ping(hub_asker, "fq://raw/user/echo", 2), FQ_EPEER);
+
+    //  The spoke is still there, both ways, and was never lost
+    assert_int_equal(s_status(hub).peers, 1);
+    assert_true(s_status(spoke).connected);
+    assert_int_equal(s_ping(asker, "fq://hub/user/echo", 3), 0);
+    assert_int_equal(s_ping(hub_asker, "fq://spoke/user/echo", 4), 0);
+    assert_int_equal(fq_client_recv(spoke_watcher, 0, &msg), FQ_ETIMEDOUT);
+
+    zsock_destroy(&raw);
+    fq_client_destroy(&hub_asker);
+    fq_client_destroy(&status_client);
+    fq_client_destroy(&watcher);
+    fq_client_destroy(&spoke_watcher);
+    fq_client_destroy(&asker);
+    fq_system_destroy(&spoke);
+    fq_system_destroy(&hub);
+    zcert_destroy(&raw_cert);
+    zcert_destroy(&spoke_cert);
+    s_keys_destroy(&keys);
+}
+
+//  ---------------------------------------------------------------------
 //  7. Insecure mode joins insecure peers, and only those: no CURVE-less
 //  peer passes a CURVE server, nor a CURVE peer an insecure one.
 
@@ -1443,6 +1651,7 @@ int main(void)
         cmocka_unit_test_teardown(test_remote_stop, s_teardown),
         cmocka_unit_test_teardown(test_hostile_input, s_teardown),
         cmocka_unit_test_teardown(test_flood_without_reading, s_teardown),
+        cmocka_unit_test_teardown(test_stalled_peer_dropped, s_teardown),
         cmocka_unit_test_teardown(test_insecure_mode, s_teardown),
         cmocka_unit_test_teardown(test_bind_conflict, s_teardown),
         cmocka_unit_test_teardown(test_one_curve_server_per_process, s_teardown),

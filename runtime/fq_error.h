@@ -20,7 +20,13 @@
     X(EPEER, "remote peer unreachable")                                                            \
     X(EREFUSED, "refused by remote peer")                                                          \
     X(EFAILED, "actor failed")                                                                     \
-    X(EIO, "i/o error")
+    X(EIO, "i/o error")                                                                            \
+    X(ENOFIELD, "template field missing")                                                          \
+    X(EFIELDTYPE, "template field is not a string, number or boolean")                             \
+    X(EHEADER, "header value holds CR, LF or NUL")                                                 \
+    X(EDB, "database error")                                                                       \
+    X(ESCHEMA, "database schema is newer than this program")                                       \
+    X(ENOTFOUND, "not found")
 
 typedef enum {
     FQ_OK = 0,

@@ -1,0 +1,58 @@
+/*  fq_store_internal.h — what the store's source files share (internal).
+
+    The store is one module in several files: fq_store.c (connection,
+    migrations, intake, splitting, status writes, paging) and
+    fq_store_admin.c (operator queries). Nothing outside sql/ includes this.
+*/
+#ifndef FQ_STORE_INTERNAL_H
+#define FQ_STORE_INTERNAL_H
+
+#include "fq_store.h"
+#include <libpq-fe.h>
+
+struct fq_store {
+    PGconn *conn;
+    char *conninfo;
+    char error[1024];
+};
+
+//  A growable byte buffer for COPY rows and array literals. Its functions
+//  return 0, or -1 when memory runs out (callers OR them together).
+typedef struct {
+    char *data;
+    size_t size;
+    size_t capacity;
+} fq_buf_t;
+
+int fq_buf_reserve(fq_buf_t *buf, size_t more);
+int fq_buf_add(fq_buf_t *buf, const char *data, size_t size);
+int fq_buf_printf(fq_buf_t *buf, const char *format, ...);
+//  s escaped for COPY's text format
+int fq_buf_add_copy_text(fq_buf_t *buf, const char *s, size_t size);
+//  s as one quoted element of an array literal; NULL becomes NULL
+int fq_buf_add_array_text(fq_buf_t *buf, const char *s);
+void fq_buf_free(fq_buf_t *buf);
+
+//  Records an error message (printf-style) and returns code.
+int fq_store_fail(fq_store_t *self, int code, const char *format, ...);
+
+//  Checks res for the wanted status; on failure records "could not <what>:
+//  <server message>", clears res and returns FQ_EINVAL (data the server
+//  refused) or FQ_EDB.
+int fq_store_check(fq_store_t *self, PGresult *res, ExecStatusType wanted, const char *what);
+
+//  Runs sql (no parameters, no rows). Returns 0 or a code.
+int fq_store_exec(fq_store_t *self, const char *sql, const char *what);
+
+//  Runs a parameterised statement (text parameters); returns its result,
+//  which the caller clears, or NULL with *rc set.
+PGresult *fq_store_query(fq_store_t *self, const char *sql, int nparams, const char *const *params,
+                         ExecStatusType wanted, const char *what, int *rc);
+
+//  Rolls back an open transaction, if any.
+void fq_store_rollback(fq_store_t *self);
+
+//  A column as an integer, 0 when NULL.
+int64_t fq_store_int64(const PGresult *res, int row, int col);
+
+#endif

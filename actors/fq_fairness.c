@@ -1,0 +1,502 @@
+/*  fq_fairness.c — deficit round robin over tenants, round robin over a
+    tenant's requests (see fq_fairness.h). */
+#include "fq_fairness.h"
+#include "fq_error.h"
+#include "fq_intkeys.h"
+#include <czmq.h>
+
+typedef struct s_tenant s_tenant_t;
+typedef struct s_level s_level_t;
+typedef struct s_request s_request_t;
+
+struct s_request {
+    int64_t id;
+    s_tenant_t *tenant;
+    s_level_t *level;
+    int64_t cursor;  //  Highest id paged so far
+    bool split_done; //  Every message row exists
+    bool exhausted;  //  Paged to the end: nothing more to fetch
+    bool refilling;  //  A page was asked for and has not come back
+    bool queued;     //  In the refill queue
+    int asked;       //  Size of the page being fetched
+    int64_t *ids;    //  Ring buffer of prefetched ids
+    int head;
+    int count;
+    int capacity;
+    s_request_t *prev, *next; //  Ring of the level's ready requests
+    bool ready;
+    s_request_t *refill_next;
+};
+
+//  The requests of one tenant at one priority.
+struct s_level {
+    int priority;
+    int members;       //  Requests at this level, ready or not
+    s_request_t *ring; //  The ready one whose turn it is, or NULL
+    s_level_t *lower;  //  Next lower priority
+};
+
+struct s_tenant {
+    int64_t id;
+    int weight;
+    int max_inflight;
+    int inflight;
+    int deficit;
+    int ready_requests;
+    s_level_t *levels; //  Highest priority first
+    s_tenant_t *prev, *next;
+    bool in_ring;
+};
+
+struct fq_fairness {
+    int prefetch;
+    zhashx_t *tenants;   //  id -> s_tenant_t*, owned
+    zhashx_t *requests;  //  id -> s_request_t*, owned
+    s_tenant_t *current; //  Whose turn it is in the tenant ring
+    size_t ring_size;
+    s_request_t *refill_head, *refill_tail;
+    size_t prefetched;
+    size_t inflight;
+};
+
+#define S_DEFAULT_WEIGHT       1
+#define S_DEFAULT_MAX_INFLIGHT 1000
+
+static void s_request_free(void **item)
+{
+    s_request_t *request = *item;
+    if (request) {
+        free(request->ids);
+        free(request);
+        *item = NULL;
+    }
+}
+
+static void s_tenant_free(void **item)
+{
+    s_tenant_t *tenant = *item;
+    if (tenant) {
+        while (tenant->levels) {
+            s_level_t *level = tenant->levels;
+            tenant->levels = level->lower;
+            free(level);
+        }
+        free(tenant);
+        *item = NULL;
+    }
+}
+
+fq_fairness_t *fq_fairness_new(int prefetch)
+{
+    if (prefetch < 2)
+        return NULL;
+    fq_fairness_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->prefetch = prefetch;
+    self->tenants = zhashx_new();
+    self->requests = zhashx_new();
+    if (!self->tenants || !self->requests) {
+        fq_fairness_destroy(&self);
+        return NULL;
+    }
+    fq_intkeys_use(self->tenants);
+    fq_intkeys_use(self->requests);
+    zhashx_set_destructor(self->tenants, s_tenant_free);
+    zhashx_set_destructor(self->requests, s_request_free);
+    return self;
+}
+
+void fq_fairness_destroy(fq_fairness_t **self_p)
+{
+    fq_fairness_t *self = *self_p;
+    if (!self)
+        return;
+    zhashx_destroy(&self->requests);
+    zhashx_destroy(&self->tenants);
+    free(self);
+    *self_p = NULL;
+}
+
+#define S_KEY(id) ((void *)(uintptr_t)(id))
+
+//  ---------------------------------------------------------------------
+//  The tenant ring: only tenants that can send right now are in it
+
+static bool s_tenant_can_send(const s_tenant_t *tenant)
+{
+    return tenant->ready_requests > 0 && tenant->inflight < tenant->max_inflight;
+}
+
+//  A tenant joins at the end of the current round (just before whoever
+//  is current), so a newcomer waits for at most one turn of each active
+//  tenant: never for anyone's backlog.
+static void s_ring_join(fq_fairness_t *self, s_tenant_t *tenant)
+{
+    if (tenant->in_ring)
+        return;
+    tenant->in_ring = true;
+    tenant->deficit = 0;
+    if (!self->current) {
+        tenant->prev = tenant->next = tenant;
+        self->current = tenant;
+    } else {
+        tenant->next = self->current;
+        tenant->prev = self->current->prev;
+        tenant->prev->next = tenant;
+        self->current->prev = tenant;
+    }
+    self->ring_size++;
+}
+
+static void s_ring_leave(fq_fairness_t *self, s_tenant_t *tenant)
+{
+    if (!tenant->in_ring)
+        return;
+    tenant->in_ring = false;
+    //  An idle flow keeps no credit (DRR): it cannot save up a burst
+    tenant->deficit = 0;
+    if (tenant->next == tenant)
+        self->current = NULL;
+    else {
+        tenant->prev->next = tenant->next;
+        tenant->next->prev = tenant->prev;
+        if (self->current == tenant)
+            self->current = tenant->next;
+    }
+    self->ring_size--;
+}
+
+static void s_tenant_update(fq_fairness_t *self, s_tenant_t *tenant)
+{
+    if (s_tenant_can_send(tenant))
+        s_ring_join(self, tenant);
+    else
+        s_ring_leave(self, tenant);
+}
+
+static s_tenant_t *s_tenant_get(fq_fairness_t *self, int64_t tenant_id)
+{
+    s_tenant_t *tenant = zhashx_lookup(self->tenants, S_KEY(tenant_id));
+    if (tenant)
+        return tenant;
+    tenant = calloc(1, sizeof *tenant);
+    if (!tenant)
+        return NULL;
+    tenant->id = tenant_id;
+    tenant->weight = S_DEFAULT_WEIGHT;
+    tenant->max_inflight = S_DEFAULT_MAX_INFLIGHT;
+    if (zhashx_insert(self->tenants, S_KEY(tenant_id), tenant) != 0) {
+        free(tenant);
+        return NULL;
+    }
+    return tenant;
+}
+
+int fq_fairness_tenant_set(fq_fairness_t *self, int64_t tenant_id, int weight, int max_inflight)
+{
+    if (weight < 1 || max_inflight < 1)
+        return FQ_EINVAL;
+    s_tenant_t *tenant = s_tenant_get(self, tenant_id);
+    if (!tenant)
+        return FQ_ENOMEM;
+    tenant->weight = weight;
+    tenant->max_inflight = max_inflight;
+    s_tenant_update(self, tenant);
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Requests: the ready ring of their level, and the refill queue
+
+static void s_request_ready(s_request_t *request, bool ready)
+{
+    if (request->ready == ready)
+        return;
+    s_level_t *level = request->level;
+    request->ready = ready;
+    if (ready) {
+        //  Joins just before the level's current request: last in turn
+        if (!level->ring) {
+            request->prev = request->next = request;
+            level->ring = request;
+        } else {
+            request->next = level->ring;
+            request->prev = level->ring->prev;
+            request->prev->next = request;
+            level->ring->prev = request;
+        }
+        request->tenant->ready_requests++;
+    } else {
+        if (request->next == request)
+            level->ring = NULL;
+        else {
+            request->prev->next = request->next;
+            request->next->prev = request->prev;
+            if (level->ring == request)
+                level->ring = request->next;
+        }
+        request->tenant->ready_requests--;
+    }
+}
+
+static void s_queue_refill(fq_fairness_t *self, s_request_t *request)
+{
+    if (request->queued || request->refilling || request->exhausted)
+        return;
+    request->queued = true;
+    request->refill_next = NULL;
+    if (self->refill_tail)
+        self->refill_tail->refill_next = request;
+    else
+        self->refill_head = request;
+    self->refill_tail = request;
+}
+
+static s_level_t *s_level_get(s_tenant_t *tenant, int priority)
+{
+    s_level_t **link = &tenant->levels;
+    while (*link && (*link)->priority > priority)
+        link = &(*link)->lower;
+    if (*link && (*link)->priority == priority)
+        return *link;
+    s_level_t *level = calloc(1, sizeof *level);
+    if (!level)
+        return NULL;
+    level->priority = priority;
+    level->lower = *link;
+    *link = level;
+    return level;
+}
+
+static void s_level_release(s_tenant_t *tenant, s_level_t *level)
+{
+    if (--level->members > 0)
+        return;
+    s_level_t **link = &tenant->levels;
+    while (*link != level)
+        link = &(*link)->lower;
+    *link = level->lower;
+    free(level);
+}
+
+static int s_buffer_grow(s_request_t *request, int capacity)
+{
+    int64_t *ids = malloc((size_t)capacity * sizeof *ids);
+    if (!ids)
+        return FQ_ENOMEM;
+    for (int i = 0; i < request->count; i++)
+        ids[i] = request->ids[(request->head + i) % request->capacity];
+    free(request->ids);
+    request->ids = ids;
+    request->head = 0;
+    request->capacity = capacity;
+    return 0;
+}
+
+static s_request_t *s_request_new(fq_fairness_t *self, int64_t request_id, int64_t tenant_id,
+                                  int priority)
+{
+    s_tenant_t *tenant = s_tenant_get(self, tenant_id);
+    s_request_t *request = tenant ? calloc(1, sizeof *request) : NULL;
+    if (!request)
+        return NULL;
+    request->id = request_id;
+    request->tenant = tenant;
+    request->level = s_level_get(tenant, priority);
+    if (!request->level || s_buffer_grow(request, self->prefetch) ||
+        zhashx_insert(self->requests, S_KEY(request_id), request) != 0) {
+        if (request->level) {
+            request->level->members++;
+            s_level_release(tenant, request->level);
+        }
+        free(request->ids);
+        free(request);
+        return NULL;
+    }
+    request->level->members++;
+    return request;
+}
+
+int fq_fairness_request_add(fq_fairness_t *self, int64_t request_id, int64_t tenant_id,
+                            int priority, int64_t after_id, bool split_done)
+{
+    if (zhashx_lookup(self->requests, S_KEY(request_id)))
+        return FQ_EEXIST;
+    s_request_t *request = s_request_new(self, request_id, tenant_id, priority);
+    if (!request)
+        return FQ_ENOMEM;
+    request->cursor = after_id;
+    request->split_done = split_done;
+    s_queue_refill(self, request);
+    return 0;
+}
+
+static void s_unqueue_refill(fq_fairness_t *self, s_request_t *request)
+{
+    if (!request->queued)
+        return;
+    s_request_t **link = &self->refill_head;
+    s_request_t *previous = NULL;
+    while (*link != request) {
+        previous = *link;
+        link = &(*link)->refill_next;
+    }
+    *link = request->refill_next;
+    if (self->refill_tail == request)
+        self->refill_tail = previous;
+    request->queued = false;
+}
+
+void fq_fairness_request_remove(fq_fairness_t *self, int64_t request_id)
+{
+    s_request_t *request = zhashx_lookup(self->requests, S_KEY(request_id));
+    if (!request)
+        return;
+    s_tenant_t *tenant = request->tenant;
+    s_request_ready(request, false);
+    s_unqueue_refill(self, request);
+    self->prefetched -= (size_t)request->count;
+    s_level_release(tenant, request->level);
+    zhashx_delete(self->requests, S_KEY(request_id));
+    s_tenant_update(self, tenant);
+}
+
+//  A request with nothing left to page and nothing buffered is done as far
+//  as scheduling goes; its acks finish it in the database.
+static void s_request_settle(fq_fairness_t *self, s_request_t *request)
+{
+    if (request->exhausted && request->count == 0 && !request->refilling)
+        fq_fairness_request_remove(self, request->id);
+}
+
+void fq_fairness_request_split(fq_fairness_t *self, int64_t request_id, bool split_done)
+{
+    s_request_t *request = zhashx_lookup(self->requests, S_KEY(request_id));
+    if (!request)
+        return;
+    request->split_done = split_done;
+    request->exhausted = false;
+    if (request->count <= self->prefetch / 2)
+        s_queue_refill(self, request);
+}
+
+int fq_fairness_next_refill(fq_fairness_t *self, int64_t *request_id, int64_t *after_id, int *limit)
+{
+    s_request_t *request = self->refill_head;
+    if (!request)
+        return 0;
+    s_unqueue_refill(self, request);
+    request->refilling = true;
+    *request_id = request->id;
+    *after_id = request->cursor;
+    request->asked = self->prefetch - request->count > 0 ? self->prefetch - request->count : 1;
+    *limit = request->asked;
+    return 1;
+}
+
+int fq_fairness_request_fill(fq_fairness_t *self, int64_t request_id, const int64_t *ids, int count)
+{
+    s_request_t *request = zhashx_lookup(self->requests, S_KEY(request_id));
+    if (!request || count < 0)
+        return request ? FQ_EINVAL : FQ_ENOTFOUND;
+    request->refilling = false;
+    if (request->count + count > request->capacity &&
+        s_buffer_grow(request, request->count + count) != 0)
+        return FQ_ENOMEM;
+    for (int i = 0; i < count; i++) {
+        if (ids[i] <= request->cursor)
+            continue; //  Already paged: a page must move the cursor forward
+        request->ids[(request->head + request->count) % request->capacity] = ids[i];
+        request->count++;
+        self->prefetched++;
+        request->cursor = ids[i];
+    }
+    //  A short page of a fully split request: nothing is left to page
+    if (count < request->asked && request->split_done)
+        request->exhausted = true;
+    s_request_ready(request, request->count > 0);
+    s_tenant_update(self, request->tenant);
+    s_request_settle(self, request);
+    return 0;
+}
+
+int fq_fairness_push(fq_fairness_t *self, int64_t request_id, int64_t tenant_id, int64_t message_id)
+{
+    s_request_t *request = zhashx_lookup(self->requests, S_KEY(request_id));
+    if (!request) {
+        //  A retry of a request already paged to its end comes back alone;
+        //  it is ordered before the rest within the request, and priority 0
+        //  is the best guess without a database trip
+        request = s_request_new(self, request_id, tenant_id, 0);
+        if (!request)
+            return FQ_ENOMEM;
+        request->split_done = request->exhausted = true;
+    }
+    if (request->count == request->capacity && s_buffer_grow(request, request->capacity * 2) != 0)
+        return FQ_ENOMEM;
+    request->head = (request->head + request->capacity - 1) % request->capacity;
+    request->ids[request->head] = message_id;
+    request->count++;
+    self->prefetched++;
+    s_request_ready(request, true);
+    s_tenant_update(self, request->tenant);
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Picking
+
+int fq_fairness_next(fq_fairness_t *self, fq_pick_t *pick)
+{
+    s_tenant_t *tenant = self->current;
+    if (!tenant)
+        return 0;
+    //  Start of the tenant's turn: it earns its weight
+    if (tenant->deficit <= 0)
+        tenant->deficit += tenant->weight;
+    s_level_t *level = tenant->levels;
+    while (!level->ring)
+        level = level->lower; //  The tenant is in the ring: some level is ready
+    s_request_t *request = level->ring;
+    //  One message per request in turn
+    level->ring = request->next;
+
+    *pick = (fq_pick_t){request->ids[request->head], request->id, tenant->id};
+    request->head = (request->head + 1) % request->capacity;
+    request->count--;
+    self->prefetched--;
+    tenant->inflight++;
+    self->inflight++;
+    tenant->deficit--;
+
+    if (request->count == 0)
+        s_request_ready(request, false);
+    if (request->count <= self->prefetch / 2)
+        s_queue_refill(self, request);
+    s_request_settle(self, request);
+    if (!s_tenant_can_send(tenant))
+        s_ring_leave(self, tenant);
+    else if (tenant->deficit <= 0)
+        self->current = tenant->next;
+    return 1;
+}
+
+void fq_fairness_done(fq_fairness_t *self, int64_t tenant_id)
+{
+    s_tenant_t *tenant = zhashx_lookup(self->tenants, S_KEY(tenant_id));
+    if (!tenant || tenant->inflight == 0)
+        return;
+    tenant->inflight--;
+    self->inflight--;
+    s_tenant_update(self, tenant);
+}
+
+void fq_fairness_stats(const fq_fairness_t *self, fq_fairness_stats_t *stats)
+{
+    *stats = (fq_fairness_stats_t){.tenants = zhashx_size(self->tenants),
+                                   .requests = zhashx_size(self->requests),
+                                   .ready_tenants = self->ring_size,
+                                   .prefetched = self->prefetched,
+                                   .inflight = self->inflight};
+}

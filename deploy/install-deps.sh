@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGES=(
-    build-essential cmake pkg-config git
+    build-essential cmake pkg-config git clang-format
     libczmq-dev libzmq3-dev libsodium-dev
     libpq-dev libmsgpack-dev libcmocka-dev
     libcurl4-openssl-dev libmicrohttpd-dev libjansson-dev

@@ -186,7 +186,7 @@ fq_client_t *fq_client_new(fq_system_t *sys)
     self->inbox = zsock_new(ZMQ_PULL);
     self->pending = zlistx_new();
     if (self->pending)
-        zlistx_set_destructor(self->pending, (zlistx_destructor_fn *) zframe_destroy);
+        zlistx_set_destructor(self->pending, (zlistx_destructor_fn *)zframe_destroy);
     if (!self->outbox || !self->inbox || !self->pending ||
         fq_registry_add(sys->registry, path, &self->entry) ||
         zsock_bind(self->inbox, "%s", self->entry->endpoint)) {
@@ -308,8 +308,8 @@ int fq_client_recv(fq_client_t *self, int timeout_ms, fq_msg_t *msg)
     if ((self->current = zlistx_first(self->pending))) {
         zlistx_detach_cur(self->pending);
         msgpack_zone_clear(&self->zone);
-        if (fq_envelope_decode(zframe_data(self->current), zframe_size(self->current),
-                               &self->zone, &env) == 0) {
+        if (fq_envelope_decode(zframe_data(self->current), zframe_size(self->current), &self->zone,
+                               &env) == 0) {
             s_msg_from(self, &env, msg);
             msg->frame = zframe_data(self->current);
             msg->frame_size = zframe_size(self->current);

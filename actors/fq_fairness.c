@@ -17,6 +17,7 @@ struct s_request {
     bool split_done; //  Every message row exists
     bool exhausted;  //  Paged to the end: nothing more to fetch
     bool refilling;  //  A page was asked for and has not come back
+    bool resplit;    //  The splitter wrote rows while that page was fetched
     bool queued;     //  In the refill queue
     int asked;       //  Size of the page being fetched
     int64_t *ids;    //  Ring buffer of prefetched ids
@@ -36,24 +37,31 @@ struct s_level {
     s_level_t *lower;  //  Next lower priority
 };
 
+typedef struct {
+    s_tenant_t *prev, *next;
+} s_links_t;
+
 struct s_tenant {
     int64_t id;
     int weight;
     int max_inflight;
     int inflight;
-    int deficit;
+    int deficit; //  Credit left this round
     int ready_requests;
     s_level_t *levels; //  Highest priority first
-    s_tenant_t *prev, *next;
-    bool in_ring;
+    s_links_t order;   //  Every tenant that can send, in turn order
+    s_links_t round;   //  Those of them with credit left this round
+    bool in_ring;      //  In the order
+    bool has_turns;    //  In the round
 };
 
 struct fq_fairness {
     int prefetch;
     zhashx_t *tenants;   //  id -> s_tenant_t*, owned
     zhashx_t *requests;  //  id -> s_request_t*, owned
-    s_tenant_t *current; //  Whose turn it is in the tenant ring
-    size_t ring_size;
+    s_tenant_t *first;   //  Of the turn order: who starts each round
+    s_tenant_t *current; //  Whose turn it is in the round
+    size_t ring_size;    //  Tenants in the turn order
     s_request_t *refill_head, *refill_tail;
     size_t prefetched;
     size_t inflight;
@@ -120,6 +128,19 @@ void fq_fairness_destroy(fq_fairness_t **self_p)
 
 #define S_KEY(id) ((void *)(uintptr_t)(id))
 
+//  Ids are database keys, from 1 up. Id 0 would be a NULL key, on which
+//  zhashx asserts: refused (or not found) instead, as ids come from SQL
+//  results and untrusted input never hits an assert.
+static bool s_valid_id(int64_t id)
+{
+    return id > 0;
+}
+
+static s_request_t *s_request_find(const fq_fairness_t *self, int64_t request_id)
+{
+    return s_valid_id(request_id) ? zhashx_lookup(self->requests, S_KEY(request_id)) : NULL;
+}
+
 //  ---------------------------------------------------------------------
 //  The tenant ring: only tenants that can send right now are in it
 
@@ -128,24 +149,77 @@ static bool s_tenant_can_send(const s_tenant_t *tenant)
     return tenant->ready_requests > 0 && tenant->inflight < tenant->max_inflight;
 }
 
-//  A tenant joins at the end of the current round (just before whoever
-//  is current), so a newcomer waits for at most one turn of each active
-//  tenant: never for anyone's backlog.
+//  Two circular lists thread the tenants that can send: the turn order,
+//  and the round (those with credit left, in turn order).
+typedef enum { S_ORDER, S_ROUND } s_list_t;
+
+static s_links_t *s_links(s_tenant_t *tenant, s_list_t list)
+{
+    return list == S_ORDER ? &tenant->order : &tenant->round;
+}
+
+//  Puts tenant just before at: last in turn, or alone if at is NULL.
+static void s_list_insert(s_tenant_t *tenant, s_tenant_t *at, s_list_t list)
+{
+    s_links_t *links = s_links(tenant, list);
+    if (!at) {
+        links->prev = links->next = tenant;
+        return;
+    }
+    links->next = at;
+    links->prev = s_links(at, list)->prev;
+    s_links(links->prev, list)->next = tenant;
+    s_links(at, list)->prev = tenant;
+}
+
+//  Takes tenant out; a head (*head_p) that leaves passes on to its next.
+static void s_list_remove(s_tenant_t **head_p, s_tenant_t *tenant, s_list_t list)
+{
+    s_links_t *links = s_links(tenant, list);
+    if (links->next == tenant)
+        *head_p = NULL;
+    else {
+        s_links(links->prev, list)->next = links->next;
+        s_links(links->next, list)->prev = links->prev;
+        if (*head_p == tenant)
+            *head_p = links->next;
+    }
+}
+
+//  A round ends when every tenant in it has spent its credit (or left):
+//  the next one starts with every tenant that can send earning its weight.
+//  The round ring is rebuilt from the turn order, O(tenants), once per
+//  round of at least that many messages: O(1) per message amortised. The
+//  order stays fixed, so light and heavy tenants stay mixed within each
+//  pass of the round instead of drifting into groups by weight.
+static void s_round_check(fq_fairness_t *self)
+{
+    if (self->current || !self->first)
+        return;
+    s_tenant_t *tenant = self->first;
+    do {
+        tenant->round = tenant->order;
+        tenant->has_turns = true;
+        tenant->deficit = tenant->weight;
+        tenant = tenant->order.next;
+    } while (tenant != self->first);
+    self->current = self->first;
+}
+
+//  A tenant joins at the end of the current pass (just before whoever is
+//  current) with a fresh credit, and keeps that place in the turn order.
+//  So a newcomer waits for at most one turn of each active tenant: never
+//  for anyone's backlog.
 static void s_ring_join(fq_fairness_t *self, s_tenant_t *tenant)
 {
     if (tenant->in_ring)
         return;
-    tenant->in_ring = true;
-    tenant->deficit = 0;
-    if (!self->current) {
-        tenant->prev = tenant->next = tenant;
-        self->current = tenant;
-    } else {
-        tenant->next = self->current;
-        tenant->prev = self->current->prev;
-        tenant->prev->next = tenant;
-        self->current->prev = tenant;
-    }
+    tenant->in_ring = tenant->has_turns = true;
+    tenant->deficit = tenant->weight;
+    s_list_insert(tenant, self->current, S_ORDER);
+    s_list_insert(tenant, self->current, S_ROUND);
+    if (!self->current)
+        self->first = self->current = tenant;
     self->ring_size++;
 }
 
@@ -154,17 +228,22 @@ static void s_ring_leave(fq_fairness_t *self, s_tenant_t *tenant)
     if (!tenant->in_ring)
         return;
     tenant->in_ring = false;
+    s_list_remove(&self->first, tenant, S_ORDER);
+    if (tenant->has_turns)
+        s_list_remove(&self->current, tenant, S_ROUND);
+    tenant->has_turns = false;
     //  An idle flow keeps no credit (DRR): it cannot save up a burst
     tenant->deficit = 0;
-    if (tenant->next == tenant)
-        self->current = NULL;
-    else {
-        tenant->prev->next = tenant->next;
-        tenant->next->prev = tenant->prev;
-        if (self->current == tenant)
-            self->current = tenant->next;
-    }
     self->ring_size--;
+    s_round_check(self);
+}
+
+//  The tenant used up its credit: it waits for the next round.
+static void s_ring_spend(fq_fairness_t *self, s_tenant_t *tenant)
+{
+    s_list_remove(&self->current, tenant, S_ROUND);
+    tenant->has_turns = false;
+    s_round_check(self);
 }
 
 static void s_tenant_update(fq_fairness_t *self, s_tenant_t *tenant)
@@ -195,7 +274,7 @@ static s_tenant_t *s_tenant_get(fq_fairness_t *self, int64_t tenant_id)
 
 int fq_fairness_tenant_set(fq_fairness_t *self, int64_t tenant_id, int weight, int max_inflight)
 {
-    if (weight < 1 || max_inflight < 1)
+    if (weight < 1 || max_inflight < 1 || !s_valid_id(tenant_id))
         return FQ_EINVAL;
     s_tenant_t *tenant = s_tenant_get(self, tenant_id);
     if (!tenant)
@@ -321,7 +400,9 @@ static s_request_t *s_request_new(fq_fairness_t *self, int64_t request_id, int64
 int fq_fairness_request_add(fq_fairness_t *self, int64_t request_id, int64_t tenant_id,
                             int priority, int64_t after_id, bool split_done)
 {
-    if (zhashx_lookup(self->requests, S_KEY(request_id)))
+    if (!s_valid_id(request_id) || !s_valid_id(tenant_id))
+        return FQ_EINVAL;
+    if (s_request_find(self, request_id))
         return FQ_EEXIST;
     s_request_t *request = s_request_new(self, request_id, tenant_id, priority);
     if (!request)
@@ -350,7 +431,7 @@ static void s_unqueue_refill(fq_fairness_t *self, s_request_t *request)
 
 void fq_fairness_request_remove(fq_fairness_t *self, int64_t request_id)
 {
-    s_request_t *request = zhashx_lookup(self->requests, S_KEY(request_id));
+    s_request_t *request = s_request_find(self, request_id);
     if (!request)
         return;
     s_tenant_t *tenant = request->tenant;
@@ -372,11 +453,14 @@ static void s_request_settle(fq_fairness_t *self, s_request_t *request)
 
 void fq_fairness_request_split(fq_fairness_t *self, int64_t request_id, bool split_done)
 {
-    s_request_t *request = zhashx_lookup(self->requests, S_KEY(request_id));
+    s_request_t *request = s_request_find(self, request_id);
     if (!request)
         return;
     request->split_done = split_done;
     request->exhausted = false;
+    //  A page being fetched may have been read before these rows existed
+    if (request->refilling)
+        request->resplit = true;
     if (request->count <= self->prefetch / 2)
         s_queue_refill(self, request);
 }
@@ -397,13 +481,15 @@ int fq_fairness_next_refill(fq_fairness_t *self, int64_t *request_id, int64_t *a
 
 int fq_fairness_request_fill(fq_fairness_t *self, int64_t request_id, const int64_t *ids, int count)
 {
-    s_request_t *request = zhashx_lookup(self->requests, S_KEY(request_id));
+    s_request_t *request = s_request_find(self, request_id);
     if (!request || count < 0)
         return request ? FQ_EINVAL : FQ_ENOTFOUND;
     request->refilling = false;
     if (request->count + count > request->capacity &&
         s_buffer_grow(request, request->count + count) != 0)
         return FQ_ENOMEM;
+    bool stale = request->resplit;
+    request->resplit = false;
     for (int i = 0; i < count; i++) {
         if (ids[i] <= request->cursor)
             continue; //  Already paged: a page must move the cursor forward
@@ -412,18 +498,25 @@ int fq_fairness_request_fill(fq_fairness_t *self, int64_t request_id, const int6
         self->prefetched++;
         request->cursor = ids[i];
     }
-    //  A short page of a fully split request: nothing is left to page
-    if (count < request->asked && request->split_done)
+    //  A short page of a fully split request: nothing is left to page.
+    //  Unless the splitter wrote rows while it was fetched: then the page
+    //  may predate them, proves nothing, and the request is paged again
+    //  (else those rows would never be sent)
+    if (count < request->asked && request->split_done && !stale)
         request->exhausted = true;
     s_request_ready(request, request->count > 0);
     s_tenant_update(self, request->tenant);
+    if (stale && request->count <= self->prefetch / 2)
+        s_queue_refill(self, request);
     s_request_settle(self, request);
     return 0;
 }
 
 int fq_fairness_push(fq_fairness_t *self, int64_t request_id, int64_t tenant_id, int64_t message_id)
 {
-    s_request_t *request = zhashx_lookup(self->requests, S_KEY(request_id));
+    if (!s_valid_id(request_id) || !s_valid_id(tenant_id))
+        return FQ_EINVAL;
+    s_request_t *request = s_request_find(self, request_id);
     if (!request) {
         //  A retry of a request already paged to its end comes back alone;
         //  it is ordered before the rest within the request, and priority 0
@@ -452,9 +545,6 @@ int fq_fairness_next(fq_fairness_t *self, fq_pick_t *pick)
     s_tenant_t *tenant = self->current;
     if (!tenant)
         return 0;
-    //  Start of the tenant's turn: it earns its weight
-    if (tenant->deficit <= 0)
-        tenant->deficit += tenant->weight;
     s_level_t *level = tenant->levels;
     while (!level->ring)
         level = level->lower; //  The tenant is in the ring: some level is ready
@@ -475,16 +565,24 @@ int fq_fairness_next(fq_fairness_t *self, fq_pick_t *pick)
     if (request->count <= self->prefetch / 2)
         s_queue_refill(self, request);
     s_request_settle(self, request);
+    //  One message per turn, not weight messages in a row: a heavy tenant's
+    //  share is spread over the round, so even a short window of picks is
+    //  shared by weight. Among 100 tenants of weights 1..5, the worst
+    //  window of 1,000 picks has a Jain's index (of sent / weight) of 0.99;
+    //  it was 0.98 with bursts of weight messages (fairness_test)
     if (!s_tenant_can_send(tenant))
         s_ring_leave(self, tenant);
     else if (tenant->deficit <= 0)
-        self->current = tenant->next;
+        s_ring_spend(self, tenant);
+    else
+        self->current = tenant->round.next;
     return 1;
 }
 
 void fq_fairness_done(fq_fairness_t *self, int64_t tenant_id)
 {
-    s_tenant_t *tenant = zhashx_lookup(self->tenants, S_KEY(tenant_id));
+    s_tenant_t *tenant =
+        s_valid_id(tenant_id) ? zhashx_lookup(self->tenants, S_KEY(tenant_id)) : NULL;
     if (!tenant || tenant->inflight == 0)
         return;
     tenant->inflight--;

@@ -3,9 +3,10 @@
     Pure in-memory logic, no I/O, so it can be tested and measured alone.
     Two levels (DESIGN §4):
 
-    * tenants take turns by deficit round robin: each turn a tenant earns
-      its weight in credit and sends one message per unit while it has
-      credit, ready messages and room under its max in flight;
+    * tenants take turns by deficit round robin: each round a tenant earns
+      its weight in credit and sends one message per turn while it has
+      credit, ready messages and room under its max in flight, so a heavy
+      tenant's share is spread over the round, not sent in a burst;
     * inside a tenant, its requests of the highest priority that has ready
       messages take turns, one message each, so a tenant's small request
       is not stuck behind its own big campaign.
@@ -14,6 +15,7 @@
     ready message ids, paged from PostgreSQL by id cursor on demand
     (fq_fairness_next_refill). Every operation is O(1) in the backlog:
     only tenants and requests that can send right now sit in the rings.
+    Tenant and request ids are database keys, from 1 up; others are refused.
 */
 #ifndef FQ_FAIRNESS_H
 #define FQ_FAIRNESS_H

@@ -249,12 +249,22 @@ static int s_latest_known(void)
 
 int fq_store_schema_version(fq_store_t *self, int *version)
 {
+    //  Fix: two statements, not one CASE. The server resolves every table a
+    //  statement names before running it, so a subquery on a missing
+    //  fairq.schema_migrations failed even in the CASE branch not taken,
+    //  and an empty database answered an error instead of version 0.
     int rc;
-    PGresult *res = fq_store_query(self,
-                                   "SELECT CASE WHEN to_regclass('fairq.schema_migrations') IS NULL"
-                                   " THEN 0 ELSE (SELECT coalesce(max(version), 0)"
-                                   " FROM fairq.schema_migrations) END",
-                                   0, NULL, PGRES_TUPLES_OK, "read the schema version", &rc);
+    PGresult *res = fq_store_query(self, "SELECT to_regclass('fairq.schema_migrations') IS NULL", 0,
+                                   NULL, PGRES_TUPLES_OK, "read the schema version", &rc);
+    if (!res)
+        return rc;
+    bool empty = PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    *version = 0;
+    if (empty)
+        return 0;
+    res = fq_store_query(self, "SELECT coalesce(max(version), 0) FROM fairq.schema_migrations", 0,
+                         NULL, PGRES_TUPLES_OK, "read the schema version", &rc);
     if (!res)
         return rc;
     *version = (int)fq_store_int64(res, 0, 0);
@@ -461,6 +471,63 @@ static const char *s_address_problem(const char *to, size_t len)
     return NULL;
 }
 
+//  Longest field name quoted in a reason, bytes.
+#define S_REASON_NAME_MAX 64
+
+//  Length of the valid UTF-8 character at s, by PostgreSQL's rules (no
+//  overlong forms, no surrogates, nothing above U+10FFFF), or 0.
+static size_t s_utf8_char(const unsigned char *s)
+{
+    size_t len;
+    if (s[0] < 0x80)
+        return 1;
+    else if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        len = 2;
+    else if ((s[0] & 0xf0) == 0xe0)
+        len = 3;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        len = 4;
+    else
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80) //  Also stops at the terminating NUL
+            return 0;
+    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0) ||
+        (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
+        return 0;
+    return len;
+}
+
+//  Fix: a copy of s with every byte that is not part of valid UTF-8
+//  replaced by '?'; NULL when memory runs out. The server refuses invalid
+//  UTF-8 in a parameter, and refused the whole statement with it: one
+//  sender's reply in Latin-1 made a nack batch fail on every retry.
+static char *s_utf8_clean(const char *s)
+{
+    char *clean = strdup(s);
+    for (char *at = clean; at && *at;) {
+        size_t len = s_utf8_char((const unsigned char *)at);
+        if (len == 0)
+            *at++ = '?';
+        else
+            at += len;
+    }
+    return clean;
+}
+
+//  Fix: how many bytes of s (at most max) to quote without cutting a UTF-8
+//  character. A field name cut in the middle of one (%.64s) made the
+//  reason invalid UTF-8: the server refused the rejects, and the chunk
+//  failed on every retry.
+static int s_utf8_prefix(const char *s, size_t max)
+{
+    size_t len = strnlen(s, max + 1);
+    if (len > max)
+        for (len = max; len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80;)
+            len--;
+    return (int)len;
+}
+
 //  Why a recipient is refused, or NULL if it is good. reason is scratch.
 static const char *s_recipient_problem(json_t *recipient, const char *const *required,
                                        size_t nrequired, char *reason, size_t reason_size)
@@ -481,15 +548,15 @@ static const char *s_recipient_problem(json_t *recipient, const char *const *req
     json_object_foreach(fields, key, value)
     {
         if (!json_is_string(value) && !json_is_number(value) && !json_is_boolean(value)) {
-            snprintf(reason, reason_size, "field \"%.64s\" is not a string, number or boolean",
-                     key);
+            snprintf(reason, reason_size, "field \"%.*s\" is not a string, number or boolean",
+                     s_utf8_prefix(key, S_REASON_NAME_MAX), key);
             return reason;
         }
     }
     for (size_t i = 0; i < nrequired; i++)
         if (!json_object_get(fields, required[i])) {
-            snprintf(reason, reason_size, "field \"%.64s\" used by the template is missing",
-                     required[i]);
+            snprintf(reason, reason_size, "field \"%.*s\" used by the template is missing",
+                     s_utf8_prefix(required[i], S_REASON_NAME_MAX), required[i]);
             return reason;
         }
     return NULL;
@@ -500,8 +567,9 @@ typedef struct {
     int64_t first_position;
     int64_t tenant_id;
     bool cancelled;
-    char *recipients; //  JSON text, owned
-    size_t size;
+    //  One row per recipient, in order: its JSON text and its "fields" as
+    //  the server stores them; owned
+    PGresult *recipients;
 } s_chunk_t;
 
 //  Locks and reads the first chunk left, in the open transaction. Returns 1
@@ -512,7 +580,7 @@ static int s_take_chunk(fq_store_t *self, const char *request_id, s_chunk_t *chu
     int rc;
     PGresult *res = fq_store_query(self,
                                    "SELECT c.chunk_no, c.first_position, r.tenant_id,"
-                                   " r.status = 'cancelled', c.recipients"
+                                   " r.status = 'cancelled'"
                                    " FROM fairq.recipient_chunks c"
                                    " JOIN fairq.requests r ON r.id = c.request_id"
                                    " WHERE c.request_id = $1 ORDER BY c.chunk_no LIMIT 1"
@@ -528,20 +596,33 @@ static int s_take_chunk(fq_store_t *self, const char *request_id, s_chunk_t *chu
     chunk->first_position = fq_store_int64(res, 0, 1);
     chunk->tenant_id = fq_store_int64(res, 0, 2);
     chunk->cancelled = PQgetvalue(res, 0, 3)[0] == 't';
-    chunk->size = (size_t)PQgetlength(res, 0, 4);
-    chunk->recipients = malloc(chunk->size + 1);
-    if (chunk->recipients)
-        memcpy(chunk->recipients, PQgetvalue(res, 0, 4), chunk->size + 1);
     PQclear(res);
-    return chunk->recipients ? 1 : fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    if (chunk->cancelled)
+        return 1;
+    //  Fix: each recipient's "fields" is copied as the server's own text.
+    //  Re-serialising them with jansson rewrote decimals (0.1 became
+    //  0.10000000000000001 in the message), and parsing the chunk as one
+    //  document let one number jansson cannot hold (1e400) fail the whole
+    //  request forever; now it rejects that recipient alone.
+    char chunk_no[32];
+    snprintf(chunk_no, sizeof chunk_no, "%lld", (long long)chunk->chunk_no);
+    const char *element_params[] = {request_id, chunk_no};
+    chunk->recipients = fq_store_query(self,
+                                       "SELECT e.elem::text, e.elem->'fields'"
+                                       " FROM fairq.recipient_chunks c,"
+                                       " json_array_elements(c.recipients) WITH ORDINALITY"
+                                       " AS e(elem, ord)"
+                                       " WHERE c.request_id = $1 AND c.chunk_no = $2"
+                                       " ORDER BY e.ord",
+                                       2, element_params, PGRES_TUPLES_OK, "read recipients", &rc);
+    return chunk->recipients ? 1 : rc;
 }
 
 //  Streams the good recipients as COPY rows; collects the others as
 //  rejects (positions, recipients and reasons as array literals).
 static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chunk_t *chunk,
-                           json_t *list, const char *const *required, size_t nrequired,
-                           fq_buf_t *positions, fq_buf_t *addresses, fq_buf_t *reasons,
-                           fq_split_result_t *result)
+                           const char *const *required, size_t nrequired, fq_buf_t *positions,
+                           fq_buf_t *addresses, fq_buf_t *reasons, fq_split_result_t *result)
 {
     PGresult *res = PQexec(self->conn, "COPY fairq.messages (request_id, tenant_id, recipient,"
                                        " fields) FROM STDIN");
@@ -555,13 +636,19 @@ static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chu
     int prefix_len =
         snprintf(prefix, sizeof prefix, "%s\t%lld\t", request_id, (long long)chunk->tenant_id);
     char reason[160];
-    char fields_text[4096];
-    size_t index;
-    json_t *recipient;
-    json_array_foreach(list, index, recipient)
-    {
-        const char *problem =
-            s_recipient_problem(recipient, required, nrequired, reason, sizeof reason);
+    int count = PQntuples(chunk->recipients);
+    for (int index = 0; index < count; index++) {
+        json_error_t json_error;
+        json_t *recipient = json_loadb(PQgetvalue(chunk->recipients, index, 0),
+                                       (size_t)PQgetlength(chunk->recipients, index, 0),
+                                       JSON_DECODE_ANY, &json_error);
+        const char *problem = NULL;
+        if (!recipient) {
+            snprintf(reason, sizeof reason, "recipient could not be read: %.*s",
+                     s_utf8_prefix(json_error.text, 100), json_error.text);
+            problem = reason;
+        } else
+            problem = s_recipient_problem(recipient, required, nrequired, reason, sizeof reason);
         if (problem) {
             json_t *to = json_is_object(recipient) ? json_object_get(recipient, "to") : NULL;
             mem |= fq_buf_add(positions, positions->size > 1 ? "," : "", positions->size > 1);
@@ -572,6 +659,9 @@ static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chu
             mem |= fq_buf_add(reasons, reasons->size > 1 ? "," : "", reasons->size > 1);
             mem |= fq_buf_add_array_text(reasons, problem);
             result->rejected++;
+            json_decref(recipient);
+            if (mem)
+                break;
             continue;
         }
         json_t *to = json_object_get(recipient, "to");
@@ -579,15 +669,12 @@ static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chu
         mem |= fq_buf_add(&rows, prefix, (size_t)prefix_len);
         mem |= fq_buf_add_copy_text(&rows, json_string_value(to), json_string_length(to));
         mem |= fq_buf_add(&rows, "\t", 1);
-        if (json_is_object(fields)) {
-            size_t len = json_dumpb(fields, fields_text, sizeof fields_text, JSON_COMPACT);
-            char *big = NULL;
-            if (len > sizeof fields_text) //  Rare: dump again, into the heap
-                big = json_dumps(fields, JSON_COMPACT);
-            mem |= fq_buf_add_copy_text(&rows, big ? big : fields_text, big ? strlen(big) : len);
-            free(big);
-        } else
+        if (json_is_object(fields))
+            mem |= fq_buf_add_copy_text(&rows, PQgetvalue(chunk->recipients, index, 1),
+                                        (size_t)PQgetlength(chunk->recipients, index, 1));
+        else
             mem |= fq_buf_add(&rows, "{}", 2);
+        json_decref(recipient);
         mem |= fq_buf_add(&rows, "\n", 1);
         result->split++;
         if (mem == 0 && rows.size >= S_COPY_FLUSH_BYTES) {
@@ -628,22 +715,16 @@ int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const
     snprintf(id, sizeof id, "%lld", (long long)request_id);
     s_chunk_t chunk = {0};
     fq_buf_t positions = {0}, addresses = {0}, reasons = {0};
-    json_t *list = NULL;
     int rc = fq_store_exec(self, "BEGIN", "begin split");
     int taken = rc ? rc : s_take_chunk(self, id, &chunk);
     if (taken < 0)
         rc = taken;
     if (rc == 0 && taken && !chunk.cancelled) {
-        json_error_t json_error;
-        list = json_loadb(chunk.recipients, chunk.size, 0, &json_error);
-        if (!json_is_array(list))
-            rc = fq_store_fail(self, FQ_EINVAL, "could not read recipients of request %s: %s", id,
-                               list ? "not an array" : json_error.text);
-        if (rc == 0 && (fq_buf_add(&positions, "{", 1) | fq_buf_add(&addresses, "{", 1) |
-                        fq_buf_add(&reasons, "{", 1)))
+        if (fq_buf_add(&positions, "{", 1) | fq_buf_add(&addresses, "{", 1) |
+            fq_buf_add(&reasons, "{", 1))
             rc = fq_store_fail(self, FQ_ENOMEM, "out of memory");
         if (rc == 0)
-            rc = s_copy_messages(self, id, &chunk, list, required_fields, nrequired, &positions,
+            rc = s_copy_messages(self, id, &chunk, required_fields, nrequired, &positions,
                                  &addresses, &reasons, result);
         if (rc == 0 && (fq_buf_add(&positions, "}", 1) | fq_buf_add(&addresses, "}", 1) |
                         fq_buf_add(&reasons, "}", 1)))
@@ -690,8 +771,7 @@ int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const
         rc = fq_store_exec(self, "COMMIT", "commit split");
     if (rc)
         fq_store_rollback(self);
-    json_decref(list);
-    free(chunk.recipients);
+    PQclear(chunk.recipients);
     fq_buf_free(&positions);
     fq_buf_free(&addresses);
     fq_buf_free(&reasons);
@@ -789,7 +869,9 @@ int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
                           i ? (nacks[i].permanent ? ",t" : ",f") : (nacks[i].permanent ? "t" : "f"),
                           i ? 2 : 1);
         mem |= fq_buf_add(&errors, i ? "," : "", i ? 1 : 0);
-        mem |= fq_buf_add_array_text(&errors, nacks[i].error ? nacks[i].error : "");
+        char *clean = s_utf8_clean(nacks[i].error ? nacks[i].error : "");
+        mem |= clean ? fq_buf_add_array_text(&errors, clean) : -1;
+        free(clean);
     }
     mem |= fq_buf_add(&permanent, "}", 1) | fq_buf_add(&errors, "}", 1);
     char base[16], cap[16];

@@ -167,4 +167,247 @@ typedef struct {
 //  were written to out.
 int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out);
 
+//  ---------------------------------------------------------------------
+//  Operator queries (fq_store_admin.c; DESIGN §6 and §8)
+//
+//  Searching, cancelling, retrying and summarising messages; the lifecycle
+//  of a request (cancel, pause, resume, reschedule); finishing and pruning;
+//  tenants with their live figures. Every change to messages updates the
+//  request counters (sent, failed, dead, cancelled) in the same
+//  transaction, so a request's status never needs to count its rows.
+//
+//  "In flight" is not a stored state. A message handed to a sender stays
+//  pending until its ack or nack, so nothing is ever stranded "in flight"
+//  in the database: after a crash everything not final is sent again. What
+//  can be stranded are retries claimed by fq_store_claim_due_retries on a
+//  node that then died: their next_attempt_at was pushed a lease ahead, and
+//  they come back by themselves when it passes. fq_store_release_claims
+//  brings them back at once.
+//
+//  Costs: the request, tenant, recipient and domain filters are served by
+//  indexes. Status alone is not (no index may cover it, or the ack UPDATE
+//  would stop being HOT): a search by status alone walks messages in id
+//  order until it has found a page, and a change by filter costs as many
+//  rows as the other filters select, which is why changes need one of them.
+
+//  Largest page of a search, of an error summary and of a finishing batch.
+#define FQ_STORE_PAGE_MAX 1000
+
+//  Largest number of rows one fq_store_prune call deletes.
+#define FQ_STORE_PRUNE_BATCH_MAX 100000
+
+typedef enum {
+    FQ_MESSAGE_ANY = 0, //  In a filter: any status
+    FQ_MESSAGE_PENDING,
+    FQ_MESSAGE_SENT,
+    FQ_MESSAGE_FAILED,
+    FQ_MESSAGE_DEAD,
+    FQ_MESSAGE_CANCELLED
+} fq_message_status_t;
+
+//  The status's name as the database and the HTTP API spell it ("pending",
+//  ..., "any" for FQ_MESSAGE_ANY); never NULL, static storage.
+const char *fq_message_status_name(fq_message_status_t status);
+
+//  Parses a status name (one of those above). Returns 0 or FQ_EINVAL.
+int fq_message_status_parse(const char *name, fq_message_status_t *status);
+
+//  Which messages an operator query applies to: every field set must match
+//  (AND); 0, NULL or FQ_MESSAGE_ANY leave a field out. Strings are matched
+//  literally (no wildcards: % and _ are plain characters) and belong to
+//  the caller. A message, request or tenant named that does not exist makes
+//  the query fail with FQ_ENOTFOUND; an empty string or a negative id with
+//  FQ_EINVAL.
+typedef struct {
+    int64_t message_id;
+    int64_t request_id;
+    int64_t tenant_id;
+    const char *tenant;         //  Tenant name; with tenant_id, both must match
+    fq_message_status_t status; //  Alone it does not narrow a change enough
+    const char *recipient;      //  Exact address, case-insensitive
+    const char *domain;         //  The address's domain, case-insensitive
+} fq_message_filter_t;
+
+typedef struct {
+    int64_t id;
+    int64_t request_id;
+    int64_t tenant_id;
+    const char *recipient; //  Points into the page
+    fq_message_status_t status;
+    int try_count;
+    int64_t next_attempt_at; //  Unix seconds; 0 = none
+    int64_t last_attempt_at; //  Unix seconds; 0 = never attempted
+    const char *last_error;  //  NULL = none; points into the page
+} fq_message_info_t;
+
+//  One page of a search: rows and the strings they point to are one block,
+//  owned by the caller and freed with fq_message_page_free.
+typedef struct {
+    fq_message_info_t *rows;
+    size_t count;
+} fq_message_page_t;
+
+//  Up to limit (1..FQ_STORE_PAGE_MAX) messages matching filter with an id
+//  above after_id, in id order (keyset paging: pass the last id seen to get
+//  the next page). The filter may be empty. Returns how many rows page
+//  holds (0 at the end), FQ_EINVAL, FQ_ENOTFOUND, FQ_ENOMEM or FQ_EDB; on
+//  failure page is empty.
+int fq_store_search_messages(fq_store_t *self, const fq_message_filter_t *filter, int64_t after_id,
+                             int limit, fq_message_page_t *page);
+void fq_message_page_free(fq_message_page_t *page);
+
+//  How the database would run that search: EXPLAIN (FORMAT JSON) of the
+//  very statement fq_store_search_messages sends, with the same values.
+//  For operators chasing a slow search, and for the tests that check each
+//  filter is served by its index. *plan is the caller's, free() it.
+//  Returns 0 or a code as for the search.
+int fq_store_explain_search(fq_store_t *self, const fq_message_filter_t *filter, int64_t after_id,
+                            int limit, char **plan);
+
+//  Cancels the pending and failed messages matching filter, which must
+//  name a message, request, tenant, recipient or domain (status may narrow
+//  it further; FQ_EINVAL otherwise). One transaction, with the counters. A
+//  message already handed to a sender may still be delivered: its ack is
+//  then ignored. Returns how many were cancelled, or a negative code.
+int fq_store_cancel_messages(fq_store_t *self, const fq_message_filter_t *filter);
+
+//  Gives the dead messages matching filter one more attempt: they become
+//  failed, due now (next_attempt_at = now), with try_count kept, so the
+//  retry is claimed by fq_store_claim_due_retries and a message at its
+//  last attempt is dead again after one more transient failure. A done
+//  request gets active again (finished_at cleared); messages of cancelled
+//  requests, and of requests being pruned, are left dead. filter needs a
+//  narrowing field as for a cancel; status may be FQ_MESSAGE_ANY or
+//  FQ_MESSAGE_DEAD only. Returns how many were retried, or a negative code.
+int fq_store_retry_dead(fq_store_t *self, const fq_message_filter_t *filter);
+
+//  Makes every failed message matching filter due now: a retry claimed by
+//  a node that died is released, and a retry waiting out its backoff is
+//  hurried (seed 003: "speed up the retry by moving its next attempt").
+//  A claim cannot be told apart from a backoff reliably (a lease shorter
+//  than the policy's cap looks like one), so this does not try to.
+//  The status stays failed, so no counter changes. A retry claimed by a
+//  live node may then be sent twice (at least once; the message id lets
+//  the receiver deduplicate). filter needs a narrowing field as for a
+//  cancel; status may be FQ_MESSAGE_ANY or FQ_MESSAGE_FAILED only. Returns
+//  how many were released, or a negative code.
+int fq_store_release_claims(fq_store_t *self, const fq_message_filter_t *filter);
+
+//  ---------------------------------------------------------------------
+//  Request lifecycle. Each change is one transaction and wakes fairqd
+//  with NOTIFY fairq_requests (payload: the request id), as a submit does,
+//  so it reloads the request. Unknown request: FQ_ENOTFOUND. A finished
+//  request (done, cancelled, rejected) cannot change: FQ_EINVAL, with a
+//  message saying which state it is in.
+
+//  Cancels a request: its recipients not yet split are dropped, its
+//  pending and failed messages cancelled (counters kept), its status set
+//  to cancelled. Cancelling a cancelled request changes nothing. Returns
+//  how many messages were cancelled.
+int fq_store_request_cancel(fq_store_t *self, int64_t request_id);
+
+//  Pauses a request (accepted, splitting or active): the scheduler stops
+//  dispatching and splitting it (fq_store_due_requests skips it). Returns
+//  1, or 0 when it was paused already.
+int fq_store_request_pause(fq_store_t *self, int64_t request_id);
+
+//  Resumes a paused request: it is active again, or accepted / splitting
+//  when it was paused before its split completed. Returns 1, or 0 when it
+//  was not paused (nothing to do).
+int fq_store_request_resume(fq_store_t *self, int64_t request_id);
+
+typedef struct {
+    bool set_send_at;
+    int64_t send_at; //  Unix seconds; 0 = now
+    bool set_priority;
+    int priority; //  -1000..1000, higher first within the tenant
+} fq_request_change_t;
+
+//  Changes when a request's pending work starts and its priority. At least
+//  one of the two must be set (FQ_EINVAL otherwise, or for a priority out
+//  of range). Returns 0 or a negative code.
+int fq_store_request_change(fq_store_t *self, int64_t request_id,
+                            const fq_request_change_t *change);
+
+//  ---------------------------------------------------------------------
+//  Error summary (seed 003: "select error_text, count(*) ... group by 1")
+
+typedef struct {
+    const char *error; //  last_error; NULL for messages without one
+    int64_t count;     //  failed + dead
+    int64_t failed;
+    int64_t dead;
+} fq_error_count_t;
+
+//  Rows and strings are one block, owned by the caller.
+typedef struct {
+    fq_error_count_t *rows;
+    size_t count;
+} fq_error_summary_t;
+
+//  The top (1..FQ_STORE_PAGE_MAX) last_error texts of the failed and dead
+//  messages matching filter (empty: all of them), most frequent first.
+//  status may be FQ_MESSAGE_ANY, FQ_MESSAGE_FAILED or FQ_MESSAGE_DEAD.
+//  Returns how many rows summary holds, or a negative code.
+int fq_store_error_summary(fq_store_t *self, const fq_message_filter_t *filter, int top,
+                           fq_error_summary_t *summary);
+void fq_error_summary_free(fq_error_summary_t *summary);
+
+//  ---------------------------------------------------------------------
+//  Finishing and pruning: background jobs, each call bounded
+
+//  Marks done up to limit (1..FQ_STORE_PAGE_MAX) unfinished requests that
+//  are fully split (no recipients left to split) and whose every recipient
+//  is final (sent + dead + cancelled + rejected = total), with finished_at
+//  = now. Also stamps up to limit finished requests that lack a finished_at
+//  (one whose every recipient was rejected is made done by the splitter),
+//  so that pruning finds them. Requests locked by a concurrent change are
+//  left for the next call. Returns how many were marked done.
+int fq_store_finish_requests(fq_store_t *self, int limit);
+
+typedef struct {
+    int messages; //  Message rows deleted
+    int rejects;  //  Rows of fairq.rejects deleted
+    int requests; //  Request rows deleted (with their chunks, if any)
+    bool more;    //  Work was left over: call again
+} fq_prune_result_t;
+
+//  Deletes finished requests (done, cancelled, rejected) whose finished_at
+//  is more than retention_s (>= 0) seconds old: first their messages and
+//  rejects, at most batch (1..FQ_STORE_PRUNE_BATCH_MAX) rows per call,
+//  then each request row once none is left. One transaction per call, so
+//  no call holds many locks or writes much WAL at once; call it until
+//  result->more is false. Returns 0 or a negative code.
+int fq_store_prune(fq_store_t *self, int retention_s, int batch, fq_prune_result_t *result);
+
+//  ---------------------------------------------------------------------
+//  Tenants, with live figures from the counters of their unfinished
+//  requests (never from counting messages). What is in flight is known to
+//  the scheduler only, not to the store.
+
+typedef struct {
+    int64_t id;
+    char name[65]; //  At most 64 bytes (the schema's check)
+    int weight;
+    int max_inflight;
+    int submit_rate;          //  Submits per minute; 0 = unlimited
+    int64_t open_requests;    //  Accepted, splitting, active or paused
+    int64_t depth;            //  Pending + failed messages
+    int64_t failed;           //  Of depth, waiting for a retry
+    int64_t unsplit;          //  Recipients not yet split into messages
+    int64_t oldest_pending_s; //  Age of the oldest unfinished request; 0 = none
+} fq_tenant_info_t;
+
+//  One tenant by name. Returns 0, FQ_ENOTFOUND or FQ_EDB.
+int fq_store_tenant_get(fq_store_t *self, const char *name, fq_tenant_info_t *out);
+
+typedef struct {
+    fq_tenant_info_t *rows; //  Owned by the caller: fq_tenant_list_free
+    size_t count;
+} fq_tenant_list_t;
+
+//  Every tenant, by name. Returns how many, or a negative code.
+int fq_store_tenant_list(fq_store_t *self, fq_tenant_list_t *list);
+void fq_tenant_list_free(fq_tenant_list_t *list);
+
 #endif

@@ -1,2 +1,908 @@
-/*  fq_store_admin.c — operator queries of the store (see fq_store.h). */
+/*  fq_store_admin.c — operator queries of the store (see fq_store.h).
+
+    A message filter becomes a WHERE clause built from fixed fragments, one
+    per field set, each comparing a column with a $n parameter: what the
+    operator typed is only ever a parameter value, never SQL text, and no
+    fragment uses LIKE, so % and _ match themselves.
+
+    Lock order. Acks, nacks and cancels lock messages, then their request;
+    the splitter locks a chunk, then its request. The functions here keep
+    those orders (a request cancel deletes chunks, then cancels messages,
+    then changes the request), except where they touch rows no ack can
+    lock: retrying locks the requests first, then their dead messages, as
+    the pruner does, so the two cannot deadlock and a request being pruned
+    is never reopened.
+*/
 #include "fq_store_internal.h"
+#include "fq_error.h"
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+//  Parameters of one statement: a filter has at most seven (one per field)
+//  and the statements around it at most two more.
+#define S_PARAMS_MAX 12
+
+//  Text of a 64-bit integer, sign and NUL included.
+#define S_INT_TEXT 24
+
+//  Requests one prune call takes on: enough to fill a batch when requests
+//  are small, few enough that the call locks little.
+#define S_PRUNE_REQUESTS 100
+
+//  Request statuses, as SQL lists. Unfinished is the predicate of
+//  requests_open_idx, finished that of requests_finished_idx (0003).
+#define S_UNFINISHED "('accepted', 'splitting', 'active', 'paused')"
+#define S_FINISHED   "('done', 'cancelled', 'rejected')"
+
+//  The channel fq_store_submit's fairq.submit notifies: fairqd (re)loads
+//  the request whose id is the payload.
+#define S_NOTIFY "pg_notify('fairq_requests', r.id::text)"
+
+//  Status names, indexed by fq_message_status_t.
+static const char *const s_status_names[] = {"any",    "pending", "sent",
+                                             "failed", "dead",    "cancelled"};
+#define S_STATUS_COUNT (sizeof s_status_names / sizeof s_status_names[0])
+
+//  Which statuses a filter may name, as bit masks of (1 << status).
+#define S_STATUS_BIT(status) (1u << (status))
+#define S_ALL_STATUSES       ((1u << S_STATUS_COUNT) - 1)
+
+const char *fq_message_status_name(fq_message_status_t status)
+{
+    return (unsigned)status < S_STATUS_COUNT ? s_status_names[status] : "unknown";
+}
+
+int fq_message_status_parse(const char *name, fq_message_status_t *status)
+{
+    for (size_t i = 0; name && i < S_STATUS_COUNT; i++)
+        if (strcmp(name, s_status_names[i]) == 0) {
+            *status = (fq_message_status_t)i;
+            return 0;
+        }
+    return FQ_EINVAL;
+}
+
+//  ---------------------------------------------------------------------
+//  Building a statement: SQL text from fixed pieces, values as parameters
+
+typedef struct {
+    fq_buf_t sql;
+    int mem; //  -1 once the buffer could not grow
+    int count;
+    const char *values[S_PARAMS_MAX];
+    char text[S_PARAMS_MAX][S_INT_TEXT];
+} s_query_t;
+
+static void s_sql(s_query_t *q, const char *text)
+{
+    q->mem |= fq_buf_add(&q->sql, text, strlen(text));
+}
+
+//  Appends before, then "$<number>", then after.
+static void s_sql_param(s_query_t *q, const char *before, int number, const char *after)
+{
+    char digits[S_INT_TEXT];
+    snprintf(digits, sizeof digits, "$%d", number);
+    s_sql(q, before);
+    s_sql(q, digits);
+    s_sql(q, after);
+}
+
+//  Adds a parameter; returns its number ($n). value belongs to the caller
+//  and must outlive the query.
+static int s_param_text(s_query_t *q, const char *value)
+{
+    assert(q->count < S_PARAMS_MAX);
+    q->values[q->count] = value;
+    return ++q->count;
+}
+
+static int s_param_int(s_query_t *q, int64_t value)
+{
+    assert(q->count < S_PARAMS_MAX);
+    snprintf(q->text[q->count], S_INT_TEXT, "%lld", (long long)value);
+    q->values[q->count] = q->text[q->count];
+    return ++q->count;
+}
+
+//  Runs the query built; clears its text. Returns the result (the caller
+//  clears it) or NULL with *rc set.
+static PGresult *s_run(fq_store_t *self, s_query_t *q, ExecStatusType wanted, const char *what,
+                       int *rc)
+{
+    PGresult *res = NULL;
+    if (q->mem)
+        *rc = fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    else
+        res = fq_store_query(self, q->sql.data, q->count, q->values, wanted, what, rc);
+    fq_buf_free(&q->sql);
+    q->mem = 0;
+    return res;
+}
+
+//  Runs a statement whose one row holds one integer (a count); returns it,
+//  or a negative code.
+static int64_t s_run_count(fq_store_t *self, s_query_t *q, const char *what)
+{
+    int rc;
+    PGresult *res = s_run(self, q, PGRES_TUPLES_OK, what, &rc);
+    if (!res)
+        return rc;
+    int64_t n = PQntuples(res) == 1 ? fq_store_int64(res, 0, 0) : 0;
+    PQclear(res);
+    return n;
+}
+
+//  ---------------------------------------------------------------------
+//  Message filters
+
+//  A filter checked and resolved: the tenant name as its id.
+typedef struct {
+    const fq_message_filter_t *filter;
+    int64_t tenant_by_name;
+} s_filter_t;
+
+static bool s_narrows(const fq_message_filter_t *f)
+{
+    return f->message_id || f->request_id || f->tenant_id || f->tenant || f->recipient || f->domain;
+}
+
+//  Checks a filter: statuses is the mask of statuses the query accepts;
+//  a change needs a field that narrows it.
+static int s_filter_check(fq_store_t *self, const fq_message_filter_t *f, unsigned statuses,
+                          bool change, const char *what)
+{
+    if (!f)
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: no filter", what);
+    if (f->message_id < 0 || f->request_id < 0 || f->tenant_id < 0)
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: an id is negative", what);
+    if ((f->tenant && !*f->tenant) || (f->recipient && !*f->recipient) ||
+        (f->domain && !*f->domain))
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: a filter string is empty", what);
+    if ((unsigned)f->status >= S_STATUS_COUNT)
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: unknown message status %d", what,
+                             (int)f->status);
+    if (!(statuses & S_STATUS_BIT(f->status)))
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: it does not apply to %s messages",
+                             what, s_status_names[f->status]);
+    if (change && !s_narrows(f))
+        return fq_store_fail(self, FQ_EINVAL,
+                             "could not %s: name a message, request, tenant, recipient or domain",
+                             what);
+    return 0;
+}
+
+//  Checks that the message, request and tenant a filter names exist, and
+//  finds the id of the tenant named. One round trip, none if it names none.
+static int s_filter_resolve(fq_store_t *self, const fq_message_filter_t *f, s_filter_t *out,
+                            const char *what)
+{
+    *out = (s_filter_t){.filter = f};
+    if (!f->message_id && !f->request_id && !f->tenant_id && !f->tenant)
+        return 0;
+    char message[S_INT_TEXT], request[S_INT_TEXT], tenant[S_INT_TEXT];
+    snprintf(message, sizeof message, "%lld", (long long)f->message_id);
+    snprintf(request, sizeof request, "%lld", (long long)f->request_id);
+    snprintf(tenant, sizeof tenant, "%lld", (long long)f->tenant_id);
+    const char *params[] = {message, request, tenant, f->tenant};
+    int rc;
+    PGresult *res = fq_store_query(
+        self,
+        "SELECT $1::bigint = 0 OR EXISTS (SELECT 1 FROM fairq.messages WHERE id = $1::bigint),"
+        " $2::bigint = 0 OR EXISTS (SELECT 1 FROM fairq.requests WHERE id = $2::bigint),"
+        " $3::bigint = 0 OR EXISTS (SELECT 1 FROM fairq.tenants WHERE id = $3::bigint),"
+        " (SELECT id FROM fairq.tenants WHERE name = $4::text)",
+        4, params, PGRES_TUPLES_OK, what, &rc);
+    if (!res)
+        return rc;
+    if (PQgetvalue(res, 0, 0)[0] != 't')
+        rc = fq_store_fail(self, FQ_ENOTFOUND, "could not %s: message %s does not exist", what,
+                           message);
+    else if (PQgetvalue(res, 0, 1)[0] != 't')
+        rc = fq_store_fail(self, FQ_ENOTFOUND, "could not %s: request %s does not exist", what,
+                           request);
+    else if (PQgetvalue(res, 0, 2)[0] != 't')
+        rc = fq_store_fail(self, FQ_ENOTFOUND, "could not %s: tenant %s does not exist", what,
+                           tenant);
+    else if (f->tenant && PQgetisnull(res, 0, 3))
+        rc = fq_store_fail(self, FQ_ENOTFOUND, "could not %s: tenant \"%.64s\" does not exist",
+                           what, f->tenant);
+    else
+        out->tenant_by_name = fq_store_int64(res, 0, 3);
+    PQclear(res);
+    return rc;
+}
+
+static int s_filter_prepare(fq_store_t *self, const fq_message_filter_t *f, unsigned statuses,
+                            bool change, s_filter_t *out, const char *what)
+{
+    int rc = s_filter_check(self, f, statuses, change, what);
+    return rc ? rc : s_filter_resolve(self, f, out, what);
+}
+
+//  Appends " AND ..." for each field set; the messages are "m". Each
+//  fragment is one an index serves (request, tenant: (x, id); recipient,
+//  domain: expression indexes on exactly these expressions).
+static void s_filter_where(s_query_t *q, const s_filter_t *resolved)
+{
+    const fq_message_filter_t *f = resolved->filter;
+    if (f->message_id)
+        s_sql_param(q, " AND m.id = ", s_param_int(q, f->message_id), "");
+    if (f->request_id)
+        s_sql_param(q, " AND m.request_id = ", s_param_int(q, f->request_id), "");
+    if (f->tenant_id)
+        s_sql_param(q, " AND m.tenant_id = ", s_param_int(q, f->tenant_id), "");
+    if (f->tenant)
+        s_sql_param(q, " AND m.tenant_id = ", s_param_int(q, resolved->tenant_by_name), "");
+    if (f->status != FQ_MESSAGE_ANY)
+        s_sql_param(q, " AND m.status = ", s_param_text(q, s_status_names[f->status]),
+                    "::fairq.message_status");
+    if (f->recipient)
+        s_sql_param(q, " AND lower(m.recipient) = lower(", s_param_text(q, f->recipient),
+                    "::text)");
+    if (f->domain)
+        s_sql_param(q, " AND lower(split_part(m.recipient, '@', 2)) = lower(",
+                    s_param_text(q, f->domain), "::text)");
+}
+
+//  ---------------------------------------------------------------------
+//  Search
+
+static int s_search_build(fq_store_t *self, const fq_message_filter_t *filter, int64_t after_id,
+                          int limit, s_query_t *q, const char *what)
+{
+    if (limit < 1 || limit > FQ_STORE_PAGE_MAX)
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: limit %d is not within 1..%d", what,
+                             limit, FQ_STORE_PAGE_MAX);
+    s_filter_t resolved;
+    int rc = s_filter_prepare(self, filter, S_ALL_STATUSES, false, &resolved, what);
+    if (rc)
+        return rc;
+    s_sql_param(q,
+                "SELECT m.id, m.request_id, m.tenant_id, m.recipient, m.status, m.try_count,"
+                " coalesce(floor(extract(epoch FROM m.next_attempt_at))::bigint, 0),"
+                " coalesce(floor(extract(epoch FROM m.last_attempt_at))::bigint, 0),"
+                " m.last_error FROM fairq.messages m WHERE m.id > ",
+                s_param_int(q, after_id > 0 ? after_id : 0), "");
+    int limit_param = s_param_int(q, limit);
+    s_filter_where(q, &resolved);
+    s_sql_param(q, " ORDER BY m.id LIMIT ", limit_param, "");
+    return 0;
+}
+
+static fq_message_status_t s_status_of(const char *name)
+{
+    fq_message_status_t status = FQ_MESSAGE_ANY;
+    fq_message_status_parse(name, &status);
+    return status;
+}
+
+//  Copies the rows into one block: the row array, then the strings.
+static int s_search_page(fq_store_t *self, const PGresult *res, fq_message_page_t *page)
+{
+    size_t n = (size_t)PQntuples(res);
+    size_t size = n * sizeof(fq_message_info_t);
+    for (size_t i = 0; i < n; i++)
+        size += (size_t)PQgetlength(res, (int)i, 3) + 1 + (size_t)PQgetlength(res, (int)i, 8) + 1;
+    if (n == 0)
+        return 0;
+    fq_message_info_t *rows = malloc(size);
+    if (!rows)
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    char *strings = (char *)(rows + n);
+    for (size_t i = 0; i < n; i++) {
+        int row = (int)i;
+        fq_message_info_t *info = &rows[i];
+        *info = (fq_message_info_t){.id = fq_store_int64(res, row, 0),
+                                    .request_id = fq_store_int64(res, row, 1),
+                                    .tenant_id = fq_store_int64(res, row, 2),
+                                    .status = s_status_of(PQgetvalue(res, row, 4)),
+                                    .try_count = (int)fq_store_int64(res, row, 5),
+                                    .next_attempt_at = fq_store_int64(res, row, 6),
+                                    .last_attempt_at = fq_store_int64(res, row, 7)};
+        size_t len = (size_t)PQgetlength(res, row, 3);
+        memcpy(strings, PQgetvalue(res, row, 3), len + 1);
+        info->recipient = strings;
+        strings += len + 1;
+        if (!PQgetisnull(res, row, 8)) {
+            len = (size_t)PQgetlength(res, row, 8);
+            memcpy(strings, PQgetvalue(res, row, 8), len + 1);
+            info->last_error = strings;
+            strings += len + 1;
+        }
+    }
+    page->rows = rows;
+    page->count = n;
+    return 0;
+}
+
+int fq_store_search_messages(fq_store_t *self, const fq_message_filter_t *filter, int64_t after_id,
+                             int limit, fq_message_page_t *page)
+{
+    *page = (fq_message_page_t){0};
+    s_query_t q = {0};
+    int rc = s_search_build(self, filter, after_id, limit, &q, "search messages");
+    PGresult *res = rc ? NULL : s_run(self, &q, PGRES_TUPLES_OK, "search messages", &rc);
+    fq_buf_free(&q.sql);
+    if (!res)
+        return rc;
+    rc = s_search_page(self, res, page);
+    PQclear(res);
+    return rc ? rc : (int)page->count;
+}
+
+void fq_message_page_free(fq_message_page_t *page)
+{
+    free(page->rows);
+    *page = (fq_message_page_t){0};
+}
+
+int fq_store_explain_search(fq_store_t *self, const fq_message_filter_t *filter, int64_t after_id,
+                            int limit, char **plan)
+{
+    *plan = NULL;
+    s_query_t q = {0};
+    s_sql(&q, "EXPLAIN (FORMAT JSON) ");
+    int rc = s_search_build(self, filter, after_id, limit, &q, "explain search");
+    PGresult *res = rc ? NULL : s_run(self, &q, PGRES_TUPLES_OK, "explain search", &rc);
+    fq_buf_free(&q.sql);
+    if (!res)
+        return rc;
+    *plan = strdup(PQntuples(res) == 1 ? PQgetvalue(res, 0, 0) : "");
+    PQclear(res);
+    return *plan ? 0 : fq_store_fail(self, FQ_ENOMEM, "out of memory");
+}
+
+//  ---------------------------------------------------------------------
+//  Changes by filter
+
+//  Cancels the pending and failed messages a resolved filter selects, in
+//  one statement with the counters. The rows are locked first and their
+//  status read under the lock, so a message a concurrent nack has just
+//  failed is counted as failed. Returns the count or a negative code.
+static int s_cancel_matching(fq_store_t *self, const s_filter_t *resolved)
+{
+    s_query_t q = {0};
+    s_sql(&q, "WITH target AS MATERIALIZED (SELECT m.id, m.status FROM fairq.messages m"
+              " WHERE m.status IN ('pending', 'failed')");
+    s_filter_where(&q, resolved);
+    //  next_attempt_at goes too: a cancelled message must leave the retry
+    //  index, or every claim would step over it
+    s_sql(&q, " FOR UPDATE),"
+              " changed AS (UPDATE fairq.messages m SET status = 'cancelled',"
+              "   next_attempt_at = NULL, updated_at = now()"
+              "  FROM target t WHERE m.id = t.id"
+              "  RETURNING m.request_id, t.status = 'failed' AS was_failed),"
+              " counted AS (UPDATE fairq.requests r SET cancelled = r.cancelled + c.n,"
+              "   failed = r.failed - c.failed, updated_at = now()"
+              "  FROM (SELECT request_id, count(*) AS n,"
+              "          count(*) FILTER (WHERE was_failed) AS failed"
+              "        FROM changed GROUP BY request_id) c"
+              "  WHERE r.id = c.request_id RETURNING c.n)"
+              " SELECT coalesce(sum(n), 0) FROM counted");
+    return (int)s_run_count(self, &q, "cancel messages");
+}
+
+int fq_store_cancel_messages(fq_store_t *self, const fq_message_filter_t *filter)
+{
+    s_filter_t resolved;
+    unsigned statuses = S_STATUS_BIT(FQ_MESSAGE_ANY) | S_STATUS_BIT(FQ_MESSAGE_PENDING) |
+                        S_STATUS_BIT(FQ_MESSAGE_FAILED);
+    int rc = s_filter_prepare(self, filter, statuses, true, &resolved, "cancel messages");
+    return rc ? rc : s_cancel_matching(self, &resolved);
+}
+
+int fq_store_retry_dead(fq_store_t *self, const fq_message_filter_t *filter)
+{
+    s_filter_t resolved;
+    unsigned statuses = S_STATUS_BIT(FQ_MESSAGE_ANY) | S_STATUS_BIT(FQ_MESSAGE_DEAD);
+    int rc = s_filter_prepare(self, filter, statuses, true, &resolved, "retry dead messages");
+    if (rc)
+        return rc;
+    //  Only an attempt kills a message, so a dead one has try_count > 0 and
+    //  becomes failed: the invariant the ack relies on (try_count > 0 on a
+    //  message not final means failed) holds, and so does the counter.
+    //  First the requests, locked: not cancelled, not being pruned
+    s_query_t q = {0};
+    s_sql(&q, "SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM"
+              " (SELECT r.id FROM fairq.requests r"
+              "  WHERE r.status NOT IN ('cancelled', 'rejected') AND r.pruning_since IS NULL"
+              "  AND r.id IN (SELECT m.request_id FROM fairq.messages m"
+              "               WHERE m.status = 'dead' AND m.try_count > 0");
+    s_filter_where(&q, &resolved);
+    s_sql(&q, ") ORDER BY r.id FOR UPDATE OF r) locked");
+    rc = fq_store_exec(self, "BEGIN", "begin retry");
+    PGresult *res = rc ? NULL : s_run(self, &q, PGRES_TUPLES_OK, "lock requests to retry", &rc);
+    fq_buf_free(&q.sql);
+    int64_t retried = 0;
+    if (res) {
+        q = (s_query_t){0};
+        s_sql_param(&q,
+                    "WITH changed AS (UPDATE fairq.messages m SET status = 'failed',"
+                    "   next_attempt_at = now(), updated_at = now()"
+                    "  WHERE m.status = 'dead' AND m.try_count > 0 AND m.request_id = ANY (",
+                    s_param_text(&q, PQgetvalue(res, 0, 0)), "::bigint[])");
+        s_filter_where(&q, &resolved);
+        s_sql(&q, "  RETURNING m.request_id),"
+                  " counted AS (UPDATE fairq.requests r SET dead = r.dead - c.n,"
+                  "   failed = r.failed + c.n, updated_at = now(),"
+                  "   status = CASE WHEN r.status = 'done' THEN 'active' ELSE r.status END,"
+                  "   finished_at = CASE WHEN r.status = 'done' THEN NULL ELSE r.finished_at END"
+                  "  FROM (SELECT request_id, count(*) AS n FROM changed GROUP BY request_id) c"
+                  "  WHERE r.id = c.request_id RETURNING c.n)"
+                  " SELECT coalesce(sum(n), 0) FROM counted");
+        retried = s_run_count(self, &q, "retry dead messages");
+        PQclear(res);
+        rc = retried < 0 ? (int)retried : 0;
+    }
+    if (rc == 0)
+        rc = fq_store_exec(self, "COMMIT", "commit retry");
+    if (rc)
+        fq_store_rollback(self);
+    return rc ? rc : (int)retried;
+}
+
+int fq_store_release_claims(fq_store_t *self, const fq_message_filter_t *filter)
+{
+    s_filter_t resolved;
+    unsigned statuses = S_STATUS_BIT(FQ_MESSAGE_ANY) | S_STATUS_BIT(FQ_MESSAGE_FAILED);
+    int rc = s_filter_prepare(self, filter, statuses, true, &resolved, "release claims");
+    if (rc)
+        return rc;
+    s_query_t q = {0};
+    s_sql(&q, "WITH released AS (UPDATE fairq.messages m SET next_attempt_at = now(),"
+              "   updated_at = now()"
+              "  WHERE m.status = 'failed' AND m.next_attempt_at > now()");
+    s_filter_where(&q, &resolved);
+    s_sql(&q, " RETURNING 1) SELECT count(*) FROM released");
+    return (int)s_run_count(self, &q, "release claims");
+}
+
+//  ---------------------------------------------------------------------
+//  Request lifecycle
+
+//  A request's status, to explain why a change did not apply. Returns 0
+//  with it, FQ_ENOTFOUND or FQ_EDB.
+static int s_request_status(fq_store_t *self, const char *id, char *status, size_t size,
+                            const char *what)
+{
+    const char *params[] = {id};
+    int rc;
+    PGresult *res = fq_store_query(self, "SELECT status FROM fairq.requests WHERE id = $1::bigint",
+                                   1, params, PGRES_TUPLES_OK, what, &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 1)
+        snprintf(status, size, "%s", PQgetvalue(res, 0, 0));
+    else
+        rc = fq_store_fail(self, FQ_ENOTFOUND, "could not %s: request %s does not exist", what, id);
+    PQclear(res);
+    return rc;
+}
+
+static bool s_finished(const char *status)
+{
+    return strcmp(status, "done") == 0 || strcmp(status, "cancelled") == 0 ||
+           strcmp(status, "rejected") == 0;
+}
+
+//  Runs a one-request UPDATE ... RETURNING: 1 when it changed the row, 0
+//  when its condition excluded it, or a negative code.
+static int s_request_update(fq_store_t *self, const char *sql, int nparams,
+                            const char *const *params, const char *what)
+{
+    int rc;
+    PGresult *res = fq_store_query(self, sql, nparams, params, PGRES_TUPLES_OK, what, &rc);
+    if (!res)
+        return rc;
+    int changed = PQntuples(res) > 0;
+    PQclear(res);
+    return changed;
+}
+
+static bool s_paused(const char *status)
+{
+    return strcmp(status, "paused") == 0;
+}
+
+static bool s_running(const char *status)
+{
+    return strcmp(status, "accepted") == 0 || strcmp(status, "splitting") == 0 ||
+           strcmp(status, "active") == 0;
+}
+
+//  After a lifecycle UPDATE matched nothing: 0 when the request already is
+//  in the state wanted (already, if given, says so), otherwise why not.
+static int s_request_refusal(fq_store_t *self, const char *id, bool (*already)(const char *),
+                             const char *what)
+{
+    char status[32];
+    int rc = s_request_status(self, id, status, sizeof status, what);
+    if (rc)
+        return rc;
+    if (already && already(status))
+        return 0;
+    if (s_finished(status))
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: request %s is %s", what, id, status);
+    //  It changed between the UPDATE and this read
+    return fq_store_fail(self, FQ_EDB, "could not %s: request %s changed meanwhile, try again",
+                         what, id);
+}
+
+int fq_store_request_cancel(fq_store_t *self, int64_t request_id)
+{
+    const char *what = "cancel request";
+    char id[S_INT_TEXT], status[32];
+    snprintf(id, sizeof id, "%lld", (long long)request_id);
+    const char *params[] = {id};
+    int rc = fq_store_exec(self, "BEGIN", "begin cancel");
+    if (rc == 0)
+        rc = s_request_status(self, id, status, sizeof status, what);
+    if (rc == 0 && strcmp(status, "cancelled") == 0) {
+        fq_store_rollback(self);
+        return 0;
+    }
+    if (rc == 0 && s_finished(status))
+        rc = fq_store_fail(self, FQ_EINVAL, "could not %s: request %s is %s", what, id, status);
+    //  Chunks first: a split in progress holds its chunk, then takes the
+    //  request row; waiting for the chunk lets it finish, and its messages
+    //  are then cancelled with the rest
+    PGresult *res = NULL;
+    if (rc == 0)
+        res = fq_store_query(self, "DELETE FROM fairq.recipient_chunks WHERE request_id = $1", 1,
+                             params, PGRES_COMMAND_OK, "drop unsplit recipients", &rc);
+    PQclear(res);
+    int cancelled = 0;
+    if (rc == 0) {
+        fq_message_filter_t filter = {.request_id = request_id};
+        cancelled = s_cancel_matching(self, &(s_filter_t){.filter = &filter});
+        rc = cancelled < 0 ? cancelled : 0;
+    }
+    if (rc == 0) {
+        int changed = s_request_update(
+            self,
+            "UPDATE fairq.requests r SET status = 'cancelled', finished_at = now(),"
+            " updated_at = now() WHERE r.id = $1 AND r.status IN " S_UNFINISHED
+            " RETURNING " S_NOTIFY,
+            1, params, what);
+        rc = changed < 0 ? changed
+             : changed > 0
+                 ? 0
+                 : fq_store_fail(self, FQ_EDB,
+                                 "could not %s: request %s changed meanwhile, try again", what, id);
+    }
+    if (rc == 0)
+        rc = fq_store_exec(self, "COMMIT", "commit cancel");
+    if (rc)
+        fq_store_rollback(self);
+    return rc ? rc : cancelled;
+}
+
+int fq_store_request_pause(fq_store_t *self, int64_t request_id)
+{
+    char id[S_INT_TEXT];
+    snprintf(id, sizeof id, "%lld", (long long)request_id);
+    const char *params[] = {id};
+    int changed =
+        s_request_update(self,
+                         "UPDATE fairq.requests r SET status = 'paused', updated_at = now()"
+                         " WHERE r.id = $1 AND r.status IN ('accepted', 'splitting',"
+                         " 'active') RETURNING " S_NOTIFY,
+                         1, params, "pause request");
+    return changed ? changed : s_request_refusal(self, id, s_paused, "pause request");
+}
+
+int fq_store_request_resume(fq_store_t *self, int64_t request_id)
+{
+    char id[S_INT_TEXT];
+    snprintf(id, sizeof id, "%lld", (long long)request_id);
+    const char *params[] = {id};
+    //  Back to the state it was paused in: the split may not be complete
+    //  (the splitter leaves a paused request's status alone)
+    int changed = s_request_update(
+        self,
+        "UPDATE fairq.requests r SET updated_at = now(), status = (CASE"
+        "  WHEN NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id)"
+        "  THEN 'active' WHEN r.split = 0 AND r.rejected = 0 THEN 'accepted'"
+        "  ELSE 'splitting' END)::fairq.request_status"
+        " WHERE r.id = $1 AND r.status = 'paused' RETURNING " S_NOTIFY,
+        1, params, "resume request");
+    return changed ? changed : s_request_refusal(self, id, s_running, "resume request");
+}
+
+int fq_store_request_change(fq_store_t *self, int64_t request_id, const fq_request_change_t *change)
+{
+    const char *what = "change request";
+    if (!change || (!change->set_send_at && !change->set_priority))
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: nothing to change", what);
+    if (change->set_priority && (change->priority < -1000 || change->priority > 1000))
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: priority %d is not within -1000..1000",
+                             what, change->priority);
+    if (change->set_send_at && change->send_at < 0)
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: send_at is negative", what);
+    char id[S_INT_TEXT], send_at[S_INT_TEXT], priority[S_INT_TEXT];
+    snprintf(id, sizeof id, "%lld", (long long)request_id);
+    snprintf(send_at, sizeof send_at, "%lld", (long long)change->send_at);
+    snprintf(priority, sizeof priority, "%d", change->priority);
+    const char *params[] = {id, change->set_send_at ? "true" : "false", send_at,
+                            change->set_priority ? "true" : "false", priority};
+    int changed =
+        s_request_update(self,
+                         "UPDATE fairq.requests r SET updated_at = now(),"
+                         " send_at = CASE WHEN NOT $2::boolean THEN r.send_at"
+                         "  WHEN $3::bigint > 0 THEN to_timestamp($3::bigint) ELSE now() END,"
+                         " priority = CASE WHEN $4::boolean THEN $5::int ELSE r.priority END"
+                         " WHERE r.id = $1 AND r.status IN " S_UNFINISHED " RETURNING " S_NOTIFY,
+                         5, params, what);
+    if (changed < 0)
+        return changed;
+    return changed ? 0 : s_request_refusal(self, id, NULL, what);
+}
+
+//  ---------------------------------------------------------------------
+//  Error summary
+
+int fq_store_error_summary(fq_store_t *self, const fq_message_filter_t *filter, int top,
+                           fq_error_summary_t *summary)
+{
+    const char *what = "summarise errors";
+    *summary = (fq_error_summary_t){0};
+    if (top < 1 || top > FQ_STORE_PAGE_MAX)
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: top %d is not within 1..%d", what, top,
+                             FQ_STORE_PAGE_MAX);
+    s_filter_t resolved;
+    unsigned statuses = S_STATUS_BIT(FQ_MESSAGE_ANY) | S_STATUS_BIT(FQ_MESSAGE_FAILED) |
+                        S_STATUS_BIT(FQ_MESSAGE_DEAD);
+    int rc = s_filter_prepare(self, filter, statuses, false, &resolved, what);
+    if (rc)
+        return rc;
+    s_query_t q = {0};
+    int top_param = s_param_int(&q, top);
+    s_sql(&q, "SELECT m.last_error, count(*), count(*) FILTER (WHERE m.status = 'failed'),"
+              " count(*) FILTER (WHERE m.status = 'dead')"
+              " FROM fairq.messages m WHERE m.status IN ('failed', 'dead')");
+    s_filter_where(&q, &resolved);
+    s_sql_param(&q, " GROUP BY m.last_error ORDER BY 2 DESC, 1 NULLS LAST LIMIT ", top_param, "");
+    PGresult *res = s_run(self, &q, PGRES_TUPLES_OK, what, &rc);
+    if (!res)
+        return rc;
+    size_t n = (size_t)PQntuples(res);
+    size_t size = n * sizeof(fq_error_count_t);
+    for (size_t i = 0; i < n; i++)
+        size += (size_t)PQgetlength(res, (int)i, 0) + 1;
+    fq_error_count_t *rows = n ? malloc(size) : NULL;
+    if (n && !rows) {
+        PQclear(res);
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    }
+    char *strings = (char *)(rows + n);
+    for (size_t i = 0; i < n; i++) {
+        int row = (int)i;
+        rows[i] = (fq_error_count_t){.count = fq_store_int64(res, row, 1),
+                                     .failed = fq_store_int64(res, row, 2),
+                                     .dead = fq_store_int64(res, row, 3)};
+        if (!PQgetisnull(res, row, 0)) {
+            size_t len = (size_t)PQgetlength(res, row, 0);
+            memcpy(strings, PQgetvalue(res, row, 0), len + 1);
+            rows[i].error = strings;
+            strings += len + 1;
+        }
+    }
+    PQclear(res);
+    summary->rows = rows;
+    summary->count = n;
+    return (int)n;
+}
+
+void fq_error_summary_free(fq_error_summary_t *summary)
+{
+    free(summary->rows);
+    *summary = (fq_error_summary_t){0};
+}
+
+//  ---------------------------------------------------------------------
+//  Finishing and pruning
+
+//  Unfinished requests come from requests_open_idx, finished ones without
+//  a finished_at from requests_finished_idx (NULLs are in it): neither
+//  scan grows with history. Rows an ack holds are skipped, not waited for.
+static const char *const S_FINISH_SQL =
+    "WITH due AS (SELECT r.id FROM fairq.requests r WHERE r.status IN " S_UNFINISHED
+    "  AND r.sent + r.dead + r.cancelled + r.rejected >= r.total"
+    "  AND NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id)"
+    "  ORDER BY r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED),"
+    " done AS (UPDATE fairq.requests r SET status = 'done', finished_at = now(),"
+    "   updated_at = now() FROM due WHERE r.id = due.id RETURNING r.id),"
+    " stamped AS (UPDATE fairq.requests r SET finished_at = r.updated_at"
+    "  FROM (SELECT id FROM fairq.requests WHERE status IN " S_FINISHED
+    "        AND finished_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) s"
+    "  WHERE r.id = s.id RETURNING r.id)"
+    " SELECT (SELECT count(*) FROM done), (SELECT count(*) FROM stamped)";
+
+int fq_store_finish_requests(fq_store_t *self, int limit)
+{
+    if (limit < 1 || limit > FQ_STORE_PAGE_MAX)
+        return fq_store_fail(self, FQ_EINVAL,
+                             "could not finish requests: limit %d is not within "
+                             "1..%d",
+                             limit, FQ_STORE_PAGE_MAX);
+    char count[S_INT_TEXT];
+    snprintf(count, sizeof count, "%d", limit);
+    const char *params[] = {count};
+    int rc;
+    PGresult *res =
+        fq_store_query(self, S_FINISH_SQL, 1, params, PGRES_TUPLES_OK, "finish requests", &rc);
+    if (!res)
+        return rc;
+    int done = (int)fq_store_int64(res, 0, 0);
+    PQclear(res);
+    return done;
+}
+
+//  Runs one prune step on the requests in ids (an array literal, $1),
+//  with limit as $2 unless negative: a statement answering a count.
+//  Returns it or a negative code.
+static int64_t s_prune_step(fq_store_t *self, const char *sql, const char *ids, int64_t limit,
+                            const char *what)
+{
+    s_query_t q = {0};
+    s_param_text(&q, ids);
+    if (limit >= 0)
+        s_param_int(&q, limit);
+    s_sql(&q, sql);
+    return s_run_count(self, &q, what);
+}
+
+int fq_store_prune(fq_store_t *self, int retention_s, int batch, fq_prune_result_t *result)
+{
+    *result = (fq_prune_result_t){0};
+    if (retention_s < 0)
+        return fq_store_fail(self, FQ_EINVAL, "could not prune: retention is negative");
+    if (batch < 1 || batch > FQ_STORE_PRUNE_BATCH_MAX)
+        return fq_store_fail(self, FQ_EINVAL, "could not prune: batch %d is not within 1..%d",
+                             batch, FQ_STORE_PRUNE_BATCH_MAX);
+    char retention[S_INT_TEXT], requests[S_INT_TEXT];
+    snprintf(retention, sizeof retention, "%d", retention_s);
+    snprintf(requests, sizeof requests, "%d", S_PRUNE_REQUESTS);
+    const char *params[] = {retention, requests};
+    int rc = fq_store_exec(self, "BEGIN", "begin prune");
+    //  The oldest expired requests, locked and marked: from now on nothing
+    //  reopens them (fq_store_retry_dead skips requests being pruned)
+    PGresult *res = NULL;
+    if (rc == 0)
+        res = fq_store_query(
+            self,
+            "WITH expired AS MATERIALIZED (SELECT id, pruning_since FROM fairq.requests"
+            "  WHERE status IN " S_FINISHED
+            "  AND finished_at < now() - make_interval(secs => $1::int)"
+            "  ORDER BY finished_at, id LIMIT $2 FOR UPDATE SKIP LOCKED),"
+            " marked AS (UPDATE fairq.requests r SET pruning_since = now() FROM expired e"
+            "  WHERE r.id = e.id AND e.pruning_since IS NULL)"
+            " SELECT count(*), coalesce(array_agg(id), '{}') FROM expired",
+            2, params, PGRES_TUPLES_OK, "find expired requests", &rc);
+    int64_t expired = res ? fq_store_int64(res, 0, 0) : 0;
+    const char *ids = res ? PQgetvalue(res, 0, 1) : NULL;
+    int64_t left = batch, n = 0;
+    if (rc == 0 && expired) {
+        n = s_prune_step(self,
+                         "WITH gone AS (DELETE FROM fairq.messages WHERE id IN"
+                         "  (SELECT m.id FROM fairq.messages m"
+                         "   WHERE m.request_id = ANY ($1::bigint[]) LIMIT $2) RETURNING 1)"
+                         " SELECT count(*) FROM gone",
+                         ids, left, "prune messages");
+        result->messages = (int)(n > 0 ? n : 0);
+        left -= result->messages;
+    }
+    if (n >= 0 && expired && left > 0) {
+        n = s_prune_step(self,
+                         "WITH gone AS (DELETE FROM fairq.rejects j USING"
+                         "  (SELECT request_id, position FROM fairq.rejects"
+                         "   WHERE request_id = ANY ($1::bigint[]) LIMIT $2) x"
+                         "  WHERE j.request_id = x.request_id AND j.position = x.position"
+                         "  RETURNING 1) SELECT count(*) FROM gone",
+                         ids, left, "prune rejects");
+        result->rejects = (int)(n > 0 ? n : 0);
+    }
+    //  Chunks go by cascade; a finished request has none left, normally
+    if (n >= 0 && expired) {
+        n = s_prune_step(
+            self,
+            "WITH gone AS (DELETE FROM fairq.requests r"
+            "  WHERE r.id = ANY ($1::bigint[])"
+            "  AND NOT EXISTS (SELECT 1 FROM fairq.messages m WHERE m.request_id = r.id)"
+            "  AND NOT EXISTS (SELECT 1 FROM fairq.rejects j WHERE j.request_id = r.id)"
+            "  RETURNING 1) SELECT count(*) FROM gone",
+            ids, -1, "prune requests");
+        result->requests = (int)(n > 0 ? n : 0);
+    }
+    PQclear(res);
+    if (rc == 0 && n < 0)
+        rc = (int)n;
+    if (rc == 0)
+        rc = fq_store_exec(self, "COMMIT", "commit prune");
+    if (rc) {
+        fq_store_rollback(self);
+        *result = (fq_prune_result_t){0};
+        return rc;
+    }
+    result->more = expired == S_PRUNE_REQUESTS || result->requests < expired;
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Tenants
+
+//  Figures from the counters of unfinished requests (requests_open_idx),
+//  never from counting messages. A message not yet final is pending or
+//  failed, so their sum is what is split minus what is final.
+#define S_TENANT_SQL                                                                               \
+    "SELECT t.id, t.name, t.weight, t.max_inflight, coalesce(t.submit_rate, 0),"                   \
+    " coalesce(s.open, 0), coalesce(s.depth, 0), coalesce(s.failed, 0),"                           \
+    " coalesce(s.unsplit, 0),"                                                                     \
+    " coalesce(greatest(floor(extract(epoch FROM now() - s.oldest)), 0)::bigint, 0)"               \
+    " FROM fairq.tenants t LEFT JOIN (SELECT tenant_id, count(*) AS open,"                         \
+    "   sum(split - sent - dead - cancelled) AS depth, sum(failed) AS failed,"                     \
+    "   sum(greatest(total - split - rejected, 0)) AS unsplit, min(created_at) AS oldest"          \
+    "  FROM fairq.requests WHERE status IN " S_UNFINISHED " GROUP BY tenant_id) s"                 \
+    " ON s.tenant_id = t.id"
+
+static void s_tenant_row(const PGresult *res, int row, fq_tenant_info_t *out)
+{
+    *out = (fq_tenant_info_t){.id = fq_store_int64(res, row, 0),
+                              .weight = (int)fq_store_int64(res, row, 2),
+                              .max_inflight = (int)fq_store_int64(res, row, 3),
+                              .submit_rate = (int)fq_store_int64(res, row, 4),
+                              .open_requests = fq_store_int64(res, row, 5),
+                              .depth = fq_store_int64(res, row, 6),
+                              .failed = fq_store_int64(res, row, 7),
+                              .unsplit = fq_store_int64(res, row, 8),
+                              .oldest_pending_s = fq_store_int64(res, row, 9)};
+    snprintf(out->name, sizeof out->name, "%s", PQgetvalue(res, row, 1));
+}
+
+int fq_store_tenant_get(fq_store_t *self, const char *name, fq_tenant_info_t *out)
+{
+    *out = (fq_tenant_info_t){0};
+    const char *params[] = {name ? name : ""};
+    int rc;
+    PGresult *res = fq_store_query(self, S_TENANT_SQL " WHERE t.name = $1", 1, params,
+                                   PGRES_TUPLES_OK, "read tenant", &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 1)
+        s_tenant_row(res, 0, out);
+    else
+        rc = fq_store_fail(self, FQ_ENOTFOUND, "could not read tenant: \"%.64s\" does not exist",
+                           params[0]);
+    PQclear(res);
+    return rc;
+}
+
+int fq_store_tenant_list(fq_store_t *self, fq_tenant_list_t *list)
+{
+    *list = (fq_tenant_list_t){0};
+    int rc;
+    PGresult *res = fq_store_query(self, S_TENANT_SQL " ORDER BY t.name COLLATE \"C\"", 0, NULL,
+                                   PGRES_TUPLES_OK, "list tenants", &rc);
+    if (!res)
+        return rc;
+    size_t n = (size_t)PQntuples(res);
+    list->rows = n ? calloc(n, sizeof *list->rows) : NULL;
+    if (n && !list->rows) {
+        PQclear(res);
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        s_tenant_row(res, (int)i, &list->rows[i]);
+    list->count = n;
+    PQclear(res);
+    return (int)n;
+}
+
+void fq_tenant_list_free(fq_tenant_list_t *list)
+{
+    free(list->rows);
+    *list = (fq_tenant_list_t){0};
+}

@@ -45,12 +45,17 @@ int fq_buf_add(fq_buf_t *buf, const char *data, size_t size)
 
 int fq_buf_printf(fq_buf_t *buf, const char *format, ...)
 {
-    char text[64];
     va_list args;
     va_start(args, format);
-    int len = vsnprintf(text, sizeof text, format, args);
+    int len = vsnprintf(NULL, 0, format, args);
     va_end(args);
-    return len < 0 ? -1 : fq_buf_add(buf, text, (size_t)len);
+    if (len < 0 || fq_buf_reserve(buf, (size_t)len + 1))
+        return -1;
+    va_start(args, format);
+    vsnprintf(buf->data + buf->size, (size_t)len + 1, format, args);
+    va_end(args);
+    buf->size += (size_t)len;
+    return 0;
 }
 
 //  Appends s escaped for COPY's text format: the four characters COPY
@@ -760,7 +765,12 @@ int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const
             "                THEN (CASE WHEN (SELECT n FROM left_over) > 0 THEN 'splitting'"
             "                           WHEN split + $3::int = 0 THEN 'done'"
             "                           ELSE 'active' END)::fairq.request_status"
-            "                ELSE r.status END"
+            "                ELSE r.status END,"
+            //  A request that ends here (every recipient rejected) is
+            //  finished now, so that retention finds it
+            "  finished_at = CASE WHEN r.status IN ('accepted', 'splitting')"
+            "                      AND (SELECT n FROM left_over) = 0 AND split + $3::int = 0"
+            "                     THEN now() ELSE r.finished_at END"
             " WHERE r.id = $1 RETURNING (SELECT n FROM left_over)",
             5, params, PGRES_TUPLES_OK, "update request after split", &rc);
         if (res)
@@ -930,7 +940,11 @@ int fq_store_claim_due_retries(fq_store_t *self, int limit, int lease_s, fq_due_
         self,
         "UPDATE fairq.messages m SET next_attempt_at = now() + make_interval(secs => $2::int)"
         " FROM (SELECT id FROM fairq.messages WHERE next_attempt_at <= now()"
-        "       AND status = 'failed' ORDER BY next_attempt_at LIMIT $1"
+        "       AND status = 'failed'"
+        //  A paused or cancelled request's retries wait where they are
+        "       AND EXISTS (SELECT 1 FROM fairq.requests r WHERE r.id = request_id"
+        "                   AND r.status IN ('splitting', 'active'))"
+        "       ORDER BY next_attempt_at LIMIT $1"
         "       FOR UPDATE SKIP LOCKED) due"
         " WHERE m.id = due.id RETURNING m.id, m.request_id, m.tenant_id",
         2, params, PGRES_TUPLES_OK, "claim due retries", &rc);

@@ -365,6 +365,13 @@ void fq_error_summary_free(fq_error_summary_t *summary);
 //  left for the next call. Returns how many were marked done.
 int fq_store_finish_requests(fq_store_t *self, int limit);
 
+//  Moves requests.scan_from forward past the final messages at the start
+//  of each unfinished request, for up to limit requests (1..
+//  FQ_STORE_PAGE_MAX), reading at most window messages of each: where the
+//  scheduler starts paging after a restart, so it never rereads a request's
+//  sent history. Returns how many requests moved.
+int fq_store_advance_scan(fq_store_t *self, int limit, int window);
+
 typedef struct {
     int messages; //  Message rows deleted
     int rejects;  //  Rows of fairq.rejects deleted

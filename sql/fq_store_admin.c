@@ -906,3 +906,38 @@ void fq_tenant_list_free(fq_tenant_list_t *list)
     free(list->rows);
     *list = (fq_tenant_list_t){0};
 }
+
+//  The first window messages after scan_from: if one is not final, paging
+//  must start just before it; if all are, past the last of them. Bounded
+//  by window rows per request whatever the request's size.
+static const char *const S_ADVANCE_SCAN_SQL =
+    "UPDATE fairq.requests r SET scan_from = s.next_from"
+    " FROM (SELECT o.id, ("
+    "         SELECT coalesce(min(w.id) FILTER (WHERE w.status IN ('pending', 'failed')) - 1,"
+    "                         max(w.id))"
+    "           FROM (SELECT m.id, m.status FROM fairq.messages m"
+    "                  WHERE m.request_id = o.id AND m.id > o.scan_from"
+    "                  ORDER BY m.id LIMIT $2) w) AS next_from"
+    "       FROM fairq.requests o"
+    "       WHERE o.status IN ('accepted', 'splitting', 'active', 'paused')"
+    "       ORDER BY o.id LIMIT $1) s"
+    " WHERE r.id = s.id AND s.next_from > r.scan_from";
+
+int fq_store_advance_scan(fq_store_t *self, int limit, int window)
+{
+    if (limit < 1 || limit > FQ_STORE_PAGE_MAX || window < 1)
+        return fq_store_fail(self, FQ_EINVAL, "limit must be 1 to %d and window at least 1",
+                             FQ_STORE_PAGE_MAX);
+    char limit_text[16], window_text[16];
+    snprintf(limit_text, sizeof limit_text, "%d", limit);
+    snprintf(window_text, sizeof window_text, "%d", window);
+    const char *params[] = {limit_text, window_text};
+    int rc;
+    PGresult *res = fq_store_query(self, S_ADVANCE_SCAN_SQL, 2, params, PGRES_COMMAND_OK,
+                                   "advance scan cursors", &rc);
+    if (!res)
+        return rc;
+    int moved = atoi(PQcmdTuples(res));
+    PQclear(res);
+    return moved;
+}

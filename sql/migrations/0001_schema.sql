@@ -34,7 +34,9 @@ CREATE TABLE fairq.requests (
     -- A mail header: no control characters (no CR/LF header injection)
     subject         text NOT NULL CHECK (octet_length(subject) <= 998
                                          AND subject !~ '[[:cntrl:]]'),
-    body            text NOT NULL CHECK (octet_length(body) <= 10485760),
+    -- The template parser's limit (FQ_TEMPLATE_MAX_SIZE): a body it could
+    -- not render is refused at submit, not discovered at send
+    body            text NOT NULL CHECK (octet_length(body) <= 1048576),
     body_is_html    boolean NOT NULL DEFAULT false,
     send_at         timestamptz NOT NULL DEFAULT now(),
     -- Orders requests within a tenant only (higher first)

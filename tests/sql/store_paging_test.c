@@ -208,6 +208,12 @@ static void test_claim_due_retries_leases(void **unused)
     assert_int_equal(again, 10);
     for (int i = 0; i < 10; i++)
         assert_true(s_contains(due, again, ids[i]));
+    //  A paused request's retries stay where they are until it resumes
+    fq_test_sleep_ms(S_LEASE_S * 1000 + S_LEASE_SLACK);
+    fq_test_exec(conn, "UPDATE fairq.requests SET status = 'paused' WHERE id = $1", 1, id_text);
+    assert_int_equal(fq_store_claim_due_retries(store, 64, S_LEASE_S, due), 0);
+    fq_test_exec(conn, "UPDATE fairq.requests SET status = 'active' WHERE id = $1", 1, id_text);
+    assert_int_equal(fq_store_claim_due_retries(store, 64, S_LEASE_S, due), 10);
     //  Acked retries are never claimed again
     assert_int_equal(fq_store_ack_batch(store, ids, 10), 10);
     fq_test_sleep_ms(S_LEASE_S * 1000 + S_LEASE_SLACK);
@@ -528,6 +534,50 @@ static void test_paging_plans_are_bounded(void **unused)
     PQfinish(conn);
 }
 
+//  After a restart paging resumes at scan_from: it moves past the final
+//  messages at the start of a request, stops before the first one still to
+//  send, and reads no more than its window per call.
+static void test_scan_from_skips_sent_history(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    PGconn *conn = fq_test_connect(s_conninfo);
+    int64_t request = s_request(store, 50, 0);
+    int count;
+    int64_t *ids = s_pending_ids(conn, request, &count);
+    assert_int_equal(count, 50);
+    char id_text[32];
+    fq_test_param(id_text, sizeof id_text, request);
+    const char *scan_sql = "SELECT scan_from FROM fairq.requests WHERE id = $1";
+
+    //  The first 30 sent, except the 21st, which failed and waits for a retry
+    assert_int_equal(fq_store_ack_batch(store, ids, 20), 20);
+    assert_int_equal(fq_store_ack_batch(store, ids + 21, 9), 9);
+    fq_nack_t nack = {.id = ids[20], .error = "451 later"};
+    assert_int_equal(fq_store_nack_batch(store, &nack, 1, &(fq_retry_policy_t){60000, 60000}), 1);
+
+    //  A window of 8 moves 8 messages per call
+    assert_int_equal(fq_store_advance_scan(store, 100, 8), 1);
+    assert_int_equal(fq_test_int(conn, scan_sql, 1, id_text), ids[7]);
+    //  A large window stops just before the failed message
+    assert_int_equal(fq_store_advance_scan(store, 100, 1000), 1);
+    assert_int_equal(fq_test_int(conn, scan_sql, 1, id_text), ids[20] - 1);
+    assert_int_equal(fq_store_advance_scan(store, 100, 1000), 0);
+    //  Paging from there finds the failed one's successors that are pending
+    int64_t page[64];
+    assert_int_equal(fq_store_next_ready(store, request, ids[20] - 1, 64, page), 20);
+    assert_int_equal(page[0], ids[30]);
+
+    //  Everything final: past the last message
+    assert_int_equal(fq_store_ack_batch(store, ids + 20, 30), 21); // 9 were sent already
+    assert_int_equal(fq_store_advance_scan(store, 100, 1000), 1);
+    assert_int_equal(fq_test_int(conn, scan_sql, 1, id_text), ids[49]);
+    assert_int_equal(fq_store_advance_scan(store, 0, 10), FQ_EINVAL);
+    free(ids);
+    PQfinish(conn);
+    fq_store_destroy(&store);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -535,6 +585,7 @@ int main(void)
         cmocka_unit_test_setup(test_claim_due_retries_leases, s_reset),
         cmocka_unit_test_setup(test_due_requests_excludes_the_rest, s_reset),
         cmocka_unit_test_setup(test_paging_plans_are_bounded, s_reset),
+        cmocka_unit_test_setup(test_scan_from_skips_sent_history, s_reset),
     };
     return cmocka_run_group_tests(tests, s_group_setup, s_group_teardown);
 }

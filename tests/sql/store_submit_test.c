@@ -16,8 +16,8 @@
 //  How long a test waits for a notification that should come.
 #define S_NOTIFY_DEADLINE_MS 10000
 
-//  The body limit of fairq.requests (10 MiB).
-#define S_BODY_MAX (10 * 1024 * 1024)
+//  The body limit of fairq.requests (1 MiB, the template parser's limit).
+#define S_BODY_MAX (1024 * 1024)
 
 //  Recipients per stored chunk (fairq.chunk_size()).
 #define S_CHUNK_SIZE 10000

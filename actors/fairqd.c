@@ -1,0 +1,461 @@
+/*  fairqd.c — the fairq daemon (DESIGN §1, §8).
+
+        fairqd [--config PATH] [--KEY=VALUE ...]    (--help lists the keys)
+
+    It starts in this order, logging each step on stdout:
+
+    1. The configuration (fq_config.h). An error goes to stderr and ends
+       fairqd with exit code 2; --help and --print-config print and exit 0.
+    2. PostgreSQL. fairqd connects, retrying with doubling waits
+       (database_retry_min_ms up to database_retry_max_ms) until the
+       database answers or SIGTERM/SIGINT comes, and logs each failed
+       attempt. Then it applies the migrations the database lacks. A
+       database whose schema is newer than this program is refused (exit
+       3): old code must not write into a schema it does not know.
+    3. The actor system, named by the key "name", and with gateway_bind
+       its gateway, which sender workers connect to.
+    4. It waits for SIGTERM or SIGINT, then stops the system (each actor
+       drains its in-flight work first), closes the store, logs "stopped"
+       and exits 0.
+
+    Signals: SIGTERM, SIGINT and S_SIGNAL_ESCALATED are blocked from the
+    first line of main, before CZMQ or libpq start a thread (threads inherit
+    the mask), and the main thread alone takes them, with sigwait and
+    sigtimedwait. No handler ever runs, so nothing happens in signal context.
+    A blocked connection attempt is not interrupted: add connect_timeout to
+    the connection string to bound it.
+
+    Log lines are "2025-01-02 03:04:05.678 UTC [pid] LEVEL:  message", one
+    per event, messages in PostgreSQL's style. The runtime's own lines (the
+    gateway's) come through CZMQ's log, on stdout too, in CZMQ's format.
+
+    Under systemd: Restart=on-failure, and RestartPreventExitStatus=2 3,
+    since restarting does not mend a configuration or an old binary.
+*/
+#include "fq_config.h"
+#include "fq_error.h"
+#include "fq_gateway.h"
+#include "fq_store.h"
+#include "fq_system.h"
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef FQ_VERSION
+#define FQ_VERSION "unknown"
+#endif
+
+#define S_PROGRAM "fairqd"
+
+typedef enum {
+    S_EXIT_OK = 0,      //  Stopped by SIGTERM or SIGINT; or --help, --print-config
+    S_EXIT_FAILURE = 1, //  Could not start, or a failure escalated to the top
+    S_EXIT_CONFIG = 2,  //  The configuration is wrong
+    S_EXIT_SCHEMA = 3,  //  The database's schema is newer than this program
+} s_exit_t;
+
+//  What a guardian raises at the main thread when a failure escalates to
+//  it: fairqd then exits, and systemd restarts it (fq_system.h).
+#define S_SIGNAL_ESCALATED SIGUSR1
+
+//  Longest log message; longer ones are cut. libpq's errors, the longest
+//  messages logged, are a few hundred bytes.
+#define S_LOG_MESSAGE_MAX 2048
+
+//  Room for an error message from the configuration or the store.
+#define S_ERROR_MAX 1024
+
+//  The gateway binds in its own thread, after fq_gateway_start returns:
+//  fairqd says it listens only once it answers as bound. A bind that keeps
+//  failing (a port in use) escalates, once the gateway's restarts run out,
+//  well within this; fairqd looks for that every S_GATEWAY_POLL_MS.
+#define S_GATEWAY_BIND_TIMEOUT_MS 10000
+#define S_GATEWAY_POLL_MS         100
+
+#define S_NS_PER_MS 1000000L
+#define S_NS_PER_S  1000000000LL
+
+typedef enum { S_DEBUG, S_INFO, S_WARNING, S_ERROR, S_FATAL } s_level_t;
+
+//  How log lines tag each level (PostgreSQL's words).
+static const char *const s_level_tags[] = {"DEBUG", "INFO", "WARNING", "ERROR", "FATAL"};
+
+//  The values of log_level, in the order of s_level_t.
+static const char *const s_level_names[] = {"debug", "info", "warning", "error"};
+
+typedef struct {
+    fq_config_t *config; //  Borrowed
+    s_level_t log_min;   //  Less severe messages are not logged
+    sigset_t signals;    //  The signals the main thread takes
+    pthread_t main_thread;
+    fq_store_t *store;
+    fq_system_t *system;
+} s_daemon_t;
+
+//  ---------------------------------------------------------------------
+//  Logging
+
+//  Copies message to out (size bytes) as one line: each line break, with
+//  the blanks around it, becomes "; " (libpq's errors have an indented
+//  second line: "Connection refused; Is the server running..."), and other
+//  control bytes become spaces.
+static void s_one_line(const char *message, char *out, size_t size)
+{
+    size_t len = 0;
+    for (const char *in = message; *in && len + 2 < size;) {
+        if (*in == '\n' || *in == '\r') {
+            while (len > 0 && (out[len - 1] == ' ' || out[len - 1] == '\t'))
+                len--;
+            while (*in == '\n' || *in == '\r' || *in == ' ' || *in == '\t')
+                in++;
+            if (*in && len > 0) {
+                out[len++] = ';';
+                out[len++] = ' ';
+            }
+        } else {
+            char c = *in++;
+            out[len++] = (unsigned char)c < ' ' ? ' ' : c;
+        }
+    }
+    out[len] = 0;
+}
+
+//  Logs one line on stdout. Safe from any thread: each line is one stdio
+//  call, and stdio locks the stream around it.
+static void s_log(s_daemon_t *self, s_level_t level, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void s_log(s_daemon_t *self, s_level_t level, const char *format, ...)
+{
+    if (level < self->log_min)
+        return;
+    char message[S_LOG_MESSAGE_MAX], line[S_LOG_MESSAGE_MAX];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, sizeof message, format, args);
+    va_end(args);
+    s_one_line(message, line, sizeof line);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    struct tm utc;
+    gmtime_r(&now.tv_sec, &utc);
+    char stamp[sizeof "2025-01-02 03:04:05"];
+    strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &utc);
+    printf("%s.%03ld UTC [%d] %s:  %s\n", stamp, now.tv_nsec / S_NS_PER_MS, (int)getpid(),
+           s_level_tags[level], line);
+    fflush(stdout);
+}
+
+static s_level_t s_level_from_name(const char *name)
+{
+    for (size_t i = 0; i < sizeof s_level_names / sizeof s_level_names[0]; i++)
+        if (strcmp(name, s_level_names[i]) == 0)
+            return (s_level_t)i;
+    return S_INFO; //  Not reached: fq_config took one of the names above
+}
+
+//  ---------------------------------------------------------------------
+//  Signals
+
+//  Blocks the signals fairqd takes, in this thread and every thread it
+//  starts later. Call before anything starts a thread.
+static void s_block_signals(sigset_t *signals)
+{
+    sigemptyset(signals);
+    sigaddset(signals, SIGTERM);
+    sigaddset(signals, SIGINT);
+    sigaddset(signals, S_SIGNAL_ESCALATED);
+    pthread_sigmask(SIG_BLOCK, signals, NULL);
+}
+
+//  The signal's name, for the log.
+static const char *s_signal_name(int sig)
+{
+    return sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGUSR1";
+}
+
+static bool s_is_stop(int sig)
+{
+    return sig == SIGTERM || sig == SIGINT;
+}
+
+//  Waits up to timeout_ms (-1: for ever) for one of the signals. Returns
+//  it, or 0 once the time is up.
+static int s_wait_signal(s_daemon_t *self, int timeout_ms)
+{
+    int sig;
+    if (timeout_ms < 0) {
+        while (sigwait(&self->signals, &sig) != 0)
+            ;
+        return sig;
+    }
+    struct timespec now, deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    int64_t deadline_ns = (int64_t)deadline.tv_sec * S_NS_PER_S + deadline.tv_nsec +
+                          (int64_t)timeout_ms * S_NS_PER_MS;
+    while (true) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        int64_t left_ns = deadline_ns - ((int64_t)now.tv_sec * S_NS_PER_S + now.tv_nsec);
+        if (left_ns <= 0)
+            return 0;
+        struct timespec left = {(time_t)(left_ns / S_NS_PER_S), (long)(left_ns % S_NS_PER_S)};
+        sig = sigtimedwait(&self->signals, NULL, &left);
+        if (sig > 0)
+            return sig;
+        if (errno == EAGAIN)
+            return 0;
+        //  EINTR: another signal (SIGCONT after a stop) cut the wait short
+    }
+}
+
+//  Called in a guardian's thread when a failure escalates to it: wakes the
+//  main thread, which stops fairqd. (Not a signal handler.)
+static void s_on_escalation(fq_system_t *sys, const char *path, const char *reason, void *arg)
+{
+    (void)sys;
+    (void)path;
+    (void)reason;
+    s_daemon_t *self = arg;
+    pthread_kill(self->main_thread, S_SIGNAL_ESCALATED);
+}
+
+//  ---------------------------------------------------------------------
+//  The store
+
+//  Connects to the database, waiting longer after each failure. Returns 0
+//  once connected, or the signal that asked fairqd to stop meanwhile.
+static int s_connect(s_daemon_t *self)
+{
+    const char *conninfo = fq_config_str(self->config, FQ_CONFIG_DATABASE);
+    char *shown = fq_config_shown(self->config, FQ_CONFIG_DATABASE);
+    if (*conninfo)
+        s_log(self, S_INFO, "connecting to database \"%s\"", shown ? shown : "");
+    else
+        s_log(self, S_INFO, "connecting to database (libpq defaults and PG* environment)");
+    free(shown);
+    int delay_ms = fq_config_int(self->config, FQ_CONFIG_DATABASE_RETRY_MIN_MS);
+    int max_ms = fq_config_int(self->config, FQ_CONFIG_DATABASE_RETRY_MAX_MS);
+    for (int attempt = 1;; attempt++) {
+        char error[S_ERROR_MAX];
+        self->store = fq_store_new(conninfo, error, sizeof error);
+        if (self->store) {
+            if (attempt == 1)
+                s_log(self, S_INFO, "connected to database");
+            else
+                s_log(self, S_INFO, "connected to database after %d attempts", attempt);
+            return 0;
+        }
+        s_log(self, S_WARNING, "%s; retrying in %d ms", error, delay_ms);
+        int sig = s_wait_signal(self, delay_ms);
+        if (s_is_stop(sig))
+            return sig;
+        delay_ms = delay_ms > max_ms / 2 ? max_ms : delay_ms * 2;
+    }
+}
+
+//  A store call failed: a lost connection is connected again (reconnect),
+//  anything else ends fairqd. Returns the exit code, or S_EXIT_OK.
+static int s_store_failed(s_daemon_t *self, bool *reconnect)
+{
+    if (!fq_store_connected(self->store)) {
+        s_log(self, S_WARNING, "%s; connecting again", fq_store_error(self->store));
+        *reconnect = true;
+        return S_EXIT_OK;
+    }
+    s_log(self, S_FATAL, "%s", fq_store_error(self->store));
+    return S_EXIT_FAILURE;
+}
+
+//  Applies the migrations the database lacks. Returns the exit code, or
+//  S_EXIT_OK (with reconnect set if the connection was lost meanwhile).
+static int s_migrate(s_daemon_t *self, bool *reconnect)
+{
+    *reconnect = false;
+    int applied = fq_store_migrate(self->store);
+    if (applied == FQ_ESCHEMA) {
+        s_log(self, S_FATAL, "%s", fq_store_error(self->store));
+        return S_EXIT_SCHEMA;
+    }
+    int version = 0;
+    if (applied < 0 || fq_store_schema_version(self->store, &version) != 0)
+        return s_store_failed(self, reconnect);
+    if (applied == 0)
+        s_log(self, S_INFO, "schema at version %d, nothing to apply", version);
+    else
+        s_log(self, S_INFO, "applied %d migration%s, schema at version %d", applied,
+              applied == 1 ? "" : "s", version);
+    return S_EXIT_OK;
+}
+
+//  ---------------------------------------------------------------------
+//  The actor system
+
+static int s_start_gateway(s_daemon_t *self)
+{
+    const char *bind = fq_config_str(self->config, FQ_CONFIG_GATEWAY_BIND);
+    if (!*bind) {
+        s_log(self, S_INFO, "no gateway_bind: gateway not started, sender workers cannot connect");
+        return S_EXIT_OK;
+    }
+    bool insecure = fq_config_bool(self->config, FQ_CONFIG_GATEWAY_INSECURE);
+    const char *cert = fq_config_str(self->config, FQ_CONFIG_GATEWAY_CERT);
+    const char *allow_dir = fq_config_str(self->config, FQ_CONFIG_GATEWAY_ALLOW_DIR);
+    fq_gateway_config_t gateway = {
+        .bind = bind,
+        .cert_file = insecure ? NULL : cert,
+        .allow_dir = insecure ? NULL : allow_dir,
+        .insecure = insecure,
+        .heartbeat_ms = fq_config_int(self->config, FQ_CONFIG_HEARTBEAT_MS),
+        .heartbeat_timeout_ms = fq_config_int(self->config, FQ_CONFIG_HEARTBEAT_TIMEOUT_MS)};
+    int rc = fq_gateway_start(self->system, &gateway);
+    if (rc) {
+        s_log(self, S_FATAL, "could not start the gateway on %s: %s", bind, fq_strerror(rc));
+        return S_EXIT_FAILURE;
+    }
+    char reason[S_ERROR_MAX];
+    for (int waited = 0; fq_gateway_wait_connected(self->system, S_GATEWAY_POLL_MS) != 0;
+         waited += S_GATEWAY_POLL_MS) {
+        if (fq_system_failed(self->system, reason, sizeof reason)) {
+            s_log(self, S_FATAL, "could not start the gateway on %s: %s", bind, reason);
+            return S_EXIT_FAILURE;
+        }
+        if (waited >= S_GATEWAY_BIND_TIMEOUT_MS) {
+            s_log(self, S_FATAL, "could not start the gateway on %s: not bound after %d ms", bind,
+                  S_GATEWAY_BIND_TIMEOUT_MS);
+            return S_EXIT_FAILURE;
+        }
+    }
+    if (insecure)
+        s_log(self, S_WARNING,
+              "gateway listening on %s without CURVE: anyone who reaches it is let in "
+              "(gateway_insecure is for development only)",
+              bind);
+    else
+        s_log(self, S_INFO, "gateway listening on %s (CURVE: certificate %s, allowed in: %s)", bind,
+              cert, allow_dir);
+    return S_EXIT_OK;
+}
+
+static int s_start_system(s_daemon_t *self)
+{
+    const char *name = fq_config_str(self->config, FQ_CONFIG_NAME);
+    fq_system_config_t config = {
+        .name = name, .on_escalation = s_on_escalation, .on_escalation_arg = self};
+    self->system = fq_system_new(&config);
+    if (!self->system) {
+        s_log(self, S_FATAL, "could not start the actor system \"%s\"", name);
+        return S_EXIT_FAILURE;
+    }
+    s_log(self, S_INFO, "actor system \"%s\" started", name);
+    int rc = s_start_gateway(self);
+    if (rc)
+        return rc;
+
+    //  -----------------------------------------------------------------
+    //  The pipeline's actors are spawned here, under /user, once they
+    //  exist (DESIGN §3): intake (HTTP on http_listen), scheduler
+    //  (prefetch), splitter pool, dispatcher, store (ack_batch,
+    //  ack_flush_ms, retry_base_ms, retry_cap_ms) and reaper. Each opens
+    //  its own store connection: an fq_store_t belongs to one thread.
+    //  -----------------------------------------------------------------
+
+    return S_EXIT_OK;
+}
+
+//  ---------------------------------------------------------------------
+//  Main
+
+//  Runs fairqd until a signal stops it. Returns the exit code.
+static int s_run(s_daemon_t *self)
+{
+    s_log(self, S_INFO, "starting fairqd %s", FQ_VERSION);
+    const char *file = fq_config_file(self->config);
+    if (file)
+        s_log(self, S_INFO, "configuration read from %s", file);
+    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+        char *shown = fq_config_shown(self->config, key);
+        s_log(self, S_DEBUG, "setting %s = \"%s\" (%s)", fq_config_key_name(key),
+              shown ? shown : "", fq_config_origin(self->config, key));
+        free(shown);
+    }
+    int rc;
+    bool reconnect;
+    do {
+        int sig = s_connect(self);
+        if (sig) {
+            s_log(self, S_INFO, "received %s while connecting to the database", s_signal_name(sig));
+            return S_EXIT_OK;
+        }
+        rc = s_migrate(self, &reconnect);
+        if (reconnect)
+            fq_store_destroy(&self->store);
+    } while (reconnect);
+    if (rc == S_EXIT_OK)
+        rc = s_start_system(self);
+    if (rc)
+        return rc;
+    s_log(self, S_INFO, "ready");
+
+    while (true) {
+        int sig = s_wait_signal(self, -1);
+        char reason[S_ERROR_MAX];
+        if (s_is_stop(sig)) {
+            s_log(self, S_INFO, "received %s, stopping", s_signal_name(sig));
+            return S_EXIT_OK;
+        }
+        if (fq_system_failed(self->system, reason, sizeof reason)) {
+            s_log(self, S_FATAL, "stopping after a failure escalated to the top: %s", reason);
+            return S_EXIT_FAILURE;
+        }
+        //  S_SIGNAL_ESCALATED from outside: nothing failed
+        s_log(self, S_WARNING, "ignored %s: fairqd uses it for its own failures",
+              s_signal_name(sig));
+    }
+}
+
+int main(int argc, char *argv[])
+{
+    //  First of all: the threads CZMQ and libpq start inherit this mask
+    s_daemon_t fairqd = {.main_thread = pthread_self(), .log_min = S_INFO};
+    s_block_signals(&fairqd.signals);
+    //  A log reader that went away must not kill fairqd mid-shutdown
+    signal(SIGPIPE, SIG_IGN);
+
+    fairqd.config = fq_config_new();
+    char error[S_ERROR_MAX];
+    int rc = fairqd.config ? fq_config_load(fairqd.config, argc, argv, NULL, error, sizeof error)
+                           : FQ_ENOMEM;
+    if (rc) {
+        fprintf(stderr, "%s: %s\n", S_PROGRAM, rc == FQ_ENOMEM ? "out of memory" : error);
+        fprintf(stderr, "Try \"%s --help\" for more information.\n", S_PROGRAM);
+        fq_config_destroy(&fairqd.config);
+        return rc == FQ_ENOMEM ? S_EXIT_FAILURE : S_EXIT_CONFIG;
+    }
+    fq_config_action_t action = fq_config_action(fairqd.config);
+    if (action == FQ_CONFIG_HELP)
+        fq_config_help(stdout, S_PROGRAM);
+    else if (action == FQ_CONFIG_PRINT)
+        fq_config_print(fairqd.config, stdout);
+    if (action != FQ_CONFIG_RUN) {
+        fq_config_destroy(&fairqd.config);
+        return S_EXIT_OK;
+    }
+
+    fairqd.log_min = s_level_from_name(fq_config_str(fairqd.config, FQ_CONFIG_LOG_LEVEL));
+    rc = s_run(&fairqd);
+    //  Actors first (they drain their work and may still use the database)
+    fq_system_destroy(&fairqd.system);
+    fq_store_destroy(&fairqd.store);
+    if (rc == S_EXIT_OK)
+        s_log(&fairqd, S_INFO, "stopped");
+    else
+        s_log(&fairqd, S_INFO, "stopped, exit code %d", rc);
+    fq_config_destroy(&fairqd.config);
+    return rc;
+}

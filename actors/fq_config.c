@@ -1,0 +1,970 @@
+/*  fq_config.c — fairqd's configuration (see fq_config.h). */
+#include "fq_config.h"
+#include "fq_address.h"
+#include "fq_error.h"
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+//  Longest line of a config file, in bytes. Far above any real setting (a
+//  connection string is a few hundred bytes), and low enough that a file
+//  that is no config file (a binary, a log) is refused at its first long
+//  line instead of being read whole.
+#define S_LINE_MAX 4096
+
+//  User text quoted in an error message is cut after this many bytes:
+//  enough to recognise it, without a pasted blob burying the message.
+#define S_QUOTE_MAX 64
+//  Room for such a quote: each byte may become \xNN, plus quotes and "...".
+#define S_QUOTED_SIZE (4 * S_QUOTE_MAX + 8)
+
+//  No key is longer; a longer name is unknown without looking further.
+#define S_KEY_MAX 64
+//  Room for "flag --" and a key name as the user spelled it.
+#define S_ORIGIN_SIZE (S_KEY_MAX + 16)
+
+//  An unknown key gets a "did you mean" naming a known key at most this
+//  many edits away: typos are one or two edits, more is another word.
+#define S_SUGGEST_DISTANCE_MAX 2
+
+//  A heartbeat timeout covers at least this many heartbeats, so that one
+//  late heartbeat does not make a live sender worker dead.
+#define S_HEARTBEAT_TIMEOUT_FACTOR 2
+
+//  What a masked secret shows instead.
+#define S_MASK "********"
+
+//  The environment variable naming the config file when --config does not.
+#define S_ENV_CONFIG "FAIRQ_CONFIG"
+
+//  The byte order mark some editors write at the start of a UTF-8 file.
+#define S_BOM "\xEF\xBB\xBF"
+
+//  Prefixes of a libpq connection URI (the other form is key=value pairs).
+static const char *const s_uri_prefixes[] = {"postgresql://", "postgres://"};
+
+//  Keywords of a connection string whose values are secrets.
+static const char *const s_secret_keywords[] = {"password", "sslpassword"};
+
+typedef struct {
+    const char *name;
+    const char *env;
+    fq_config_type_t type;
+    const char *def;
+    long long min;
+    long long max;
+    const char *choices;
+    const char *help;
+} s_key_t;
+
+static const s_key_t s_keys[FQ_CONFIG_KEY_COUNT] = {
+#define X(id, name, type, def, min, max, choices, help)                                            \
+    {#name, "FAIRQ_" #id, FQ_CONFIG_TYPE_##type, def, min, max, choices, help},
+    FQ_CONFIG_KEYS(X)
+#undef X
+};
+
+typedef struct {
+    char *text;       //  The value as given (a boolean or a choice: its canonical word)
+    long long number; //  INT: the value; BOOL: 0 or 1; CHOICE: the word's index
+    fq_config_source_t source;
+    char *origin; //  "default", "config PATH:LINE", ...
+} s_value_t;
+
+struct fq_config {
+    s_value_t values[FQ_CONFIG_KEY_COUNT];
+    fq_config_action_t action;
+    char *file; //  The config file read, or NULL
+};
+
+//  A flag of the command line, kept until the file and environment are in.
+typedef struct {
+    fq_config_key_t key;
+    const char *value; //  Points into argv
+    char origin[S_ORIGIN_SIZE];
+} s_flag_t;
+
+//  ---------------------------------------------------------------------
+//  Error messages
+
+//  Writes "origin: message" to error. Returns FQ_EINVAL.
+static int s_fail(char *error, size_t size, const char *origin, const char *format, ...)
+{
+    int len = snprintf(error, size, "%s: ", origin);
+    if (len >= 0 && (size_t)len < size) {
+        va_list args;
+        va_start(args, format);
+        vsnprintf(error + len, size - (size_t)len, format, args);
+        va_end(args);
+    }
+    return FQ_EINVAL;
+}
+
+static int s_no_memory(char *error, size_t size)
+{
+    snprintf(error, size, "out of memory");
+    return FQ_ENOMEM;
+}
+
+//  Writes text (len bytes) to out in double quotes, fit for a terminal:
+//  quotes and backslashes escaped, control bytes as \xNN, cut after
+//  S_QUOTE_MAX bytes with "...". Returns out.
+static const char *s_quote_n(char *out, const char *text, size_t len)
+{
+    char *p = out;
+    *p++ = '"';
+    for (size_t i = 0; i < len && i < S_QUOTE_MAX; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '"' || c == '\\') {
+            *p++ = '\\';
+            *p++ = (char)c;
+        } else if (c < ' ' || c == 0x7f)
+            p += sprintf(p, "\\x%02x", c);
+        else
+            *p++ = (char)c;
+    }
+    if (len > S_QUOTE_MAX)
+        p += sprintf(p, "...");
+    *p++ = '"';
+    *p = 0;
+    return out;
+}
+
+static const char *s_quote(char *out, const char *text)
+{
+    return s_quote_n(out, text, strlen(text));
+}
+
+//  ---------------------------------------------------------------------
+//  Keys
+
+//  The key named name (len bytes; '-' may stand for '_'), or -1.
+static int s_lookup(const char *name, size_t len)
+{
+    if (len > S_KEY_MAX)
+        return -1;
+    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+        const char *known = s_keys[key].name;
+        if (strlen(known) != len)
+            continue;
+        size_t i = 0;
+        while (i < len && (name[i] == known[i] || (name[i] == '-' && known[i] == '_')))
+            i++;
+        if (i == len)
+            return key;
+    }
+    return -1;
+}
+
+//  True if name (len bytes) is word, with '-' standing for '_'.
+static bool s_name_is(const char *name, size_t len, const char *word)
+{
+    if (strlen(word) != len)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (name[i] != word[i] && !(name[i] == '-' && word[i] == '_'))
+            return false;
+    return true;
+}
+
+//  Edit distance between a and b (both at most S_KEY_MAX bytes), counting
+//  a swap of two neighbours as one edit ("databse" is one from "database").
+static size_t s_distance(const char *a, size_t alen, const char *b, size_t blen)
+{
+    //  Three rows of the matrix, rotating: row i lives in rows[i % 3]
+    size_t rows[3][S_KEY_MAX + 1];
+    for (size_t j = 0; j <= blen; j++)
+        rows[0][j] = j;
+    for (size_t i = 1; i <= alen; i++) {
+        size_t *row = rows[i % 3], *up = rows[(i - 1) % 3], *two_up = rows[(i + 1) % 3];
+        row[0] = i;
+        for (size_t j = 1; j <= blen; j++) {
+            bool same = a[i - 1] == b[j - 1] || (a[i - 1] == '-' && b[j - 1] == '_');
+            size_t best = up[j - 1] + (same ? 0 : 1);
+            if (up[j] + 1 < best)
+                best = up[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                two_up[j - 2] + 1 < best)
+                best = two_up[j - 2] + 1;
+            row[j] = best;
+        }
+    }
+    return rows[alen % 3][blen];
+}
+
+//  The known key closest to name, if it is close enough to be a typo.
+static const char *s_suggest(const char *name, size_t len)
+{
+    if (len > S_KEY_MAX)
+        return NULL;
+    const char *best = NULL;
+    size_t best_distance = S_SUGGEST_DISTANCE_MAX + 1;
+    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+        const char *known = s_keys[key].name;
+        size_t distance = s_distance(name, len, known, strlen(known));
+        if (distance < best_distance) {
+            best = known;
+            best_distance = distance;
+        }
+    }
+    return best;
+}
+
+static int s_unknown_key(char *error, size_t size, const char *origin, const char *name, size_t len)
+{
+    char quoted[S_QUOTED_SIZE];
+    s_quote_n(quoted, name, len);
+    const char *suggestion = s_suggest(name, len);
+    if (suggestion)
+        return s_fail(error, size, origin, "unknown key %s (did you mean \"%s\"?)", quoted,
+                      suggestion);
+    return s_fail(error, size, origin, "unknown key %s", quoted);
+}
+
+//  ---------------------------------------------------------------------
+//  Values
+
+//  The words of a boolean, true ones at even indexes.
+static const char *const s_bool_words[] = {"true", "false", "yes", "no", "on", "off", "1", "0"};
+
+//  Checks text against key's type. Returns 0 with the number (INT, BOOL)
+//  and the canonical text (BOOL, CHOICE: static storage; others: text),
+//  or FQ_EINVAL.
+static int s_parse(fq_config_key_t key, const char *text, long long *number, const char **canonical,
+                   const char *origin, char *error, size_t size)
+{
+    const s_key_t *k = &s_keys[key];
+    char quoted[S_QUOTED_SIZE];
+    *number = 0;
+    *canonical = text;
+    if (k->type == FQ_CONFIG_TYPE_STRING || k->type == FQ_CONFIG_TYPE_CONNINFO)
+        return 0;
+    if (!*text)
+        return s_fail(error, size, origin, "missing value for \"%s\"", k->name);
+    if (k->type == FQ_CONFIG_TYPE_INT) {
+        const char *digits = text + (text[0] == '-' || text[0] == '+');
+        char *end;
+        errno = 0;
+        long long value = strtoll(text, &end, 10);
+        if (!isdigit((unsigned char)*digits) || *end)
+            return s_fail(error, size, origin, "invalid value for \"%s\": %s is not an integer",
+                          k->name, s_quote(quoted, text));
+        if (errno == ERANGE || value < k->min || value > k->max) {
+            int shown = (int)strnlen(text, S_QUOTE_MAX);
+            return s_fail(error, size, origin,
+                          "invalid value for \"%s\": %.*s%s is out of range (%lld..%lld)", k->name,
+                          shown, text, text[shown] ? "..." : "", k->min, k->max);
+        }
+        *number = value;
+        return 0;
+    }
+    if (k->type == FQ_CONFIG_TYPE_BOOL) {
+        for (size_t i = 0; i < sizeof s_bool_words / sizeof s_bool_words[0]; i++)
+            if (strcasecmp(text, s_bool_words[i]) == 0) {
+                *number = i % 2 == 0;
+                *canonical = *number ? "true" : "false";
+                return 0;
+            }
+        return s_fail(error, size, origin,
+                      "invalid value for \"%s\": %s is not a boolean (true/false, yes/no, "
+                      "on/off, 1/0)",
+                      k->name, s_quote(quoted, text));
+    }
+    //  A choice: one word of "a|b|c", in any case; kept as the table spells it
+    assert(k->type == FQ_CONFIG_TYPE_CHOICE);
+    size_t len = strlen(text);
+    long long index = 0;
+    for (const char *word = k->choices; *word; index++) {
+        size_t word_len = strcspn(word, "|");
+        if (word_len == len && strncasecmp(word, text, len) == 0) {
+            *canonical = word;
+            *number = index;
+            return 0;
+        }
+        word += word_len + (word[word_len] == '|');
+    }
+    return s_fail(error, size, origin, "invalid value for \"%s\": %s is not one of %s", k->name,
+                  s_quote(quoted, text), k->choices);
+}
+
+//  Sets key from text. Returns 0, FQ_EINVAL or FQ_ENOMEM (with error).
+static int s_set(fq_config_t *self, fq_config_key_t key, const char *text,
+                 fq_config_source_t source, const char *origin, char *error, size_t size)
+{
+    long long number;
+    const char *canonical;
+    int rc = s_parse(key, text, &number, &canonical, origin, error, size);
+    if (rc)
+        return rc;
+    size_t canonical_len =
+        s_keys[key].type == FQ_CONFIG_TYPE_CHOICE ? strcspn(canonical, "|") : strlen(canonical);
+    char *copy = strndup(canonical, canonical_len);
+    char *origin_copy = strdup(origin);
+    if (!copy || !origin_copy) {
+        free(copy);
+        free(origin_copy);
+        return s_no_memory(error, size);
+    }
+    s_value_t *value = &self->values[key];
+    free(value->text);
+    free(value->origin);
+    *value = (s_value_t){.text = copy, .number = number, .source = source, .origin = origin_copy};
+    return 0;
+}
+
+static void s_clear(fq_config_t *self)
+{
+    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+        free(self->values[key].text);
+        free(self->values[key].origin);
+        self->values[key] = (s_value_t){0};
+    }
+    free(self->file);
+    self->file = NULL;
+    self->action = FQ_CONFIG_RUN;
+}
+
+//  Sets every key to its default. Returns 0 or FQ_ENOMEM.
+static int s_defaults(fq_config_t *self)
+{
+    s_clear(self);
+    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+        char error[S_QUOTED_SIZE * 2];
+        int rc = s_set(self, key, s_keys[key].def, FQ_CONFIG_FROM_DEFAULT, "default", error,
+                       sizeof error);
+        //  A default the table's own parser refuses is a bug in the table
+        assert(rc != FQ_EINVAL);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  The config file
+
+typedef enum { S_LINE_OK, S_LINE_END, S_LINE_TOO_LONG, S_LINE_NUL } s_line_t;
+
+//  Reads one line (without its newline) into line, at most S_LINE_MAX
+//  bytes. S_LINE_END at the end of the file or on a read error.
+static s_line_t s_read_line(FILE *file, char line[S_LINE_MAX + 1])
+{
+    size_t len = 0;
+    bool nul = false;
+    int c;
+    while ((c = getc(file)) != EOF && c != '\n') {
+        if (len == S_LINE_MAX)
+            return S_LINE_TOO_LONG;
+        nul |= c == 0;
+        line[len++] = (char)c;
+    }
+    line[len] = 0;
+    if (c == EOF && len == 0)
+        return S_LINE_END;
+    return nul ? S_LINE_NUL : S_LINE_OK;
+}
+
+static char *s_skip_blanks(char *p)
+{
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
+static bool s_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+//  Parses one line of the file (see fq_config.h). first_line holds the
+//  line each key was first set on (0: not yet).
+static int s_parse_line(fq_config_t *self, char *line, int number, const char *origin,
+                        int first_line[FQ_CONFIG_KEY_COUNT], char *error, size_t size)
+{
+    size_t len = strlen(line);
+    if (len && line[len - 1] == '\r') //  A file written on Windows
+        line[--len] = 0;
+    char *p = line;
+    if (number == 1 && strncmp(p, S_BOM, strlen(S_BOM)) == 0)
+        p += strlen(S_BOM);
+    p = s_skip_blanks(p);
+    if (!*p || *p == '#')
+        return 0;
+    char *equals = strchr(p, '=');
+    if (!equals)
+        return s_fail(error, size, origin, "expected \"key = value\" but the line has no \"=\"");
+    char *key_end = equals;
+    while (key_end > p && s_blank(key_end[-1]))
+        key_end--;
+    if (key_end == p)
+        return s_fail(error, size, origin, "missing key before \"=\"");
+    int key = s_lookup(p, (size_t)(key_end - p));
+    if (key < 0)
+        return s_unknown_key(error, size, origin, p, (size_t)(key_end - p));
+    const char *name = s_keys[key].name;
+    if (first_line[key])
+        return s_fail(error, size, origin, "duplicate key \"%s\" (first set on line %d)", name,
+                      first_line[key]);
+    first_line[key] = number;
+
+    char *value = s_skip_blanks(equals + 1);
+    if (*value == '"') {
+        //  Unquote in place: the text only ever shrinks
+        char *in = value + 1, *out = value;
+        while (*in && *in != '"') {
+            if (*in == '\\' && (in[1] == '"' || in[1] == '\\'))
+                in++;
+            *out++ = *in++;
+        }
+        if (*in != '"')
+            return s_fail(error, size, origin, "value of \"%s\" has no closing quote", name);
+        *out = 0;
+        char *rest = s_skip_blanks(in + 1);
+        if (*rest && *rest != '#')
+            return s_fail(error, size, origin, "unexpected text after the closing quote of \"%s\"",
+                          name);
+    } else {
+        //  A '#' starts a comment at the start of the value or after a blank,
+        //  so that "password=a#b" keeps its '#'
+        char *end = value;
+        while (*end && !(*end == '#' && (end == value || s_blank(end[-1]))))
+            end++;
+        while (end > value && s_blank(end[-1]))
+            end--;
+        *end = 0;
+        if (!*value)
+            return s_fail(error, size, origin, "missing value for \"%s\"", name);
+    }
+    return s_set(self, key, value, FQ_CONFIG_FROM_FILE, origin, error, size);
+}
+
+static int s_load_file(fq_config_t *self, const char *path, char *error, size_t size)
+{
+    char *origin = NULL;
+    if (asprintf(&origin, "config %s", path) < 0)
+        return s_no_memory(error, size);
+    FILE *file = fopen(path, "re");
+    if (!file) {
+        int rc = s_fail(error, size, origin, "could not open: %s", strerror(errno));
+        free(origin);
+        return rc;
+    }
+    char *line = malloc(S_LINE_MAX + 1);
+    if (!line) {
+        fclose(file);
+        free(origin);
+        return s_no_memory(error, size);
+    }
+    int first_line[FQ_CONFIG_KEY_COUNT] = {0};
+    int rc = 0;
+    for (int number = 1; rc == 0; number++) {
+        s_line_t status = s_read_line(file, line);
+        if (status == S_LINE_END)
+            break;
+        char *where = NULL;
+        if (asprintf(&where, "%s:%d", origin, number) < 0) {
+            rc = s_no_memory(error, size);
+            break;
+        }
+        if (status == S_LINE_TOO_LONG)
+            rc = s_fail(error, size, where, "line is longer than %d bytes", S_LINE_MAX);
+        else if (status == S_LINE_NUL)
+            rc = s_fail(error, size, where, "line holds a NUL byte (not a text file?)");
+        else
+            rc = s_parse_line(self, line, number, where, first_line, error, size);
+        free(where);
+    }
+    if (rc == 0 && ferror(file))
+        rc = s_fail(error, size, origin, "could not read: %s", strerror(errno));
+    fclose(file);
+    free(line);
+    free(origin);
+    return rc;
+}
+
+//  ---------------------------------------------------------------------
+//  Environment and command line
+
+//  The value of variable name in envp (NULL: the process's environment).
+static const char *s_env_get(char *const envp[], const char *name)
+{
+    if (!envp)
+        return getenv(name);
+    size_t len = strlen(name);
+    for (; *envp; envp++)
+        if (strncmp(*envp, name, len) == 0 && (*envp)[len] == '=')
+            return *envp + len + 1;
+    return NULL;
+}
+
+//  True for an argument that is a flag ("--x"), not a value.
+static bool s_is_flag(const char *arg)
+{
+    return strncmp(arg, "--", 2) == 0;
+}
+
+//  Reads argv into flags (the settings, in order), the config file path
+//  and the action.
+static int s_parse_args(fq_config_t *self, int argc, char *const argv[], s_flag_t *flags,
+                        int *nflags, const char **config_path, char *error, size_t size)
+{
+    char quoted[S_QUOTED_SIZE];
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!s_is_flag(arg) || !arg[2]) {
+            char origin[S_QUOTED_SIZE + 16];
+            snprintf(origin, sizeof origin, "argument %s", s_quote(quoted, arg));
+            return s_fail(error, size, origin, "unexpected (settings are --key=value)");
+        }
+        const char *name = arg + 2;
+        const char *equals = strchr(name, '=');
+        size_t len = equals ? (size_t)(equals - name) : strlen(name);
+        const char *value = equals ? equals + 1 : NULL;
+        char origin[S_ORIGIN_SIZE];
+        snprintf(origin, sizeof origin, "flag --%.*s", (int)len, name);
+        if (s_name_is(name, len, "print_config")) {
+            if (value)
+                return s_fail(error, size, origin, "takes no value");
+            self->action = FQ_CONFIG_PRINT;
+            continue;
+        }
+        if (!value && i + 1 < argc && !s_is_flag(argv[i + 1]))
+            value = argv[++i];
+        if (s_name_is(name, len, "config")) {
+            if (*config_path)
+                return s_fail(error, size, origin, "given more than once");
+            if (!value || !*value)
+                return s_fail(error, size, origin, "missing value (the config file's path)");
+            *config_path = value;
+            continue;
+        }
+        int key = s_lookup(name, len);
+        if (key < 0)
+            return s_unknown_key(error, size, origin, name, len);
+        if (!value && s_keys[key].type == FQ_CONFIG_TYPE_BOOL)
+            value = "true"; //  --gateway_insecure alone
+        if (!value)
+            return s_fail(error, size, origin, "missing value for \"%s\"", s_keys[key].name);
+        s_flag_t *flag = &flags[(*nflags)++];
+        flag->key = key;
+        flag->value = value;
+        snprintf(flag->origin, sizeof flag->origin, "%s", origin);
+    }
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Checks between keys
+
+static const char *s_times(int factor)
+{
+    return factor == 1 ? "" : factor == 2 ? "twice " : "a multiple of ";
+}
+
+//  upper must be at least factor times lower. The error is put on the
+//  source that overrode the other (a flag, over a default).
+static int s_check_at_least(fq_config_t *self, fq_config_key_t upper, fq_config_key_t lower,
+                            int factor, char *error, size_t size)
+{
+    const s_value_t *u = &self->values[upper], *l = &self->values[lower];
+    if (u->number >= factor * l->number)
+        return 0;
+    const char *blame = l->source > u->source ? l->origin : u->origin;
+    return s_fail(error, size, blame, "%s = %lld (%s) must be at least %s%s = %lld (%s)",
+                  s_keys[upper].name, u->number, u->origin, s_times(factor), s_keys[lower].name,
+                  l->number, l->origin);
+}
+
+static int s_check(fq_config_t *self, char *error, size_t size)
+{
+    char quoted[S_QUOTED_SIZE];
+    const s_value_t *name = &self->values[FQ_CONFIG_NAME];
+    if (!fq_name_valid(name->text))
+        return s_fail(error, size, name->origin,
+                      "invalid value for \"name\": %s is not a valid system name (1 to %d "
+                      "letters, digits, '.', '_' or '-')",
+                      s_quote(quoted, name->text), FQ_NAME_MAX);
+    int rc = s_check_at_least(self, FQ_CONFIG_DATABASE_RETRY_MAX_MS,
+                              FQ_CONFIG_DATABASE_RETRY_MIN_MS, 1, error, size);
+    if (rc == 0)
+        rc = s_check_at_least(self, FQ_CONFIG_HEARTBEAT_TIMEOUT_MS, FQ_CONFIG_HEARTBEAT_MS,
+                              S_HEARTBEAT_TIMEOUT_FACTOR, error, size);
+    if (rc == 0)
+        rc =
+            s_check_at_least(self, FQ_CONFIG_RETRY_CAP_MS, FQ_CONFIG_RETRY_BASE_MS, 1, error, size);
+    if (rc)
+        return rc;
+    const s_value_t *bind = &self->values[FQ_CONFIG_GATEWAY_BIND];
+    if (*bind->text && !self->values[FQ_CONFIG_GATEWAY_INSECURE].number) {
+        if (!*self->values[FQ_CONFIG_GATEWAY_CERT].text)
+            return s_fail(error, size, bind->origin,
+                          "gateway_bind needs gateway_cert, the gateway's CURVE certificate "
+                          "(or gateway_insecure = true, for development only)");
+        if (!*self->values[FQ_CONFIG_GATEWAY_ALLOW_DIR].text)
+            return s_fail(error, size, bind->origin,
+                          "gateway_bind needs gateway_allow_dir, the directory of the sender "
+                          "workers' public certificates (or gateway_insecure = true, for "
+                          "development only)");
+    }
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Public API
+
+fq_config_t *fq_config_new(void)
+{
+    fq_config_t *self = calloc(1, sizeof *self);
+    if (self && s_defaults(self) != 0)
+        fq_config_destroy(&self);
+    return self;
+}
+
+void fq_config_destroy(fq_config_t **self_p)
+{
+    fq_config_t *self = *self_p;
+    if (!self)
+        return;
+    s_clear(self);
+    free(self);
+    *self_p = NULL;
+}
+
+int fq_config_load(fq_config_t *self, int argc, char *const argv[], char *const envp[], char *error,
+                   size_t size)
+{
+    int rc = s_defaults(self);
+    if (rc)
+        return s_no_memory(error, size);
+    //  Help is what someone lost needs: nothing else is looked at
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            self->action = FQ_CONFIG_HELP;
+            return 0;
+        }
+    s_flag_t *flags = calloc(argc > 0 ? (size_t)argc : 1, sizeof *flags);
+    if (!flags)
+        return s_no_memory(error, size);
+    int nflags = 0;
+    const char *config_path = NULL;
+    rc = s_parse_args(self, argc, argv, flags, &nflags, &config_path, error, size);
+    if (rc == 0 && !config_path) {
+        config_path = s_env_get(envp, S_ENV_CONFIG);
+        if (config_path && !*config_path) //  Set but empty: no file
+            config_path = NULL;
+    }
+    if (rc == 0 && config_path) {
+        self->file = strdup(config_path);
+        rc = self->file ? s_load_file(self, config_path, error, size) : s_no_memory(error, size);
+    }
+    for (int key = 0; rc == 0 && key < FQ_CONFIG_KEY_COUNT; key++) {
+        const char *value = s_env_get(envp, s_keys[key].env);
+        if (value) {
+            char origin[S_ORIGIN_SIZE];
+            snprintf(origin, sizeof origin, "environment %s", s_keys[key].env);
+            rc = s_set(self, key, value, FQ_CONFIG_FROM_ENV, origin, error, size);
+        }
+    }
+    for (int i = 0; rc == 0 && i < nflags; i++)
+        rc = s_set(self, flags[i].key, flags[i].value, FQ_CONFIG_FROM_FLAG, flags[i].origin, error,
+                   size);
+    free(flags);
+    if (rc == 0)
+        rc = s_check(self, error, size);
+    return rc;
+}
+
+fq_config_action_t fq_config_action(fq_config_t *self)
+{
+    return self->action;
+}
+
+const char *fq_config_file(fq_config_t *self)
+{
+    return self->file;
+}
+
+static bool s_key_valid(fq_config_key_t key)
+{
+    return (int)key >= 0 && key < FQ_CONFIG_KEY_COUNT;
+}
+
+const char *fq_config_str(fq_config_t *self, fq_config_key_t key)
+{
+    assert(s_key_valid(key));
+    assert(s_keys[key].type != FQ_CONFIG_TYPE_INT && s_keys[key].type != FQ_CONFIG_TYPE_BOOL);
+    return self->values[key].text;
+}
+
+int fq_config_int(fq_config_t *self, fq_config_key_t key)
+{
+    assert(s_key_valid(key));
+    assert(s_keys[key].type == FQ_CONFIG_TYPE_INT);
+    return (int)self->values[key].number;
+}
+
+bool fq_config_bool(fq_config_t *self, fq_config_key_t key)
+{
+    assert(s_key_valid(key));
+    assert(s_keys[key].type == FQ_CONFIG_TYPE_BOOL);
+    return self->values[key].number != 0;
+}
+
+fq_config_source_t fq_config_source(fq_config_t *self, fq_config_key_t key)
+{
+    assert(s_key_valid(key));
+    return self->values[key].source;
+}
+
+const char *fq_config_origin(fq_config_t *self, fq_config_key_t key)
+{
+    assert(s_key_valid(key));
+    return self->values[key].origin;
+}
+
+const char *fq_config_key_name(fq_config_key_t key)
+{
+    assert(s_key_valid(key));
+    return s_keys[key].name;
+}
+
+const char *fq_config_key_env(fq_config_key_t key)
+{
+    assert(s_key_valid(key));
+    return s_keys[key].env;
+}
+
+//  ---------------------------------------------------------------------
+//  Masking secrets
+
+//  Output of the masking: never longer than twice the input plus a mask
+//  (each masked value, however short, follows at least "password=").
+typedef struct {
+    char *data;
+    size_t len;
+} s_out_t;
+
+static void s_out_add(s_out_t *out, const char *text, size_t len)
+{
+    memcpy(out->data + out->len, text, len);
+    out->len += len;
+    out->data[out->len] = 0;
+}
+
+static bool s_is_secret(const char *keyword, size_t len)
+{
+    for (size_t i = 0; i < sizeof s_secret_keywords / sizeof s_secret_keywords[0]; i++)
+        if (strlen(s_secret_keywords[i]) == len && strncmp(keyword, s_secret_keywords[i], len) == 0)
+            return true;
+    return false;
+}
+
+//  Masks a URI: the password of its user info, and password parameters.
+static void s_mask_uri(const char *uri, size_t prefix_len, s_out_t *out)
+{
+    s_out_add(out, uri, prefix_len);
+    const char *p = uri + prefix_len;
+    size_t authority_len = strcspn(p, "/?");
+    const char *at = memchr(p, '@', authority_len);
+    if (at) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        if (colon) {
+            s_out_add(out, p, (size_t)(colon - p) + 1);
+            s_out_add(out, S_MASK, strlen(S_MASK));
+            p = at;
+        }
+    }
+    const char *query = strchr(p, '?');
+    if (!query) {
+        s_out_add(out, p, strlen(p));
+        return;
+    }
+    s_out_add(out, p, (size_t)(query - p) + 1);
+    p = query + 1;
+    while (*p) {
+        size_t param_len = strcspn(p, "&");
+        size_t name_len = strcspn(p, "=&");
+        if (p[name_len] == '=' && s_is_secret(p, name_len)) {
+            s_out_add(out, p, name_len + 1);
+            s_out_add(out, S_MASK, strlen(S_MASK));
+        } else
+            s_out_add(out, p, param_len);
+        p += param_len;
+        if (*p == '&')
+            s_out_add(out, p++, 1);
+    }
+}
+
+//  Masks keyword=value pairs, read as libpq reads them. Returns false if
+//  the text is not a connection string libpq would accept.
+static bool s_mask_pairs(const char *p, s_out_t *out)
+{
+    while (*p) {
+        const char *start = p;
+        while (isspace((unsigned char)*p))
+            p++;
+        const char *keyword = p;
+        while (*p && *p != '=' && !isspace((unsigned char)*p))
+            p++;
+        size_t keyword_len = (size_t)(p - keyword);
+        while (isspace((unsigned char)*p))
+            p++;
+        if (keyword_len == 0 && !*p) {
+            s_out_add(out, start, (size_t)(p - start));
+            return true;
+        }
+        if (keyword_len == 0 || *p != '=')
+            return false;
+        p++;
+        while (isspace((unsigned char)*p))
+            p++;
+        const char *value = p;
+        if (*p == '\'') {
+            for (p++; *p && *p != '\''; p++)
+                if (*p == '\\' && p[1])
+                    p++;
+            if (*p != '\'')
+                return false;
+            p++;
+        } else
+            for (; *p && !isspace((unsigned char)*p); p++)
+                if (*p == '\\' && p[1])
+                    p++;
+        s_out_add(out, start, (size_t)(value - start));
+        if (s_is_secret(keyword, keyword_len))
+            s_out_add(out, S_MASK, strlen(S_MASK));
+        else
+            s_out_add(out, value, (size_t)(p - value));
+    }
+    return true;
+}
+
+//  conninfo with its secrets masked; a string libpq could not read is
+//  masked whole (it might hold a password anywhere). Caller frees.
+static char *s_mask_conninfo(const char *conninfo)
+{
+    size_t len = strlen(conninfo);
+    s_out_t out = {malloc(2 * len + sizeof S_MASK + 1), 0};
+    if (!out.data)
+        return NULL;
+    out.data[0] = 0;
+    for (size_t i = 0; i < sizeof s_uri_prefixes / sizeof s_uri_prefixes[0]; i++)
+        if (strncmp(conninfo, s_uri_prefixes[i], strlen(s_uri_prefixes[i])) == 0) {
+            s_mask_uri(conninfo, strlen(s_uri_prefixes[i]), &out);
+            return out.data;
+        }
+    if (!s_mask_pairs(conninfo, &out)) {
+        out.len = 0;
+        s_out_add(&out, S_MASK, strlen(S_MASK));
+    }
+    return out.data;
+}
+
+char *fq_config_shown(fq_config_t *self, fq_config_key_t key)
+{
+    assert(s_key_valid(key));
+    const char *text = self->values[key].text;
+    return s_keys[key].type == FQ_CONFIG_TYPE_CONNINFO ? s_mask_conninfo(text) : strdup(text);
+}
+
+//  ---------------------------------------------------------------------
+//  Printing
+
+//  Writes text in double quotes, as the file parser reads it back.
+static void s_print_quoted(FILE *out, const char *text)
+{
+    fputc('"', out);
+    for (; *text; text++) {
+        if (*text == '"' || *text == '\\')
+            fputc('\\', out);
+        fputc(*text, out);
+    }
+    fputc('"', out);
+}
+
+//  Writes text with control bytes as '?', so it stays on its line.
+static void s_print_line_safe(FILE *out, const char *text)
+{
+    for (; *text; text++)
+        fputc((unsigned char)*text < ' ' ? '?' : *text, out);
+}
+
+void fq_config_print(fq_config_t *self, FILE *out)
+{
+    fprintf(out, "# fairqd configuration: every key, its effective value and its source\n");
+    if (self->file) {
+        fprintf(out, "# config file: ");
+        s_print_line_safe(out, self->file);
+        fputc('\n', out);
+    }
+    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+        const s_key_t *k = &s_keys[key];
+        const s_value_t *value = &self->values[key];
+        fprintf(out, "%s = ", k->name);
+        if (k->type == FQ_CONFIG_TYPE_INT)
+            fprintf(out, "%lld", value->number);
+        else if (k->type == FQ_CONFIG_TYPE_BOOL || k->type == FQ_CONFIG_TYPE_CHOICE)
+            fprintf(out, "%s", value->text);
+        else {
+            char *shown = fq_config_shown(self, key);
+            s_print_quoted(out, shown ? shown : S_MASK);
+            free(shown);
+        }
+        fprintf(out, "  # ");
+        s_print_line_safe(out, value->origin);
+        fputc('\n', out);
+    }
+}
+
+//  What a flag's value looks like in the help text.
+static void s_print_placeholder(FILE *out, const s_key_t *k)
+{
+    switch (k->type) {
+    case FQ_CONFIG_TYPE_STRING:
+        fprintf(out, "TEXT");
+        break;
+    case FQ_CONFIG_TYPE_CONNINFO:
+        fprintf(out, "CONNINFO");
+        break;
+    case FQ_CONFIG_TYPE_INT:
+        fprintf(out, "%lld..%lld", k->min, k->max);
+        break;
+    case FQ_CONFIG_TYPE_BOOL:
+        fprintf(out, "true|false");
+        break;
+    case FQ_CONFIG_TYPE_CHOICE:
+        fprintf(out, "%s", k->choices);
+        break;
+    }
+}
+
+void fq_config_help(FILE *out, const char *program)
+{
+    fprintf(out,
+            "usage: %s [--config PATH] [--KEY=VALUE ...]\n"
+            "       %s [...] --print-config   print every setting and its source, then exit\n"
+            "       %s --help                 print this help, then exit\n"
+            "\n"
+            "Each setting comes from, in increasing precedence: its default, the config\n"
+            "file (--config PATH or %s; \"key = value\" lines, '#' comments), the\n"
+            "environment (FAIRQ_KEY) and the command line (--key=VALUE or --key VALUE).\n"
+            "\n"
+            "Settings:\n",
+            program, program, program, S_ENV_CONFIG);
+    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+        const s_key_t *k = &s_keys[key];
+        fprintf(out, "  --%s=", k->name);
+        s_print_placeholder(out, k);
+        fprintf(out, "  (%s, default ", k->env);
+        if (k->type == FQ_CONFIG_TYPE_STRING || k->type == FQ_CONFIG_TYPE_CONNINFO)
+            s_print_quoted(out, k->def);
+        else
+            fprintf(out, "%s", k->def);
+        fprintf(out, ")\n      %s\n", k->help);
+    }
+}

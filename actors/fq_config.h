@@ -1,0 +1,187 @@
+/*  fq_config.h — fairqd's configuration: one table of keys, four sources.
+
+    Every setting is one row of FQ_CONFIG_KEYS: its name, its type (text,
+    a libpq connection string, an integer with its range, a boolean or one
+    word of a list), its default, its environment variable (FAIRQ_ and the
+    name in capitals) and one line of help. The help text, the printout and
+    the parsers are all generated from the table, so a new key is one row.
+
+    A value comes from, in increasing precedence (DESIGN §8):
+
+        default < config file < environment < command line
+
+    The config file is named by --config PATH (or FAIRQ_CONFIG). It holds
+    "key = value" lines; blank lines and comments (from a '#' at the start
+    of a line or after a blank, outside quotes) are skipped; blanks around
+    keys and values are dropped. A value in double quotes keeps its blanks
+    and '#'s; inside the quotes \" is a quote and \\ a backslash. A bare
+    "key =" is an error: an empty text is written "". A key may appear once
+    per file. The environment holds FAIRQ_<NAME>=value. The command line
+    holds --name=value or --name value (a boolean alone means true); in
+    flags and keys a '-' may stand for a '_'. An empty value from the
+    environment or a flag is an empty text, and an error for other types.
+    Unknown FAIRQ_* variables are ignored (other fairq programs share the
+    prefix); unknown keys and flags are errors.
+
+    Every error names its source, in the form
+
+        config /etc/fairq.conf:12: unknown key "databse" (did you mean "database"?)
+        environment FAIRQ_PREFETCH: invalid value for "prefetch": "ten" is not an integer
+        flag --ack_batch: invalid value for "ack_batch": 0 is out of range (1..10000)
+
+    and the caller prefixes it with the program's name.
+*/
+#ifndef FQ_CONFIG_H
+#define FQ_CONFIG_H
+
+#include "fq_gateway.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+//  Stringizes a macro's value, so the gateway's own defaults are the
+//  table's (FQ_CONFIG_STR(FQ_GATEWAY_HEARTBEAT_MS) is "1000").
+#define FQ_CONFIG_STR_(x) #x
+#define FQ_CONFIG_STR(x)  FQ_CONFIG_STR_(x)
+
+/*  The keys: X(ID, name, TYPE, default, min, max, choices, help).
+
+    Why the defaults are what they are:
+    * database "": libpq's own defaults and the PG* variables, as psql.
+    * database_retry_min_ms 500, _max_ms 30000: a PostgreSQL restart takes
+      seconds, so the first retry comes soon; doubling to 30 s keeps the log
+      readable during a long outage and bounds how long fairqd lags behind
+      a database that is back.
+    * heartbeat_ms, heartbeat_timeout_ms: the gateway's defaults.
+    * http_listen 127.0.0.1:8080: loopback until the operator exposes it.
+    * prefetch 64: ids per active request, held in memory (O(active
+      requests), DESIGN §3); one page query per 64 messages of a campaign.
+    * ack_batch 500, ack_flush_ms 5: group commit, "every few ms or N
+      updates" (DESIGN §3): one transaction per 500 acks at full speed,
+      and an ack never waits more than 5 ms for its batch.
+    * retry_base_ms 60000, retry_cap_ms 3600000: a temporary mail failure
+      (greylisting, a full mailbox) clears in minutes, not seconds; an hour
+      cap is in line with MTAs (Postfix's maximal_backoff_time is 4000 s).
+    * log_level info: every event of the daemon's life, not per message. */
+#define FQ_CONFIG_KEYS(X)                                                                          \
+    X(NAME, name, STRING, "fairqd", 0, 0, NULL,                                                    \
+      "name of this actor system, as sender workers address it (fq://NAME/...)")                   \
+    X(DATABASE, database, CONNINFO, "", 0, 0, NULL,                                                \
+      "PostgreSQL connection string (libpq); empty uses the PG* environment")                      \
+    X(DATABASE_RETRY_MIN_MS, database_retry_min_ms, INT, "500", 10, 60000, NULL,                   \
+      "first wait before connecting again to an unreachable database; doubles")                    \
+    X(DATABASE_RETRY_MAX_MS, database_retry_max_ms, INT, "30000", 10, 3600000, NULL,               \
+      "longest wait between two attempts to connect to the database")                              \
+    X(GATEWAY_BIND, gateway_bind, STRING, "", 0, 0, NULL,                                          \
+      "endpoint sender workers connect to, e.g. tcp://*:5555; empty: no gateway")                  \
+    X(GATEWAY_CERT, gateway_cert, STRING, "", 0, 0, NULL,                                          \
+      "CURVE certificate of this server (zcert file, its secret in FILE_secret)")                  \
+    X(GATEWAY_ALLOW_DIR, gateway_allow_dir, STRING, "", 0, 0, NULL,                                \
+      "directory of the public certificates of the sender workers allowed in")                     \
+    X(GATEWAY_INSECURE, gateway_insecure, BOOL, "false", 0, 0, NULL,                               \
+      "gateway without CURVE: anyone who reaches it is let in (development only)")                 \
+    X(HEARTBEAT_MS, heartbeat_ms, INT, FQ_CONFIG_STR(FQ_GATEWAY_HEARTBEAT_MS), 10, 60000, NULL,    \
+      "idle interval between two heartbeats to a sender worker")                                   \
+    X(HEARTBEAT_TIMEOUT_MS, heartbeat_timeout_ms, INT,                                             \
+      FQ_CONFIG_STR(FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS), 20, 600000, NULL,                            \
+      "silence after which a sender worker is dead (at least twice heartbeat_ms)")                 \
+    X(HTTP_LISTEN, http_listen, STRING, "127.0.0.1:8080", 0, 0, NULL,                              \
+      "address:port of the HTTP API and metrics")                                                  \
+    X(PREFETCH, prefetch, INT, "64", 1, 10000, NULL,                                               \
+      "message ids the scheduler keeps ready per active request")                                  \
+    X(ACK_BATCH, ack_batch, INT, "500", 1, 10000, NULL,                                            \
+      "most acks and nacks the store writes in one transaction")                                   \
+    X(ACK_FLUSH_MS, ack_flush_ms, INT, "5", 1, 10000, NULL,                                        \
+      "longest an ack waits for its batch to fill before it is written")                           \
+    X(RETRY_BASE_MS, retry_base_ms, INT, "60000", 1, 86400000, NULL,                               \
+      "first retry delay of a failed message; doubles with each attempt")                          \
+    X(RETRY_CAP_MS, retry_cap_ms, INT, "3600000", 1, 604800000, NULL,                              \
+      "longest retry delay (at least retry_base_ms)")                                              \
+    X(LOG_LEVEL, log_level, CHOICE, "info", 0, 0, "debug|info|warning|error",                      \
+      "least severe messages logged")
+
+//  The types a key can have.
+typedef enum {
+    FQ_CONFIG_TYPE_STRING,   //  Any text
+    FQ_CONFIG_TYPE_CONNINFO, //  A libpq connection string: its password is masked when shown
+    FQ_CONFIG_TYPE_INT,      //  A decimal integer within the key's min..max
+    FQ_CONFIG_TYPE_BOOL,     //  true/false, yes/no, on/off, 1/0 (any case)
+    FQ_CONFIG_TYPE_CHOICE,   //  One of the words of the key's choices ("a|b|c")
+} fq_config_type_t;
+
+typedef enum {
+#define X(id, name, type, def, min, max, choices, help) FQ_CONFIG_##id,
+    FQ_CONFIG_KEYS(X)
+#undef X
+        FQ_CONFIG_KEY_COUNT
+} fq_config_key_t;
+
+//  Where a key's value came from.
+typedef enum {
+    FQ_CONFIG_FROM_DEFAULT,
+    FQ_CONFIG_FROM_FILE,
+    FQ_CONFIG_FROM_ENV,
+    FQ_CONFIG_FROM_FLAG,
+} fq_config_source_t;
+
+//  What the command line asks for.
+typedef enum {
+    FQ_CONFIG_RUN,   //  Run with the configuration
+    FQ_CONFIG_HELP,  //  --help (or -h): print fq_config_help and exit
+    FQ_CONFIG_PRINT, //  --print-config: print fq_config_print and exit
+} fq_config_action_t;
+
+typedef struct fq_config fq_config_t;
+
+//  A configuration holding every default. NULL when out of memory.
+fq_config_t *fq_config_new(void);
+void fq_config_destroy(fq_config_t **self_p);
+
+//  Loads the configuration: the defaults, then the config file (--config
+//  PATH, else FAIRQ_CONFIG, else none), then envp (NULL-terminated
+//  "NAME=value" strings; NULL reads the process's environment), then the
+//  flags of argv (argv[0] is the program). Nothing is kept of an earlier
+//  load. Borrows everything it is given.
+//  --help anywhere wins over every other argument, even a wrong one.
+//  Returns 0; or FQ_EINVAL with the reason in error (see above for its
+//  form; truncated to error_size), after which the values are unspecified;
+//  or FQ_ENOMEM.
+int fq_config_load(fq_config_t *self, int argc, char *const argv[], char *const envp[], char *error,
+                   size_t error_size);
+
+//  What the command line of the last load asked for.
+fq_config_action_t fq_config_action(fq_config_t *self);
+
+//  The config file the last load read, or NULL. Owned by self.
+const char *fq_config_file(fq_config_t *self);
+
+//  Typed values. The key's type must match (text for STRING, CONNINFO and
+//  CHOICE keys). Strings are owned by self, valid until the next load.
+const char *fq_config_str(fq_config_t *self, fq_config_key_t key);
+int fq_config_int(fq_config_t *self, fq_config_key_t key);
+bool fq_config_bool(fq_config_t *self, fq_config_key_t key);
+
+//  Where key's value came from, and that source spelled out for people
+//  ("default", "config /etc/fairq.conf:12", "environment FAIRQ_PREFETCH",
+//  "flag --prefetch"); the text is owned by self.
+fq_config_source_t fq_config_source(fq_config_t *self, fq_config_key_t key);
+const char *fq_config_origin(fq_config_t *self, fq_config_key_t key);
+
+//  The key's name in files and flags ("gateway_bind"), and its environment
+//  variable ("FAIRQ_GATEWAY_BIND"); static storage.
+const char *fq_config_key_name(fq_config_key_t key);
+const char *fq_config_key_env(fq_config_key_t key);
+
+//  key's value as it may be shown: a connection string with its password
+//  replaced by ********, other values as they are. Returns a string the
+//  caller frees, or NULL when out of memory.
+char *fq_config_shown(fq_config_t *self, fq_config_key_t key);
+
+//  Writes every key, its value (secrets masked) and its source as a config
+//  file ("key = value  # source") that fq_config_load reads back.
+void fq_config_print(fq_config_t *self, FILE *out);
+
+//  Writes the --help text of program, generated from the table.
+void fq_config_help(FILE *out, const char *program);
+
+#endif

@@ -1,0 +1,862 @@
+/*  config_test.c — fairqd's configuration (fq_config.h): defaults, the
+    precedence default < file < environment < flag, the file's syntax
+    (quotes, comments, blanks, CRLF), every malformed input with the exact
+    message an operator sees, booleans, integer ranges, checks between
+    keys, masked secrets in the printout, and the generated help.
+
+    Environments are passed explicitly (envp), so the tests do not depend
+    on the variables of whoever runs them; one test uses the process's. */
+#include "fq_config.h"
+#include "fq_error.h"
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+//  Room for a temporary file's path, and for an error message naming it.
+#define S_PATH_SIZE  512
+#define S_ERROR_SIZE (S_PATH_SIZE + 1024)
+
+//  The file parser's line limit (fq_config.c), as an operator reads it.
+#define S_LINE_MAX 4096
+
+static char s_error[S_ERROR_SIZE];
+
+//  An empty environment.
+static char *s_no_env[] = {NULL};
+
+//  Loads argv (NULL-terminated, argv[0] the program) and envp into config.
+static int s_load(fq_config_t *config, char **argv, char **envp)
+{
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    s_error[0] = 0;
+    return fq_config_load(config, argc, argv, envp, s_error, sizeof s_error);
+}
+
+//  Writes len bytes of text to a new temporary file; path gets its name.
+static void s_write_file(char *path, const char *text, size_t len)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(path, S_PATH_SIZE, "%s/fq_config_test_XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
+    close(fd);
+}
+
+//  Loads a config file holding text (and argv's flags after --config).
+static int s_load_file_text(fq_config_t *config, const char *text, char *path)
+{
+    s_write_file(path, text, strlen(text));
+    char *argv[] = {"fairqd", "--config", path, NULL};
+    return s_load(config, argv, s_no_env);
+}
+
+//  Checks that a config file holding text is refused with exactly
+//  "config PATH:" followed by expected.
+static void s_expect_file_error(const char *text, const char *expected)
+{
+    fq_config_t *config = fq_config_new();
+    char path[S_PATH_SIZE];
+    int rc = s_load_file_text(config, text, path);
+    char wanted[S_ERROR_SIZE];
+    snprintf(wanted, sizeof wanted, "config %s:%s", path, expected);
+    if (rc != FQ_EINVAL)
+        fail_msg("file \"%s\" was accepted (rc %d), wanted: %s", text, rc, wanted);
+    assert_string_equal(s_error, wanted);
+    unlink(path);
+    fq_config_destroy(&config);
+}
+
+//  Checks that argv and envp are refused with exactly expected.
+static void s_expect_error(char **argv, char **envp, const char *expected)
+{
+    fq_config_t *config = fq_config_new();
+    int rc = s_load(config, argv, envp);
+    if (rc != FQ_EINVAL)
+        fail_msg("accepted (rc %d), wanted: %s", rc, expected);
+    assert_string_equal(s_error, expected);
+    fq_config_destroy(&config);
+}
+
+//  Loads argv and envp, or fails the test with the error.
+static void s_expect_ok(fq_config_t *config, char **argv, char **envp)
+{
+    if (s_load(config, argv, envp) != 0)
+        fail_msg("refused: %s", s_error);
+}
+
+//  fq_config_print's output, malloc'ed.
+static char *s_printout(fq_config_t *config)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    assert_non_null(out);
+    fq_config_print(config, out);
+    fclose(out);
+    return text;
+}
+
+//  A new configuration holds every default, each from "default".
+static void test_defaults(void **unused)
+{
+    (void)unused;
+    fq_config_t *config = fq_config_new();
+    assert_non_null(config);
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_NAME), "fairqd");
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_DATABASE), "");
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_HTTP_LISTEN), "127.0.0.1:8080");
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_GATEWAY_BIND), "");
+    assert_false(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE));
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_HEARTBEAT_MS), FQ_GATEWAY_HEARTBEAT_MS);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_HEARTBEAT_TIMEOUT_MS),
+                     FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 64);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_BATCH), 500);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_FLUSH_MS), 5);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_RETRY_BASE_MS), 60000);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_RETRY_CAP_MS), 3600000);
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_LOG_LEVEL), "info");
+    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+        assert_int_equal(fq_config_source(config, key), FQ_CONFIG_FROM_DEFAULT);
+        assert_string_equal(fq_config_origin(config, key), "default");
+    }
+    //  Loading nothing gives the same, and asks to run
+    char *argv[] = {"fairqd", NULL};
+    s_expect_ok(config, argv, s_no_env);
+    assert_int_equal(fq_config_action(config), FQ_CONFIG_RUN);
+    assert_null(fq_config_file(config));
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 64);
+    fq_config_destroy(&config);
+    fq_config_destroy(&config); //  Safe twice
+    assert_null(config);
+}
+
+//  The table's names: files and flags use the key, the environment
+//  FAIRQ_ and the key in capitals.
+static void test_key_names(void **unused)
+{
+    (void)unused;
+    assert_string_equal(fq_config_key_name(FQ_CONFIG_GATEWAY_BIND), "gateway_bind");
+    assert_string_equal(fq_config_key_env(FQ_CONFIG_GATEWAY_BIND), "FAIRQ_GATEWAY_BIND");
+    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+        const char *name = fq_config_key_name(key);
+        const char *env = fq_config_key_env(key);
+        assert_int_equal(strncmp(env, "FAIRQ_", 6), 0);
+        assert_int_equal(strlen(env), strlen(name) + 6);
+        for (size_t i = 0; name[i]; i++)
+            assert_int_equal(env[6 + i], name[i] == '_' ? '_' : toupper((unsigned char)name[i]));
+    }
+}
+
+//  default < file < environment < flag, key by key, and each value knows
+//  where it came from.
+static void test_precedence(void **unused)
+{
+    (void)unused;
+    char path[S_PATH_SIZE];
+    const char *text = "# four keys from the file\n"
+                       "prefetch = 10\n"
+                       "ack_batch = 20\n"
+                       "retry_base_ms = 30\n"
+                       "name = from-file\n";
+    s_write_file(path, text, strlen(text));
+    char *envp[] = {"FAIRQ_ACK_BATCH=21",
+                    "FAIRQ_RETRY_BASE_MS=31",
+                    "FAIRQ_NAME=from-env",
+                    "FAIRQ_UNKNOWN_KEY=ignored",
+                    "OTHER=x",
+                    NULL};
+    char *argv[] = {"fairqd", "--config", path, "--retry_base_ms=32", "--name", "from-flag", NULL};
+    fq_config_t *config = fq_config_new();
+    s_expect_ok(config, argv, envp);
+    assert_string_equal(fq_config_file(config), path);
+
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_FLUSH_MS), 5); //  Default only
+    assert_int_equal(fq_config_source(config, FQ_CONFIG_ACK_FLUSH_MS), FQ_CONFIG_FROM_DEFAULT);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 10); //  File
+    assert_int_equal(fq_config_source(config, FQ_CONFIG_PREFETCH), FQ_CONFIG_FROM_FILE);
+    char origin[S_PATH_SIZE + 32];
+    snprintf(origin, sizeof origin, "config %s:2", path);
+    assert_string_equal(fq_config_origin(config, FQ_CONFIG_PREFETCH), origin);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_BATCH), 21); //  Env over file
+    assert_int_equal(fq_config_source(config, FQ_CONFIG_ACK_BATCH), FQ_CONFIG_FROM_ENV);
+    assert_string_equal(fq_config_origin(config, FQ_CONFIG_ACK_BATCH),
+                        "environment FAIRQ_ACK_BATCH");
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_RETRY_BASE_MS), 32); //  Flag over both
+    assert_int_equal(fq_config_source(config, FQ_CONFIG_RETRY_BASE_MS), FQ_CONFIG_FROM_FLAG);
+    assert_string_equal(fq_config_origin(config, FQ_CONFIG_RETRY_BASE_MS), "flag --retry_base_ms");
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_NAME), "from-flag"); //  --name value
+    assert_string_equal(fq_config_origin(config, FQ_CONFIG_NAME), "flag --name");
+
+    //  A later load starts over: nothing of the first is left
+    char *plain[] = {"fairqd", NULL};
+    s_expect_ok(config, plain, s_no_env);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 64);
+    assert_int_equal(fq_config_source(config, FQ_CONFIG_PREFETCH), FQ_CONFIG_FROM_DEFAULT);
+    assert_null(fq_config_file(config));
+    fq_config_destroy(&config);
+    unlink(path);
+}
+
+//  The config file may be named by FAIRQ_CONFIG; --config wins over it,
+//  and an empty FAIRQ_CONFIG names none.
+static void test_config_file_from_environment(void **unused)
+{
+    (void)unused;
+    char path[S_PATH_SIZE], other[S_PATH_SIZE];
+    s_write_file(path, "prefetch = 11\n", strlen("prefetch = 11\n"));
+    s_write_file(other, "prefetch = 12\n", strlen("prefetch = 12\n"));
+    char variable[S_PATH_SIZE + 16];
+    snprintf(variable, sizeof variable, "FAIRQ_CONFIG=%s", path);
+    char *envp[] = {variable, NULL};
+    char *plain[] = {"fairqd", NULL};
+    fq_config_t *config = fq_config_new();
+    s_expect_ok(config, plain, envp);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 11);
+    assert_string_equal(fq_config_file(config), path);
+
+    char *flagged[] = {"fairqd", "--config", other, NULL};
+    s_expect_ok(config, flagged, envp);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 12);
+
+    char *empty[] = {"FAIRQ_CONFIG=", NULL};
+    s_expect_ok(config, plain, empty);
+    assert_null(fq_config_file(config));
+    fq_config_destroy(&config);
+    unlink(path);
+    unlink(other);
+}
+
+//  Without envp the process's own environment is read.
+static void test_process_environment(void **unused)
+{
+    (void)unused;
+    assert_int_equal(setenv("FAIRQ_ACK_FLUSH_MS", "17", 1), 0);
+    fq_config_t *config = fq_config_new();
+    char *argv[] = {"fairqd", NULL};
+    s_expect_ok(config, argv, NULL);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_FLUSH_MS), 17);
+    unsetenv("FAIRQ_ACK_FLUSH_MS");
+    fq_config_destroy(&config);
+}
+
+//  Flags: --key=value, --key value, dashes for underscores, the last of a
+//  repeated flag wins; environment values are taken as they are.
+static void test_flag_forms(void **unused)
+{
+    (void)unused;
+    char *argv[] = {"fairqd",
+                    "--ack-batch=7",
+                    "--http_listen",
+                    "0.0.0.0:9090",
+                    "--prefetch=1",
+                    "--prefetch=2",
+                    "--gateway_bind=",
+                    "--database=host=db dbname=fairq",
+                    NULL};
+    char *envp[] = {"FAIRQ_GATEWAY_CERT=  spaces kept  ", "FAIRQ_GATEWAY_BIND=tcp://*:1", NULL};
+    fq_config_t *config = fq_config_new();
+    s_expect_ok(config, argv, envp);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_BATCH), 7);
+    assert_string_equal(fq_config_origin(config, FQ_CONFIG_ACK_BATCH), "flag --ack-batch");
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_HTTP_LISTEN), "0.0.0.0:9090");
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 2);
+    //  An empty flag is an empty text, over the environment's value
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_GATEWAY_BIND), "");
+    assert_int_equal(fq_config_source(config, FQ_CONFIG_GATEWAY_BIND), FQ_CONFIG_FROM_FLAG);
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_DATABASE), "host=db dbname=fairq");
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_GATEWAY_CERT), "  spaces kept  ");
+    fq_config_destroy(&config);
+}
+
+//  --help wins over everything, even wrong flags; --print-config asks for
+//  the printout after a full load.
+static void test_actions(void **unused)
+{
+    (void)unused;
+    fq_config_t *config = fq_config_new();
+    char *help[] = {"fairqd", "--databse=x", "stray", "--help", NULL};
+    s_expect_ok(config, help, s_no_env);
+    assert_int_equal(fq_config_action(config), FQ_CONFIG_HELP);
+    char *short_help[] = {"fairqd", "-h", NULL};
+    s_expect_ok(config, short_help, s_no_env);
+    assert_int_equal(fq_config_action(config), FQ_CONFIG_HELP);
+    char *print[] = {"fairqd", "--print-config", "--prefetch=3", NULL};
+    s_expect_ok(config, print, s_no_env);
+    assert_int_equal(fq_config_action(config), FQ_CONFIG_PRINT);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 3);
+    char *run[] = {"fairqd", NULL};
+    s_expect_ok(config, run, s_no_env);
+    assert_int_equal(fq_config_action(config), FQ_CONFIG_RUN);
+    //  A print with a wrong setting is an error like any other
+    char *bad_print[] = {"fairqd", "--print-config", "--prefetch=0", NULL};
+    s_expect_error(bad_print, s_no_env,
+                   "flag --prefetch: invalid value for \"prefetch\": 0 is out of range (1..10000)");
+    fq_config_destroy(&config);
+}
+
+//  The file: comments, blank lines, blanks around keys and values, quotes
+//  (keeping blanks and '#', with \" and \\), a '#' inside a word, CRLF,
+//  a byte order mark, a choice in capitals.
+static void test_file_syntax(void **unused)
+{
+    (void)unused;
+    const char *text = "\xEF\xBB\xBF# fairqd test configuration\n"
+                       "\n"
+                       "   # an indented comment\n"
+                       "\t\n"
+                       "name=quoted-nothing\n"
+                       "  http_listen   =   \"  spaced # not a comment  \"   # a comment\n"
+                       "gateway_bind = tcp://*:5555#not-a-comment   # but this is\n"
+                       "gateway_cert = /etc/fairq/server cert  \r\n"
+                       "gateway_allow_dir = \"\"\n"
+                       "gateway_insecure = yes\n"
+                       "database = \"host=db password=\\\"x\\\\y\\\"\"\n"
+                       "log_level = WARNING\n"
+                       "prefetch = +007";
+    fq_config_t *config = fq_config_new();
+    char path[S_PATH_SIZE];
+    if (s_load_file_text(config, text, path))
+        fail_msg("refused: %s", s_error);
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_NAME), "quoted-nothing");
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_HTTP_LISTEN), "  spaced # not a comment  ");
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_GATEWAY_BIND),
+                        "tcp://*:5555#not-a-comment");
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_GATEWAY_CERT), "/etc/fairq/server cert");
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_GATEWAY_ALLOW_DIR), "");
+    assert_int_equal(fq_config_source(config, FQ_CONFIG_GATEWAY_ALLOW_DIR), FQ_CONFIG_FROM_FILE);
+    assert_true(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE));
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_DATABASE), "host=db password=\"x\\y\"");
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_LOG_LEVEL), "warning");
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 7); //  Last line, no newline
+    char origin[S_PATH_SIZE + 32];
+    snprintf(origin, sizeof origin, "config %s:13", path);
+    assert_string_equal(fq_config_origin(config, FQ_CONFIG_PREFETCH), origin);
+    unlink(path);
+
+    //  A line of exactly the limit is read
+    char *line = malloc(S_LINE_MAX + 2);
+    assert_non_null(line);
+    int len = snprintf(line, S_LINE_MAX + 2, "http_listen = ");
+    memset(line + len, 'x', (size_t)(S_LINE_MAX - len));
+    line[S_LINE_MAX] = '\n';
+    line[S_LINE_MAX + 1] = 0;
+    if (s_load_file_text(config, line, path))
+        fail_msg("refused a line of %d bytes: %s", S_LINE_MAX, s_error);
+    assert_int_equal(strlen(fq_config_str(config, FQ_CONFIG_HTTP_LISTEN)), S_LINE_MAX - len);
+    unlink(path);
+    free(line);
+
+    //  An empty file sets nothing
+    if (s_load_file_text(config, "", path))
+        fail_msg("refused an empty file: %s", s_error);
+    assert_int_equal(fq_config_source(config, FQ_CONFIG_PREFETCH), FQ_CONFIG_FROM_DEFAULT);
+    unlink(path);
+    fq_config_destroy(&config);
+}
+
+//  Every malformed line, with the message an operator sees.
+static void test_file_errors(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *text;
+        const char *error; //  After "config PATH:"
+    } cases[] = {
+        {"databse = x\n", "1: unknown key \"databse\" (did you mean \"database\"?)"},
+        {"# fine\n\nfrobnicate = 1\n", "3: unknown key \"frobnicate\""},
+        {"heartbeat-msec = 1\n",
+         "1: unknown key \"heartbeat-msec\" (did you mean \"heartbeat_ms\"?)"},
+        {"prefetch = 1\n# again\nprefetch = 2\n",
+         "3: duplicate key \"prefetch\" (first set on line 1)"},
+        {"ack_batch = 1\nack-batch = 2\n", "2: duplicate key \"ack_batch\" (first set on line 1)"},
+        {"just some words\n", "1: expected \"key = value\" but the line has no \"=\""},
+        {"prefetch 10\n", "1: expected \"key = value\" but the line has no \"=\""},
+        {"  = 5\n", "1: missing key before \"=\""},
+        {"prefetch =\n", "1: missing value for \"prefetch\""},
+        {"name =    # nothing\n", "1: missing value for \"name\""},
+        {"prefetch = \"\"\n", "1: missing value for \"prefetch\""},
+        {"prefetch = ten\n", "1: invalid value for \"prefetch\": \"ten\" is not an integer"},
+        {"prefetch = 12ms\n", "1: invalid value for \"prefetch\": \"12ms\" is not an integer"},
+        {"prefetch = 0x10\n", "1: invalid value for \"prefetch\": \"0x10\" is not an integer"},
+        {"prefetch = 1.5\n", "1: invalid value for \"prefetch\": \"1.5\" is not an integer"},
+        {"prefetch = \" 5\"\n", "1: invalid value for \"prefetch\": \" 5\" is not an integer"},
+        {"prefetch = 0\n", "1: invalid value for \"prefetch\": 0 is out of range (1..10000)"},
+        {"prefetch = 10001\n",
+         "1: invalid value for \"prefetch\": 10001 is out of range (1..10000)"},
+        {"prefetch = -3\n", "1: invalid value for \"prefetch\": -3 is out of range (1..10000)"},
+        {"prefetch = 99999999999999999999999\n",
+         "1: invalid value for \"prefetch\": 99999999999999999999999 is out of range (1..10000)"},
+        {"gateway_insecure = maybe\n",
+         "1: invalid value for \"gateway_insecure\": \"maybe\" is not a boolean (true/false, "
+         "yes/no, on/off, 1/0)"},
+        {"gateway_insecure = 2\n",
+         "1: invalid value for \"gateway_insecure\": \"2\" is not a boolean (true/false, yes/no, "
+         "on/off, 1/0)"},
+        {"log_level = verbose\n",
+         "1: invalid value for \"log_level\": \"verbose\" is not one of debug|info|warning|error"},
+        {"name = \"unterminated\n", "1: value of \"name\" has no closing quote"},
+        {"name = \"a\\\"\n", "1: value of \"name\" has no closing quote"},
+        {"name = \"a\" b\n", "1: unexpected text after the closing quote of \"name\""},
+        {"name = bad/name\n",
+         "1: invalid value for \"name\": \"bad/name\" is not a valid system name (1 to 64 "
+         "letters, digits, '.', '_' or '-')"},
+        {"prefetch = 5\nprefetch\n", "2: expected \"key = value\" but the line has no \"=\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        s_expect_file_error(cases[i].text, cases[i].error);
+
+    //  Lines too long, and lines with a NUL byte
+    size_t size = S_LINE_MAX + 64;
+    char *text = malloc(size);
+    assert_non_null(text);
+    int len = snprintf(text, size, "prefetch = 1\nhttp_listen = ");
+    memset(text + len, 'x', size - (size_t)len);
+    text[size - 2] = '\n';
+    text[size - 1] = 0;
+    s_expect_file_error(text, "2: line is longer than 4096 bytes");
+    free(text);
+    fq_config_t *config = fq_config_new();
+    char path[S_PATH_SIZE];
+    s_write_file(path, "name = a\0b\n", strlen("name = a") + 3);
+    char *argv[] = {"fairqd", "--config", path, NULL};
+    assert_int_equal(s_load(config, argv, s_no_env), FQ_EINVAL);
+    char wanted[S_ERROR_SIZE];
+    snprintf(wanted, sizeof wanted, "config %s:1: line holds a NUL byte (not a text file?)", path);
+    assert_string_equal(s_error, wanted);
+    unlink(path);
+    fq_config_destroy(&config);
+}
+
+//  A file that cannot be read is refused, naming it and the reason; a file
+//  with an error is refused even when a flag would override the key.
+static void test_unreadable_files(void **unused)
+{
+    (void)unused;
+    char *missing[] = {"fairqd", "--config", "/nonexistent/fairq.conf", NULL};
+    s_expect_error(missing, s_no_env,
+                   "config /nonexistent/fairq.conf: could not open: No such file or directory");
+    char *directory[] = {"fairqd", "--config=/", NULL};
+    s_expect_error(directory, s_no_env, "config /: could not read: Is a directory");
+    char *envp[] = {"FAIRQ_CONFIG=/nonexistent/env.conf", NULL};
+    char *plain[] = {"fairqd", NULL};
+    s_expect_error(plain, envp,
+                   "config /nonexistent/env.conf: could not open: No such file or directory");
+
+    char path[S_PATH_SIZE];
+    s_write_file(path, "prefetch = lots\n", strlen("prefetch = lots\n"));
+    char *overridden[] = {"fairqd", "--config", path, "--prefetch=5", NULL};
+    char wanted[S_ERROR_SIZE];
+    snprintf(wanted, sizeof wanted,
+             "config %s:1: invalid value for \"prefetch\": \"lots\" is not an integer", path);
+    s_expect_error(overridden, s_no_env, wanted);
+    unlink(path);
+}
+
+//  Malformed environment variables, named in the message.
+static void test_environment_errors(void **unused)
+{
+    (void)unused;
+    char *argv[] = {"fairqd", NULL};
+    static const struct {
+        char *variable;
+        const char *error;
+    } cases[] = {
+        {"FAIRQ_PREFETCH=abc",
+         "environment FAIRQ_PREFETCH: invalid value for \"prefetch\": \"abc\" is not an integer"},
+        {"FAIRQ_PREFETCH=", "environment FAIRQ_PREFETCH: missing value for \"prefetch\""},
+        {"FAIRQ_PREFETCH=1\n2", "environment FAIRQ_PREFETCH: invalid value for \"prefetch\": "
+                                "\"1\\x0a2\" is not an integer"},
+        {"FAIRQ_ACK_FLUSH_MS=100000",
+         "environment FAIRQ_ACK_FLUSH_MS: invalid value for \"ack_flush_ms\": 100000 is out of "
+         "range (1..10000)"},
+        {"FAIRQ_GATEWAY_INSECURE=",
+         "environment FAIRQ_GATEWAY_INSECURE: missing value for \"gateway_insecure\""},
+        {"FAIRQ_GATEWAY_INSECURE=sure",
+         "environment FAIRQ_GATEWAY_INSECURE: invalid value for \"gateway_insecure\": \"sure\" "
+         "is not a boolean (true/false, yes/no, on/off, 1/0)"},
+        {"FAIRQ_LOG_LEVEL=loud", "environment FAIRQ_LOG_LEVEL: invalid value for \"log_level\": "
+                                 "\"loud\" is not one of debug|info|warning|error"},
+        {"FAIRQ_NAME=", "environment FAIRQ_NAME: invalid value for \"name\": \"\" is not a valid "
+                        "system name (1 to 64 letters, digits, '.', '_' or '-')"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *envp[] = {cases[i].variable, NULL};
+        s_expect_error(argv, envp, cases[i].error);
+    }
+    //  A long value is cut in the message
+    char long_value[200] = "FAIRQ_PREFETCH=";
+    memset(long_value + strlen(long_value), 'z', 150);
+    char *envp[] = {long_value, NULL};
+    char wanted[S_ERROR_SIZE];
+    snprintf(wanted, sizeof wanted,
+             "environment FAIRQ_PREFETCH: invalid value for \"prefetch\": \"%.64s...\" is not an "
+             "integer",
+             long_value + strlen("FAIRQ_PREFETCH="));
+    s_expect_error(argv, envp, wanted);
+}
+
+//  Malformed command lines, named in the message.
+static void test_flag_errors(void **unused)
+{
+    (void)unused;
+    char *unknown[] = {"fairqd", "--databse=x", NULL};
+    s_expect_error(unknown, s_no_env,
+                   "flag --databse: unknown key \"databse\" (did you mean \"database\"?)");
+    char *far[] = {"fairqd", "--verbose", NULL};
+    s_expect_error(far, s_no_env, "flag --verbose: unknown key \"verbose\"");
+    char *last[] = {"fairqd", "--prefetch", NULL};
+    s_expect_error(last, s_no_env, "flag --prefetch: missing value for \"prefetch\"");
+    char *followed[] = {"fairqd", "--prefetch", "--ack_batch=3", NULL};
+    s_expect_error(followed, s_no_env, "flag --prefetch: missing value for \"prefetch\"");
+    char *empty_int[] = {"fairqd", "--prefetch=", NULL};
+    s_expect_error(empty_int, s_no_env, "flag --prefetch: missing value for \"prefetch\"");
+    char *range[] = {"fairqd", "--ack_batch=0", NULL};
+    s_expect_error(
+        range, s_no_env,
+        "flag --ack_batch: invalid value for \"ack_batch\": 0 is out of range (1..10000)");
+    char *stray[] = {"fairqd", "--prefetch=3", "extra", NULL};
+    s_expect_error(stray, s_no_env, "argument \"extra\": unexpected (settings are --key=value)");
+    char *single_dash[] = {"fairqd", "-p", NULL};
+    s_expect_error(single_dash, s_no_env, "argument \"-p\": unexpected (settings are --key=value)");
+    char *dashes[] = {"fairqd", "--", NULL};
+    s_expect_error(dashes, s_no_env, "argument \"--\": unexpected (settings are --key=value)");
+    char *no_path[] = {"fairqd", "--config", NULL};
+    s_expect_error(no_path, s_no_env, "flag --config: missing value (the config file's path)");
+    char *twice[] = {"fairqd", "--config", "a", "--config=b", NULL};
+    s_expect_error(twice, s_no_env, "flag --config: given more than once");
+    char *print_value[] = {"fairqd", "--print-config=yes", NULL};
+    s_expect_error(print_value, s_no_env, "flag --print-config: takes no value");
+    char *bad_bool[] = {"fairqd", "--gateway_insecure", "maybe", NULL};
+    s_expect_error(bad_bool, s_no_env,
+                   "flag --gateway_insecure: invalid value for \"gateway_insecure\": \"maybe\" is "
+                   "not a boolean (true/false, yes/no, on/off, 1/0)");
+    char *bad_name[] = {"fairqd", "--name=a b", NULL};
+    s_expect_error(bad_name, s_no_env,
+                   "flag --name: invalid value for \"name\": \"a b\" is not a valid system name (1 "
+                   "to 64 letters, digits, '.', '_' or '-')");
+}
+
+//  Booleans: true/false, yes/no, on/off, 1/0 in any case; a boolean flag
+//  alone means true.
+static void test_bools(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *word;
+        bool value;
+    } words[] = {{"true", true}, {"false", false}, {"yes", true}, {"no", false},
+                 {"on", true},   {"off", false},   {"1", true},   {"0", false},
+                 {"TRUE", true}, {"Off", false},   {"YeS", true}, {"nO", false}};
+    fq_config_t *config = fq_config_new();
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        char flag[64], variable[64], text[64], path[S_PATH_SIZE];
+        snprintf(flag, sizeof flag, "--gateway_insecure=%s", words[i].word);
+        char *argv[] = {"fairqd", flag, NULL};
+        s_expect_ok(config, argv, s_no_env);
+        assert_int_equal(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE), words[i].value);
+        snprintf(variable, sizeof variable, "FAIRQ_GATEWAY_INSECURE=%s", words[i].word);
+        char *envp[] = {variable, NULL};
+        char *plain[] = {"fairqd", NULL};
+        s_expect_ok(config, plain, envp);
+        assert_int_equal(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE), words[i].value);
+        snprintf(text, sizeof text, "gateway_insecure = %s\n", words[i].word);
+        if (s_load_file_text(config, text, path))
+            fail_msg("refused %s: %s", text, s_error);
+        assert_int_equal(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE), words[i].value);
+        unlink(path);
+    }
+    char *alone[] = {"fairqd", "--gateway_insecure", NULL};
+    s_expect_ok(config, alone, s_no_env);
+    assert_true(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE));
+    char *before_flag[] = {"fairqd", "--gateway_insecure", "--prefetch=3", NULL};
+    s_expect_ok(config, before_flag, s_no_env);
+    assert_true(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE));
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 3);
+    char *separate[] = {"fairqd", "--gateway_insecure", "off", NULL};
+    s_expect_ok(config, separate, s_no_env);
+    assert_false(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE));
+    //  A flag's false beats the environment's true
+    char *envp[] = {"FAIRQ_GATEWAY_INSECURE=yes", NULL};
+    char *no[] = {"fairqd", "--gateway_insecure=no", NULL};
+    s_expect_ok(config, no, envp);
+    assert_false(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE));
+    fq_config_destroy(&config);
+}
+
+//  Every integer key takes its min and max and refuses one beyond each.
+static void test_int_ranges(void **unused)
+{
+    (void)unused;
+    static const struct {
+        fq_config_key_t key;
+        long long min, max;
+        bool is_int;
+    } keys[] = {
+#define X(id, name, type, def, min, max, choices, help)                                            \
+    {FQ_CONFIG_##id, min, max, FQ_CONFIG_TYPE_##type == FQ_CONFIG_TYPE_INT},
+        FQ_CONFIG_KEYS(X)
+#undef X
+    };
+    fq_config_t *config = fq_config_new();
+    int checked = 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (!keys[i].is_int)
+            continue;
+        const char *name = fq_config_key_name(keys[i].key);
+        long long values[] = {keys[i].min, keys[i].max};
+        for (int j = 0; j < 2; j++) {
+            //  Pairs that must agree (cap >= base, ...) are made to first
+            char flag[128];
+            snprintf(flag, sizeof flag, "--%s=%lld", name, values[j]);
+            char *argv[] = {"fairqd",
+                            "--retry_base_ms=1",
+                            "--retry_cap_ms=604800000",
+                            "--database_retry_min_ms=10",
+                            "--database_retry_max_ms=3600000",
+                            "--heartbeat_ms=10",
+                            "--heartbeat_timeout_ms=600000",
+                            flag,
+                            NULL};
+            s_expect_ok(config, argv, s_no_env);
+            assert_int_equal(fq_config_int(config, keys[i].key), values[j]);
+        }
+        long long outside[] = {keys[i].min - 1, keys[i].max + 1};
+        for (int j = 0; j < 2; j++) {
+            char flag[128], wanted[256];
+            snprintf(flag, sizeof flag, "--%s=%lld", name, outside[j]);
+            snprintf(wanted, sizeof wanted,
+                     "flag --%s: invalid value for \"%s\": %lld is out of range (%lld..%lld)", name,
+                     name, outside[j], keys[i].min, keys[i].max);
+            char *argv[] = {"fairqd", flag, NULL};
+            s_expect_error(argv, s_no_env, wanted);
+        }
+        checked++;
+    }
+    assert_true(checked >= 9); //  Nine integer keys today
+    fq_config_destroy(&config);
+}
+
+//  Keys that must agree are checked together, and the message names both
+//  values and where each came from.
+static void test_checks_between_keys(void **unused)
+{
+    (void)unused;
+    char *cap[] = {"fairqd", "--retry_base_ms=7200000", NULL};
+    s_expect_error(cap, s_no_env,
+                   "flag --retry_base_ms: retry_cap_ms = 3600000 (default) must be at least "
+                   "retry_base_ms = 7200000 (flag --retry_base_ms)");
+    char *heartbeat[] = {"fairqd", "--heartbeat_ms=2000", NULL};
+    s_expect_error(heartbeat, s_no_env,
+                   "flag --heartbeat_ms: heartbeat_timeout_ms = 3000 (default) must be at least "
+                   "twice heartbeat_ms = 2000 (flag --heartbeat_ms)");
+    char *envp[] = {"FAIRQ_DATABASE_RETRY_MAX_MS=100", NULL};
+    char *retry[] = {"fairqd", "--database_retry_min_ms=200", NULL};
+    s_expect_error(retry, envp,
+                   "flag --database_retry_min_ms: database_retry_max_ms = 100 (environment "
+                   "FAIRQ_DATABASE_RETRY_MAX_MS) must be at least database_retry_min_ms = 200 "
+                   "(flag --database_retry_min_ms)");
+    char *bind[] = {"fairqd", "--gateway_bind=tcp://*:5555", NULL};
+    s_expect_error(bind, s_no_env,
+                   "flag --gateway_bind: gateway_bind needs gateway_cert, the gateway's CURVE "
+                   "certificate (or gateway_insecure = true, for development only)");
+    char *no_allow[] = {"fairqd", "--gateway_bind=tcp://*:5555", "--gateway_cert=/x.cert", NULL};
+    s_expect_error(no_allow, s_no_env,
+                   "flag --gateway_bind: gateway_bind needs gateway_allow_dir, the directory of "
+                   "the sender workers' public certificates (or gateway_insecure = true, for "
+                   "development only)");
+    fq_config_t *config = fq_config_new();
+    char *insecure[] = {"fairqd", "--gateway_bind=tcp://*:5555", "--gateway_insecure", NULL};
+    s_expect_ok(config, insecure, s_no_env);
+    char *curve[] = {"fairqd", "--gateway_bind=tcp://*:5555", "--gateway_cert=/x.cert",
+                     "--gateway_allow_dir=/allowed", NULL};
+    s_expect_ok(config, curve, s_no_env);
+    char *exact[] = {"fairqd", "--heartbeat_ms=1500", NULL}; //  Twice is enough
+    s_expect_ok(config, exact, s_no_env);
+    fq_config_destroy(&config);
+}
+
+//  "did you mean" names a key one or two edits away, and only then.
+static void test_suggestions(void **unused)
+{
+    (void)unused;
+    static const struct {
+        char *flag;
+        const char *error;
+    } cases[] = {
+        {"--prefech=1", "flag --prefech: unknown key \"prefech\" (did you mean \"prefetch\"?)"},
+        {"--log-levl=info",
+         "flag --log-levl: unknown key \"log-levl\" (did you mean \"log_level\"?)"},
+        {"--hearbeat_ms=1",
+         "flag --hearbeat_ms: unknown key \"hearbeat_ms\" (did you mean \"heartbeat_ms\"?)"},
+        {"--nmae=x", "flag --nmae: unknown key \"nmae\" (did you mean \"name\"?)"},
+        {"--retry=1", "flag --retry: unknown key \"retry\""},
+        {"--x=1", "flag --x: unknown key \"x\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *argv[] = {"fairqd", cases[i].flag, NULL};
+        s_expect_error(argv, s_no_env, cases[i].error);
+    }
+}
+
+//  Connection strings are shown with their passwords masked, in both of
+//  libpq's forms; one that cannot be read is masked whole.
+static void test_masked_conninfo(void **unused)
+{
+    (void)unused;
+    static const struct {
+        const char *conninfo;
+        const char *shown;
+    } cases[] = {
+        {"", ""},
+        {"host=db dbname=fairq", "host=db dbname=fairq"},
+        {"host=db password=secret dbname=x", "host=db password=******** dbname=x"},
+        {"password = 'se cret\\' x' host=db", "password = ******** host=db"},
+        {"host=db sslpassword=keypass passfile=/p", "host=db sslpassword=******** passfile=/p"},
+        {"password=", "password=********"},
+        {"postgresql://fairq:secret@db:5432/fairq?sslmode=require&password=secret2",
+         "postgresql://fairq:********@db:5432/fairq?sslmode=require&password=********"},
+        {"postgres://fairq@db/fairq", "postgres://fairq@db/fairq"},
+        {"postgresql:///fairq?host=/run/pg", "postgresql:///fairq?host=/run/pg"},
+        {"this is = not a conninfo password=secret", "********"},
+        {"host='unterminated password=secret", "********"},
+    };
+    fq_config_t *config = fq_config_new();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char flag[256];
+        snprintf(flag, sizeof flag, "--database=%s", cases[i].conninfo);
+        char *argv[] = {"fairqd", flag, NULL};
+        s_expect_ok(config, argv, s_no_env);
+        assert_string_equal(fq_config_str(config, FQ_CONFIG_DATABASE), cases[i].conninfo);
+        char *shown = fq_config_shown(config, FQ_CONFIG_DATABASE);
+        assert_string_equal(shown, cases[i].shown);
+        free(shown);
+    }
+    //  Other text keys are shown as they are
+    char *argv[] = {"fairqd", "--gateway_cert=/etc/password=x", NULL};
+    s_expect_ok(config, argv, s_no_env);
+    char *shown = fq_config_shown(config, FQ_CONFIG_GATEWAY_CERT);
+    assert_string_equal(shown, "/etc/password=x");
+    free(shown);
+    fq_config_destroy(&config);
+}
+
+//  The printout lists every key once with its source, masks the password,
+//  and is a config file that loads back to the same values.
+static void test_print(void **unused)
+{
+    (void)unused;
+    char path[S_PATH_SIZE];
+    const char *text = "database = \"host=db password=hunter2 dbname=fairq\"\n"
+                       "http_listen = \"0.0.0.0:80 # \\\"odd\\\"\"\n";
+    s_write_file(path, text, strlen(text));
+    char *envp[] = {"FAIRQ_PREFETCH=9", NULL};
+    char *argv[] = {"fairqd", "--config", path, "--gateway_insecure", "--log_level=debug", NULL};
+    fq_config_t *config = fq_config_new();
+    s_expect_ok(config, argv, envp);
+    char *printed = s_printout(config);
+    print_message("%s", printed);
+    assert_null(strstr(printed, "hunter2"));
+    char line[S_PATH_SIZE + 128];
+    snprintf(line, sizeof line,
+             "\ndatabase = \"host=db password=******** dbname=fairq\"  # config %s:1\n", path);
+    assert_non_null(strstr(printed, line));
+    assert_non_null(strstr(printed, "\nprefetch = 9  # environment FAIRQ_PREFETCH\n"));
+    assert_non_null(strstr(printed, "\ngateway_insecure = true  # flag --gateway_insecure\n"));
+    assert_non_null(strstr(printed, "\nlog_level = debug  # flag --log_level\n"));
+    assert_non_null(strstr(printed, "\nname = \"fairqd\"  # default\n"));
+    assert_non_null(strstr(printed, "\nack_batch = 500  # default\n"));
+    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+        char start[128];
+        snprintf(start, sizeof start, "\n%s = ", fq_config_key_name(key));
+        const char *first = strstr(printed, start);
+        assert_non_null(first);
+        assert_null(strstr(first + 1, start));
+    }
+
+    //  Read back: the same values, the password now the mask
+    char copy[S_PATH_SIZE];
+    s_write_file(copy, printed, strlen(printed));
+    fq_config_t *again = fq_config_new();
+    char *reread[] = {"fairqd", "--config", copy, NULL};
+    s_expect_ok(again, reread, s_no_env);
+    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+        if (key == FQ_CONFIG_DATABASE)
+            continue;
+        char *before = fq_config_shown(config, key), *after = fq_config_shown(again, key);
+        assert_string_equal(before, after);
+        free(before);
+        free(after);
+    }
+    assert_string_equal(fq_config_str(again, FQ_CONFIG_DATABASE),
+                        "host=db password=******** dbname=fairq");
+    assert_string_equal(fq_config_str(again, FQ_CONFIG_HTTP_LISTEN), "0.0.0.0:80 # \"odd\"");
+    fq_config_destroy(&again);
+    fq_config_destroy(&config);
+    free(printed);
+    unlink(copy);
+    unlink(path);
+}
+
+//  The help names every key with its flag, variable and default.
+static void test_help(void **unused)
+{
+    (void)unused;
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    assert_non_null(out);
+    fq_config_help(out, "fairqd");
+    fclose(out);
+    assert_int_equal(strncmp(text, "usage: fairqd [--config PATH]", 29), 0);
+    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+        char flag[128];
+        snprintf(flag, sizeof flag, "\n  --%s=", fq_config_key_name(key));
+        assert_non_null(strstr(text, flag));
+        assert_non_null(strstr(text, fq_config_key_env(key)));
+    }
+    assert_non_null(strstr(text, "--prefetch=1..10000  (FAIRQ_PREFETCH, default 64)\n"));
+    assert_non_null(
+        strstr(text, "--http_listen=TEXT  (FAIRQ_HTTP_LISTEN, default \"127.0.0.1:8080\")\n"));
+    assert_non_null(strstr(text, "--gateway_insecure=true|false  (FAIRQ_GATEWAY_INSECURE, "
+                                 "default false)\n"));
+    assert_non_null(strstr(text, "--log_level=debug|info|warning|error"));
+    free(text);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_key_names),
+        cmocka_unit_test(test_precedence),
+        cmocka_unit_test(test_config_file_from_environment),
+        cmocka_unit_test(test_process_environment),
+        cmocka_unit_test(test_flag_forms),
+        cmocka_unit_test(test_actions),
+        cmocka_unit_test(test_file_syntax),
+        cmocka_unit_test(test_file_errors),
+        cmocka_unit_test(test_unreadable_files),
+        cmocka_unit_test(test_environment_errors),
+        cmocka_unit_test(test_flag_errors),
+        cmocka_unit_test(test_bools),
+        cmocka_unit_test(test_int_ranges),
+        cmocka_unit_test(test_checks_between_keys),
+        cmocka_unit_test(test_suggestions),
+        cmocka_unit_test(test_masked_conninfo),
+        cmocka_unit_test(test_print),
+        cmocka_unit_test(test_help),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -47,7 +47,10 @@ typedef struct {
 #define FQ_GATEWAY_RECONNECT_MAX_MS     5000
 
 //  Validates cfg, loads keys and spawns /system/gateway. Strings in cfg are
-//  copied. Returns 0, FQ_EINVAL (with a logged reason) or FQ_EEXIST.
+//  copied. Returns 0, FQ_EINVAL (with a logged reason) or FQ_EEXIST. The
+//  bind itself happens later, in the gateway's own thread: a failed bind
+//  fails the actor (restarts, then escalation), so wait for it with
+//  fq_gateway_wait_connected and watch fq_system_failed.
 int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *cfg);
 
 //  Blocks until the gateway has a welcomed connection to the system at

@@ -1,0 +1,975 @@
+/*  fq_bench_store.c — throughput of the store's hot paths beside a raw floor.
+
+    A benchmark, not a test: it measures and prints, and exits 0 whatever
+    the figures say (non-zero only when something fails). It connects with
+    the PG* environment, as the store tests do, in a database of its own:
+
+        pg_virtualenv -t -v 15 build/release/tests/bench/fq_bench_store
+
+    One run measures
+
+      1. split: one request of N recipients, submitted untimed, then split
+         by fq_store_split_chunk until no chunk is left (rows/s); beside it
+         the raw floor: the same N rows (the same column values) COPYed
+         into bench_raw, a bare table like fairq.messages, in chunks of
+         fairq.chunk_size() rows, each chunk its own transaction;
+      2. acks: the N messages just split acked by fq_store_ack_batch in
+         batches of B (acks/s); beside it a batched UPDATE of bench_raw
+         that changes the same columns, B rows per transaction. Each side
+         also reports its share of HOT updates (pg_stat_user_tables).
+
+    The floors run in the same cluster as the store, so a ratio store / raw
+    holds whatever the server's settings (pg_virtualenv's clusters run with
+    fsync=off: the header prints the settings that matter). Each run starts
+    from TRUNCATE and a fresh split, so the acks always meet what a split
+    leaves (every row pending, pages filled to the fillfactor) and no reset
+    UPDATE is needed between runs; both tables are vacuumed before the acks,
+    and every timed part starts after a CHECKPOINT and sync(2). The store
+    and its floor alternate which goes first; the table gives the best and
+    median run, and judges the targets on the best.
+
+    Usage: fq_bench_store [--recipients N] [--batch B] [--runs R] [--quick]
+                          [--only split|acks]
+*/
+#include "fq_store.h"
+#include "fq_test_db.h"
+#include <errno.h>
+#include <libpq-fe.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+//  Defaults: a million recipients is the request the store's chunks are
+//  sized for (0002_submit.sql: a hundred chunks), and long enough that
+//  per-run costs vanish into the total. An even --runs gives the median as
+//  many runs with the store first as with its floor first: whichever part
+//  of a run went first ran faster, by up to a fifth, on the machine where
+//  this was written (neither WAL segment recycling nor the state of
+//  shared_buffers explained it; both were tried). The best runs, on which
+//  the targets are judged, are each side's runs in first place.
+#define S_DEFAULT_RECIPIENTS 1000000
+#define S_DEFAULT_BATCH      1000
+#define S_DEFAULT_RUNS       3
+
+//  --quick: a smoke run, for sanitizer builds and CI, not for figures.
+#define S_QUICK_RECIPIENTS 20000
+
+//  Upper bounds of the options. The recipients go to fairq.submit as one
+//  jsonb value, which PostgreSQL caps at 256 MB (about 100 bytes each
+//  here); a batch goes to the server as one array literal.
+#define S_MAX_RECIPIENTS 2000000
+#define S_MAX_BATCH      1000000
+#define S_MAX_RUNS       1000
+
+//  The targets the store is held to: what it adds on top of the database's
+//  own work for the same rows.
+#define S_TARGET_SPLIT_FRACTION 0.7 //  split rate / raw COPY rate
+#define S_TARGET_ACK_FRACTION   0.7 //  ack rate / raw UPDATE rate
+
+//  COPY data goes to libpq in pieces of about this size, as in the store.
+#define S_COPY_PIECE_BYTES (256 * 1024)
+
+//  How long the statistics of a backend may take to show. A backend that
+//  exits, or was told pg_stat_force_next_flush(), flushes at once; one
+//  left idle flushes within 10 s (PGSTAT_IDLE_INTERVAL), so this bound is
+//  never reached unless statistics are off.
+#define S_STATS_WAIT_MS 15000
+#define S_STATS_POLL_MS 50
+
+#define S_NS_PER_S  1000000000u
+#define S_NS_PER_MS 1000000u
+#define S_US_PER_MS 1000u
+
+//  The request the split measures; its templates use the "name" field
+#define S_TENANT  "bench"
+#define S_FROM    "bench@example.com"
+#define S_SUBJECT "Hello {{name}}"
+#define S_BODY    "Your code is {{code}}"
+static const char *const s_required_fields[] = {"name"};
+#define S_NREQUIRED (sizeof s_required_fields / sizeof s_required_fields[0])
+
+//  Recipient i, as submitted (JSON) and as a COPY row of bench_raw (its
+//  fields the compact JSON text the store writes)
+#define S_RECIPIENT_JSON                                                                           \
+    "{\"to\":\"user%llu@example%llu.com\",\"fields\":{\"name\":\"User %llu\",\"code\":\"%llu\"}}"
+#define S_RECIPIENT_ROW                                                                            \
+    "%lld\t%lld\tuser%llu@example%llu.com\t{\"name\":\"User %llu\",\"code\":\"%llu\"}\n"
+//  Recipients are spread over this many domains
+#define S_DOMAINS 100
+
+//  The raw floor's statements: the store's, without the checks of status
+//  and the counters of the request
+#define S_RAW_TABLE    "bench_raw"
+#define S_RAW_COPY_SQL "COPY " S_RAW_TABLE " (request_id, tenant_id, recipient, fields) FROM STDIN"
+#define S_RAW_ACK_SQL                                                                              \
+    "UPDATE " S_RAW_TABLE " m SET status = 'sent', try_count = try_count + 1,"                     \
+    " last_attempt_at = now(), next_attempt_at = NULL, updated_at = now()"                         \
+    " FROM unnest($1::bigint[]) a(id) WHERE m.id = a.id"
+
+#define S_STORE_TABLE "fairq.messages"
+
+static uint64_t s_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * S_NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+static double s_rate(uint64_t count, uint64_t start_ns, uint64_t end_ns)
+{
+    return (double)count * S_NS_PER_S / (double)(end_ns - start_ns);
+}
+
+//  Formats a count with thousands separators: 1234567 -> "1,234,567".
+static const char *s_grouped(double value, char *out, size_t size)
+{
+    char digits[32];
+    snprintf(digits, sizeof digits, "%.0f", value);
+    size_t len = strlen(digits), o = 0;
+    for (size_t i = 0; i < len && o + 2 < size; i++) {
+        if (i && (len - i) % 3 == 0)
+            out[o++] = ',';
+        out[o++] = digits[i];
+    }
+    out[o] = 0;
+    return out;
+}
+
+//  ---------------------------------------------------------------------
+//  Text: a growable buffer for JSON, COPY rows and array literals
+
+//  A first allocation that holds an array literal of a few hundred ids
+#define S_TEXT_FIRST_CAPACITY 4096
+
+typedef struct {
+    char *data;
+    size_t size;
+    size_t capacity;
+} s_text_t;
+
+//  Appends printf-style; returns 0, or -1 when memory runs out.
+static int s_text_printf(s_text_t *self, const char *format, ...)
+{
+    for (;;) {
+        size_t room = self->capacity - self->size;
+        va_list args;
+        va_start(args, format);
+        int len = self->data ? vsnprintf(self->data + self->size, room, format, args) : 0;
+        va_end(args);
+        if (len < 0)
+            return -1;
+        if (self->data && (size_t)len < room) {
+            self->size += (size_t)len;
+            return 0;
+        }
+        size_t capacity = self->capacity ? 2 * self->capacity : S_TEXT_FIRST_CAPACITY;
+        while (capacity < self->size + (size_t)len + 1)
+            capacity *= 2;
+        char *data = realloc(self->data, capacity);
+        if (!data)
+            return -1;
+        self->data = data;
+        self->capacity = capacity;
+    }
+}
+
+static void s_text_free(s_text_t *self)
+{
+    free(self->data);
+    *self = (s_text_t){0};
+}
+
+//  ---------------------------------------------------------------------
+//  The benchmark's own connection: the raw floors, resets and statistics
+
+//  Checks res for the wanted status; says why not and returns -1 (res is
+//  cleared then), or returns 0 and leaves res to the caller.
+static int s_check(PGconn *conn, PGresult *res, ExecStatusType wanted, const char *what)
+{
+    if (res && PQresultStatus(res) == wanted)
+        return 0;
+    const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    fprintf(stderr, "fq_bench_store: could not %s: %s%s", what,
+            primary ? primary : PQerrorMessage(conn), primary ? "\n" : "");
+    PQclear(res);
+    return -1;
+}
+
+static int s_exec(PGconn *conn, const char *sql, const char *what)
+{
+    PGresult *res = PQexec(conn, sql);
+    if (s_check(conn, res, PGRES_COMMAND_OK, what))
+        return -1;
+    PQclear(res);
+    return 0;
+}
+
+//  Runs a query of one row and writes its first column to out (empty when
+//  NULL). Returns 0 or -1.
+static int s_value(PGconn *conn, const char *sql, const char *param, char *out, size_t size,
+                   const char *what)
+{
+    const char *params[] = {param};
+    PGresult *res = PQexecParams(conn, sql, param ? 1 : 0, NULL, params, NULL, NULL, 0);
+    if (s_check(conn, res, PGRES_TUPLES_OK, what))
+        return -1;
+    int rc = PQntuples(res) == 1 ? 0 : -1;
+    if (rc == 0)
+        snprintf(out, size, "%s", PQgetvalue(res, 0, 0));
+    else
+        fprintf(stderr, "fq_bench_store: could not %s: %d rows\n", what, PQntuples(res));
+    PQclear(res);
+    return rc;
+}
+
+typedef struct {
+    long long updated; //  n_tup_upd
+    long long hot;     //  n_tup_hot_upd
+} s_tup_stats_t;
+
+static int s_read_stats(PGconn *conn, const char *table, s_tup_stats_t *out)
+{
+    const char *params[] = {table};
+    PGresult *res = PQexecParams(conn,
+                                 "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables"
+                                 " WHERE relid = $1::regclass",
+                                 1, NULL, params, NULL, NULL, 0);
+    if (s_check(conn, res, PGRES_TUPLES_OK, "read table statistics"))
+        return -1;
+    int rc = PQntuples(res) == 1 ? 0 : -1;
+    if (rc == 0)
+        *out = (s_tup_stats_t){strtoll(PQgetvalue(res, 0, 0), NULL, 10),
+                               strtoll(PQgetvalue(res, 0, 1), NULL, 10)};
+    else
+        fprintf(stderr, "fq_bench_store: no statistics for %s\n", table);
+    PQclear(res);
+    return rc;
+}
+
+//  Waits until the statistics of table show the expected number of
+//  updates since before (they arrive when the updating backend flushes),
+//  and writes the share of them that were HOT to hot_fraction.
+static int s_hot_fraction(PGconn *conn, const char *table, const s_tup_stats_t *before,
+                          long long expected, double *hot_fraction)
+{
+    s_tup_stats_t after = *before;
+    uint64_t deadline = s_now_ns() + (uint64_t)S_STATS_WAIT_MS * S_NS_PER_MS;
+    for (;;) {
+        if (s_read_stats(conn, table, &after))
+            return -1;
+        if (after.updated - before->updated >= expected)
+            break;
+        if (s_now_ns() > deadline) {
+            fprintf(stderr, "fq_bench_store: statistics of %s show %lld updates of %lld\n", table,
+                    after.updated - before->updated, expected);
+            return -1;
+        }
+        usleep(S_STATS_POLL_MS * S_US_PER_MS);
+    }
+    long long updated = after.updated - before->updated;
+    *hot_fraction = updated ? (double)(after.hot - before->hot) / (double)updated : 0;
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  The benchmark
+
+//  Measurements, as --only names them.
+enum { S_SPLIT = 1, S_ACKS = 2, S_ALL = S_SPLIT | S_ACKS };
+
+typedef struct {
+    uint64_t recipients;
+    uint64_t batch;
+    int runs;
+    int only; //  S_* bits
+} s_options_t;
+
+typedef struct {
+    double *split; //  rows/s, per run
+    double *copy;
+    double *ack; //  acks/s
+    double *raw_ack;
+    double *ack_hot; //  Fraction of HOT updates
+    double *raw_hot;
+} s_figures_t;
+
+typedef struct {
+    char conninfo[128];
+    fq_store_t *store;
+    PGconn *conn; //  The benchmark's own
+    int64_t tenant_id;
+    int64_t request_id; //  The run's request
+    int chunk_size;     //  fairq.chunk_size()
+    char *recipients;   //  The request's recipients, JSON, built once
+    int64_t *ids;       //  Message ids of the run, in id order
+    int64_t *raw_ids;   //  Their bench_raw counterparts
+    s_text_t text;      //  Scratch for COPY rows and array literals
+} s_bench_t;
+
+//  The request's recipients as one JSON array.
+static char *s_recipients_json(uint64_t count)
+{
+    s_text_t json = {0};
+    int rc = s_text_printf(&json, "[");
+    for (uint64_t i = 0; i < count && rc == 0; i++)
+        rc = s_text_printf(&json, i ? "," S_RECIPIENT_JSON : S_RECIPIENT_JSON,
+                           (unsigned long long)i, (unsigned long long)(i % S_DOMAINS),
+                           (unsigned long long)i, (unsigned long long)i);
+    if (rc == 0)
+        rc = s_text_printf(&json, "]");
+    if (rc) {
+        s_text_free(&json);
+        return NULL;
+    }
+    return json.data;
+}
+
+static int s_print_settings(s_bench_t *self)
+{
+    static const char *const names[] = {
+        "fsync",        "synchronous_commit", "shared_buffers", "wal_level", "full_page_writes",
+        "max_wal_size", "checkpoint_timeout"};
+    char version[128], value[64];
+    if (s_value(self->conn, "SELECT current_setting('server_version')", NULL, version,
+                sizeof version, "read the server version"))
+        return -1;
+    printf("server:     PostgreSQL %s\n", version);
+    printf("settings:  ");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (s_value(self->conn, "SELECT current_setting($1)", names[i], value, sizeof value,
+                    "read a setting"))
+            return -1;
+        printf(" %s=%s", names[i], value);
+    }
+    printf("\n");
+    return 0;
+}
+
+//  Creates bench_raw: the columns, defaults, identity and indexes of
+//  fairq.messages (LIKE ... INCLUDING ALL), and its storage parameters,
+//  which LIKE does not copy (fillfactor above all: it decides whether an
+//  update finds room for HOT on its page). Autovacuum is off on both
+//  tables, which the benchmark vacuums itself at the same points, and on
+//  the tables the split empties (chunks) and updates (requests): a worker
+//  woken by them would otherwise take CPU from whichever part ran next.
+static int s_raw_setup(s_bench_t *self)
+{
+    char options[256], count[32], raw_count[32];
+    if (s_exec(self->conn, "CREATE TABLE " S_RAW_TABLE " (LIKE " S_STORE_TABLE " INCLUDING ALL)",
+               "create " S_RAW_TABLE) ||
+        s_value(self->conn,
+                "SELECT coalesce(array_to_string(reloptions, ', '), '') FROM pg_class"
+                " WHERE oid = $1::regclass",
+                S_STORE_TABLE, options, sizeof options, "read the storage parameters"))
+        return -1;
+    char sql[512];
+    if (options[0]) {
+        //  Catalog text, not user input: the parameters fairq.messages has
+        snprintf(sql, sizeof sql, "ALTER TABLE " S_RAW_TABLE " SET (%s)", options);
+        if (s_exec(self->conn, sql, "copy the storage parameters"))
+            return -1;
+    }
+    if (s_exec(self->conn,
+               "ALTER TABLE " S_STORE_TABLE " SET (autovacuum_enabled = off);"
+               "ALTER TABLE " S_RAW_TABLE " SET (autovacuum_enabled = off);"
+               "ALTER TABLE fairq.requests SET (autovacuum_enabled = off);"
+               "ALTER TABLE fairq.recipient_chunks SET (autovacuum_enabled = off,"
+               " toast.autovacuum_enabled = off)",
+               "turn autovacuum off") ||
+        s_value(self->conn, "SELECT count(*) FROM pg_index WHERE indrelid = $1::regclass",
+                S_STORE_TABLE, count, sizeof count, "count indexes") ||
+        s_value(self->conn, "SELECT count(*) FROM pg_index WHERE indrelid = $1::regclass",
+                S_RAW_TABLE, raw_count, sizeof raw_count, "count indexes") ||
+        s_value(self->conn,
+                "SELECT array_to_string(reloptions, ', ') FROM pg_class"
+                " WHERE oid = $1::regclass",
+                S_RAW_TABLE, options, sizeof options, "read the storage parameters"))
+        return -1;
+    printf("raw floor:  " S_RAW_TABLE " (LIKE " S_STORE_TABLE " INCLUDING ALL: the same columns, "
+           "defaults, identity and indexes, %s of %s) WITH (%s)\n",
+           raw_count, count, options);
+    printf("            LIKE does not copy storage parameters: fillfactor is copied from "
+           "pg_class.reloptions\n");
+    return 0;
+}
+
+static int s_bench_setup(s_bench_t *self, const s_options_t *opts)
+{
+    char error[256], value[32];
+    if (fq_test_db_create(self->conninfo, sizeof self->conninfo))
+        return -1;
+    self->store = fq_store_new(self->conninfo, error, sizeof error);
+    if (!self->store) {
+        fprintf(stderr, "fq_bench_store: %s\n", error);
+        return -1;
+    }
+    int applied = fq_store_migrate(self->store);
+    int rc = applied < 0 ? applied
+                         : fq_store_tenant_put(self->store, &(fq_tenant_spec_t){.name = S_TENANT},
+                                               &self->tenant_id);
+    if (rc) {
+        fprintf(stderr, "fq_bench_store: %s\n", fq_store_error(self->store));
+        return -1;
+    }
+    self->conn = PQconnectdb(self->conninfo);
+    if (PQstatus(self->conn) != CONNECTION_OK) {
+        fprintf(stderr, "fq_bench_store: could not connect to database: %s",
+                PQerrorMessage(self->conn));
+        return -1;
+    }
+    if (s_print_settings(self) || s_value(self->conn, "SELECT fairq.chunk_size()", NULL, value,
+                                          sizeof value, "read the chunk size"))
+        return -1;
+    self->chunk_size = atoi(value);
+    printf("database:   %s, %d migrations applied\n", self->conninfo, applied);
+    if (s_raw_setup(self))
+        return -1;
+    self->recipients = s_recipients_json(opts->recipients);
+    self->ids = calloc(opts->recipients, sizeof *self->ids);
+    self->raw_ids = calloc(opts->recipients, sizeof *self->raw_ids);
+    if (!self->recipients || !self->ids || !self->raw_ids || self->chunk_size <= 0) {
+        fprintf(stderr, "fq_bench_store: out of memory\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void s_bench_destroy(s_bench_t *self)
+{
+    fq_store_destroy(&self->store);
+    if (self->conn)
+        PQfinish(self->conn);
+    self->conn = NULL;
+    if (self->conninfo[0])
+        fq_test_db_drop();
+    free(self->recipients);
+    free(self->ids);
+    free(self->raw_ids);
+    s_text_free(&self->text);
+}
+
+//  Empties the tables and submits the run's request (untimed).
+static int s_prepare_split(s_bench_t *self, const s_options_t *opts, double *submit_s)
+{
+    if (s_exec(self->conn,
+               "TRUNCATE fairq.requests, fairq.recipient_chunks, fairq.rejects, " S_STORE_TABLE
+               ", " S_RAW_TABLE " RESTART IDENTITY",
+               "empty the tables"))
+        return -1;
+    fq_submit_t req = {.tenant = S_TENANT,
+                       .from = S_FROM,
+                       .subject = S_SUBJECT,
+                       .body = S_BODY,
+                       .recipients_json = self->recipients};
+    uint64_t start = s_now_ns();
+    if (fq_store_submit(self->store, &req, &self->request_id)) {
+        fprintf(stderr, "fq_bench_store: %s\n", fq_store_error(self->store));
+        return -1;
+    }
+    *submit_s = (double)(s_now_ns() - start) / S_NS_PER_S;
+    (void)opts;
+    return 0;
+}
+
+//  Splits the run's request until no chunk is left. *rate gets rows/s.
+static int s_split_run(s_bench_t *self, const s_options_t *opts, double *rate)
+{
+    fq_split_result_t result;
+    uint64_t split = 0, rejected = 0;
+    int rc;
+    uint64_t start = s_now_ns();
+    while ((rc = fq_store_split_chunk(self->store, self->request_id, s_required_fields, S_NREQUIRED,
+                                      &result)) == 1) {
+        split += (uint64_t)result.split;
+        rejected += (uint64_t)result.rejected;
+    }
+    uint64_t end = s_now_ns();
+    if (rc < 0) {
+        fprintf(stderr, "fq_bench_store: %s\n", fq_store_error(self->store));
+        return -1;
+    }
+    if (split != opts->recipients || rejected) {
+        fprintf(stderr, "fq_bench_store: split %llu of %llu recipients, %llu rejected\n",
+                (unsigned long long)split, (unsigned long long)opts->recipients,
+                (unsigned long long)rejected);
+        return -1;
+    }
+    *rate = s_rate(split, start, end);
+    return 0;
+}
+
+//  COPYs rows first .. first + count - 1 into bench_raw, in one transaction.
+static int s_copy_chunk(s_bench_t *self, uint64_t first, uint64_t count)
+{
+    PGresult *res = PQexec(self->conn, S_RAW_COPY_SQL);
+    if (s_check(self->conn, res, PGRES_COPY_IN, "start COPY into " S_RAW_TABLE))
+        return -1;
+    PQclear(res);
+    s_text_t *text = &self->text;
+    text->size = 0;
+    int rc = 0;
+    for (uint64_t i = first; i < first + count && rc == 0; i++) {
+        rc = s_text_printf(text, S_RECIPIENT_ROW, (long long)self->request_id,
+                           (long long)self->tenant_id, (unsigned long long)i,
+                           (unsigned long long)(i % S_DOMAINS), (unsigned long long)i,
+                           (unsigned long long)i);
+        if (rc == 0 && text->size >= S_COPY_PIECE_BYTES) {
+            rc = PQputCopyData(self->conn, text->data, (int)text->size) == 1 ? 0 : -1;
+            text->size = 0;
+        }
+    }
+    if (rc == 0 && text->size)
+        rc = PQputCopyData(self->conn, text->data, (int)text->size) == 1 ? 0 : -1;
+    //  End the COPY either way, so the connection is usable again
+    if (PQputCopyEnd(self->conn, rc ? "fq_bench_store: COPY failed" : NULL) != 1)
+        rc = -1;
+    res = PQgetResult(self->conn);
+    if (s_check(self->conn, res, PGRES_COMMAND_OK, "COPY into " S_RAW_TABLE) == 0)
+        PQclear(res);
+    else
+        rc = -1;
+    while ((res = PQgetResult(self->conn)))
+        PQclear(res);
+    return rc;
+}
+
+//  The split's floor: the same rows COPYed in chunks of the same size.
+static int s_copy_run(s_bench_t *self, const s_options_t *opts, double *rate)
+{
+    uint64_t chunk = (uint64_t)self->chunk_size;
+    uint64_t start = s_now_ns();
+    for (uint64_t first = 0; first < opts->recipients; first += chunk) {
+        uint64_t left = opts->recipients - first;
+        if (s_copy_chunk(self, first, left < chunk ? left : chunk))
+            return -1;
+    }
+    *rate = s_rate(opts->recipients, start, s_now_ns());
+    return 0;
+}
+
+//  Reads the ids of table's rows, in id order, into ids (count of them).
+static int s_read_ids(s_bench_t *self, const char *table, uint64_t count, int64_t *ids)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT id FROM %s ORDER BY id", table);
+    PGresult *res = PQexec(self->conn, sql);
+    if (s_check(self->conn, res, PGRES_TUPLES_OK, "read message ids"))
+        return -1;
+    int rc = (uint64_t)PQntuples(res) == count ? 0 : -1;
+    if (rc)
+        fprintf(stderr, "fq_bench_store: %s has %d rows, not %llu\n", table, PQntuples(res),
+                (unsigned long long)count);
+    for (int i = 0; rc == 0 && i < PQntuples(res); i++)
+        ids[i] = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+    PQclear(res);
+    return rc;
+}
+
+//  Acks every message of the run in batches. *rate gets acks/s.
+static int s_ack_run(s_bench_t *self, const s_options_t *opts, double *rate)
+{
+    uint64_t acked = 0;
+    uint64_t start = s_now_ns();
+    for (uint64_t first = 0; first < opts->recipients; first += opts->batch) {
+        uint64_t left = opts->recipients - first;
+        int applied = fq_store_ack_batch(self->store, self->ids + first,
+                                         left < opts->batch ? left : opts->batch);
+        if (applied < 0) {
+            fprintf(stderr, "fq_bench_store: %s\n", fq_store_error(self->store));
+            return -1;
+        }
+        acked += (uint64_t)applied;
+    }
+    uint64_t end = s_now_ns();
+    if (acked != opts->recipients) {
+        fprintf(stderr, "fq_bench_store: acked %llu of %llu messages\n", (unsigned long long)acked,
+                (unsigned long long)opts->recipients);
+        return -1;
+    }
+    *rate = s_rate(acked, start, end);
+    //  The store's connection is its own; a backend flushes its statistics
+    //  as it exits, so a new connection brings the acks into the counters
+    if (fq_store_reconnect(self->store)) {
+        fprintf(stderr, "fq_bench_store: %s\n", fq_store_error(self->store));
+        return -1;
+    }
+    return 0;
+}
+
+//  The acks' floor: the same columns changed by a plain batched UPDATE.
+static int s_raw_ack_run(s_bench_t *self, const s_options_t *opts, double *rate)
+{
+    s_text_t *text = &self->text;
+    uint64_t acked = 0;
+    uint64_t start = s_now_ns();
+    for (uint64_t first = 0; first < opts->recipients; first += opts->batch) {
+        uint64_t left = opts->recipients - first;
+        uint64_t count = left < opts->batch ? left : opts->batch;
+        text->size = 0;
+        int rc = s_text_printf(text, "{");
+        for (uint64_t i = 0; i < count && rc == 0; i++)
+            rc = s_text_printf(text, i ? ",%lld" : "%lld", (long long)self->raw_ids[first + i]);
+        rc = rc ? rc : s_text_printf(text, "}");
+        if (rc) {
+            fprintf(stderr, "fq_bench_store: out of memory\n");
+            return -1;
+        }
+        const char *params[] = {text->data};
+        //  One statement is one transaction, as in the store
+        PGresult *res = PQexecParams(self->conn, S_RAW_ACK_SQL, 1, NULL, params, NULL, NULL, 0);
+        if (s_check(self->conn, res, PGRES_COMMAND_OK, "update " S_RAW_TABLE))
+            return -1;
+        acked += strtoull(PQcmdTuples(res), NULL, 10);
+        PQclear(res);
+    }
+    uint64_t end = s_now_ns();
+    if (acked != opts->recipients) {
+        fprintf(stderr, "fq_bench_store: updated %llu of %llu rows\n", (unsigned long long)acked,
+                (unsigned long long)opts->recipients);
+        return -1;
+    }
+    *rate = s_rate(acked, start, end);
+    //  Flushed when this backend next goes idle, right after this query
+    PGresult *res = PQexec(self->conn, "SELECT pg_stat_force_next_flush()");
+    if (s_check(self->conn, res, PGRES_TUPLES_OK, "flush statistics"))
+        return -1;
+    PQclear(res);
+    return 0;
+}
+
+//  Before each timed part: a checkpoint, so none is under way as it starts
+//  and each part writes its pages' first full-page images alike; then
+//  sync(2), so that the kernel's writeback of what the checkpoint wrote
+//  (with fsync=off it stays dirty in the page cache) does not run during
+//  the next part. Without it, whichever part came second ran slower.
+static int s_quiesce(s_bench_t *self)
+{
+    if (s_exec(self->conn, "CHECKPOINT", "checkpoint"))
+        return -1;
+    sync();
+    return 0;
+}
+
+//  The split of one run: the store's and its floor's, from empty tables.
+static int s_measure_split(s_bench_t *self, const s_options_t *opts, int run, s_figures_t *fig)
+{
+    double submit_s;
+    int slot = run + 1;
+    bool raw_first = run % 2 != 0;
+    if (s_prepare_split(self, opts, &submit_s))
+        return -1;
+    for (int side = 0; side < 2; side++) {
+        bool raw = (side == 0) == raw_first;
+        if (s_quiesce(self) || (raw ? s_copy_run(self, opts, &fig->copy[slot])
+                                    : s_split_run(self, opts, &fig->split[slot])))
+            return -1;
+    }
+    char split[32], copy[32];
+    if (opts->only & S_SPLIT)
+        printf("; submit %.1f s (untimed); split %s rows/s, COPY %s rows/s (%.1f%%)", submit_s,
+               s_grouped(fig->split[slot], split, sizeof split),
+               s_grouped(fig->copy[slot], copy, sizeof copy),
+               100 * fig->split[slot] / fig->copy[slot]);
+    return 0;
+}
+
+//  The acks of one run, on the rows the split just wrote, all pending.
+static int s_measure_acks(s_bench_t *self, const s_options_t *opts, int run, s_figures_t *fig)
+{
+    int slot = run + 1;
+    bool raw_first = run % 2 != 0;
+    //  A VACUUM makes both tables' pages alike (hint bits, visibility map)
+    s_tup_stats_t before, raw_before;
+    if (s_exec(self->conn, "VACUUM (ANALYZE) " S_STORE_TABLE ", " S_RAW_TABLE, "vacuum") ||
+        s_read_ids(self, S_STORE_TABLE, opts->recipients, self->ids) ||
+        s_read_ids(self, S_RAW_TABLE, opts->recipients, self->raw_ids) ||
+        s_read_stats(self->conn, S_STORE_TABLE, &before) ||
+        s_read_stats(self->conn, S_RAW_TABLE, &raw_before))
+        return -1;
+    for (int side = 0; side < 2; side++) {
+        bool raw = (side == 0) == raw_first;
+        if (s_quiesce(self) || (raw ? s_raw_ack_run(self, opts, &fig->raw_ack[slot])
+                                    : s_ack_run(self, opts, &fig->ack[slot])))
+            return -1;
+    }
+    long long expected = (long long)opts->recipients;
+    if (s_hot_fraction(self->conn, S_STORE_TABLE, &before, expected, &fig->ack_hot[slot]) ||
+        s_hot_fraction(self->conn, S_RAW_TABLE, &raw_before, expected, &fig->raw_hot[slot]))
+        return -1;
+    char ack[32], raw_ack[32];
+    printf("; acks %s/s (HOT %.1f%%), raw UPDATE %s/s (HOT %.1f%%) (%.1f%%)",
+           s_grouped(fig->ack[slot], ack, sizeof ack), 100 * fig->ack_hot[slot],
+           s_grouped(fig->raw_ack[slot], raw_ack, sizeof raw_ack), 100 * fig->raw_hot[slot],
+           100 * fig->ack[slot] / fig->raw_ack[slot]);
+    return 0;
+}
+
+//  One run of the chosen measurements; run -1 is the warm-up. Figures go
+//  into slot run + 1. The acks need the split's rows, so the split runs
+//  always. The store and its floor alternate which goes first, so that
+//  neither always meets the other's leftovers.
+static int s_measure(s_bench_t *self, const s_options_t *opts, int run, s_figures_t *fig)
+{
+    if (run < 0)
+        printf("warm-up, not counted (raw first)");
+    else
+        printf("run %d/%d (%s first)", run + 1, opts->runs, run % 2 ? "raw" : "store");
+    int rc = s_measure_split(self, opts, run, fig);
+    if (rc == 0 && opts->only & S_ACKS)
+        rc = s_measure_acks(self, opts, run, fig);
+    printf("\n");
+    fflush(stdout);
+    return rc;
+}
+
+//  ---------------------------------------------------------------------
+//  Figures
+
+static int s_double_compare(const void *a, const void *b)
+{
+    double x = *(const double *)a;
+    double y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double s_median(const double *values, int n)
+{
+    double sorted[S_MAX_RUNS];
+    memcpy(sorted, values, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, s_double_compare);
+    return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+static double s_best(const double *values, int n)
+{
+    double best = values[0];
+    for (int i = 1; i < n; i++)
+        best = values[i] > best ? values[i] : best;
+    return best;
+}
+
+#define S_ROW_FORMAT "%-38s %11s %13s %13s  %-14s %s\n"
+
+static void s_print_rate_row(const char *name, uint64_t n, const double *values, int runs)
+{
+    char count[32], best[32], median[32];
+    printf(S_ROW_FORMAT, name, s_grouped((double)n, count, sizeof count),
+           s_grouped(s_best(values, runs), best, sizeof best),
+           s_grouped(s_median(values, runs), median, sizeof median), "", "");
+}
+
+//  store / raw, of the best runs and of the median runs, judged on the best.
+static void s_print_ratio_row(const char *name, const double *store, const double *raw, int runs,
+                              const char *target, double fraction)
+{
+    double best = s_best(store, runs) / s_best(raw, runs);
+    double median = s_median(store, runs) / s_median(raw, runs);
+    printf("%-38s %11s %12.1f%% %12.1f%%  %-14s %s\n", name, "", 100 * best, 100 * median, target,
+           best >= fraction ? "PASS" : "MISS");
+}
+
+static void s_print_percent_row(const char *name, const double *values, int runs)
+{
+    printf("%-38s %11s %12.1f%% %12.1f%%\n", name, "", 100 * s_best(values, runs),
+           100 * s_median(values, runs));
+}
+
+static void s_print_header(const s_options_t *opts)
+{
+    printf("fairq store benchmark\n");
+    printf("machine:    nproc %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
+#if defined(__OPTIMIZE__)
+    const char *build = "optimised";
+#else
+    const char *build = "NOT optimised: figures are not representative";
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+    const char *sanitizer = ", AddressSanitizer";
+#else
+    const char *sanitizer = "";
+#endif
+    printf("build:      %s%s\n", build, sanitizer);
+    printf("runs:       %d after a warm-up run that is not counted, each from TRUNCATE; store "
+           "and raw floor alternate which goes first;\n"
+           "            best and median shown, targets judged on the best%s\n",
+           opts->runs,
+           opts->runs % 2 ? " (odd --runs: the medians lean to the store, first in more runs)"
+                          : "");
+}
+
+static void s_print_method(const s_bench_t *self, const s_options_t *opts)
+{
+    char count[32], batch[32], chunk[32];
+    s_grouped((double)opts->recipients, count, sizeof count);
+    s_grouped((double)opts->batch, batch, sizeof batch);
+    s_grouped((double)self->chunk_size, chunk, sizeof chunk);
+    printf("split:      one request of %s recipients submitted with fq_store_submit (untimed), "
+           "split by fq_store_split_chunk (required field \"name\") until none is left;\n"
+           "            floor: the same rows COPYed into " S_RAW_TABLE
+           " in chunks of %s (fairq.chunk_size()), one transaction each\n",
+           count, chunk);
+    if (opts->only & S_ACKS)
+        printf(
+            "acks:       the messages just split (all pending), fq_store_ack_batch in batches of "
+            "%s; floor: UPDATE ... FROM unnest($1::bigint[]), %s rows per transaction;\n"
+            "            HOT = delta n_tup_hot_upd / n_tup_upd (pg_stat_user_tables), flushed by "
+            "pg_stat_force_next_flush() (raw) and by reconnecting the store (its backend "
+            "flushes as it exits)\n",
+            batch, batch);
+    printf("hygiene:    autovacuum off on both tables and on the split's requests and chunks; "
+           "VACUUM (ANALYZE) of both before the acks; "
+           "CHECKPOINT and sync(2) before every timed part\n\n");
+}
+
+static void s_print_table(const s_options_t *opts, const s_figures_t *fig)
+{
+    int runs = opts->runs;
+    printf(S_ROW_FORMAT, "measurement", "n", "best", "median", "target", "result");
+    if (opts->only & S_SPLIT) {
+        s_print_rate_row("split, fq_store_split_chunk (rows/s)", opts->recipients, fig->split,
+                         runs);
+        s_print_rate_row("raw COPY into " S_RAW_TABLE " (rows/s)", opts->recipients, fig->copy,
+                         runs);
+        s_print_ratio_row("split / raw COPY", fig->split, fig->copy, runs, ">= 70%",
+                          S_TARGET_SPLIT_FRACTION);
+    }
+    if (opts->only & S_ACKS) {
+        s_print_rate_row("acks, fq_store_ack_batch (acks/s)", opts->recipients, fig->ack, runs);
+        s_print_rate_row("raw batched UPDATE (rows/s)", opts->recipients, fig->raw_ack, runs);
+        s_print_ratio_row("acks / raw UPDATE", fig->ack, fig->raw_ack, runs, ">= 70%",
+                          S_TARGET_ACK_FRACTION);
+        s_print_percent_row("HOT updates, acks", fig->ack_hot, runs);
+        s_print_percent_row("HOT updates, raw UPDATE", fig->raw_hot, runs);
+    }
+}
+
+//  ---------------------------------------------------------------------
+//  Command line
+
+static void s_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: fq_bench_store [--recipients N] [--batch B] [--runs R] [--quick]\n"
+            "                      [--only split|acks]\n"
+            "  --recipients N  recipients of the request split and acked (default %d)\n"
+            "  --batch B       acks per batch (default %d)\n"
+            "  --runs R        repetitions of each measurement (default %d, max %d; an\n"
+            "                  even count balances which of store and floor goes first)\n"
+            "  --quick         %d recipients: a smoke run, not figures\n"
+            "  --only WHICH    split or acks, for profiling one path at a time (the\n"
+            "                  acks still split first, untimed) (default: both)\n"
+            "Connects with the PG* environment, e.g. under pg_virtualenv -t -v 15.\n",
+            S_DEFAULT_RECIPIENTS, S_DEFAULT_BATCH, S_DEFAULT_RUNS, S_MAX_RUNS, S_QUICK_RECIPIENTS);
+}
+
+//  Parses a positive count no larger than max. Returns 0 or -1.
+static int s_parse_count(const char *text, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long value = strtoull(text, &end, 10);
+    if (errno || end == text || *end || text[0] == '-' || value == 0 || value > max)
+        return -1;
+    *out = value;
+    return 0;
+}
+
+static int s_parse_args(int argc, char **argv, s_options_t *opts)
+{
+    *opts = (s_options_t){S_DEFAULT_RECIPIENTS, S_DEFAULT_BATCH, S_DEFAULT_RUNS, S_ALL};
+    uint64_t recipients = 0, runs = 0;
+    bool quick = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *value = i + 1 < argc ? argv[i + 1] : "";
+        int rc = 0;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            s_usage(stdout);
+            exit(0);
+        }
+        if (strcmp(arg, "--quick") == 0) {
+            quick = true;
+            continue;
+        }
+        if (strcmp(arg, "--recipients") == 0)
+            rc = s_parse_count(value, S_MAX_RECIPIENTS, &recipients);
+        else if (strcmp(arg, "--batch") == 0)
+            rc = s_parse_count(value, S_MAX_BATCH, &opts->batch);
+        else if (strcmp(arg, "--runs") == 0)
+            rc = s_parse_count(value, S_MAX_RUNS, &runs);
+        else if (strcmp(arg, "--only") == 0) {
+            opts->only = strcmp(value, "split") == 0  ? S_SPLIT
+                         : strcmp(value, "acks") == 0 ? S_ACKS
+                                                      : 0;
+            rc = opts->only ? 0 : -1;
+        } else {
+            fprintf(stderr, "fq_bench_store: unknown option: %s\n", arg);
+            s_usage(stderr);
+            return -1;
+        }
+        if (rc) {
+            fprintf(stderr, "fq_bench_store: bad value for %s: '%s'\n", arg, value);
+            s_usage(stderr);
+            return -1;
+        }
+        i++; //  The value
+    }
+    //  --quick sets a small count; an explicit one still wins
+    if (quick)
+        opts->recipients = S_QUICK_RECIPIENTS;
+    if (recipients)
+        opts->recipients = recipients;
+    if (runs)
+        opts->runs = (int)runs;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    s_options_t opts;
+    if (s_parse_args(argc, argv, &opts))
+        return 2;
+    s_print_header(&opts);
+    //  Slot 0 holds the warm-up's figures, which the table leaves out
+    size_t runs = (size_t)opts.runs + 1;
+    s_figures_t fig = {
+        .split = calloc(runs, sizeof(double)),
+        .copy = calloc(runs, sizeof(double)),
+        .ack = calloc(runs, sizeof(double)),
+        .raw_ack = calloc(runs, sizeof(double)),
+        .ack_hot = calloc(runs, sizeof(double)),
+        .raw_hot = calloc(runs, sizeof(double)),
+    };
+    s_bench_t bench = {0};
+    int rc = s_bench_setup(&bench, &opts);
+    if (rc == 0 &&
+        (!fig.split || !fig.copy || !fig.ack || !fig.raw_ack || !fig.ack_hot || !fig.raw_hot)) {
+        fprintf(stderr, "fq_bench_store: out of memory\n");
+        rc = -1;
+    }
+    if (rc == 0)
+        s_print_method(&bench, &opts);
+    //  The warm-up run takes the first-use costs (WAL segments created and
+    //  zero-filled in a new cluster, caches, the page cache) out of the
+    //  figures: without it the first run was the slowest by a fifth
+    for (int run = -1; rc == 0 && run < opts.runs; run++)
+        rc = s_measure(&bench, &opts, run, &fig);
+    if (rc == 0) {
+        printf("\n");
+        s_print_table(&opts, &(s_figures_t){fig.split + 1, fig.copy + 1, fig.ack + 1,
+                                            fig.raw_ack + 1, fig.ack_hot + 1, fig.raw_hot + 1});
+    }
+    s_bench_destroy(&bench);
+    free(fig.split);
+    free(fig.copy);
+    free(fig.ack);
+    free(fig.raw_ack);
+    free(fig.ack_hot);
+    free(fig.raw_hot);
+    return rc ? 1 : 0;
+}

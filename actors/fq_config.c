@@ -689,7 +689,8 @@ const char *fq_config_file(fq_config_t *self)
     return self->file;
 }
 
-static bool s_key_valid(fq_config_key_t key)
+//  Only asserts use it: inline, so a release build (NDEBUG) does not warn
+static inline bool s_key_valid(fq_config_key_t key)
 {
     return (int)key >= 0 && key < FQ_CONFIG_KEY_COUNT;
 }

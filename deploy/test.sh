@@ -22,6 +22,13 @@ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DFQ_SANITIZE=ON \
 cmake --build "$BUILD" -j"$(nproc)" \
     || { summary "FAILED at build"; exit 1; }
 
+# The optimised build of deploy/quickstart.sh must compile too: -O2 turns on
+# warnings (and NDEBUG hides asserts) that the debug build never sees.
+cmake -S "$ROOT" -B "$ROOT/build/release" -DCMAKE_BUILD_TYPE=Release \
+    || { summary "FAILED at configure (release)"; exit 1; }
+cmake --build "$ROOT/build/release" -j"$(nproc)" \
+    || { summary "FAILED at build (release)"; exit 1; }
+
 # Sanitizer findings must fail the test, not just print.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -95,8 +95,10 @@ static void s_expect_ok(fq_config_t *config, char **argv, char **envp)
         fail_msg("refused: %s", s_error);
 }
 
-//  fq_config_print's output, malloc'ed.
-static char *s_printout(fq_config_t *config)
+//  fq_config_print's output, malloc'ed. Not inlined: GCC 12 at -O2 then
+//  mistakes the returned buffer for the address of the local pointer
+//  (-Wdangling-pointer).
+__attribute__((noinline)) static char *s_printout(fq_config_t *config)
 {
     char *text = NULL;
     size_t size = 0;

@@ -226,8 +226,9 @@ static void s_expect(s_fairqd_t *self, const char *needle, int timeout_ms, char 
                 snprintf(line, size, "%s", buffer);
             return;
         }
-    char what[S_LINE_SIZE];
-    snprintf(what, sizeof what, "fairqd did not log \"%s\" within %d ms", needle, timeout_ms);
+    char what[S_LINE_SIZE + 64];
+    snprintf(what, sizeof what, "fairqd did not log \"%.*s\" within %d ms", S_LINE_SIZE - 1, needle,
+             timeout_ms);
     s_fail_with_output(self, what);
 }
 
@@ -419,7 +420,7 @@ static void test_second_start_applies_nothing(void **unused)
     (void)unused;
     char conninfo[128], path[S_PATH_SIZE], wanted[S_LINE_SIZE], line[S_LINE_SIZE];
     assert_int_equal(fq_test_db_create_named("second", true, conninfo, sizeof conninfo), 0);
-    snprintf(path, sizeof path, "%s/fairq.conf", s_make_temp_dir());
+    assert_true(snprintf(path, sizeof path, "%s/fairq.conf", s_make_temp_dir()) < (int)sizeof path);
     FILE *file = fopen(path, "w");
     assert_non_null(file);
     fprintf(file, "# written by fairqd_start_test\ndatabase = \"%s\"\nname = second-start\n",
@@ -500,7 +501,7 @@ static void test_config_errors_exit_2(void **unused)
 {
     (void)unused;
     char path[S_PATH_SIZE], wanted[S_LINE_SIZE];
-    snprintf(path, sizeof path, "%s/fairq.conf", s_make_temp_dir());
+    assert_true(snprintf(path, sizeof path, "%s/fairq.conf", s_make_temp_dir()) < (int)sizeof path);
     FILE *file = fopen(path, "w");
     assert_non_null(file);
     fprintf(file, "# a typo on line 3\n\ndatabse = dbname=x\n");
@@ -644,8 +645,9 @@ static void test_curve_gateway_lets_an_allowed_sender_in(void **unused)
     char sender_path[S_PATH_SIZE * 2], endpoint[64], wanted[S_LINE_SIZE];
     assert_int_equal(fq_test_db_create_named("curve", true, conninfo, sizeof conninfo), 0);
     const char *dir = s_make_temp_dir();
-    snprintf(cert_path, sizeof cert_path, "%s/server.cert", dir);
-    snprintf(allow_dir, sizeof allow_dir, "%s/allow", dir);
+    assert_true(snprintf(cert_path, sizeof cert_path, "%s/server.cert", dir) <
+                (int)sizeof cert_path);
+    assert_true(snprintf(allow_dir, sizeof allow_dir, "%s/allow", dir) < (int)sizeof allow_dir);
     snprintf(sender_path, sizeof sender_path, "%s/sender.cert", allow_dir);
     assert_int_equal(zsys_dir_create("%s", allow_dir), 0);
     zcert_t *server = zcert_new();

@@ -202,4 +202,25 @@ static inline char *fq_test_recipients(const char *prefix, int n)
     return json;
 }
 
+//  A program's group setup: creates its database (conninfo gets the
+//  connection string), applies the migrations and adds the tenants named
+//  in the NULL-terminated list; the first one's id goes to *first_tenant
+//  when it is not NULL. Returns 0, or -1 after printing why.
+static inline int fq_test_db_prepare(char *conninfo, size_t size, const char *const *tenants,
+                                     int64_t *first_tenant)
+{
+    if (fq_test_db_create(conninfo, size))
+        return -1;
+    char error[512];
+    fq_store_t *store = fq_store_new(conninfo, error, sizeof error);
+    int rc = store && fq_store_migrate(store) > 0 ? 0 : -1;
+    for (size_t i = 0; rc == 0 && tenants[i]; i++)
+        rc = fq_store_tenant_put(store, &(fq_tenant_spec_t){.name = tenants[i]},
+                                 i == 0 ? first_tenant : NULL);
+    if (rc)
+        fprintf(stderr, "setup: %s\n", store ? fq_store_error(store) : error);
+    fq_store_destroy(&store);
+    return rc ? -1 : 0;
+}
+
 #endif

@@ -26,17 +26,8 @@ static char s_conninfo[128];
 static int s_group_setup(void **state)
 {
     (void)state;
-    if (fq_test_db_create(s_conninfo, sizeof s_conninfo))
-        return -1;
-    char error[512];
-    fq_store_t *store = fq_store_new(s_conninfo, error, sizeof error);
-    int rc = store && fq_store_migrate(store) > 0 ? 0 : -1;
-    if (rc == 0)
-        rc = fq_store_tenant_put(store, &(fq_tenant_spec_t){.name = "acme"}, NULL);
-    if (rc)
-        fprintf(stderr, "setup: %s\n", store ? fq_store_error(store) : error);
-    fq_store_destroy(&store);
-    return rc;
+    const char *tenants[] = {"acme", NULL};
+    return fq_test_db_prepare(s_conninfo, sizeof s_conninfo, tenants, NULL);
 }
 
 static int s_group_teardown(void **state)

@@ -30,17 +30,8 @@ static char s_conninfo[128];
 static int s_group_setup(void **state)
 {
     (void)state;
-    if (fq_test_db_create(s_conninfo, sizeof s_conninfo))
-        return -1;
-    char error[512];
-    fq_store_t *store = fq_store_new(s_conninfo, error, sizeof error);
-    int rc = store && fq_store_migrate(store) > 0 ? 0 : -1;
-    const char *tenants[] = {"acme", "globex"};
-    for (size_t i = 0; rc == 0 && i < 2; i++)
-        rc = fq_store_tenant_put(store, &(fq_tenant_spec_t){.name = tenants[i]}, NULL);
-    if (rc)
-        fprintf(stderr, "setup: %s\n", store ? fq_store_error(store) : error);
-    fq_store_destroy(&store);
+    const char *tenants[] = {"acme", "globex", NULL};
+    int rc = fq_test_db_prepare(s_conninfo, sizeof s_conninfo, tenants, NULL);
     //  The application's own table, for the transactional enqueue tests
     PGconn *conn = PQconnectdb(s_conninfo);
     PGresult *res = PQexec(conn, "CREATE TABLE app_orders (id serial PRIMARY KEY, note text)");

@@ -23,6 +23,7 @@
     Usage: fq_bench_runtime [--messages N] [--gateway-messages N] [--asks N]
                             [--runs R] [--quick] [--only tell,raw,ask,gateway]
 */
+#include "fq_bench_util.h"
 #include "fq_bench_msgs.h"
 #include "fq_gateway.h"
 #include <arpa/inet.h>
@@ -44,7 +45,6 @@
 #define S_QUICK_ASKS             1000
 
 //  Upper bound of --runs: figures are kept per run.
-#define S_MAX_RUNS 1000
 
 //  Messages sent once before measuring, so that first-use costs (socket
 //  connects, route caches, zone growth, page faults) are not timed.
@@ -671,21 +671,6 @@ typedef struct {
     double *gateway;
 } s_figures_t;
 
-static int s_double_compare(const void *a, const void *b)
-{
-    double x = *(const double *)a;
-    double y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double s_median(const double *values, int n)
-{
-    double sorted[S_MAX_RUNS];
-    memcpy(sorted, values, (size_t)n * sizeof *sorted);
-    qsort(sorted, (size_t)n, sizeof *sorted, s_double_compare);
-    return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-}
-
 //  Best of n: the highest rate, or the lowest latency.
 static double s_best(const double *values, int n, bool higher_is_better)
 {
@@ -696,30 +681,15 @@ static double s_best(const double *values, int n, bool higher_is_better)
     return best;
 }
 
-//  Formats a count with thousands separators: 1234567 -> "1,234,567".
-static const char *s_grouped(double value, char *out, size_t size)
-{
-    char digits[32];
-    snprintf(digits, sizeof digits, "%.0f", value);
-    size_t len = strlen(digits), o = 0;
-    for (size_t i = 0; i < len && o + 2 < size; i++) {
-        if (i && (len - i) % 3 == 0)
-            out[o++] = ',';
-        out[o++] = digits[i];
-    }
-    out[o] = 0;
-    return out;
-}
-
 #define S_ROW_FORMAT "%-34s %11s %13s %13s  %-14s %s\n"
 
 static void s_print_rate_row(const char *name, uint64_t n, const double *values, int runs,
                              const char *target, const char *verdict)
 {
     char count[32], best[32], median[32];
-    printf(S_ROW_FORMAT, name, s_grouped((double)n, count, sizeof count),
-           s_grouped(s_best(values, runs, true), best, sizeof best),
-           s_grouped(s_median(values, runs), median, sizeof median), target, verdict);
+    printf(S_ROW_FORMAT, name, fq_bench_grouped((double)n, count, sizeof count),
+           fq_bench_grouped(s_best(values, runs, true), best, sizeof best),
+           fq_bench_grouped(fq_bench_median(values, runs), median, sizeof median), target, verdict);
 }
 
 static void s_print_cpu(void)
@@ -787,17 +757,17 @@ static void s_print_table(const s_options_t *opts, const s_figures_t *fig)
                          "");
     if ((opts->only & (S_TELL | S_RAW)) == (S_TELL | S_RAW)) {
         double best = s_best(fig->tell, runs, true) / s_best(fig->raw, runs, true);
-        double median = s_median(fig->tell, runs) / s_median(fig->raw, runs);
+        double median = fq_bench_median(fig->tell, runs) / fq_bench_median(fig->raw, runs);
         printf("%-34s %11s %12.1f%% %12.1f%%  %-14s %s\n", "runtime / raw", "", 100 * best,
                100 * median, ">= 50%", best >= S_TARGET_RAW_FRACTION ? pass : miss);
     }
     if (opts->only & S_ASK) {
         char count[32];
-        s_grouped((double)opts->asks, count, sizeof count);
+        fq_bench_grouped((double)opts->asks, count, sizeof count);
         printf("%-34s %11s %13.1f %13.1f\n", "ask round trip p50 (us)", count,
-               s_best(fig->p50, runs, false), s_median(fig->p50, runs));
+               s_best(fig->p50, runs, false), fq_bench_median(fig->p50, runs));
         printf("%-34s %11s %13.1f %13.1f\n", "ask round trip p99 (us)", count,
-               s_best(fig->p99, runs, false), s_median(fig->p99, runs));
+               s_best(fig->p99, runs, false), fq_bench_median(fig->p99, runs));
     }
     if (opts->only & S_GATEWAY)
         s_print_rate_row("gateway tell, tcp+CURVE (msgs/s)", opts->gateway_messages, fig->gateway,
@@ -847,11 +817,11 @@ static int s_measure(s_bench_t *bench, const s_options_t *opts, int run, s_figur
     const char *sep = " ";
     printf("run %d/%d:", run + 1, opts->runs);
     if (only & S_TELL) {
-        printf("%stell %s msgs/s", sep, s_grouped(fig->tell[run], text, sizeof text));
+        printf("%stell %s msgs/s", sep, fq_bench_grouped(fig->tell[run], text, sizeof text));
         sep = ", ";
     }
     if (only & S_RAW) {
-        printf("%sraw %s msgs/s", sep, s_grouped(fig->raw[run], text, sizeof text));
+        printf("%sraw %s msgs/s", sep, fq_bench_grouped(fig->raw[run], text, sizeof text));
         sep = ", ";
     }
     if ((only & (S_TELL | S_RAW)) == (S_TELL | S_RAW))
@@ -862,7 +832,7 @@ static int s_measure(s_bench_t *bench, const s_options_t *opts, int run, s_figur
         sep = ", ";
     }
     if (only & S_GATEWAY)
-        printf("%sgateway %s msgs/s", sep, s_grouped(fig->gateway[run], text, sizeof text));
+        printf("%sgateway %s msgs/s", sep, fq_bench_grouped(fig->gateway[run], text, sizeof text));
     printf("\n");
     fflush(stdout);
     return 0;
@@ -884,19 +854,7 @@ static void s_usage(FILE *out)
             "  --only LIST           some of tell,raw,ask,gateway (comma-separated), for\n"
             "                        profiling one path at a time (default: all)\n",
             S_DEFAULT_MESSAGES, S_DEFAULT_GATEWAY_MESSAGES, S_DEFAULT_ASKS, S_DEFAULT_RUNS,
-            S_MAX_RUNS, S_QUICK_MESSAGES, S_QUICK_GATEWAY_MESSAGES, S_QUICK_ASKS);
-}
-
-//  Parses a positive count no larger than max. Returns 0 or -1.
-static int s_parse_count(const char *text, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long value = strtoull(text, &end, 10);
-    if (errno || end == text || *end || text[0] == '-' || value == 0 || value > max)
-        return -1;
-    *out = value;
-    return 0;
+            FQ_BENCH_MAX_RUNS, S_QUICK_MESSAGES, S_QUICK_GATEWAY_MESSAGES, S_QUICK_ASKS);
 }
 
 //  Parses "tell,gateway" into S_* bits. Returns 0 or -1.
@@ -944,13 +902,13 @@ static int s_parse_args(int argc, char **argv, s_options_t *opts)
             continue;
         }
         if (streq(arg, "--messages"))
-            rc = s_parse_count(value, max, &messages);
+            rc = fq_bench_parse_count(value, max, &messages);
         else if (streq(arg, "--gateway-messages"))
-            rc = s_parse_count(value, max, &gateway_messages);
+            rc = fq_bench_parse_count(value, max, &gateway_messages);
         else if (streq(arg, "--asks"))
-            rc = s_parse_count(value, max, &asks);
+            rc = fq_bench_parse_count(value, max, &asks);
         else if (streq(arg, "--runs"))
-            rc = s_parse_count(value, S_MAX_RUNS, &runs);
+            rc = fq_bench_parse_count(value, FQ_BENCH_MAX_RUNS, &runs);
         else if (streq(arg, "--only"))
             rc = s_parse_only(value, &opts->only);
         else {

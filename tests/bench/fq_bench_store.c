@@ -31,6 +31,7 @@
     Usage: fq_bench_store [--recipients N] [--batch B] [--runs R] [--quick]
                           [--only split|acks]
 */
+#include "fq_bench_util.h"
 #include "fq_store.h"
 #include "fq_test_db.h"
 #include <errno.h>
@@ -64,7 +65,6 @@
 //  here); a batch goes to the server as one array literal.
 #define S_MAX_RECIPIENTS 2000000
 #define S_MAX_BATCH      1000000
-#define S_MAX_RUNS       1000
 
 //  The targets the store is held to: what it adds on top of the database's
 //  own work for the same rows.
@@ -123,21 +123,6 @@ static uint64_t s_now_ns(void)
 static double s_rate(uint64_t count, uint64_t start_ns, uint64_t end_ns)
 {
     return (double)count * S_NS_PER_S / (double)(end_ns - start_ns);
-}
-
-//  Formats a count with thousands separators: 1234567 -> "1,234,567".
-static const char *s_grouped(double value, char *out, size_t size)
-{
-    char digits[32];
-    snprintf(digits, sizeof digits, "%.0f", value);
-    size_t len = strlen(digits), o = 0;
-    for (size_t i = 0; i < len && o + 2 < size; i++) {
-        if (i && (len - i) % 3 == 0)
-            out[o++] = ',';
-        out[o++] = digits[i];
-    }
-    out[o] = 0;
-    return out;
 }
 
 //  ---------------------------------------------------------------------
@@ -672,8 +657,8 @@ static int s_measure_split(s_bench_t *self, const s_options_t *opts, int run, s_
     char split[32], copy[32];
     if (opts->only & S_SPLIT)
         printf("; submit %.1f s (untimed); split %s rows/s, COPY %s rows/s (%.1f%%)", submit_s,
-               s_grouped(fig->split[slot], split, sizeof split),
-               s_grouped(fig->copy[slot], copy, sizeof copy),
+               fq_bench_grouped(fig->split[slot], split, sizeof split),
+               fq_bench_grouped(fig->copy[slot], copy, sizeof copy),
                100 * fig->split[slot] / fig->copy[slot]);
     return 0;
 }
@@ -703,8 +688,8 @@ static int s_measure_acks(s_bench_t *self, const s_options_t *opts, int run, s_f
         return -1;
     char ack[32], raw_ack[32];
     printf("; acks %s/s (HOT %.1f%%), raw UPDATE %s/s (HOT %.1f%%) (%.1f%%)",
-           s_grouped(fig->ack[slot], ack, sizeof ack), 100 * fig->ack_hot[slot],
-           s_grouped(fig->raw_ack[slot], raw_ack, sizeof raw_ack), 100 * fig->raw_hot[slot],
+           fq_bench_grouped(fig->ack[slot], ack, sizeof ack), 100 * fig->ack_hot[slot],
+           fq_bench_grouped(fig->raw_ack[slot], raw_ack, sizeof raw_ack), 100 * fig->raw_hot[slot],
            100 * fig->ack[slot] / fig->raw_ack[slot]);
     return 0;
 }
@@ -730,21 +715,6 @@ static int s_measure(s_bench_t *self, const s_options_t *opts, int run, s_figure
 //  ---------------------------------------------------------------------
 //  Figures
 
-static int s_double_compare(const void *a, const void *b)
-{
-    double x = *(const double *)a;
-    double y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double s_median(const double *values, int n)
-{
-    double sorted[S_MAX_RUNS];
-    memcpy(sorted, values, (size_t)n * sizeof *sorted);
-    qsort(sorted, (size_t)n, sizeof *sorted, s_double_compare);
-    return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-}
-
 static double s_best(const double *values, int n)
 {
     double best = values[0];
@@ -758,9 +728,9 @@ static double s_best(const double *values, int n)
 static void s_print_rate_row(const char *name, uint64_t n, const double *values, int runs)
 {
     char count[32], best[32], median[32];
-    printf(S_ROW_FORMAT, name, s_grouped((double)n, count, sizeof count),
-           s_grouped(s_best(values, runs), best, sizeof best),
-           s_grouped(s_median(values, runs), median, sizeof median), "", "");
+    printf(S_ROW_FORMAT, name, fq_bench_grouped((double)n, count, sizeof count),
+           fq_bench_grouped(s_best(values, runs), best, sizeof best),
+           fq_bench_grouped(fq_bench_median(values, runs), median, sizeof median), "", "");
 }
 
 //  store / raw, of the best runs and of the median runs, judged on the best.
@@ -768,7 +738,7 @@ static void s_print_ratio_row(const char *name, const double *store, const doubl
                               const char *target, double fraction)
 {
     double best = s_best(store, runs) / s_best(raw, runs);
-    double median = s_median(store, runs) / s_median(raw, runs);
+    double median = fq_bench_median(store, runs) / fq_bench_median(raw, runs);
     printf("%-38s %11s %12.1f%% %12.1f%%  %-14s %s\n", name, "", 100 * best, 100 * median, target,
            best >= fraction ? "PASS" : "MISS");
 }
@@ -776,7 +746,7 @@ static void s_print_ratio_row(const char *name, const double *store, const doubl
 static void s_print_percent_row(const char *name, const double *values, int runs)
 {
     printf("%-38s %11s %12.1f%% %12.1f%%\n", name, "", 100 * s_best(values, runs),
-           100 * s_median(values, runs));
+           100 * fq_bench_median(values, runs));
 }
 
 static void s_print_header(const s_options_t *opts)
@@ -805,9 +775,9 @@ static void s_print_header(const s_options_t *opts)
 static void s_print_method(const s_bench_t *self, const s_options_t *opts)
 {
     char count[32], batch[32], chunk[32];
-    s_grouped((double)opts->recipients, count, sizeof count);
-    s_grouped((double)opts->batch, batch, sizeof batch);
-    s_grouped((double)self->chunk_size, chunk, sizeof chunk);
+    fq_bench_grouped((double)opts->recipients, count, sizeof count);
+    fq_bench_grouped((double)opts->batch, batch, sizeof batch);
+    fq_bench_grouped((double)self->chunk_size, chunk, sizeof chunk);
     printf("split:      one request of %s recipients submitted with fq_store_submit (untimed), "
            "split by fq_store_split_chunk (required field \"name\") until none is left;\n"
            "            floor: the same rows COPYed into " S_RAW_TABLE
@@ -864,19 +834,8 @@ static void s_usage(FILE *out)
             "  --only WHICH    split or acks, for profiling one path at a time (the\n"
             "                  acks still split first, untimed) (default: both)\n"
             "Connects with the PG* environment, e.g. under pg_virtualenv -t -v 15.\n",
-            S_DEFAULT_RECIPIENTS, S_DEFAULT_BATCH, S_DEFAULT_RUNS, S_MAX_RUNS, S_QUICK_RECIPIENTS);
-}
-
-//  Parses a positive count no larger than max. Returns 0 or -1.
-static int s_parse_count(const char *text, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long value = strtoull(text, &end, 10);
-    if (errno || end == text || *end || text[0] == '-' || value == 0 || value > max)
-        return -1;
-    *out = value;
-    return 0;
+            S_DEFAULT_RECIPIENTS, S_DEFAULT_BATCH, S_DEFAULT_RUNS, FQ_BENCH_MAX_RUNS,
+            S_QUICK_RECIPIENTS);
 }
 
 static int s_parse_args(int argc, char **argv, s_options_t *opts)
@@ -897,11 +856,11 @@ static int s_parse_args(int argc, char **argv, s_options_t *opts)
             continue;
         }
         if (strcmp(arg, "--recipients") == 0)
-            rc = s_parse_count(value, S_MAX_RECIPIENTS, &recipients);
+            rc = fq_bench_parse_count(value, S_MAX_RECIPIENTS, &recipients);
         else if (strcmp(arg, "--batch") == 0)
-            rc = s_parse_count(value, S_MAX_BATCH, &opts->batch);
+            rc = fq_bench_parse_count(value, S_MAX_BATCH, &opts->batch);
         else if (strcmp(arg, "--runs") == 0)
-            rc = s_parse_count(value, S_MAX_RUNS, &runs);
+            rc = fq_bench_parse_count(value, FQ_BENCH_MAX_RUNS, &runs);
         else if (strcmp(arg, "--only") == 0) {
             opts->only = strcmp(value, "split") == 0  ? S_SPLIT
                          : strcmp(value, "acks") == 0 ? S_ACKS

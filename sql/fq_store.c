@@ -1048,6 +1048,8 @@ int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out)
     snprintf(count, sizeof count, "%d", limit);
     const char *params[] = {count};
     int rc;
+    //  The IN list repeats the predicate of requests_open_idx word for word,
+    //  so the planner can use that partial index; paused is then left out
     PGresult *res = fq_store_query(self,
                                    "SELECT id, tenant_id, priority, scan_from FROM fairq.requests"
                                    " WHERE status IN ('accepted', 'splitting', 'active', 'paused')"

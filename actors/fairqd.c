@@ -35,6 +35,8 @@
 #include "fq_config.h"
 #include "fq_error.h"
 #include "fq_gateway.h"
+#include "fq_log.h"
+#include "fq_pipeline.h"
 #include "fq_store.h"
 #include "fq_system.h"
 #include <errno.h>
@@ -64,10 +66,6 @@ typedef enum {
 //  it: fairqd then exits, and systemd restarts it (fq_system.h).
 #define S_SIGNAL_ESCALATED SIGUSR1
 
-//  Longest log message; longer ones are cut. libpq's errors, the longest
-//  messages logged, are a few hundred bytes.
-#define S_LOG_MESSAGE_MAX 2048
-
 //  Room for an error message from the configuration or the store.
 #define S_ERROR_MAX 1024
 
@@ -81,84 +79,13 @@ typedef enum {
 #define S_NS_PER_MS 1000000L
 #define S_NS_PER_S  1000000000LL
 
-typedef enum { S_DEBUG, S_INFO, S_WARNING, S_ERROR, S_FATAL } s_level_t;
-
-//  How log lines tag each level (PostgreSQL's words).
-static const char *const s_level_tags[] = {"DEBUG", "INFO", "WARNING", "ERROR", "FATAL"};
-
-//  The values of log_level, in the order of s_level_t.
-static const char *const s_level_names[] = {"debug", "info", "warning", "error"};
-
 typedef struct {
     fq_config_t *config; //  Borrowed
-    s_level_t log_min;   //  Less severe messages are not logged
     sigset_t signals;    //  The signals the main thread takes
     pthread_t main_thread;
     fq_store_t *store;
     fq_system_t *system;
 } s_daemon_t;
-
-//  ---------------------------------------------------------------------
-//  Logging
-
-//  Copies message to out (size bytes) as one line: each line break, with
-//  the blanks around it, becomes "; " (libpq's errors have an indented
-//  second line: "Connection refused; Is the server running..."), and other
-//  control bytes become spaces.
-static void s_one_line(const char *message, char *out, size_t size)
-{
-    size_t len = 0;
-    for (const char *in = message; *in && len + 2 < size;) {
-        if (*in == '\n' || *in == '\r') {
-            while (len > 0 && (out[len - 1] == ' ' || out[len - 1] == '\t'))
-                len--;
-            while (*in == '\n' || *in == '\r' || *in == ' ' || *in == '\t')
-                in++;
-            if (*in && len > 0) {
-                out[len++] = ';';
-                out[len++] = ' ';
-            }
-        } else {
-            char c = *in++;
-            out[len++] = (unsigned char)c < ' ' ? ' ' : c;
-        }
-    }
-    out[len] = 0;
-}
-
-//  Logs one line on stdout. Safe from any thread: each line is one stdio
-//  call, and stdio locks the stream around it.
-static void s_log(s_daemon_t *self, s_level_t level, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void s_log(s_daemon_t *self, s_level_t level, const char *format, ...)
-{
-    if (level < self->log_min)
-        return;
-    char message[S_LOG_MESSAGE_MAX], line[S_LOG_MESSAGE_MAX];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(message, sizeof message, format, args);
-    va_end(args);
-    s_one_line(message, line, sizeof line);
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    struct tm utc;
-    gmtime_r(&now.tv_sec, &utc);
-    char stamp[sizeof "2025-01-02 03:04:05"];
-    strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &utc);
-    printf("%s.%03ld UTC [%d] %s:  %s\n", stamp, now.tv_nsec / S_NS_PER_MS, (int)getpid(),
-           s_level_tags[level], line);
-    fflush(stdout);
-}
-
-static s_level_t s_level_from_name(const char *name)
-{
-    for (size_t i = 0; i < sizeof s_level_names / sizeof s_level_names[0]; i++)
-        if (strcmp(name, s_level_names[i]) == 0)
-            return (s_level_t)i;
-    return S_INFO; //  Not reached: fq_config took one of the names above
-}
 
 //  ---------------------------------------------------------------------
 //  Signals
@@ -235,9 +162,9 @@ static int s_connect(s_daemon_t *self)
     const char *conninfo = fq_config_str(self->config, FQ_CONFIG_DATABASE);
     char *shown = fq_config_shown(self->config, FQ_CONFIG_DATABASE);
     if (*conninfo)
-        s_log(self, S_INFO, "connecting to database \"%s\"", shown ? shown : "");
+        fq_log(FQ_LOG_INFO, "connecting to database \"%s\"", shown ? shown : "");
     else
-        s_log(self, S_INFO, "connecting to database (libpq defaults and PG* environment)");
+        fq_log(FQ_LOG_INFO, "connecting to database (libpq defaults and PG* environment)");
     free(shown);
     int delay_ms = fq_config_int(self->config, FQ_CONFIG_DATABASE_RETRY_MIN_MS);
     int max_ms = fq_config_int(self->config, FQ_CONFIG_DATABASE_RETRY_MAX_MS);
@@ -246,12 +173,12 @@ static int s_connect(s_daemon_t *self)
         self->store = fq_store_new(conninfo, error, sizeof error);
         if (self->store) {
             if (attempt == 1)
-                s_log(self, S_INFO, "connected to database");
+                fq_log(FQ_LOG_INFO, "connected to database");
             else
-                s_log(self, S_INFO, "connected to database after %d attempts", attempt);
+                fq_log(FQ_LOG_INFO, "connected to database after %d attempts", attempt);
             return 0;
         }
-        s_log(self, S_WARNING, "%s; retrying in %d ms", error, delay_ms);
+        fq_log(FQ_LOG_WARNING, "%s; retrying in %d ms", error, delay_ms);
         int sig = s_wait_signal(self, delay_ms);
         if (s_is_stop(sig))
             return sig;
@@ -264,11 +191,11 @@ static int s_connect(s_daemon_t *self)
 static int s_store_failed(s_daemon_t *self, bool *reconnect)
 {
     if (!fq_store_connected(self->store)) {
-        s_log(self, S_WARNING, "%s; connecting again", fq_store_error(self->store));
+        fq_log(FQ_LOG_WARNING, "%s; connecting again", fq_store_error(self->store));
         *reconnect = true;
         return S_EXIT_OK;
     }
-    s_log(self, S_FATAL, "%s", fq_store_error(self->store));
+    fq_log(FQ_LOG_FATAL, "%s", fq_store_error(self->store));
     return S_EXIT_FAILURE;
 }
 
@@ -279,17 +206,17 @@ static int s_migrate(s_daemon_t *self, bool *reconnect)
     *reconnect = false;
     int applied = fq_store_migrate(self->store);
     if (applied == FQ_ESCHEMA) {
-        s_log(self, S_FATAL, "%s", fq_store_error(self->store));
+        fq_log(FQ_LOG_FATAL, "%s", fq_store_error(self->store));
         return S_EXIT_SCHEMA;
     }
     int version = 0;
     if (applied < 0 || fq_store_schema_version(self->store, &version) != 0)
         return s_store_failed(self, reconnect);
     if (applied == 0)
-        s_log(self, S_INFO, "schema at version %d, nothing to apply", version);
+        fq_log(FQ_LOG_INFO, "schema at version %d, nothing to apply", version);
     else
-        s_log(self, S_INFO, "applied %d migration%s, schema at version %d", applied,
-              applied == 1 ? "" : "s", version);
+        fq_log(FQ_LOG_INFO, "applied %d migration%s, schema at version %d", applied,
+               applied == 1 ? "" : "s", version);
     return S_EXIT_OK;
 }
 
@@ -300,7 +227,7 @@ static int s_start_gateway(s_daemon_t *self)
 {
     const char *bind = fq_config_str(self->config, FQ_CONFIG_GATEWAY_BIND);
     if (!*bind) {
-        s_log(self, S_INFO, "no gateway_bind: gateway not started, sender workers cannot connect");
+        fq_log(FQ_LOG_INFO, "no gateway_bind: gateway not started, sender workers cannot connect");
         return S_EXIT_OK;
     }
     bool insecure = fq_config_bool(self->config, FQ_CONFIG_GATEWAY_INSECURE);
@@ -315,30 +242,30 @@ static int s_start_gateway(s_daemon_t *self)
         .heartbeat_timeout_ms = fq_config_int(self->config, FQ_CONFIG_HEARTBEAT_TIMEOUT_MS)};
     int rc = fq_gateway_start(self->system, &gateway);
     if (rc) {
-        s_log(self, S_FATAL, "could not start the gateway on %s: %s", bind, fq_strerror(rc));
+        fq_log(FQ_LOG_FATAL, "could not start the gateway on %s: %s", bind, fq_strerror(rc));
         return S_EXIT_FAILURE;
     }
     char reason[S_ERROR_MAX];
     for (int waited = 0; fq_gateway_wait_connected(self->system, S_GATEWAY_POLL_MS) != 0;
          waited += S_GATEWAY_POLL_MS) {
         if (fq_system_failed(self->system, reason, sizeof reason)) {
-            s_log(self, S_FATAL, "could not start the gateway on %s: %s", bind, reason);
+            fq_log(FQ_LOG_FATAL, "could not start the gateway on %s: %s", bind, reason);
             return S_EXIT_FAILURE;
         }
         if (waited >= S_GATEWAY_BIND_TIMEOUT_MS) {
-            s_log(self, S_FATAL, "could not start the gateway on %s: not bound after %d ms", bind,
-                  S_GATEWAY_BIND_TIMEOUT_MS);
+            fq_log(FQ_LOG_FATAL, "could not start the gateway on %s: not bound after %d ms", bind,
+                   S_GATEWAY_BIND_TIMEOUT_MS);
             return S_EXIT_FAILURE;
         }
     }
     if (insecure)
-        s_log(self, S_WARNING,
-              "gateway listening on %s without CURVE: anyone who reaches it is let in "
-              "(gateway_insecure is for development only)",
-              bind);
+        fq_log(FQ_LOG_WARNING,
+               "gateway listening on %s without CURVE: anyone who reaches it is let in "
+               "(gateway_insecure is for development only)",
+               bind);
     else
-        s_log(self, S_INFO, "gateway listening on %s (CURVE: certificate %s, allowed in: %s)", bind,
-              cert, allow_dir);
+        fq_log(FQ_LOG_INFO, "gateway listening on %s (CURVE: certificate %s, allowed in: %s)", bind,
+               cert, allow_dir);
     return S_EXIT_OK;
 }
 
@@ -349,22 +276,31 @@ static int s_start_system(s_daemon_t *self)
         .name = name, .on_escalation = s_on_escalation, .on_escalation_arg = self};
     self->system = fq_system_new(&config);
     if (!self->system) {
-        s_log(self, S_FATAL, "could not start the actor system \"%s\"", name);
+        fq_log(FQ_LOG_FATAL, "could not start the actor system \"%s\"", name);
         return S_EXIT_FAILURE;
     }
-    s_log(self, S_INFO, "actor system \"%s\" started", name);
+    fq_log(FQ_LOG_INFO, "actor system \"%s\" started", name);
     int rc = s_start_gateway(self);
     if (rc)
         return rc;
 
-    //  -----------------------------------------------------------------
-    //  The pipeline's actors are spawned here, under /user, once they
-    //  exist (DESIGN §3): intake (HTTP on http_listen), scheduler
-    //  (prefetch), splitter pool, dispatcher, store (ack_batch,
-    //  ack_flush_ms, retry_base_ms, retry_cap_ms) and reaper. Each opens
-    //  its own store connection: an fq_store_t belongs to one thread.
-    //  -----------------------------------------------------------------
-
+    //  The pipeline (DESIGN §3); each actor opens its own connection
+    fq_pipeline_config_t pipeline = {
+        .database = fq_config_str(self->config, FQ_CONFIG_DATABASE),
+        .name = name,
+        .prefetch = fq_config_int(self->config, FQ_CONFIG_PREFETCH),
+        .splitters = fq_config_int(self->config, FQ_CONFIG_SPLITTERS),
+        .poll_ms = fq_config_int(self->config, FQ_CONFIG_POLL_MS),
+        .ack_batch = fq_config_int(self->config, FQ_CONFIG_ACK_BATCH),
+        .ack_flush_ms = fq_config_int(self->config, FQ_CONFIG_ACK_FLUSH_MS),
+        .retry = {fq_config_int(self->config, FQ_CONFIG_RETRY_BASE_MS),
+                  fq_config_int(self->config, FQ_CONFIG_RETRY_CAP_MS)},
+        .retention_s = fq_config_int(self->config, FQ_CONFIG_RETENTION_S)};
+    if (fq_pipeline_start(self->system, &pipeline) != 0)
+        return S_EXIT_FAILURE;
+    fq_log(FQ_LOG_INFO,
+           "pipeline started: scheduler, %d splitters, dispatcher, store, intake, reaper",
+           pipeline.splitters);
     return S_EXIT_OK;
 }
 
@@ -374,14 +310,14 @@ static int s_start_system(s_daemon_t *self)
 //  Runs fairqd until a signal stops it. Returns the exit code.
 static int s_run(s_daemon_t *self)
 {
-    s_log(self, S_INFO, "starting fairqd %s", FQ_VERSION);
+    fq_log(FQ_LOG_INFO, "starting fairqd %s", FQ_VERSION);
     const char *file = fq_config_file(self->config);
     if (file)
-        s_log(self, S_INFO, "configuration read from %s", file);
+        fq_log(FQ_LOG_INFO, "configuration read from %s", file);
     for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
         char *shown = fq_config_shown(self->config, key);
-        s_log(self, S_DEBUG, "setting %s = \"%s\" (%s)", fq_config_key_name(key),
-              shown ? shown : "", fq_config_origin(self->config, key));
+        fq_log(FQ_LOG_DEBUG, "setting %s = \"%s\" (%s)", fq_config_key_name(key),
+               shown ? shown : "", fq_config_origin(self->config, key));
         free(shown);
     }
     int rc;
@@ -389,7 +325,7 @@ static int s_run(s_daemon_t *self)
     do {
         int sig = s_connect(self);
         if (sig) {
-            s_log(self, S_INFO, "received %s while connecting to the database", s_signal_name(sig));
+            fq_log(FQ_LOG_INFO, "received %s while connecting to the database", s_signal_name(sig));
             return S_EXIT_OK;
         }
         rc = s_migrate(self, &reconnect);
@@ -400,29 +336,37 @@ static int s_run(s_daemon_t *self)
         rc = s_start_system(self);
     if (rc)
         return rc;
-    s_log(self, S_INFO, "ready");
+    fq_log(FQ_LOG_INFO, "ready");
 
     while (true) {
         int sig = s_wait_signal(self, -1);
         char reason[S_ERROR_MAX];
         if (s_is_stop(sig)) {
-            s_log(self, S_INFO, "received %s, stopping", s_signal_name(sig));
+            fq_log(FQ_LOG_INFO, "received %s, draining", s_signal_name(sig));
+            int left = fq_pipeline_drain(self->system,
+                                         fq_config_int(self->config, FQ_CONFIG_DRAIN_TIMEOUT_MS));
+            if (left == 0)
+                fq_log(FQ_LOG_INFO, "drained: no message in flight, stopping");
+            else
+                fq_log(FQ_LOG_WARNING,
+                       "stopping with %d messages in flight (they are sent again after restart)",
+                       left);
             return S_EXIT_OK;
         }
         if (fq_system_failed(self->system, reason, sizeof reason)) {
-            s_log(self, S_FATAL, "stopping after a failure escalated to the top: %s", reason);
+            fq_log(FQ_LOG_FATAL, "stopping after a failure escalated to the top: %s", reason);
             return S_EXIT_FAILURE;
         }
         //  S_SIGNAL_ESCALATED from outside: nothing failed
-        s_log(self, S_WARNING, "ignored %s: fairqd uses it for its own failures",
-              s_signal_name(sig));
+        fq_log(FQ_LOG_WARNING, "ignored %s: fairqd uses it for its own failures",
+               s_signal_name(sig));
     }
 }
 
 int main(int argc, char *argv[])
 {
     //  First of all: the threads CZMQ and libpq start inherit this mask
-    s_daemon_t fairqd = {.main_thread = pthread_self(), .log_min = S_INFO};
+    s_daemon_t fairqd = {.main_thread = pthread_self()};
     s_block_signals(&fairqd.signals);
     //  A log reader that went away must not kill fairqd mid-shutdown
     signal(SIGPIPE, SIG_IGN);
@@ -447,15 +391,17 @@ int main(int argc, char *argv[])
         return S_EXIT_OK;
     }
 
-    fairqd.log_min = s_level_from_name(fq_config_str(fairqd.config, FQ_CONFIG_LOG_LEVEL));
+    fq_log_level_t level = FQ_LOG_INFO;
+    fq_log_level_parse(fq_config_str(fairqd.config, FQ_CONFIG_LOG_LEVEL), &level);
+    fq_log_set_level(level);
     rc = s_run(&fairqd);
     //  Actors first (they drain their work and may still use the database)
     fq_system_destroy(&fairqd.system);
     fq_store_destroy(&fairqd.store);
     if (rc == S_EXIT_OK)
-        s_log(&fairqd, S_INFO, "stopped");
+        fq_log(FQ_LOG_INFO, "stopped");
     else
-        s_log(&fairqd, S_INFO, "stopped, exit code %d", rc);
+        fq_log(FQ_LOG_INFO, "stopped, exit code %d", rc);
     fq_config_destroy(&fairqd.config);
     return rc;
 }

@@ -62,6 +62,13 @@
     * retry_base_ms 60000, retry_cap_ms 3600000: a temporary mail failure
       (greylisting, a full mailbox) clears in minutes, not seconds; an hour
       cap is in line with MTAs (Postfix's maximal_backoff_time is 4000 s).
+    * splitters 2: splitting is COPY-bound in PostgreSQL; two keep a small
+      request from waiting behind a big one's chunk, more add little.
+    * poll_ms 1000: the fallback when a NOTIFY is missed, and how soon a
+      due retry or a delayed send_at is noticed.
+    * retention_s 604800: a week of finished requests for operators to
+      search, then they are pruned.
+    * drain_timeout_ms 10000: long enough for an SMTP answer in flight.
     * log_level info: every event of the daemon's life, not per message. */
 #define FQ_CONFIG_KEYS(X)                                                                          \
     X(NAME, name, STRING, "fairqd", 0, 0, NULL,                                                    \
@@ -97,6 +104,14 @@
       "first retry delay of a failed message; doubles with each attempt")                          \
     X(RETRY_CAP_MS, retry_cap_ms, INT, "3600000", 1, 604800000, NULL,                              \
       "longest retry delay (at least retry_base_ms)")                                              \
+    X(SPLITTERS, splitters, INT, "2", 1, 16, NULL,                                                 \
+      "splitter actors: requests split at once (each splits chunk by chunk)")                      \
+    X(POLL_MS, poll_ms, INT, "1000", 10, 600000, NULL,                                             \
+      "slow poll of open requests and due retries (a NOTIFY wakes fairqd sooner)")                 \
+    X(RETENTION_S, retention_s, INT, "604800", 0, 315360000, NULL,                                 \
+      "finished requests and their messages are deleted after this many seconds")                  \
+    X(DRAIN_TIMEOUT_MS, drain_timeout_ms, INT, "10000", 0, 3600000, NULL,                          \
+      "on SIGTERM, longest wait for messages in flight to be acked")                               \
     X(LOG_LEVEL, log_level, CHOICE, "info", 0, 0, "debug|info|warning|error",                      \
       "least severe messages logged")
 

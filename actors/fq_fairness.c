@@ -429,6 +429,11 @@ static void s_unqueue_refill(fq_fairness_t *self, s_request_t *request)
     request->queued = false;
 }
 
+bool fq_fairness_request_held(const fq_fairness_t *self, int64_t request_id)
+{
+    return s_request_find(self, request_id) != NULL;
+}
+
 void fq_fairness_request_remove(fq_fairness_t *self, int64_t request_id)
 {
     s_request_t *request = s_request_find(self, request_id);

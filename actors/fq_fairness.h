@@ -41,6 +41,10 @@ int fq_fairness_tenant_set(fq_fairness_t *self, int64_t tenant_id, int weight, i
 int fq_fairness_request_add(fq_fairness_t *self, int64_t request_id, int64_t tenant_id,
                             int priority, int64_t after_id, bool split_done);
 
+//  True while the request is held (a request paged to its end and with
+//  nothing buffered is let go by itself).
+bool fq_fairness_request_held(const fq_fairness_t *self, int64_t request_id);
+
 //  Removes a request (cancelled, paused, done); its prefetched ids are
 //  forgotten (they are still pending in the database).
 void fq_fairness_request_remove(fq_fairness_t *self, int64_t request_id);

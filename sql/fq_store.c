@@ -403,8 +403,9 @@ int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_
     const char *params[] = {id};
     int rc;
     PGresult *res = fq_store_query(self,
-                                   "SELECT id, tenant_id, subject, body, body_is_html, max_attempts"
-                                   " FROM fairq.requests WHERE id = $1",
+                                   "SELECT r.id, r.tenant_id, r.subject, r.body, r.body_is_html,"
+                                   " r.max_attempts, r.from_addr, t.name FROM fairq.requests r"
+                                   " JOIN fairq.tenants t ON t.id = r.tenant_id WHERE r.id = $1",
                                    1, params, PGRES_TUPLES_OK, "load request", &rc);
     if (!res)
         return rc;
@@ -418,9 +419,11 @@ int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_
                                     .subject = strdup(PQgetvalue(res, 0, 2)),
                                     .body = strdup(PQgetvalue(res, 0, 3)),
                                     .body_is_html = PQgetvalue(res, 0, 4)[0] == 't',
-                                    .max_attempts = (int)fq_store_int64(res, 0, 5)};
+                                    .max_attempts = (int)fq_store_int64(res, 0, 5),
+                                    .from_addr = strdup(PQgetvalue(res, 0, 6)),
+                                    .tenant = strdup(PQgetvalue(res, 0, 7))};
     PQclear(res);
-    if (!out->subject || !out->body) {
+    if (!out->subject || !out->body || !out->from_addr || !out->tenant) {
         fq_request_templates_free(out);
         return fq_store_fail(self, FQ_ENOMEM, "out of memory");
     }
@@ -431,7 +434,9 @@ void fq_request_templates_free(fq_request_templates_t *templates)
 {
     free(templates->subject);
     free(templates->body);
-    templates->subject = templates->body = NULL;
+    free(templates->from_addr);
+    free(templates->tenant);
+    templates->subject = templates->body = templates->from_addr = templates->tenant = NULL;
 }
 
 //  ---------------------------------------------------------------------
@@ -877,7 +882,7 @@ int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const
 //  ---------------------------------------------------------------------
 //  Status writes
 
-static int s_id_array(fq_buf_t *buf, const int64_t *ids, size_t count, size_t stride)
+int fq_buf_add_id_array(fq_buf_t *buf, const int64_t *ids, size_t count, size_t stride)
 {
     int rc = fq_buf_add(buf, "{", 1);
     for (size_t i = 0; i < count && rc == 0; i++) {
@@ -909,7 +914,7 @@ int fq_store_ack_batch(fq_store_t *self, const int64_t *ids, size_t count)
     if (count == 0)
         return 0;
     fq_buf_t array = {0};
-    if (s_id_array(&array, ids, count, sizeof *ids)) {
+    if (fq_buf_add_id_array(&array, ids, count, sizeof *ids)) {
         fq_buf_free(&array);
         return fq_store_fail(self, FQ_ENOMEM, "out of memory");
     }
@@ -956,7 +961,7 @@ int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
     if (count == 0)
         return 0;
     fq_buf_t ids = {0}, permanent = {0}, errors = {0};
-    int mem = s_id_array(&ids, &nacks[0].id, count, sizeof *nacks);
+    int mem = fq_buf_add_id_array(&ids, &nacks[0].id, count, sizeof *nacks);
     mem |= fq_buf_add(&permanent, "{", 1) | fq_buf_add(&errors, "{", 1);
     for (size_t i = 0; i < count && mem == 0; i++) {
         mem |= fq_buf_add(&permanent,
@@ -1050,18 +1055,27 @@ int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out)
     int rc;
     //  The IN list repeats the predicate of requests_open_idx word for word,
     //  so the planner can use that partial index; paused is then left out
-    PGresult *res = fq_store_query(self,
-                                   "SELECT id, tenant_id, priority, scan_from FROM fairq.requests"
-                                   " WHERE status IN ('accepted', 'splitting', 'active', 'paused')"
-                                   " AND status <> 'paused' AND send_at <= now()"
-                                   " ORDER BY send_at, id LIMIT $1",
-                                   1, params, PGRES_TUPLES_OK, "find due requests", &rc);
+    PGresult *res = fq_store_query(
+        self,
+        "SELECT r.id, r.tenant_id, r.priority, r.scan_from,"
+        " NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id),"
+        " t.weight, t.max_inflight"
+        " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
+        " WHERE r.status IN ('accepted', 'splitting', 'active', 'paused')"
+        " AND r.status <> 'paused' AND r.send_at <= now()"
+        " ORDER BY r.send_at, r.id LIMIT $1",
+        1, params, PGRES_TUPLES_OK, "find due requests", &rc);
     if (!res)
         return rc;
     int n = PQntuples(res);
     for (int i = 0; i < n; i++)
-        out[i] = (fq_due_request_t){fq_store_int64(res, i, 0), fq_store_int64(res, i, 1),
-                                    (int)fq_store_int64(res, i, 2), fq_store_int64(res, i, 3)};
+        out[i] = (fq_due_request_t){.id = fq_store_int64(res, i, 0),
+                                    .tenant_id = fq_store_int64(res, i, 1),
+                                    .priority = (int)fq_store_int64(res, i, 2),
+                                    .scan_from = fq_store_int64(res, i, 3),
+                                    .split_done = PQgetvalue(res, i, 4)[0] == 't',
+                                    .weight = (int)fq_store_int64(res, i, 5),
+                                    .max_inflight = (int)fq_store_int64(res, i, 6)};
     PQclear(res);
     return n;
 }

@@ -85,9 +85,12 @@ typedef struct {
     char *body;
     bool body_is_html;
     int max_attempts;
+    char *from_addr; //  Owned by the caller: free()
+    char *tenant;    //  The tenant's name; owned by the caller: free()
 } fq_request_templates_t;
 
-//  Loads what the splitter needs to validate a request's recipients.
+//  Loads what the splitter needs to validate a request's recipients, and
+//  the dispatcher to render its messages.
 int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_templates_t *out);
 void fq_request_templates_free(fq_request_templates_t *templates);
 
@@ -139,9 +142,21 @@ int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
 //  not by the backlog
 
 //  Ids of up to limit pending messages of a request after after_id, in id
-//  order. Returns how many were written to ids.
+//  order. Returns how many were written to ids. Call fq_store_tune_paging
+//  once per connection first (see there).
 int fq_store_next_ready(fq_store_t *self, int64_t request_id, int64_t after_id, int limit,
                         int64_t *ids);
+
+//  Makes this connection page by walking messages_request_idx in order.
+//  The messages table grows by a million rows in seconds while its
+//  statistics lag behind (autovacuum analyzes it a minute later), and the
+//  planner, then believing few rows are pending, reads every pending row
+//  of the request with a bitmap scan and sorts them to keep the first page:
+//  measured 18 to 160 ms per page instead of 0.1 ms, which capped dispatch
+//  at 8,000 msgs/s. Bitmap scans are turned off for the session (the
+//  scheduler's connection runs only paging queries, all of them served by
+//  plain index scans). Returns 0 or a code.
+int fq_store_tune_paging(fq_store_t *self);
 
 typedef struct {
     int64_t id;
@@ -159,6 +174,9 @@ typedef struct {
     int64_t tenant_id;
     int priority;
     int64_t scan_from;
+    bool split_done;  //  No recipients left to split
+    int weight;       //  The tenant's
+    int max_inflight; //  The tenant's
 } fq_due_request_t;
 
 //  Unfinished requests (accepted, splitting, active) whose send_at has
@@ -166,6 +184,46 @@ typedef struct {
 //  requests, so the scan never touches finished history). Returns how many
 //  were written to out.
 int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out);
+
+//  ---------------------------------------------------------------------
+//  Dispatch (fq_store_dispatch.c): what the dispatcher renders, and the
+//  notifications that wake the scheduler
+
+//  A message as the dispatcher renders it. Strings point into the page.
+typedef struct {
+    int64_t id;
+    int64_t request_id;
+    int64_t tenant_id;
+    const char *recipient;
+    const char *fields; //  JSON object of the recipient's fields
+    int try_count;      //  Attempts made before this one
+} fq_message_row_t;
+
+//  Rows and strings are one block, owned by the caller.
+typedef struct {
+    fq_message_row_t *rows;
+    size_t count;
+} fq_message_rows_t;
+
+//  Loads the messages among ids (at most FQ_STORE_LOAD_MAX) that may still
+//  be sent (pending or failed), in no particular order: a message
+//  cancelled meanwhile is left out, and the caller settles it unsent.
+//  Returns how many rows were loaded, or a negative code.
+#define FQ_STORE_LOAD_MAX 10000
+int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
+                           fq_message_rows_t *out);
+void fq_message_rows_free(fq_message_rows_t *rows);
+
+//  The channel fairq.submit and every request change NOTIFY on.
+#define FQ_STORE_REQUESTS_CHANNEL "fairq_requests"
+
+//  LISTENs on channel with this connection (again after a reconnect).
+int fq_store_listen(fq_store_t *self, const char *channel);
+
+//  Reads what the server sent without waiting and counts the notifications
+//  received since the last call. Returns the count, or FQ_EDB when the
+//  connection is lost.
+int fq_store_notifications(fq_store_t *self);
 
 //  ---------------------------------------------------------------------
 //  Operator queries (fq_store_admin.c; DESIGN §6 and §8)

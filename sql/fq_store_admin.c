@@ -910,17 +910,23 @@ void fq_tenant_list_free(fq_tenant_list_t *list)
 //  The first window messages after scan_from: if one is not final, paging
 //  must start just before it; if all are, past the last of them. Bounded
 //  by window rows per request whatever the request's size.
+//  The requests are locked in id order and locked ones skipped: an ack
+//  batch updates the counters of many requests at once, in no set order,
+//  and two statements that each lock several rows in their own order can
+//  deadlock (measured: one every two seconds at full speed, each costing
+//  deadlock_timeout). A request skipped now moves on the next call.
 static const char *const S_ADVANCE_SCAN_SQL =
-    "UPDATE fairq.requests r SET scan_from = s.next_from"
+    "WITH o AS (SELECT id, scan_from FROM fairq.requests"
+    "       WHERE status IN ('accepted', 'splitting', 'active', 'paused')"
+    "       ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)"
+    " UPDATE fairq.requests r SET scan_from = s.next_from"
     " FROM (SELECT o.id, ("
     "         SELECT coalesce(min(w.id) FILTER (WHERE w.status IN ('pending', 'failed')) - 1,"
     "                         max(w.id))"
     "           FROM (SELECT m.id, m.status FROM fairq.messages m"
     "                  WHERE m.request_id = o.id AND m.id > o.scan_from"
     "                  ORDER BY m.id LIMIT $2) w) AS next_from"
-    "       FROM fairq.requests o"
-    "       WHERE o.status IN ('accepted', 'splitting', 'active', 'paused')"
-    "       ORDER BY o.id LIMIT $1) s"
+    "       FROM o) s"
     " WHERE r.id = s.id AND s.next_from > r.scan_from";
 
 int fq_store_advance_scan(fq_store_t *self, int limit, int window)

@@ -31,6 +31,9 @@ int fq_buf_printf(fq_buf_t *buf, const char *format, ...);
 int fq_buf_add_copy_text(fq_buf_t *buf, const char *s, size_t size);
 //  s as one quoted element of an array literal; NULL becomes NULL
 int fq_buf_add_array_text(fq_buf_t *buf, const char *s);
+//  ids as a bigint array literal ("{1,2,3}"); stride is the distance in
+//  bytes between two ids (sizeof a struct whose first field is the id)
+int fq_buf_add_id_array(fq_buf_t *buf, const int64_t *ids, size_t count, size_t stride);
 void fq_buf_free(fq_buf_t *buf);
 
 //  Records an error message (printf-style) and returns code.

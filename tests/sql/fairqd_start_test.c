@@ -390,7 +390,7 @@ static void test_first_start_applies_every_migration(void **unused)
                      s_migration_count());
     PQfinish(conn);
 
-    s_stop(&fairqd, SIGTERM, "INFO:  received SIGTERM, stopping");
+    s_stop(&fairqd, SIGTERM, "INFO:  received SIGTERM, draining");
     s_expect_quiet_stderr(&fairqd);
 
     //  Every line is fairqd's format, with fairqd's pid
@@ -442,7 +442,7 @@ static void test_second_start_applies_nothing(void **unused)
     assert_int_equal(kill(fairqd.pid, SIGUSR1), 0);
     s_expect(&fairqd, "WARNING:  ignored SIGUSR1: fairqd uses it for its own failures",
              S_STEP_TIMEOUT_MS, NULL, 0);
-    s_stop(&fairqd, SIGINT, "INFO:  received SIGINT, stopping");
+    s_stop(&fairqd, SIGINT, "INFO:  received SIGINT, draining");
     s_expect_quiet_stderr(&fairqd);
     assert_null(strstr(fairqd.seen, "applied"));
     s_destroy(&fairqd);
@@ -605,7 +605,7 @@ static void test_database_that_appears_is_used(void **unused)
     s_expect(&fairqd, "INFO:  connected to database after ", S_STEP_TIMEOUT_MS, NULL, 0);
     s_expect(&fairqd, "INFO:  applied ", S_STEP_TIMEOUT_MS, NULL, 0);
     s_expect(&fairqd, "INFO:  ready", S_STEP_TIMEOUT_MS, NULL, 0);
-    s_stop(&fairqd, SIGTERM, "INFO:  received SIGTERM, stopping");
+    s_stop(&fairqd, SIGTERM, "INFO:  received SIGTERM, draining");
     s_expect_quiet_stderr(&fairqd);
     s_destroy(&fairqd);
     fq_test_db_drop_named("late");
@@ -629,7 +629,7 @@ static void test_insecure_gateway(void **unused)
     s_expect(&fairqd, wanted, S_STEP_TIMEOUT_MS, NULL, 0);
     s_expect(&fairqd, "INFO:  ready", S_STEP_TIMEOUT_MS, NULL, 0);
     assert_true(s_port_open(port));
-    s_stop(&fairqd, SIGTERM, "INFO:  received SIGTERM, stopping");
+    s_stop(&fairqd, SIGTERM, "INFO:  received SIGTERM, draining");
     assert_false(s_port_open(port));
     s_destroy(&fairqd);
     fq_test_db_drop_named("insecure");
@@ -685,7 +685,7 @@ static void test_curve_gateway_lets_an_allowed_sender_in(void **unused)
     s_expect(&fairqd, "peer sender-1 joined", S_STEP_TIMEOUT_MS, NULL, 0);
     fq_system_destroy(&system);
 
-    s_stop(&fairqd, SIGTERM, "INFO:  received SIGTERM, stopping");
+    s_stop(&fairqd, SIGTERM, "INFO:  received SIGTERM, draining");
     s_destroy(&fairqd);
     zcert_destroy(&server);
     zcert_destroy(&sender);

@@ -1,0 +1,684 @@
+/*  fq_dispatcher.c — /user/dispatcher: the sender workers' side of fairqd.
+
+    Senders are remote actors (fairq-sender, sender/PROTOCOL.md) that reach
+    this actor through the gateway. Each says HELLO, is watched, and grants
+    credit: how many messages it may hold at once. The dispatcher passes
+    free credit on to the scheduler, which answers with exactly that many
+    picks (DISPATCH); the dispatcher loads and renders each message just
+    before sending it (template + the recipient's fields) and gives it to a
+    sender with credit left, taking turns among them.
+
+    Every message handed out is tracked until its ACK or NACK, which go to
+    the store (batched there) and back to the scheduler as SETTLED with the
+    credit they restore. When a sender leaves (BYE), says HELLO again (it
+    restarted), or is declared dead by the gateway (missed heartbeats, a
+    TERMINATED notice), its messages go back to the scheduler at once and
+    its unused credit is withdrawn.
+
+    Frames that do not decode are counted, logged and dropped; a message
+    from an address that never said HELLO is ignored. */
+#include "fq_db.h"
+#include "fq_intkeys.h"
+#include "fq_log.h"
+#include "fq_pipeline.h"
+#include "fq_template.h"
+#include <stdlib.h>
+#include <string.h>
+
+//  The most credit one sender may hold: a sender asking for more is capped,
+//  so a bad (or hostile) peer cannot make fairqd hand it the whole backlog.
+#define S_SENDER_CREDIT_MAX 10000
+
+//  Parsed templates are cached per request; past this many bytes of
+//  template text the cache starts over (requests come back in turn).
+#define S_TEMPLATE_CACHE_BYTES (64 * 1024 * 1024)
+
+//  Room for a render or load error.
+#define S_ERROR_MAX 512
+
+typedef struct {
+    char *address; //  Where its messages go (fq://system/user/sender)
+    char *name;
+    int64_t credit; //  Messages it may still be given
+    size_t inflight;
+    bool leaving; //  Said BYE: finishes what it holds, gets nothing new
+} s_sender_t;
+
+typedef struct {
+    s_sender_t *sender;
+    int64_t request_id;
+    int64_t tenant_id;
+} s_flight_t;
+
+typedef struct {
+    fq_template_t *subject;
+    fq_template_t *body;
+    bool body_is_html;
+    char *from;
+    char *tenant;
+    size_t bytes;
+} s_templates_t;
+
+//  Messages leaving flight, gathered per incoming message and told to the
+//  scheduler in one SETTLED each for requeued and for settled ones.
+typedef struct {
+    uint64_t *messages, *requests, *tenants;
+    uint32_t count, capacity;
+    int64_t credit;
+} s_settle_t;
+
+typedef struct {
+    fq_pipeline_config_t *config;
+    fq_db_t *db;
+    zhashx_t *senders;   //  address -> s_sender_t*, owned
+    zlistx_t *turns;     //  The senders, in turn order (borrowed)
+    zhashx_t *inflight;  //  message id -> s_flight_t*, owned
+    zhashx_t *templates; //  request id -> s_templates_t*, owned
+    size_t template_bytes;
+    s_settle_t done, requeue;
+    int64_t withheld; //  Credit kept back while the database is away
+    bool retry_armed;
+    bool draining;
+    uint64_t sent, acked, nacked, malformed, unknown_peer, render_failed;
+} s_self_t;
+
+#define S_KEY(id) ((void *)(uintptr_t)(id))
+
+//  ---------------------------------------------------------------------
+//  Settling
+
+static void s_settle_add(s_settle_t *settle, uint64_t message, uint64_t request, uint64_t tenant,
+                         int64_t credit)
+{
+    if (settle->count == settle->capacity) {
+        uint32_t capacity = settle->capacity ? settle->capacity * 2 : 64;
+        uint64_t *m = realloc(settle->messages, capacity * sizeof *m);
+        if (m)
+            settle->messages = m;
+        uint64_t *r = realloc(settle->requests, capacity * sizeof *r);
+        if (r)
+            settle->requests = r;
+        uint64_t *t = realloc(settle->tenants, capacity * sizeof *t);
+        if (t)
+            settle->tenants = t;
+        if (!m || !r || !t)
+            return; //  Out of memory: the scheduler's count drifts, nothing is lost
+        settle->capacity = capacity;
+    }
+    settle->messages[settle->count] = message;
+    settle->requests[settle->count] = request;
+    settle->tenants[settle->count] = tenant;
+    settle->count++;
+    settle->credit += credit;
+}
+
+static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue)
+{
+    if (settle->count == 0 && settle->credit == 0)
+        return;
+    fq_settled_t settled = {.messages = {settle->count, settle->messages},
+                            .requests = {settle->count, settle->requests},
+                            .tenants = {settle->count, settle->tenants},
+                            .requeue = requeue,
+                            .credit = settle->credit};
+    fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_settled_desc, &settled);
+    settle->count = 0;
+    settle->credit = 0;
+}
+
+static void s_flush_settles(fq_ctx_t *ctx, s_self_t *self)
+{
+    s_settle_send(ctx, &self->done, false);
+    s_settle_send(ctx, &self->requeue, true);
+}
+
+//  Counts a frame that did not decode, or came where it makes no sense.
+//  Logged at the 1st, 2nd, 4th, 8th, ... so a noisy peer cannot flood the log.
+static void s_malformed(s_self_t *self)
+{
+    self->malformed++;
+    if ((self->malformed & (self->malformed - 1)) == 0)
+        fq_log(FQ_LOG_WARNING, "dispatcher: %llu malformed or unexpected messages dropped so far",
+               (unsigned long long)self->malformed);
+}
+
+//  ---------------------------------------------------------------------
+//  Senders
+
+static void s_sender_free(void **item)
+{
+    s_sender_t *sender = *item;
+    if (sender) {
+        free(sender->address);
+        free(sender->name);
+        free(sender);
+        *item = NULL;
+    }
+}
+
+//  The sender is gone: its messages go back to the scheduler, its unused
+//  credit is withdrawn.
+static void s_sender_gone(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, const char *why)
+{
+    fq_log(FQ_LOG_INFO, "dispatcher: sender \"%s\" at %s left (%s); %zu messages in flight go back",
+           sender->name, sender->address, why, sender->inflight);
+    if (sender->inflight > 0) {
+        zlistx_t *back = zlistx_new();
+        for (s_flight_t *flight = zhashx_first(self->inflight); flight && back;
+             flight = zhashx_next(self->inflight))
+            if (flight->sender == sender)
+                zlistx_add_end(back, (void *)zhashx_cursor(self->inflight));
+        for (void *key = back ? zlistx_first(back) : NULL; key; key = zlistx_next(back)) {
+            s_flight_t *flight = zhashx_lookup(self->inflight, key);
+            s_settle_add(&self->requeue, (uint64_t)(uintptr_t)key, (uint64_t)flight->request_id,
+                         (uint64_t)flight->tenant_id, 0);
+            zhashx_delete(self->inflight, key);
+        }
+        zlistx_destroy(&back);
+    }
+    if (!self->draining)
+        self->requeue.credit -= sender->credit;
+    sender->credit = 0;
+    void *handle = zlistx_find(self->turns, sender);
+    if (handle)
+        zlistx_delete(self->turns, handle);
+    fq_unwatch(ctx, sender->address);
+    zhashx_delete(self->senders, sender->address);
+    s_flush_settles(ctx, self);
+}
+
+//  A leaving sender that holds nothing more is gone.
+static void s_sender_check_left(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender)
+{
+    if (sender->leaving && sender->inflight == 0)
+        s_sender_gone(ctx, self, sender, "said BYE");
+}
+
+//  BYE: the sender's unused credit is withdrawn; it leaves once it has
+//  answered for every message it holds (or dies first).
+static void s_sender_bye(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender)
+{
+    fq_log(FQ_LOG_INFO, "dispatcher: sender \"%s\" said BYE with %zu messages in flight",
+           sender->name, sender->inflight);
+    if (!self->draining)
+        self->requeue.credit -= sender->credit;
+    sender->credit = 0;
+    sender->leaving = true;
+    s_flush_settles(ctx, self);
+    s_sender_check_left(ctx, self, sender);
+}
+
+//  The next sender with credit, taking turns. NULL when none has any.
+static s_sender_t *s_choose(s_self_t *self)
+{
+    size_t n = zlistx_size(self->turns);
+    for (size_t i = 0; i < n; i++) {
+        s_sender_t *sender = zlistx_first(self->turns);
+        //  The head takes this turn and moves to the back
+        zlistx_move_end(self->turns, zlistx_cursor(self->turns));
+        if (sender->credit > 0)
+            return sender;
+    }
+    return NULL;
+}
+
+static void s_hello(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
+{
+    fq_hello_t hello;
+    if (fq_msg_decode(msg, &fq_hello_desc, &hello) != 0 || !*msg->sender) {
+        s_malformed(self);
+        return;
+    }
+    s_sender_t *old = zhashx_lookup(self->senders, msg->sender);
+    if (old)
+        s_sender_gone(ctx, self, old, "said HELLO again");
+    s_sender_t *sender = calloc(1, sizeof *sender);
+    if (!sender)
+        return;
+    sender->address = strdup(msg->sender);
+    sender->name = strdup(hello.name);
+    if (!sender->address || !sender->name) {
+        s_sender_free((void **)&sender);
+        return;
+    }
+    zhashx_insert(self->senders, sender->address, sender);
+    zlistx_add_end(self->turns, sender);
+    fq_watch(ctx, sender->address);
+    fq_log(FQ_LOG_INFO, "dispatcher: sender \"%s\" joined from %s (version %s, %s, concurrency %u)",
+           hello.name, sender->address, hello.version, hello.capabilities, hello.concurrency);
+    fq_welcome_t welcome = {.system = fq_system_name(fq_ctx_system(ctx)),
+                            .protocol = FQ_SENDER_PROTOCOL};
+    fq_reply(ctx, msg, &fq_welcome_desc, &welcome);
+}
+
+//  The sender a message came from, or NULL (counted) if it never said HELLO.
+static s_sender_t *s_known_sender(s_self_t *self, const fq_msg_t *msg)
+{
+    s_sender_t *sender = zhashx_lookup(self->senders, msg->sender);
+    if (!sender) {
+        self->unknown_peer++;
+        if ((self->unknown_peer & (self->unknown_peer - 1)) == 0)
+            fq_log(FQ_LOG_WARNING, "dispatcher: ignored a message from %s, which did not say HELLO",
+                   *msg->sender ? msg->sender : "an unknown address");
+    }
+    return sender;
+}
+
+static void s_credit(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
+{
+    fq_credit_t credit;
+    if (fq_msg_decode(msg, &fq_credit_desc, &credit) != 0) {
+        s_malformed(self);
+        return;
+    }
+    s_sender_t *sender = s_known_sender(self, msg);
+    if (!sender || sender->leaving)
+        return;
+    int64_t granted = credit.n;
+    if (sender->credit + (int64_t)sender->inflight + granted > S_SENDER_CREDIT_MAX)
+        granted = S_SENDER_CREDIT_MAX - sender->credit - (int64_t)sender->inflight;
+    if (granted <= 0)
+        return;
+    sender->credit += granted;
+    if (self->draining)
+        return;
+    fq_credit_changed_t changed = {.delta = granted};
+    fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_credit_changed_desc, &changed);
+}
+
+//  An ACK or NACK: the message leaves flight and its credit comes back.
+//  Returns false if the message was not in flight with this sender (a late
+//  answer after it was given back: the outcome is still written).
+static bool s_answered(s_self_t *self, s_sender_t *sender, uint64_t id)
+{
+    s_flight_t *flight = id ? zhashx_lookup(self->inflight, S_KEY(id)) : NULL;
+    if (!flight || flight->sender != sender)
+        return false;
+    sender->inflight--;
+    //  The answer gives its credit back, except to a sender on its way out
+    bool credit_back = !sender->leaving;
+    sender->credit += credit_back;
+    s_settle_add(&self->done, id, (uint64_t)flight->request_id, (uint64_t)flight->tenant_id,
+                 credit_back && !self->draining);
+    zhashx_delete(self->inflight, S_KEY(id));
+    return true;
+}
+
+static void s_ack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
+{
+    fq_sender_ack_t ack;
+    if (fq_msg_decode(msg, &fq_sender_ack_desc, &ack) != 0 || ack.id == 0) {
+        s_malformed(self);
+        return;
+    }
+    s_sender_t *sender = s_known_sender(self, msg);
+    if (!sender)
+        return;
+    s_answered(self, sender, ack.id);
+    self->acked++;
+    fq_store_acks_t acks = {.ids = {1, &ack.id}};
+    fq_tell(ctx, FQ_PATH_STORE, &fq_store_acks_desc, &acks);
+    s_flush_settles(ctx, self);
+    s_sender_check_left(ctx, self, sender);
+}
+
+static void s_nack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
+{
+    fq_sender_nack_t nack;
+    if (fq_msg_decode(msg, &fq_sender_nack_desc, &nack) != 0 || nack.id == 0) {
+        s_malformed(self);
+        return;
+    }
+    s_sender_t *sender = s_known_sender(self, msg);
+    if (!sender)
+        return;
+    s_answered(self, sender, nack.id);
+    self->nacked++;
+    fq_store_nack_t store = {.id = nack.id, .permanent = nack.permanent, .error = nack.error};
+    fq_tell(ctx, FQ_PATH_STORE, &fq_store_nack_desc, &store);
+    s_flush_settles(ctx, self);
+    s_sender_check_left(ctx, self, sender);
+}
+
+//  ---------------------------------------------------------------------
+//  Rendering and sending
+
+static void s_templates_free(void **item)
+{
+    s_templates_t *templates = *item;
+    if (templates) {
+        fq_template_destroy(&templates->subject);
+        fq_template_destroy(&templates->body);
+        free(templates->from);
+        free(templates->tenant);
+        free(templates);
+        *item = NULL;
+    }
+}
+
+//  The parsed templates of request_id, loaded on first use. NULL with *rc
+//  set: FQ_EDB (try again later) or another code (the request cannot be
+//  rendered: message in error).
+static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t request_id, int *rc,
+                                  char *error, size_t error_size)
+{
+    s_templates_t *templates = zhashx_lookup(self->templates, S_KEY(request_id));
+    if (templates)
+        return templates;
+    fq_request_templates_t loaded;
+    *rc = fq_store_request_templates(store, request_id, &loaded);
+    if (*rc) {
+        snprintf(error, error_size, "%s", fq_store_error(store));
+        return NULL;
+    }
+    templates = calloc(1, sizeof *templates);
+    if (templates) {
+        templates->subject = fq_template_new(loaded.subject, FQ_TEMPLATE_HEADER, error, error_size);
+        templates->body =
+            templates->subject
+                ? fq_template_new(loaded.body,
+                                  loaded.body_is_html ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN, error,
+                                  error_size)
+                : NULL;
+        templates->body_is_html = loaded.body_is_html;
+        templates->from = loaded.from_addr;
+        templates->tenant = loaded.tenant;
+        loaded.from_addr = loaded.tenant = NULL;
+        templates->bytes = strlen(loaded.subject) + strlen(loaded.body);
+    }
+    fq_request_templates_free(&loaded);
+    if (!templates || !templates->subject || !templates->body) {
+        *rc = templates ? FQ_EINVAL : FQ_ENOMEM;
+        s_templates_free((void **)&templates);
+        return NULL;
+    }
+    if (self->template_bytes + templates->bytes > S_TEMPLATE_CACHE_BYTES) {
+        zhashx_purge(self->templates);
+        self->template_bytes = 0;
+    }
+    zhashx_insert(self->templates, S_KEY(request_id), templates);
+    self->template_bytes += templates->bytes;
+    return templates;
+}
+
+//  Renders row and hands it to a sender with credit; a message that cannot
+//  be sent now is settled (requeued, or dead when it can never render).
+static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
+                       const fq_message_row_t *row)
+{
+    char error[S_ERROR_MAX] = "";
+    int rc = 0;
+    uint64_t id = (uint64_t)row->id, request = (uint64_t)row->request_id,
+             tenant = (uint64_t)row->tenant_id;
+    s_templates_t *templates = s_templates(self, store, row->request_id, &rc, error, sizeof error);
+    if (!templates && (rc == FQ_EDB || rc == FQ_ENOMEM)) {
+        s_settle_add(&self->requeue, id, request, tenant, 1);
+        return;
+    }
+    char *subject = NULL, *body = NULL;
+    size_t len;
+    json_t *fields = templates ? json_loads(row->fields, 0, NULL) : NULL;
+    if (templates && !fields)
+        snprintf(error, sizeof error, "could not read the recipient's fields");
+    if (fields)
+        rc = fq_template_render_json(templates->subject, fields, &subject, &len, error,
+                                     sizeof error);
+    if (fields && rc == 0)
+        rc = fq_template_render_json(templates->body, fields, &body, &len, error, sizeof error);
+    json_decref(fields);
+    s_sender_t *sender = subject && body ? s_choose(self) : NULL;
+    if (!subject || !body) {
+        //  Cannot be rendered, now or ever: dead, with the reason
+        self->render_failed++;
+        fq_store_nack_t nack = {.id = id, .permanent = true, .error = error};
+        fq_tell(ctx, FQ_PATH_STORE, &fq_store_nack_desc, &nack);
+        s_settle_add(&self->done, id, request, tenant, 1);
+    } else if (!sender)
+        s_settle_add(&self->requeue, id, request, tenant, 0); //  Its sender left meanwhile
+    else {
+        fq_message_t message = {.id = id,
+                                .tenant = templates->tenant,
+                                .request = request,
+                                .attempt = (uint32_t)row->try_count + 1,
+                                .to = row->recipient,
+                                .from = templates->from,
+                                .subject = subject,
+                                .body = body,
+                                .body_is_html = templates->body_is_html};
+        s_flight_t *flight = malloc(sizeof *flight);
+        if (!flight || fq_tell(ctx, sender->address, &fq_message_desc, &message) != 0) {
+            free(flight);
+            s_settle_add(&self->requeue, id, request, tenant, 0);
+        } else {
+            *flight = (s_flight_t){sender, row->request_id, row->tenant_id};
+            zhashx_insert(self->inflight, S_KEY(id), flight);
+            sender->credit--;
+            sender->inflight++;
+            self->sent++;
+        }
+    }
+    free(subject);
+    free(body);
+}
+
+//  Picks from the scheduler: load their rows in one query, render, send.
+static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispatch)
+{
+    uint32_t n = dispatch->messages.count;
+    if (dispatch->requests.count != n || dispatch->tenants.count != n || n > FQ_STORE_LOAD_MAX) {
+        s_malformed(self);
+        return;
+    }
+    fq_store_t *store = self->draining ? NULL : fq_db_store(self->db);
+    int64_t *ids = malloc((n ? n : 1) * sizeof *ids);
+    uint32_t nids = 0;
+    for (uint32_t i = 0; i < n && ids; i++) {
+        uint64_t id = dispatch->messages.items[i];
+        //  Already in flight (its request was paged again): sent once is enough
+        if (zhashx_lookup(self->inflight, S_KEY(id)))
+            s_settle_add(&self->done, id, dispatch->requests.items[i], dispatch->tenants.items[i],
+                         1);
+        else
+            ids[nids++] = (int64_t)id;
+    }
+    fq_message_rows_t rows = {0};
+    int loaded = store && ids ? fq_store_load_messages(store, ids, nids, &rows) : FQ_EDB;
+    if (loaded < 0) {
+        //  Draining, or the database is away: back to the scheduler, and
+        //  the credit is kept back until the database answers again
+        if (store)
+            fq_db_failed(self->db, loaded);
+        for (uint32_t i = 0; i < n; i++)
+            if (!zhashx_lookup(self->inflight, S_KEY(dispatch->messages.items[i])))
+                s_settle_add(&self->requeue, dispatch->messages.items[i],
+                             dispatch->requests.items[i], dispatch->tenants.items[i], 0);
+        if (!self->draining)
+            self->withheld += nids;
+        if (!self->draining && !self->retry_armed) {
+            fq_tick_t tick = {.what = FQ_TICK_RETRY};
+            self->retry_armed =
+                fq_timer_once(ctx, fq_db_retry_in_ms(self->db) + 1, &fq_tick_desc, &tick) > 0;
+        }
+    } else {
+        zhashx_t *found = zhashx_new();
+        if (found)
+            fq_intkeys_use(found);
+        for (int i = 0; i < loaded; i++) {
+            if (found)
+                zhashx_insert(found, S_KEY(rows.rows[i].id), &rows.rows[i]);
+            s_send_row(ctx, self, store, &rows.rows[i]);
+        }
+        //  Rows not loaded were cancelled or sent meanwhile: nothing to send
+        for (uint32_t i = 0; i < n && found; i++) {
+            uint64_t id = dispatch->messages.items[i];
+            if (!zhashx_lookup(found, S_KEY(id)) && !zhashx_lookup(self->inflight, S_KEY(id)))
+                s_settle_add(&self->done, id, dispatch->requests.items[i],
+                             dispatch->tenants.items[i], 1);
+        }
+        zhashx_destroy(&found);
+        fq_message_rows_free(&rows);
+    }
+    free(ids);
+    s_flush_settles(ctx, self);
+}
+
+//  The database retry timer: once it answers, the withheld credit is free
+static void s_retry(fq_ctx_t *ctx, s_self_t *self)
+{
+    self->retry_armed = false;
+    if (self->withheld == 0)
+        return;
+    if (!fq_db_store(self->db)) {
+        fq_tick_t tick = {.what = FQ_TICK_RETRY};
+        self->retry_armed =
+            fq_timer_once(ctx, fq_db_retry_in_ms(self->db) + 1, &fq_tick_desc, &tick) > 0;
+        return;
+    }
+    fq_credit_changed_t changed = {.delta = self->withheld};
+    self->withheld = 0;
+    fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_credit_changed_desc, &changed);
+}
+
+//  ---------------------------------------------------------------------
+//  Lifecycle
+
+static void s_flight_free(void **item)
+{
+    free(*item);
+    *item = NULL;
+}
+
+static void s_destroy(s_self_t *self)
+{
+    zhashx_destroy(&self->inflight);
+    zlistx_destroy(&self->turns);
+    zhashx_destroy(&self->senders);
+    zhashx_destroy(&self->templates);
+    fq_db_destroy(&self->db);
+    s_settle_t *settles[] = {&self->done, &self->requeue};
+    for (int i = 0; i < 2; i++) {
+        free(settles[i]->messages);
+        free(settles[i]->requests);
+        free(settles[i]->tenants);
+    }
+    free(self);
+}
+
+static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
+{
+    (void)ctx;
+    s_self_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return FQ_ENOMEM;
+    self->config = args;
+    self->db = fq_db_new(self->config->database, "dispatcher");
+    self->senders = zhashx_new();
+    self->turns = zlistx_new();
+    self->inflight = zhashx_new();
+    self->templates = zhashx_new();
+    if (!self->db || !self->senders || !self->turns || !self->inflight || !self->templates) {
+        s_destroy(self);
+        return FQ_ENOMEM;
+    }
+    zhashx_set_destructor(self->senders, s_sender_free);
+    fq_intkeys_use(self->inflight);
+    zhashx_set_destructor(self->inflight, s_flight_free);
+    fq_intkeys_use(self->templates);
+    zhashx_set_destructor(self->templates, s_templates_free);
+    *state_p = self;
+    return 0;
+}
+
+static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
+{
+    const char *keys[] = {"senders", "inflight",  "sent",         "acked",
+                          "nacked",  "malformed", "unknown_peer", "render_failed"};
+    const unsigned long long numbers[] = {zhashx_size(self->senders),
+                                          zhashx_size(self->inflight),
+                                          self->sent,
+                                          self->acked,
+                                          self->nacked,
+                                          self->malformed,
+                                          self->unknown_peer,
+                                          self->render_failed};
+    enum { S_COUNT = sizeof keys / sizeof keys[0] };
+    char values[S_COUNT][24];
+    const char *shown[S_COUNT];
+    for (int i = 0; i < S_COUNT; i++) {
+        snprintf(values[i], sizeof values[i], "%llu", numbers[i]);
+        shown[i] = values[i];
+    }
+    fq_stats_t reply = {.values = {S_COUNT, keys, shown}};
+    fq_reply(ctx, msg, &fq_stats_desc, &reply);
+}
+
+static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
+{
+    s_self_t *self = state;
+    switch (msg->type) {
+    case FQ_MSG_DISPATCH: {
+        fq_dispatch_t dispatch;
+        if (fq_msg_decode(msg, &fq_dispatch_desc, &dispatch) == 0)
+            s_dispatch(ctx, self, &dispatch);
+        else
+            s_malformed(self);
+        break;
+    }
+    case FQ_MSG_ACK:
+        s_ack(ctx, self, msg);
+        break;
+    case FQ_MSG_NACK:
+        s_nack(ctx, self, msg);
+        break;
+    case FQ_MSG_CREDIT:
+        s_credit(ctx, self, msg);
+        break;
+    case FQ_MSG_HELLO:
+        s_hello(ctx, self, msg);
+        break;
+    case FQ_MSG_BYE: {
+        s_sender_t *sender = s_known_sender(self, msg);
+        if (sender)
+            s_sender_bye(ctx, self, sender);
+        break;
+    }
+    case FQ_MSG_TERMINATED: {
+        fq_terminated_t terminated;
+        s_sender_t *sender = fq_msg_decode(msg, &fq_terminated_desc, &terminated) == 0
+                                 ? zhashx_lookup(self->senders, terminated.path)
+                                 : NULL;
+        if (sender)
+            s_sender_gone(ctx, self, sender, *terminated.reason ? terminated.reason : "stopped");
+        break;
+    }
+    case FQ_MSG_TICK:
+        s_retry(ctx, self);
+        break;
+    case FQ_MSG_DRAIN: {
+        //  From here on nothing new goes out; answers still come in
+        if (!self->draining)
+            fq_log(FQ_LOG_INFO, "dispatcher: draining, %zu messages in flight",
+                   zhashx_size(self->inflight));
+        self->draining = true;
+        fq_drained_t drained = {.left = (uint32_t)zhashx_size(self->inflight)};
+        fq_reply(ctx, msg, &fq_drained_desc, &drained);
+        break;
+    }
+    case FQ_MSG_STATS_QUERY:
+        s_reply_stats(ctx, self, msg);
+        break;
+    default:
+        //  A type the schema has but this actor does not take
+        s_malformed(self);
+        break;
+    }
+    return 0;
+}
+
+static void s_stop(fq_ctx_t *ctx, void *state)
+{
+    (void)ctx;
+    s_destroy(state);
+}
+
+const fq_behaviour_t fq_dispatcher_behaviour = {"dispatcher", s_start, s_receive, s_stop};

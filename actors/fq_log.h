@@ -1,0 +1,27 @@
+/*  fq_log.h — fairq's log lines, from any thread.
+
+    Lines go to stdout as "2025-01-02 03:04:05.678 UTC [pid] LEVEL:  text",
+    one per event, messages in PostgreSQL's style (lowercase, no trailing
+    period). A message spanning lines (libpq's errors) is folded into one.
+    The threshold is process-wide, set once at start before any thread
+    logs: the one piece of global state, as a log is one per process. */
+#ifndef FQ_LOG_H
+#define FQ_LOG_H
+
+typedef enum {
+    FQ_LOG_DEBUG,
+    FQ_LOG_INFO,
+    FQ_LOG_WARNING,
+    FQ_LOG_ERROR,
+    FQ_LOG_FATAL
+} fq_log_level_t;
+
+//  Sets the least severe level logged (FQ_LOG_INFO until called).
+void fq_log_set_level(fq_log_level_t level);
+
+//  Parses "debug", "info", "warning" or "error"; returns 0 or -1.
+int fq_log_level_parse(const char *name, fq_log_level_t *level);
+
+void fq_log(fq_log_level_t level, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,31 @@
+/*  fq_messages.c — generated codecs of fairq's messages. */
+#include "fq_messages.h"
+
+#define FQ_SCHEMA_FILE "fq_messages.def"
+#include "fq_schema_define.h"
+
+//  How often fq_drain_wait asks; and how long one ask may take.
+#define S_DRAIN_POLL_MS 50
+#define S_DRAIN_ASK_MS  1000
+
+int fq_drain_wait(fq_system_t *sys, const char *path, int timeout_ms)
+{
+    fq_client_t *client = fq_client_new(sys);
+    if (!client)
+        return -1;
+    int64_t deadline = zclock_mono() + timeout_ms;
+    int left = -1;
+    while (true) {
+        fq_drain_t drain = {.timeout_ms = (uint32_t)timeout_ms};
+        fq_msg_t reply;
+        fq_drained_t drained;
+        if (fq_client_ask(client, path, &fq_drain_desc, &drain, S_DRAIN_ASK_MS, &reply) == 0 &&
+            fq_msg_decode(&reply, &fq_drained_desc, &drained) == 0)
+            left = (int)drained.left;
+        if (left == 0 || zclock_mono() >= deadline)
+            break;
+        zclock_sleep(S_DRAIN_POLL_MS);
+    }
+    fq_client_destroy(&client);
+    return left;
+}

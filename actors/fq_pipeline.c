@@ -1,0 +1,72 @@
+/*  fq_pipeline.c — spawns fairqd's actors; drains them before a stop. */
+#include "fq_pipeline.h"
+#include "fq_log.h"
+#include <stdlib.h>
+#include <string.h>
+
+fq_pipeline_config_t *fq_pipeline_config_dup(const fq_pipeline_config_t *config)
+{
+    fq_pipeline_config_t *copy = malloc(sizeof *copy);
+    if (!copy)
+        return NULL;
+    *copy = *config;
+    copy->database = strdup(config->database);
+    copy->name = strdup(config->name);
+    if (!copy->database || !copy->name) {
+        fq_pipeline_config_free(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+void fq_pipeline_config_free(void *config)
+{
+    fq_pipeline_config_t *self = config;
+    if (self) {
+        free((char *)self->database);
+        free((char *)self->name);
+        free(self);
+    }
+}
+
+static int s_spawn(fq_system_t *sys, const char *name, const fq_behaviour_t *behaviour,
+                   const fq_pipeline_config_t *config)
+{
+    fq_pipeline_config_t *args = fq_pipeline_config_dup(config);
+    if (!args)
+        return FQ_ENOMEM;
+    fq_spawn_opts_t opts = fq_spawn_opts_default();
+    opts.args_free = fq_pipeline_config_free;
+    int rc = fq_system_spawn(sys, name, behaviour, args, &opts);
+    if (rc)
+        fq_log(FQ_LOG_FATAL, "could not start /user/%s: %s", name, fq_strerror(rc));
+    return rc;
+}
+
+int fq_pipeline_start(fq_system_t *sys, const fq_pipeline_config_t *config)
+{
+    if (config->splitters < 1 || config->splitters > FQ_SPLITTERS_MAX)
+        return FQ_EINVAL;
+    //  Those that others talk to first: the store, the splitters and the
+    //  scheduler exist before their first message can come
+    int rc = s_spawn(sys, "store", &fq_store_writer_behaviour, config);
+    for (int i = 1; rc == 0 && i <= config->splitters; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "splitter-%d", i);
+        rc = s_spawn(sys, name, &fq_splitter_behaviour, config);
+    }
+    if (rc == 0)
+        rc = s_spawn(sys, "scheduler", &fq_scheduler_behaviour, config);
+    if (rc == 0)
+        rc = s_spawn(sys, "dispatcher", &fq_dispatcher_behaviour, config);
+    if (rc == 0)
+        rc = s_spawn(sys, "intake", &fq_intake_behaviour, config);
+    if (rc == 0)
+        rc = s_spawn(sys, "reaper", &fq_reaper_behaviour, config);
+    return rc;
+}
+
+int fq_pipeline_drain(fq_system_t *sys, int timeout_ms)
+{
+    return fq_drain_wait(sys, FQ_PATH_DISPATCHER, timeout_ms);
+}

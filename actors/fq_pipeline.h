@@ -1,0 +1,76 @@
+/*  fq_pipeline.h — fairqd's actors and where they live (DESIGN §3).
+
+        /user/intake        wakes the scheduler on NOTIFY fairq_requests
+        /user/scheduler     fairness: which message goes out next
+        /user/splitter-N    turns stored recipients into message rows
+        /user/dispatcher    the senders: credit, rendering, in-flight
+        /user/store         writes acks and nacks in batches
+        /user/reaper        finishes requests, moves scan cursors, prunes
+
+    Each actor's behaviour is in a file of its own (fq_<name>.c); each that
+    speaks SQL opens its own connection (fq_db.h). fq_pipeline_start spawns
+    them all with the settings below. */
+#ifndef FQ_PIPELINE_H
+#define FQ_PIPELINE_H
+
+#include "fq_messages.h"
+#include "fq_store.h"
+#include "fq_system.h"
+
+#define FQ_PATH_INTAKE     "/user/intake"
+#define FQ_PATH_SCHEDULER  "/user/scheduler"
+#define FQ_PATH_DISPATCHER "/user/dispatcher"
+#define FQ_PATH_STORE      "/user/store"
+#define FQ_PATH_REAPER     "/user/reaper"
+//  Splitters are FQ_PATH_SPLITTER_PREFIX "1", "2", ...
+#define FQ_PATH_SPLITTER_PREFIX "/user/splitter-"
+#define FQ_SPLITTERS_MAX        16
+
+//  What every actor is started with; strings are copied.
+typedef struct {
+    const char *database; //  libpq connection string
+    const char *name;     //  The actor system's name (Message-ID domain fallback)
+    int prefetch;         //  Ready ids kept per active request
+    int splitters;        //  Size of the splitter pool
+    int poll_ms;          //  Slow poll of open requests and due retries
+    int ack_batch;        //  Acks and nacks per transaction
+    int ack_flush_ms;     //  Longest an ack waits for its batch
+    fq_retry_policy_t retry;
+    int retention_s; //  Finished requests are pruned after this
+} fq_pipeline_config_t;
+
+//  Spawns the actors under /user. Returns 0 or the code of the first
+//  spawn that failed.
+int fq_pipeline_start(fq_system_t *sys, const fq_pipeline_config_t *config);
+
+//  Asks the dispatcher to stop handing out messages and waits, up to
+//  timeout_ms, until every message in flight is acked or nacked (and those
+//  outcomes are on their way to the store). Returns how many were still
+//  in flight when it gave up (0: drained).
+int fq_pipeline_drain(fq_system_t *sys, int timeout_ms);
+
+//  The behaviours; each takes a copy of fq_pipeline_config_t as args
+//  (fq_pipeline_config_dup), except the splitters, which get theirs with
+//  an index.
+extern const fq_behaviour_t fq_intake_behaviour;
+extern const fq_behaviour_t fq_scheduler_behaviour;
+extern const fq_behaviour_t fq_splitter_behaviour;
+extern const fq_behaviour_t fq_dispatcher_behaviour;
+extern const fq_behaviour_t fq_store_writer_behaviour;
+extern const fq_behaviour_t fq_reaper_behaviour;
+
+//  A deep copy of config for an actor's args (freed by
+//  fq_pipeline_config_free, the spawn's args_free). NULL when out of memory.
+fq_pipeline_config_t *fq_pipeline_config_dup(const fq_pipeline_config_t *config);
+void fq_pipeline_config_free(void *config);
+
+//  Timer kinds carried in TICK.what.
+enum {
+    FQ_TICK_POLL = 1,  //  Periodic upkeep
+    FQ_TICK_FLUSH = 2, //  The store's batch deadline
+    FQ_TICK_SOON = 3,  //  A poll asked for by a notification
+    FQ_TICK_RETRY = 4, //  Try the database again
+    FQ_TICK_PUMP = 5,  //  Release the credit gathered meanwhile
+};
+
+#endif

@@ -1,0 +1,90 @@
+/*  fq_reaper.c — /user/reaper: periodic upkeep (DESIGN §3).
+
+    Every poll_ms it marks done the requests whose every recipient is final
+    and moves each open request's scan_from past its sent history (where
+    the scheduler starts paging after a restart). Every S_PRUNE_EVERY_MS it
+    deletes requests finished longer than retention_s ago, in bounded
+    batches. Messages of dead senders need no reaping: they are pending
+    until acked, and the dispatcher hands them back at once. */
+#include "fq_db.h"
+#include "fq_log.h"
+#include "fq_pipeline.h"
+#include <czmq.h>
+#include <stdlib.h>
+
+//  Requests finished and cursors moved per statement, and messages each
+//  cursor reads at most per pass: each statement stays short.
+#define S_BATCH       FQ_STORE_PAGE_MAX
+#define S_SCAN_WINDOW 10000
+
+//  Pruning is cheap to postpone; a minute keeps its statements rare.
+#define S_PRUNE_EVERY_MS 60000
+#define S_PRUNE_BATCH    10000
+
+typedef struct {
+    fq_pipeline_config_t *config;
+    fq_db_t *db;
+    int64_t next_prune; //  zclock_mono()
+    uint64_t finished, pruned;
+} s_self_t;
+
+static void s_upkeep(s_self_t *self)
+{
+    fq_store_t *store = fq_db_store(self->db);
+    if (!store)
+        return;
+    int rc;
+    do {
+        rc = fq_store_finish_requests(store, S_BATCH);
+        if (rc > 0)
+            self->finished += (uint64_t)rc;
+    } while (rc == S_BATCH);
+    if (rc >= 0)
+        rc = fq_store_advance_scan(store, S_BATCH, S_SCAN_WINDOW);
+    if (rc >= 0 && zclock_mono() >= self->next_prune) {
+        self->next_prune = zclock_mono() + S_PRUNE_EVERY_MS;
+        fq_prune_result_t pruned = {.more = true};
+        while (rc >= 0 && pruned.more) {
+            rc = fq_store_prune(store, self->config->retention_s, S_PRUNE_BATCH, &pruned);
+            if (rc == 0)
+                self->pruned += (uint64_t)pruned.requests;
+        }
+    }
+    if (rc < 0)
+        fq_db_failed(self->db, rc);
+}
+
+static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
+{
+    s_self_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return FQ_ENOMEM;
+    self->config = args;
+    self->db = fq_db_new(self->config->database, "reaper");
+    fq_tick_t tick = {.what = FQ_TICK_POLL};
+    if (!self->db || fq_timer_every(ctx, self->config->poll_ms, &fq_tick_desc, &tick) < 0) {
+        fq_db_destroy(&self->db);
+        free(self);
+        return FQ_ENOMEM;
+    }
+    *state_p = self;
+    return 0;
+}
+
+static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
+{
+    (void)ctx;
+    if (msg->type == FQ_MSG_TICK)
+        s_upkeep(state);
+    return 0;
+}
+
+static void s_stop(fq_ctx_t *ctx, void *state)
+{
+    (void)ctx;
+    s_self_t *self = state;
+    fq_db_destroy(&self->db);
+    free(self);
+}
+
+const fq_behaviour_t fq_reaper_behaviour = {"reaper", s_start, s_receive, s_stop};

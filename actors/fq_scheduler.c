@@ -1,0 +1,459 @@
+/*  fq_scheduler.c — /user/scheduler: who sends next (DESIGN §4).
+
+    The scheduler owns the fairness core (fq_fairness.h) and feeds it from
+    PostgreSQL: the open requests whose send_at has come (polled every
+    poll_ms, and soon after a NOTIFY relayed by the intake), their ready
+    message ids in small pages by id cursor, and the failed messages whose
+    retry is due (claimed with a lease). Memory stays O(active requests).
+
+    The credit bound is what makes it fair: the scheduler releases exactly
+    as many messages as the senders have free credit, and nothing else
+    buffers messages. A tenant that arrives while a big campaign drains is
+    therefore served at the next free slot of its turn, within one round
+    of the active tenants, whatever the campaign's backlog.
+
+    It also starts splitting: a request with recipients still stored in
+    chunks goes to a splitter (request id modulo the pool), which reports
+    each chunk back, so its first messages go out after one chunk. */
+#include "fq_db.h"
+#include "fq_fairness.h"
+#include "fq_intkeys.h"
+#include "fq_log.h"
+#include "fq_pipeline.h"
+#include <stdlib.h>
+#include <string.h>
+
+//  Most open requests held at once; beyond it the oldest send_at first
+//  (the next ones come in as these finish). Well above the 10,000 active
+//  requests fairqd is sized for.
+#define S_OPEN_MAX 100000
+
+//  Most messages in one DISPATCH: a full credit window of big sender pools
+//  goes out in a few messages rather than one per message.
+#define S_DISPATCH_BATCH 256
+
+//  Due retries claimed per query, and how long a claim lasts. A claimed
+//  retry waits in memory for its tenant's turn; the lease must outlast that
+//  wait, else it would be claimed (and sent) twice. After a crash the
+//  claims come back when the lease ends (or at once: release_claims).
+#define S_RETRY_BATCH   500
+#define S_RETRY_LEASE_S 300
+
+//  A NOTIFY is acted upon after this, so a burst of submits makes one poll.
+#define S_SOON_MS 50
+
+//  Credit comes back one ack at a time. Releasing each at once would make
+//  every DISPATCH carry one message, and the dispatcher load each row with
+//  a query of its own; instead credit gathers for up to S_PUMP_DELAY_MS
+//  (about 50 acks at 50,000 msgs/s) unless S_PUMP_AT_ONCE of it is free
+//  already. A millisecond is nothing to a mail, and batches make the
+//  database work per message small.
+#define S_PUMP_DELAY_MS 1
+#define S_PUMP_AT_ONCE  64
+
+//  A request paged to its end is let go by the fairness core while its
+//  last messages are in flight. If it is still open this long after, some
+//  of its messages are pending behind the cursor without being in flight
+//  (an outcome that could not be recorded, say): it is paged again from
+//  scan_from, so nothing stays unsent until a restart. The dispatcher
+//  skips whatever of it is still in flight.
+#define S_REPAGE_AFTER_MS 30000
+
+typedef struct {
+    int64_t tenant_id;
+    int priority;
+    int64_t released_at; //  zclock_mono() when first seen let go; 0 = held
+    uint64_t epoch;      //  The last poll that saw the request open
+    bool splitting;      //  A splitter is on it
+    bool split_done;     //  Every message row exists
+} s_known_t;
+
+//  A page that could not be read (the database was away): asked again.
+typedef struct {
+    int64_t request_id, after_id;
+    int limit;
+} s_refill_t;
+
+typedef struct {
+    fq_pipeline_config_t *config;
+    fq_db_t *db;
+    fq_fairness_t *fairness;
+    zhashx_t *known; //  request id -> s_known_t*, owned
+    uint64_t epoch;
+    int64_t credit; //  Free sender credit
+    s_refill_t *stalled;
+    size_t nstalled, stalled_capacity;
+    int64_t *page; //  Buffer of one refill page
+    fq_due_request_t *due;
+    fq_due_message_t *retries;
+    bool soon_armed;
+    bool pump_armed;
+    uint64_t dispatched, requeued, retries_claimed;
+} s_self_t;
+
+#define S_KEY(id) ((void *)(uintptr_t)(id))
+
+static void s_known_free(void **item)
+{
+    free(*item);
+    *item = NULL;
+}
+
+//  ---------------------------------------------------------------------
+//  Paging
+
+//  Reads one page for the fairness core. Returns 0, or -1 when the database
+//  is away (the page is kept and asked again later).
+static int s_page(s_self_t *self, s_refill_t refill)
+{
+    fq_store_t *store = fq_db_store(self->db);
+    int n = store ? fq_store_next_ready(store, refill.request_id, refill.after_id, refill.limit,
+                                        self->page)
+                  : FQ_EDB;
+    if (n < 0) {
+        if (store)
+            fq_db_failed(self->db, n);
+        if (self->nstalled == self->stalled_capacity) {
+            size_t capacity = self->stalled_capacity ? self->stalled_capacity * 2 : 16;
+            s_refill_t *grown = realloc(self->stalled, capacity * sizeof *grown);
+            if (!grown)
+                return -1; //  Lost only in memory: the request pages again after a restart
+            self->stalled = grown;
+            self->stalled_capacity = capacity;
+        }
+        self->stalled[self->nstalled++] = refill;
+        return -1;
+    }
+    fq_fairness_request_fill(self->fairness, refill.request_id, self->page, n);
+    return 0;
+}
+
+//  Serves every page the fairness core asks for. Returns 0, or -1 when the
+//  database is away.
+static int s_refill(s_self_t *self)
+{
+    while (self->nstalled > 0) {
+        s_refill_t refill = self->stalled[--self->nstalled];
+        if (s_page(self, refill) != 0)
+            return -1;
+    }
+    s_refill_t refill;
+    while (fq_fairness_next_refill(self->fairness, &refill.request_id, &refill.after_id,
+                                   &refill.limit))
+        if (s_page(self, refill) != 0)
+            return -1;
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Dispatching
+
+//  Releases as many messages as there is free credit, fairly.
+static void s_pump(fq_ctx_t *ctx, s_self_t *self)
+{
+    uint64_t messages[S_DISPATCH_BATCH], requests[S_DISPATCH_BATCH], tenants[S_DISPATCH_BATCH];
+    s_refill(self);
+    while (self->credit > 0) {
+        uint32_t n = 0;
+        fq_pick_t pick;
+        while (n < S_DISPATCH_BATCH && n < self->credit &&
+               fq_fairness_next(self->fairness, &pick)) {
+            messages[n] = (uint64_t)pick.message_id;
+            requests[n] = (uint64_t)pick.request_id;
+            tenants[n] = (uint64_t)pick.tenant_id;
+            n++;
+        }
+        if (n == 0)
+            break;
+        fq_dispatch_t dispatch = {
+            .messages = {n, messages}, .requests = {n, requests}, .tenants = {n, tenants}};
+        if (fq_tell(ctx, FQ_PATH_DISPATCHER, &fq_dispatch_desc, &dispatch) != 0) {
+            //  The dispatcher is away (restarting): the picks wait in memory
+            for (uint32_t i = n; i-- > 0;) {
+                fq_fairness_push(self->fairness, (int64_t)requests[i], (int64_t)tenants[i],
+                                 (int64_t)messages[i]);
+                fq_fairness_done(self->fairness, (int64_t)tenants[i]);
+            }
+            break;
+        }
+        self->credit -= n;
+        self->dispatched += n;
+        if (s_refill(self) != 0 && n < S_DISPATCH_BATCH)
+            break;
+    }
+}
+
+//  Pumps now when much credit is free, else soon (see S_PUMP_DELAY_MS).
+static void s_pump_soon(fq_ctx_t *ctx, s_self_t *self)
+{
+    if (self->credit >= S_PUMP_AT_ONCE) {
+        s_pump(ctx, self);
+        return;
+    }
+    if (self->pump_armed || self->credit <= 0)
+        return;
+    fq_tick_t tick = {.what = FQ_TICK_PUMP};
+    self->pump_armed = fq_timer_once(ctx, S_PUMP_DELAY_MS, &fq_tick_desc, &tick) > 0;
+    if (!self->pump_armed)
+        s_pump(ctx, self);
+}
+
+//  ---------------------------------------------------------------------
+//  Polling the open requests and the due retries
+
+static void s_split(fq_ctx_t *ctx, s_self_t *self, int64_t request_id, s_known_t *known)
+{
+    char path[64];
+    snprintf(path, sizeof path, FQ_PATH_SPLITTER_PREFIX "%d",
+             (int)(request_id % self->config->splitters) + 1);
+    fq_split_t split = {.request = (uint64_t)request_id};
+    if (fq_tell(ctx, path, &fq_split_desc, &split) == 0)
+        known->splitting = true;
+}
+
+//  Takes in one open request seen by a poll.
+static void s_open(fq_ctx_t *ctx, s_self_t *self, const fq_due_request_t *due)
+{
+    fq_fairness_tenant_set(self->fairness, due->tenant_id, due->weight, due->max_inflight);
+    s_known_t *known = zhashx_lookup(self->known, S_KEY(due->id));
+    if (known && known->priority != due->priority) {
+        //  Its priority changed: it takes its new place in its tenant's
+        //  order (paged again from scan_from; the dispatcher skips the
+        //  messages already in flight)
+        fq_fairness_request_remove(self->fairness, due->id);
+        zhashx_delete(self->known, S_KEY(due->id));
+        known = NULL;
+    }
+    if (!known) {
+        known = calloc(1, sizeof *known);
+        if (!known)
+            return;
+        *known = (s_known_t){
+            .tenant_id = due->tenant_id, .priority = due->priority, .split_done = due->split_done};
+        zhashx_insert(self->known, S_KEY(due->id), known);
+        fq_fairness_request_add(self->fairness, due->id, due->tenant_id, due->priority,
+                                due->scan_from, due->split_done);
+    } else if (!fq_fairness_request_held(self->fairness, due->id)) {
+        int64_t now = zclock_mono();
+        if (!known->released_at)
+            known->released_at = now;
+        else if (now - known->released_at >= S_REPAGE_AFTER_MS) {
+            known->released_at = 0;
+            fq_fairness_request_add(self->fairness, due->id, due->tenant_id, due->priority,
+                                    due->scan_from, due->split_done);
+        }
+    }
+    known->epoch = self->epoch;
+    if (!due->split_done && !known->splitting)
+        s_split(ctx, self, due->id, known);
+}
+
+static void s_poll(fq_ctx_t *ctx, s_self_t *self)
+{
+    fq_store_t *store = fq_db_store(self->db);
+    if (!store)
+        return;
+    int n = fq_store_due_requests(store, S_OPEN_MAX, self->due);
+    if (n < 0) {
+        fq_db_failed(self->db, n);
+        return;
+    }
+    self->epoch++;
+    for (int i = 0; i < n; i++)
+        s_open(ctx, self, &self->due[i]);
+    //  Requests no longer open (done, cancelled, paused, rescheduled to
+    //  later) leave the rings; their prefetched ids are simply forgotten
+    zlistx_t *gone = zlistx_new();
+    for (s_known_t *known = zhashx_first(self->known); known && gone;
+         known = zhashx_next(self->known))
+        if (known->epoch != self->epoch)
+            zlistx_add_end(gone, (void *)zhashx_cursor(self->known));
+    for (void *key = gone ? zlistx_first(gone) : NULL; key; key = zlistx_next(gone)) {
+        fq_fairness_request_remove(self->fairness, (int64_t)(uintptr_t)key);
+        zhashx_delete(self->known, key);
+    }
+    zlistx_destroy(&gone);
+
+    int claimed;
+    do {
+        claimed = fq_store_claim_due_retries(store, S_RETRY_BATCH, S_RETRY_LEASE_S, self->retries);
+        if (claimed < 0) {
+            fq_db_failed(self->db, claimed);
+            break;
+        }
+        for (int i = 0; i < claimed; i++)
+            fq_fairness_push(self->fairness, self->retries[i].request_id,
+                             self->retries[i].tenant_id, self->retries[i].id);
+        self->retries_claimed += (uint64_t)claimed;
+    } while (claimed == S_RETRY_BATCH);
+    s_pump(ctx, self);
+}
+
+//  ---------------------------------------------------------------------
+//  Messages
+
+static void s_settled(fq_ctx_t *ctx, s_self_t *self, const fq_settled_t *settled)
+{
+    uint32_t n = settled->messages.count;
+    if (settled->requests.count != n || settled->tenants.count != n)
+        return; //  Malformed: the lists go together
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t tenant = (int64_t)settled->tenants.items[i];
+        fq_fairness_done(self->fairness, tenant);
+        if (settled->requeue) {
+            fq_fairness_push(self->fairness, (int64_t)settled->requests.items[i], tenant,
+                             (int64_t)settled->messages.items[i]);
+            self->requeued++;
+        }
+    }
+    self->credit += settled->credit;
+    s_pump_soon(ctx, self);
+}
+
+static void s_split_done(fq_ctx_t *ctx, s_self_t *self, const fq_split_done_t *done)
+{
+    s_known_t *known = zhashx_lookup(self->known, S_KEY(done->request));
+    if (!known || done->request == 0)
+        return;
+    if (*done->error) {
+        known->splitting = false; //  The next poll tries again
+        return;
+    }
+    if (done->last) {
+        known->splitting = false;
+        known->split_done = true;
+    }
+    if (done->split > 0 || done->last) {
+        fq_fairness_request_split(self->fairness, (int64_t)done->request, done->last);
+        s_pump(ctx, self);
+    }
+}
+
+static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
+{
+    fq_fairness_stats_t stats;
+    fq_fairness_stats(self->fairness, &stats);
+    char values[9][24];
+    const char *keys[] = {"tenants", "requests",   "ready_tenants", "prefetched",     "inflight",
+                          "credit",  "dispatched", "requeued",      "retries_claimed"};
+    const unsigned long long numbers[] = {
+        stats.tenants,    stats.requests, stats.ready_tenants,
+        stats.prefetched, stats.inflight, (unsigned long long)self->credit,
+        self->dispatched, self->requeued, self->retries_claimed};
+    const char *shown[9];
+    for (int i = 0; i < 9; i++) {
+        snprintf(values[i], sizeof values[i], "%llu", numbers[i]);
+        shown[i] = values[i];
+    }
+    fq_stats_t reply = {.values = {9, keys, shown}};
+    fq_reply(ctx, msg, &fq_stats_desc, &reply);
+}
+
+static void s_destroy(s_self_t *self)
+{
+    fq_fairness_destroy(&self->fairness);
+    zhashx_destroy(&self->known);
+    fq_db_destroy(&self->db);
+    free(self->stalled);
+    free(self->page);
+    free(self->due);
+    free(self->retries);
+    free(self);
+}
+
+static int s_tune(fq_store_t *store, void *arg)
+{
+    (void)arg;
+    return fq_store_tune_paging(store);
+}
+
+static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
+{
+    s_self_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return FQ_ENOMEM;
+    self->config = args;
+    self->fairness = fq_fairness_new(self->config->prefetch);
+    self->known = zhashx_new();
+    self->db = fq_db_new(self->config->database, "scheduler");
+    self->page = malloc((size_t)self->config->prefetch * sizeof *self->page);
+    self->due = malloc(S_OPEN_MAX * sizeof *self->due);
+    self->retries = malloc(S_RETRY_BATCH * sizeof *self->retries);
+    if (!self->fairness || !self->known || !self->db || !self->page || !self->due ||
+        !self->retries) {
+        s_destroy(self);
+        return FQ_ENOMEM;
+    }
+    fq_intkeys_use(self->known);
+    zhashx_set_destructor(self->known, s_known_free);
+    fq_db_on_connect(self->db, s_tune, NULL);
+    fq_tick_t tick = {.what = FQ_TICK_POLL};
+    if (fq_timer_every(ctx, self->config->poll_ms, &fq_tick_desc, &tick) < 0) {
+        s_destroy(self);
+        return FQ_ENOMEM;
+    }
+    *state_p = self;
+    s_poll(ctx, self);
+    return 0;
+}
+
+static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
+{
+    s_self_t *self = state;
+    switch (msg->type) {
+    case FQ_MSG_SETTLED: {
+        fq_settled_t settled;
+        if (fq_msg_decode(msg, &fq_settled_desc, &settled) == 0)
+            s_settled(ctx, self, &settled);
+        break;
+    }
+    case FQ_MSG_CREDIT_CHANGED: {
+        fq_credit_changed_t changed;
+        if (fq_msg_decode(msg, &fq_credit_changed_desc, &changed) == 0) {
+            self->credit += changed.delta;
+            s_pump(ctx, self);
+        }
+        break;
+    }
+    case FQ_MSG_SPLIT_DONE: {
+        fq_split_done_t done;
+        if (fq_msg_decode(msg, &fq_split_done_desc, &done) == 0)
+            s_split_done(ctx, self, &done);
+        break;
+    }
+    case FQ_MSG_REQUESTS_CHANGED:
+        if (!self->soon_armed) {
+            fq_tick_t tick = {.what = FQ_TICK_SOON};
+            self->soon_armed = fq_timer_once(ctx, S_SOON_MS, &fq_tick_desc, &tick) > 0;
+        }
+        break;
+    case FQ_MSG_TICK: {
+        fq_tick_t tick;
+        if (fq_msg_decode(msg, &fq_tick_desc, &tick) != 0)
+            break;
+        if (tick.what == FQ_TICK_PUMP) {
+            self->pump_armed = false;
+            s_pump(ctx, self);
+            break;
+        }
+        if (tick.what == FQ_TICK_SOON)
+            self->soon_armed = false;
+        s_poll(ctx, self);
+        break;
+    }
+    case FQ_MSG_STATS_QUERY:
+        s_reply_stats(ctx, self, msg);
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static void s_stop(fq_ctx_t *ctx, void *state)
+{
+    (void)ctx;
+    s_destroy(state);
+}
+
+const fq_behaviour_t fq_scheduler_behaviour = {"scheduler", s_start, s_receive, s_stop};

@@ -1,0 +1,130 @@
+/*  fq_splitter.c — /user/splitter-N: recipients into message rows.
+
+    A SPLIT names a request; the splitter writes its next stored chunk of
+    recipients as message rows (COPY, one transaction with the chunk's
+    deletion: fq_store_split_chunk), tells the scheduler, and, if chunks
+    are left, sends itself the next SPLIT. That message queues behind the
+    SPLITs of other requests already waiting, so one huge request does not
+    hold a splitter while small ones wait: requests take turns chunk by
+    chunk, and the first messages of each can go out after one chunk.
+
+    Recipients are checked against the fields the templates use; a bad
+    recipient is rejected alone (fairq.rejects), the others go on. */
+#include "fq_db.h"
+#include "fq_log.h"
+#include "fq_pipeline.h"
+#include "fq_template.h"
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    fq_pipeline_config_t *config;
+    fq_db_t *db;
+    uint64_t chunks, split, rejected;
+} s_self_t;
+
+//  Parses the request's templates, whose fields every recipient must
+//  have. Returns 0, or FQ_EINVAL with a message in error.
+static int s_parse_templates(const fq_request_templates_t *templates, fq_template_t **subject,
+                             fq_template_t **body, char *error, size_t error_size)
+{
+    *subject = fq_template_new(templates->subject, FQ_TEMPLATE_HEADER, error, error_size);
+    if (!*subject)
+        return FQ_EINVAL;
+    *body = fq_template_new(templates->body,
+                            templates->body_is_html ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN, error,
+                            error_size);
+    return *body ? 0 : FQ_EINVAL;
+}
+
+//  Splits one chunk of request; tells the scheduler what happened.
+static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
+{
+    fq_split_done_t done = {.request = request_id, .error = ""};
+    char error[FQ_TEMPLATE_ERROR_SIZE + 64] = "";
+    fq_store_t *store = fq_db_store(self->db);
+    fq_request_templates_t templates = {0};
+    fq_template_t *subject = NULL, *body = NULL;
+    int rc = store ? fq_store_request_templates(store, (int64_t)request_id, &templates) : FQ_EDB;
+    if (rc == 0)
+        rc = s_parse_templates(&templates, &subject, &body, error, sizeof error);
+    if (rc == 0) {
+        //  Duplicates between subject and body are harmless to the check
+        size_t nsubject = fq_template_field_count(subject), nbody = fq_template_field_count(body);
+        const char **names = calloc(nsubject + nbody + 1, sizeof *names);
+        if (!names)
+            rc = FQ_ENOMEM;
+        for (size_t i = 0; names && i < nsubject; i++)
+            names[i] = fq_template_field(subject, i);
+        for (size_t i = 0; names && i < nbody; i++)
+            names[nsubject + i] = fq_template_field(body, i);
+        fq_split_result_t result;
+        if (names) {
+            rc = fq_store_split_chunk(store, (int64_t)request_id, names, nsubject + nbody, &result);
+            if (rc >= 0) {
+                done.split = (uint32_t)result.split;
+                done.rejected = (uint32_t)result.rejected;
+                done.last = rc == 0 || result.last;
+                self->chunks += rc > 0;
+                self->split += (uint64_t)result.split;
+                self->rejected += (uint64_t)result.rejected;
+                rc = 0;
+            }
+        }
+        free(names);
+    }
+    if (rc < 0) {
+        if (!error[0])
+            snprintf(error, sizeof error, "%s",
+                     store ? fq_store_error(store) : "database unreachable");
+        if (store && rc != FQ_EINVAL)
+            fq_db_failed(self->db, rc);
+        fq_log(FQ_LOG_WARNING, "%s: could not split request %llu: %s", fq_self(ctx),
+               (unsigned long long)request_id, error);
+        done.error = error;
+    }
+    fq_template_destroy(&subject);
+    fq_template_destroy(&body);
+    fq_request_templates_free(&templates);
+    fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_split_done_desc, &done);
+    if (rc == 0 && !done.last) {
+        fq_split_t next = {.request = request_id};
+        fq_tell(ctx, fq_self(ctx), &fq_split_desc, &next);
+    }
+}
+
+static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
+{
+    s_self_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return FQ_ENOMEM;
+    self->config = args;
+    self->db = fq_db_new(self->config->database, fq_self(ctx));
+    if (!self->db) {
+        free(self);
+        return FQ_ENOMEM;
+    }
+    *state_p = self;
+    return 0;
+}
+
+static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
+{
+    s_self_t *self = state;
+    if (msg->type == FQ_MSG_SPLIT) {
+        fq_split_t split;
+        if (fq_msg_decode(msg, &fq_split_desc, &split) == 0 && split.request > 0)
+            s_split(ctx, self, split.request);
+    }
+    return 0;
+}
+
+static void s_stop(fq_ctx_t *ctx, void *state)
+{
+    (void)ctx;
+    s_self_t *self = state;
+    fq_db_destroy(&self->db);
+    free(self);
+}
+
+const fq_behaviour_t fq_splitter_behaviour = {"splitter", s_start, s_receive, s_stop};

@@ -1,0 +1,222 @@
+/*  fq_store_writer.c — /user/store: the single writer of message outcomes.
+
+    Acks and nacks arrive one by one from the dispatcher; writing each in a
+    transaction of its own would cap fairq at the database's commit rate.
+    They are batched instead (group commit, DESIGN §3): a batch is written
+    when it holds ack_batch outcomes, or ack_flush_ms after its first one
+    arrived, whichever comes first. So at full speed a transaction carries
+    hundreds of acks, and a lone ack waits a few milliseconds at most.
+
+    Nothing is dropped when the database is away: the batch is kept (it
+    stays small, since nothing new is dispatched while messages cannot be
+    loaded) and written once the connection is back. A crash loses at most
+    the unflushed batch, whose messages are then sent again (at least
+    once, DESIGN §5). */
+#include "fq_db.h"
+#include "fq_log.h"
+#include "fq_pipeline.h"
+#include <stdlib.h>
+#include <string.h>
+
+//  Pause before writing again a batch the database refused (a deadlock is
+//  resolved at once; the pause keeps a lasting refusal from spinning).
+#define S_RETRY_MS 50
+
+typedef struct {
+    fq_pipeline_config_t *config; //  Borrowed from the args
+    fq_db_t *db;
+    int64_t *acks;
+    size_t nacks_ok; //  Acks held
+    fq_nack_t *nacks;
+    size_t nnacks;
+    size_t capacity; //  Of each array: ack_batch
+    bool flush_armed;
+    uint64_t written_acks, written_nacks, batches;
+} s_self_t;
+
+static void s_arm(fq_ctx_t *ctx, s_self_t *self, int delay_ms)
+{
+    if (self->flush_armed)
+        return;
+    fq_tick_t tick = {.what = FQ_TICK_FLUSH};
+    if (fq_timer_once(ctx, delay_ms, &fq_tick_desc, &tick) > 0)
+        self->flush_armed = true;
+}
+
+static void s_free_nacks(s_self_t *self, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        free((char *)self->nacks[i].error);
+    memmove(self->nacks, self->nacks + count, (self->nnacks - count) * sizeof *self->nacks);
+    self->nnacks -= count;
+}
+
+//  Writes what is held. Returns 0, or -1 when it must be tried again later.
+//
+//  Nothing is ever dropped: an ack not written leaves its message pending
+//  behind the scheduler's cursor, unsent again until a restart. A batch the
+//  database refuses (a deadlock with a concurrent counter update, a
+//  statement timeout) is kept and written again after a pause, like one
+//  that met a lost connection. The statements only take ids, flags and
+//  cleaned text, so a batch that fails for ever would mean a broken
+//  database, which the log then says every time.
+static int s_flush(s_self_t *self)
+{
+    if (self->nacks_ok == 0 && self->nnacks == 0)
+        return 0;
+    fq_store_t *store = fq_db_store(self->db);
+    if (!store)
+        return -1;
+    if (self->nacks_ok) {
+        int rc = fq_store_ack_batch(store, self->acks, self->nacks_ok);
+        if (rc < 0) {
+            fq_db_failed(self->db, rc);
+            return -1;
+        }
+        self->written_acks += self->nacks_ok;
+        self->nacks_ok = 0;
+        self->batches++;
+    }
+    if (self->nnacks) {
+        int rc = fq_store_nack_batch(store, self->nacks, self->nnacks, &self->config->retry);
+        if (rc < 0) {
+            fq_db_failed(self->db, rc);
+            return -1;
+        }
+        self->written_nacks += self->nnacks;
+        s_free_nacks(self, self->nnacks);
+        self->batches++;
+    }
+    return 0;
+}
+
+//  When to try a failed write again: when the connection is due back, or
+//  after S_RETRY_MS when the database refused the statement.
+static int s_retry_ms(s_self_t *self)
+{
+    int ms = fq_db_retry_in_ms(self->db);
+    return ms > 0 ? ms : S_RETRY_MS;
+}
+
+//  Flushes now if the batch is full, else makes sure a deadline is set.
+static void s_after_add(fq_ctx_t *ctx, s_self_t *self)
+{
+    if (self->nacks_ok >= self->capacity || self->nnacks >= self->capacity) {
+        if (s_flush(self) != 0)
+            s_arm(ctx, self, s_retry_ms(self));
+        return;
+    }
+    s_arm(ctx, self, self->config->ack_flush_ms);
+}
+
+//  Room for one more of each: when the database is away the arrays grow
+//  past a batch rather than lose anything.
+static int s_reserve(s_self_t *self)
+{
+    if (self->nacks_ok < self->capacity && self->nnacks < self->capacity)
+        return 0;
+    size_t capacity = self->capacity * 2;
+    int64_t *acks = realloc(self->acks, capacity * sizeof *acks);
+    if (!acks)
+        return FQ_ENOMEM;
+    self->acks = acks;
+    fq_nack_t *nacks = realloc(self->nacks, capacity * sizeof *nacks);
+    if (!nacks)
+        return FQ_ENOMEM;
+    self->nacks = nacks;
+    self->capacity = capacity;
+    return 0;
+}
+
+static void s_destroy(s_self_t *self)
+{
+    s_free_nacks(self, self->nnacks);
+    free(self->acks);
+    free(self->nacks);
+    fq_db_destroy(&self->db);
+    free(self);
+}
+
+static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
+{
+    (void)ctx;
+    s_self_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return FQ_ENOMEM;
+    self->config = args;
+    self->capacity = (size_t)self->config->ack_batch;
+    self->acks = malloc(self->capacity * sizeof *self->acks);
+    self->nacks = malloc(self->capacity * sizeof *self->nacks);
+    self->db = fq_db_new(self->config->database, "store");
+    if (!self->acks || !self->nacks || !self->db) {
+        s_destroy(self);
+        return FQ_ENOMEM;
+    }
+    *state_p = self;
+    return 0;
+}
+
+static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
+{
+    s_self_t *self = state;
+    switch (msg->type) {
+    case FQ_MSG_STORE_ACKS: {
+        fq_store_acks_t acks;
+        if (fq_msg_decode(msg, &fq_store_acks_desc, &acks))
+            return 0;
+        for (uint32_t i = 0; i < acks.ids.count; i++) {
+            if (s_reserve(self))
+                return FQ_ENOMEM;
+            self->acks[self->nacks_ok++] = (int64_t)acks.ids.items[i];
+        }
+        s_after_add(ctx, self);
+        return 0;
+    }
+    case FQ_MSG_STORE_NACK: {
+        fq_store_nack_t nack;
+        if (fq_msg_decode(msg, &fq_store_nack_desc, &nack) || s_reserve(self))
+            return 0;
+        char *error = strdup(nack.error);
+        if (!error)
+            return FQ_ENOMEM;
+        self->nacks[self->nnacks++] =
+            (fq_nack_t){.id = (int64_t)nack.id, .permanent = nack.permanent, .error = error};
+        s_after_add(ctx, self);
+        return 0;
+    }
+    case FQ_MSG_TICK:
+        self->flush_armed = false;
+        if (s_flush(self) != 0)
+            s_arm(ctx, self, s_retry_ms(self));
+        return 0;
+    case FQ_MSG_STATS_QUERY: {
+        char written_acks[24], written_nacks[24], batches[24], held[24];
+        snprintf(written_acks, sizeof written_acks, "%llu", (unsigned long long)self->written_acks);
+        snprintf(written_nacks, sizeof written_nacks, "%llu",
+                 (unsigned long long)self->written_nacks);
+        snprintf(batches, sizeof batches, "%llu", (unsigned long long)self->batches);
+        snprintf(held, sizeof held, "%zu", self->nacks_ok + self->nnacks);
+        const char *keys[] = {"acks_written", "nacks_written", "batches", "held"};
+        const char *values[] = {written_acks, written_nacks, batches, held};
+        fq_stats_t stats = {.values = {4, keys, values}};
+        fq_reply(ctx, msg, &fq_stats_desc, &stats);
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+static void s_stop(fq_ctx_t *ctx, void *state)
+{
+    (void)ctx;
+    s_self_t *self = state;
+    //  A last write of what is held; what cannot be written is sent again
+    //  after the restart, as after a crash
+    if (s_flush(self) != 0 && self->nacks_ok + self->nnacks > 0)
+        fq_log(FQ_LOG_WARNING, "store: stopping with %zu outcomes unwritten (they are sent again)",
+               self->nacks_ok + self->nnacks);
+    s_destroy(self);
+}
+
+const fq_behaviour_t fq_store_writer_behaviour = {"store", s_start, s_receive, s_stop};

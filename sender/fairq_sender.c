@@ -1,0 +1,312 @@
+/*  fairq_sender.c — fairq-sender, a sender worker (DESIGN §1, §7).
+
+        fairq-sender --connect tcp://HOST:PORT [options]
+        fairq-sender --make-cert PATH
+
+    It runs a small actor system whose gateway connects to fairqd's (CURVE:
+    --cert is this sender's certificate, --server-cert fairqd's public one;
+    fairqd lets it in when its public certificate is in fairqd's
+    gateway_allow_dir). The sender actor says HELLO, grants credit (its
+    concurrency) and delivers through the chosen transport. It reconnects
+    with backoff when fairqd goes away.
+
+    Every option may also come from the environment: FAIRQ_SENDER_ and the
+    option's name in capitals with '_' for '-' (FAIRQ_SENDER_SMTP_PASSWORD
+    keeps a password off the command line). Flags win.
+
+    SIGTERM or SIGINT: BYE to fairqd, finish the messages being delivered
+    (up to --drain-timeout-ms), send their outcomes, exit 0. Exit 2 for a
+    usage error, 1 when it cannot start. --make-cert writes a new CURVE
+    certificate (PATH, public, and PATH_secret) and exits. */
+#include "fq_gateway.h"
+#include "fq_log.h"
+#include "fq_sender.h"
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef FQ_VERSION
+#define FQ_VERSION "unknown"
+#endif
+
+#define S_PROGRAM "fairq-sender"
+
+enum { S_EXIT_OK = 0, S_EXIT_FAILURE = 1, S_EXIT_USAGE = 2 };
+
+//  Defaults, and why: a concurrency of 8 keeps a typical relay busy without
+//  tripping its per-client connection limits; 10 s covers an SMTP answer.
+#define S_DEFAULT_CONCURRENCY      8
+#define S_DEFAULT_DRAIN_TIMEOUT_MS 10000
+#define S_DISPATCHER_PATH          "/user/dispatcher"
+
+//  The options, in one table: name, whether it takes a value, help.
+#define S_OPTIONS(X)                                                                               \
+    X(CONNECT, "connect", "tcp://HOST:PORT of fairqd's gateway (required)")                        \
+    X(CERT, "cert", "this sender's CURVE certificate (PATH, its secret in PATH_secret)")           \
+    X(SERVER_CERT, "server-cert", "fairqd's public CURVE certificate")                             \
+    X(SERVER_KEY, "server-key", "fairqd's public CURVE key (Z85), instead of --server-cert")       \
+    X(INSECURE, "insecure", "no CURVE (development only; fairqd must allow it too)")               \
+    X(NAME, "name", "this sender's name (default: sender-HOST-PID)")                               \
+    X(CONCURRENCY, "concurrency", "messages delivered at once = credit granted (default 8)")       \
+    X(TRANSPORT, "transport", "smtp, file or null (default smtp)")                                 \
+    X(SMTP_URL, "smtp-url", "smtp://HOST:PORT or smtps://HOST:PORT")                               \
+    X(SMTP_USER, "smtp-user", "SMTP AUTH user name")                                               \
+    X(SMTP_PASSWORD, "smtp-password", "SMTP AUTH password (better: the environment)")              \
+    X(STARTTLS, "starttls", "try, require or never (default try)")                                 \
+    X(SMTP_TIMEOUT_MS, "smtp-timeout-ms", "longest one delivery may take (default 30000)")         \
+    X(TLS_INSECURE, "tls-insecure", "do not verify the SMTP server's certificate (tests)")         \
+    X(HELO, "helo", "name said in EHLO")                                                           \
+    X(FILE, "file", "file transport: the mbox it appends to; null: its delivery log")              \
+    X(MESSAGE_ID_DOMAIN, "message-id-domain", "domain of Message-ID (default: the From domain)")   \
+    X(HEARTBEAT_MS, "heartbeat-ms", "idle interval between heartbeats (default 1000)")             \
+    X(HEARTBEAT_TIMEOUT_MS, "heartbeat-timeout-ms", "silence after which fairqd is gone (3000)")   \
+    X(DRAIN_TIMEOUT_MS, "drain-timeout-ms", "on SIGTERM, longest wait for deliveries (10000)")     \
+    X(LOG_LEVEL, "log-level", "debug, info, warning or error (default info)")                      \
+    X(MAKE_CERT, "make-cert", "write a new certificate to PATH and PATH_secret, and exit")         \
+    X(HELP, "help", "this text")
+
+typedef enum {
+#define X(id, name, help) S_OPT_##id,
+    S_OPTIONS(X)
+#undef X
+        S_OPT_COUNT
+} s_opt_t;
+
+static const char *const s_names[] = {
+#define X(id, name, help) name,
+    S_OPTIONS(X)
+#undef X
+};
+static const char *const s_help[] = {
+#define X(id, name, help) help,
+    S_OPTIONS(X)
+#undef X
+};
+
+//  Options that are switches (no value).
+static bool s_is_switch(s_opt_t opt)
+{
+    return opt == S_OPT_INSECURE || opt == S_OPT_TLS_INSECURE || opt == S_OPT_HELP;
+}
+
+static void s_usage(FILE *out)
+{
+    fprintf(out, "Usage: %s --connect tcp://HOST:PORT [options]\n\nOptions:\n", S_PROGRAM);
+    for (int i = 0; i < S_OPT_COUNT; i++)
+        fprintf(out, "  --%-22s %s\n", s_names[i], s_help[i]);
+    fprintf(out, "\nEach option may come from the environment as FAIRQ_SENDER_<NAME>.\n");
+}
+
+//  The value of opt: the flag's, else the environment's, else NULL.
+static const char *s_value(char *const values[], s_opt_t opt)
+{
+    if (values[opt])
+        return values[opt];
+    char env[64] = "FAIRQ_SENDER_";
+    size_t len = strlen(env);
+    for (const char *c = s_names[opt]; *c && len + 1 < sizeof env; c++)
+        env[len++] = *c == '-' ? '_' : (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
+    env[len] = 0;
+    const char *value = getenv(env);
+    return value && *value ? value : NULL;
+}
+
+static bool s_true(const char *value)
+{
+    return value && (strcmp(value, "1") == 0 || strcasecmp(value, "true") == 0 ||
+                     strcasecmp(value, "yes") == 0 || strcasecmp(value, "on") == 0);
+}
+
+//  Parses an integer option within min..max; returns 0 or -1 (printed).
+static int s_int(char *const values[], s_opt_t opt, int fallback, int min, int max, int *out)
+{
+    const char *value = s_value(values, opt);
+    if (!value) {
+        *out = fallback;
+        return 0;
+    }
+    char *end;
+    long n = strtol(value, &end, 10);
+    if (*end || end == value || n < min || n > max) {
+        fprintf(stderr, "%s: invalid value for --%s: \"%s\" (an integer in %d..%d)\n", S_PROGRAM,
+                s_names[opt], value, min, max);
+        return -1;
+    }
+    *out = (int)n;
+    return 0;
+}
+
+static int s_make_cert(const char *path)
+{
+    zcert_t *cert = zcert_new();
+    int rc = cert ? zcert_save(cert, path) : -1;
+    zcert_destroy(&cert);
+    if (rc != 0) {
+        fprintf(stderr, "%s: could not write certificate \"%s\"\n", S_PROGRAM, path);
+        return S_EXIT_FAILURE;
+    }
+    printf("wrote %s (public) and %s_secret (keep it private)\n", path, path);
+    return S_EXIT_OK;
+}
+
+int main(int argc, char *argv[])
+{
+    //  Before any thread starts: they inherit the mask, main takes the signals
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct option longopts[S_OPT_COUNT + 1];
+    for (int i = 0; i < S_OPT_COUNT; i++)
+        longopts[i] = (struct option){s_names[i], s_is_switch(i) ? no_argument : required_argument,
+                                      NULL, 1000 + i};
+    longopts[S_OPT_COUNT] = (struct option){0};
+    char *values[S_OPT_COUNT] = {0};
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (c == 'h')
+            c = 1000 + S_OPT_HELP;
+        if (c < 1000 || c >= 1000 + S_OPT_COUNT) {
+            fprintf(stderr, "Try \"%s --help\" for more information.\n", S_PROGRAM);
+            return S_EXIT_USAGE;
+        }
+        values[c - 1000] = optarg ? optarg : "true";
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument \"%s\"\n", S_PROGRAM, argv[optind]);
+        return S_EXIT_USAGE;
+    }
+    if (values[S_OPT_HELP]) {
+        s_usage(stdout);
+        return S_EXIT_OK;
+    }
+    if (values[S_OPT_MAKE_CERT])
+        return s_make_cert(values[S_OPT_MAKE_CERT]);
+
+    fq_log_level_t level = FQ_LOG_INFO;
+    const char *level_name = s_value(values, S_OPT_LOG_LEVEL);
+    if (level_name && fq_log_level_parse(level_name, &level) != 0) {
+        fprintf(stderr, "%s: invalid value for --log-level: \"%s\"\n", S_PROGRAM, level_name);
+        return S_EXIT_USAGE;
+    }
+    fq_log_set_level(level);
+    const char *connect = s_value(values, S_OPT_CONNECT);
+    if (!connect || strncmp(connect, "tcp://", 6) != 0) {
+        fprintf(stderr, "%s: --connect tcp://HOST:PORT is required\n", S_PROGRAM);
+        return S_EXIT_USAGE;
+    }
+    int concurrency, heartbeat_ms, heartbeat_timeout_ms, drain_ms, smtp_timeout_ms;
+    if (s_int(values, S_OPT_CONCURRENCY, S_DEFAULT_CONCURRENCY, 1, FQ_SENDER_WORKERS,
+              &concurrency) ||
+        s_int(values, S_OPT_HEARTBEAT_MS, FQ_GATEWAY_HEARTBEAT_MS, 10, 60000, &heartbeat_ms) ||
+        s_int(values, S_OPT_HEARTBEAT_TIMEOUT_MS, FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS, 20, 600000,
+              &heartbeat_timeout_ms) ||
+        s_int(values, S_OPT_DRAIN_TIMEOUT_MS, S_DEFAULT_DRAIN_TIMEOUT_MS, 0, 3600000, &drain_ms) ||
+        s_int(values, S_OPT_SMTP_TIMEOUT_MS, 0, 0, 3600000, &smtp_timeout_ms))
+        return S_EXIT_USAGE;
+
+    char name[FQ_NAME_MAX + 1];
+    if (s_value(values, S_OPT_NAME))
+        snprintf(name, sizeof name, "%s", s_value(values, S_OPT_NAME));
+    else {
+        //  The host's short name, cut so that the whole fits a name
+        char host[FQ_NAME_MAX] = "host";
+        gethostname(host, sizeof host - 1);
+        host[strcspn(host, ".")] = 0;
+        host[FQ_NAME_MAX / 2] = 0;
+        snprintf(name, sizeof name, "sender-%.32s-%d", host, (int)getpid());
+    }
+    if (!fq_name_valid(name)) {
+        fprintf(stderr, "%s: invalid --name \"%s\" (letters, digits, '.', '_', '-')\n", S_PROGRAM,
+                name);
+        return S_EXIT_USAGE;
+    }
+
+    fq_sender_config_t config = {
+        .name = name,
+        .version = FQ_VERSION,
+        .concurrency = concurrency,
+        .transport = {.kind = s_value(values, S_OPT_TRANSPORT) ? s_value(values, S_OPT_TRANSPORT)
+                                                               : "smtp",
+                      .url = s_value(values, S_OPT_SMTP_URL),
+                      .username = s_value(values, S_OPT_SMTP_USER),
+                      .password = s_value(values, S_OPT_SMTP_PASSWORD),
+                      .starttls = s_value(values, S_OPT_STARTTLS),
+                      .insecure_tls = s_true(s_value(values, S_OPT_TLS_INSECURE)),
+                      .timeout_ms = smtp_timeout_ms,
+                      .helo = s_value(values, S_OPT_HELO),
+                      .path = s_value(values, S_OPT_FILE),
+                      .message_id_domain = s_value(values, S_OPT_MESSAGE_ID_DOMAIN)}};
+    //  The transport is checked here, so a wrong URL or file is a usage
+    //  error now rather than a worker failing over and over
+    char error[512];
+    fq_transport_t *probe = fq_transport_new(&config.transport, error, sizeof error);
+    if (!probe) {
+        fprintf(stderr, "%s: %s\n", S_PROGRAM, error);
+        return S_EXIT_USAGE;
+    }
+    fq_transport_destroy(&probe);
+
+    bool insecure = s_true(s_value(values, S_OPT_INSECURE));
+    const char *server_key = s_value(values, S_OPT_SERVER_KEY);
+    zcert_t *server_cert = NULL;
+    if (!insecure && !server_key && s_value(values, S_OPT_SERVER_CERT)) {
+        server_cert = zcert_load(s_value(values, S_OPT_SERVER_CERT));
+        if (!server_cert) {
+            fprintf(stderr, "%s: could not read --server-cert \"%s\"\n", S_PROGRAM,
+                    s_value(values, S_OPT_SERVER_CERT));
+            return S_EXIT_USAGE;
+        }
+        server_key = zcert_public_txt(server_cert);
+    }
+    if (!insecure && (!server_key || !s_value(values, S_OPT_CERT))) {
+        fprintf(stderr, "%s: CURVE needs --cert and --server-cert (or --insecure)\n", S_PROGRAM);
+        zcert_destroy(&server_cert);
+        return S_EXIT_USAGE;
+    }
+
+    char dispatcher[FQ_ADDRESS_MAX];
+    snprintf(dispatcher, sizeof dispatcher, "%s%s", connect, S_DISPATCHER_PATH);
+    config.dispatcher = dispatcher;
+    fq_system_config_t system_config = {.name = name};
+    fq_system_t *sys = fq_system_new(&system_config);
+    fq_gateway_config_t gateway = {.connect = connect,
+                                   .cert_file = insecure ? NULL : s_value(values, S_OPT_CERT),
+                                   .server_key = insecure ? NULL : server_key,
+                                   .insecure = insecure,
+                                   .heartbeat_ms = heartbeat_ms,
+                                   .heartbeat_timeout_ms = heartbeat_timeout_ms};
+    int rc = sys ? fq_gateway_start(sys, &gateway) : FQ_ENOMEM;
+    zcert_destroy(&server_cert);
+    if (rc == 0)
+        rc = fq_sender_start(sys, &config);
+    if (rc) {
+        fq_log(FQ_LOG_FATAL, "could not start: %s", fq_strerror(rc));
+        fq_system_destroy(&sys);
+        return S_EXIT_FAILURE;
+    }
+    if (insecure)
+        fq_log(FQ_LOG_WARNING, "connecting to %s without CURVE (development only)", connect);
+    fq_log(FQ_LOG_INFO, "%s %s \"%s\" started: %s transport, concurrency %d, fairqd at %s",
+           S_PROGRAM, FQ_VERSION, name, config.transport.kind, concurrency, connect);
+
+    int sig;
+    while (sigwait(&signals, &sig) != 0)
+        ;
+    fq_log(FQ_LOG_INFO, "received %s, finishing deliveries", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    int left = fq_sender_drain(sys, drain_ms);
+    if (left > 0)
+        fq_log(FQ_LOG_WARNING, "stopping with %d deliveries unfinished (fairqd sends them again)",
+               left);
+    //  Let the last answers leave through the gateway before it closes
+    zclock_sleep(100);
+    fq_system_destroy(&sys);
+    fq_log(FQ_LOG_INFO, "stopped");
+    return S_EXIT_OK;
+}

@@ -1,0 +1,695 @@
+/*  fq_mime.c — RFC 5322 rendering of one message (contract in fq_mime.h).
+
+    Everything is written into one growable buffer. Header fields are
+    checked before they are written; the first bad one ends the render
+    with an error that names it, so an operator can find the template or
+    recipient at fault.
+*/
+#include "fq_mime.h"
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+//  RFC 5322 2.1.1: a line MUST be at most 998 characters and SHOULD be at
+//  most 78, CRLF excluded.
+#define S_LINE_MAX      998
+#define S_LINE_PREFERED 78
+
+//  RFC 2045 6.7 (5): encoded lines are at most 76 characters. A soft line
+//  break's "=" is one of them, so a line holds 75 characters of text.
+#define S_QP_LINE_MAX  76
+#define S_QP_TEXT_MAX  (S_QP_LINE_MAX - 1)
+#define S_QP_TOKEN_MAX 3 //  "=XX"
+
+//  RFC 2047 2: a line holding an encoded word is at most 76 characters,
+//  and each encoded word "=?UTF-8?B?...?=" at most 75.
+#define S_EW_LINE_MAX 76
+#define S_EW_PREFIX   "=?UTF-8?B?"
+#define S_EW_SUFFIX   "?="
+#define S_EW_OVERHEAD (sizeof S_EW_PREFIX - 1 + sizeof S_EW_SUFFIX - 1)
+
+//  Base64 turns each group of 3 bytes into 4 characters of 6 bits each.
+#define S_B64_IN   3
+#define S_B64_OUT  4
+#define S_B64_BITS 6
+#define S_B64_MASK 0x3F
+
+//  Quoted-printable writes a byte as two hex digits of 4 bits each.
+#define S_HEX_BITS 4
+#define S_HEX_MASK 0xF
+
+//  The longest run of UTF-8 continuation bytes after a lead byte; an
+//  encoded word may not end inside a character (RFC 2047 5 (3)). A
+//  continuation byte is 10xxxxxx.
+#define S_UTF8_CONTINUATION_MAX  3
+#define S_UTF8_CONTINUATION_MASK 0xC0
+#define S_UTF8_CONTINUATION_BITS 0x80
+
+//  struct tm counts years from 1900.
+#define S_TM_YEAR_BASE 1900
+
+//  The ASCII delete character, a control like those below space.
+#define S_DEL 0x7F
+
+//  The buffer starts at this size and doubles: most messages fit at once.
+#define S_BUF_MIN 4096
+
+//  "From " at the start of a line, which mbox readers take for the start
+//  of the next message.
+#define S_FROM_LINE     "From "
+#define S_FROM_LINE_LEN (sizeof S_FROM_LINE - 1)
+
+static const char *const s_day_names[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+static const char *const s_month_names[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+static const char s_b64_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char s_hex_digits[] = "0123456789ABCDEF";
+
+//  Header fields fairq writes itself: an extra header of one of these
+//  names would contradict ours (two Content-Types, two Message-IDs) and
+//  leave receivers to pick one.
+static const char *const s_reserved_headers[] = {
+    "Date",       "From",         "To",           "Subject",
+    "Message-ID", "MIME-Version", "Content-Type", "Content-Transfer-Encoding",
+};
+#define S_RESERVED_COUNT (sizeof s_reserved_headers / sizeof s_reserved_headers[0])
+
+// --------------------------------------------------------------------------
+//  Growable buffer: appends never fail at the call site; the first failed
+//  allocation marks the buffer and the render checks once at the end.
+
+typedef struct {
+    char *data;
+    size_t len;
+    size_t cap;
+    bool failed;
+} s_buf_t;
+
+static bool s_buf_reserve(s_buf_t *buf, size_t more)
+{
+    if (buf->failed)
+        return false;
+    if (buf->len + more + 1 <= buf->cap)
+        return true;
+    size_t cap = buf->cap ? buf->cap : S_BUF_MIN;
+    while (cap < buf->len + more + 1) {
+        if (cap > SIZE_MAX / 2) {
+            buf->failed = true;
+            return false;
+        }
+        cap *= 2;
+    }
+    char *data = realloc(buf->data, cap);
+    if (!data) {
+        buf->failed = true;
+        return false;
+    }
+    buf->data = data;
+    buf->cap = cap;
+    return true;
+}
+
+static void s_buf_add(s_buf_t *buf, const char *data, size_t len)
+{
+    if (!s_buf_reserve(buf, len))
+        return;
+    memcpy(buf->data + buf->len, data, len);
+    buf->len += len;
+    buf->data[buf->len] = 0;
+}
+
+static void s_buf_adds(s_buf_t *buf, const char *text)
+{
+    s_buf_add(buf, text, strlen(text));
+}
+
+static void s_buf_addc(s_buf_t *buf, char c)
+{
+    s_buf_add(buf, &c, 1);
+}
+
+static void s_buf_printf(s_buf_t *buf, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void s_buf_printf(s_buf_t *buf, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    int need = vsnprintf(NULL, 0, format, args);
+    va_end(args);
+    if (need < 0 || !s_buf_reserve(buf, (size_t)need))
+        return;
+    va_start(args, format);
+    vsnprintf(buf->data + buf->len, (size_t)need + 1, format, args);
+    va_end(args);
+    buf->len += (size_t)need;
+}
+
+//  Hands the text over to the caller, or frees it after a failure.
+static char *s_buf_finish(s_buf_t *buf, size_t *len)
+{
+    if (buf->failed || !s_buf_reserve(buf, 0)) {
+        free(buf->data);
+        return NULL;
+    }
+    *len = buf->len;
+    return buf->data;
+}
+
+// --------------------------------------------------------------------------
+//  Character classes
+
+static void s_error(char *error, size_t error_size, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void s_error(char *error, size_t error_size, const char *format, ...)
+{
+    if (!error || error_size == 0)
+        return;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(error, error_size, format, args);
+    va_end(args);
+}
+
+static bool s_is_printable_ascii(unsigned char c)
+{
+    return c >= ' ' && c <= '~';
+}
+
+//  A control character: what may never appear in a header, CR and LF
+//  above all. Tab is the one control allowed (folding whitespace).
+static bool s_is_control(unsigned char c)
+{
+    return (c < ' ' && c != '\t') || c == S_DEL;
+}
+
+static bool s_has_control(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (s_is_control((unsigned char)text[i]))
+            return true;
+    return false;
+}
+
+static bool s_all_printable_ascii(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (!s_is_printable_ascii((unsigned char)text[i]) && text[i] != '\t')
+            return false;
+    return true;
+}
+
+//  RFC 5322 3.2.3 atext, the characters of a dot-atom besides ".".
+static bool s_is_atext(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           (c && strchr("!#$%&'*+-/=?^_`{|}~", c));
+}
+
+//  A domain fit for a Message-ID's right side (RFC 5322 3.6.4): a
+//  dot-atom such as example.com, or a literal such as [192.0.2.1].
+static bool s_is_msgid_domain(const char *domain, size_t len)
+{
+    if (len == 0)
+        return false;
+    if (domain[0] == '[') {
+        if (len < 2 || domain[len - 1] != ']')
+            return false;
+        for (size_t i = 1; i + 1 < len; i++) {
+            unsigned char c = (unsigned char)domain[i];
+            if (!s_is_printable_ascii(c) || c == ' ' || c == '[' || c == ']' || c == '\\')
+                return false;
+        }
+        return true;
+    }
+    if (domain[0] == '.' || domain[len - 1] == '.')
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!s_is_atext((unsigned char)domain[i]) && domain[i] != '.')
+            return false;
+    return true;
+}
+
+int fq_mime_check_domain(const char *domain)
+{
+    return domain && s_is_msgid_domain(domain, strlen(domain)) ? 0 : FQ_EINVAL;
+}
+
+// --------------------------------------------------------------------------
+//  Mailboxes: "addr", "<addr>" or "Display Name <addr>"
+
+typedef struct {
+    const char *name; //  Display name, trimmed; len 0 if none
+    size_t name_len;
+    const char *addr; //  Address without brackets
+    size_t addr_len;
+} s_mailbox_t;
+
+static bool s_is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+//  A UTF-8 continuation byte, 10xxxxxx: never the first byte of a character.
+static bool s_is_continuation(char c)
+{
+    return ((unsigned char)c & S_UTF8_CONTINUATION_MASK) == S_UTF8_CONTINUATION_BITS;
+}
+
+//  Splits mailbox; returns false when it is not one acceptable address.
+static bool s_mailbox_parse(const char *mailbox, s_mailbox_t *box)
+{
+    memset(box, 0, sizeof *box);
+    if (!mailbox)
+        return false;
+    const char *start = mailbox;
+    const char *end = mailbox + strlen(mailbox);
+    while (start < end && s_is_blank(*start))
+        start++;
+    while (end > start && s_is_blank(end[-1]))
+        end--;
+    if (end > start && end[-1] == '>') {
+        const char *open = end - 1;
+        while (open > start && *open != '<')
+            open--;
+        if (*open != '<')
+            return false;
+        box->addr = open + 1;
+        box->addr_len = (size_t)(end - 1 - box->addr);
+        const char *name_end = open;
+        while (name_end > start && s_is_blank(name_end[-1]))
+            name_end--;
+        box->name = start;
+        box->name_len = (size_t)(name_end - start);
+    } else {
+        box->addr = start;
+        box->addr_len = (size_t)(end - start);
+    }
+    if (box->addr_len == 0 || box->addr_len >= FQ_MIME_ADDRESS_SIZE)
+        return false;
+    for (size_t i = 0; i < box->addr_len; i++) {
+        unsigned char c = (unsigned char)box->addr[i];
+        if (!s_is_printable_ascii(c) || c == ' ' || c == '<' || c == '>')
+            return false;
+    }
+    return !s_has_control(box->name, box->name_len);
+}
+
+int fq_mime_address(const char *mailbox, char *address, size_t size)
+{
+    s_mailbox_t box;
+    if (!s_mailbox_parse(mailbox, &box) || box.addr_len >= size)
+        return -1;
+    memcpy(address, box.addr, box.addr_len);
+    address[box.addr_len] = 0;
+    return 0;
+}
+
+// --------------------------------------------------------------------------
+//  Header writing
+
+//  Appends len bytes of base64.
+static void s_put_base64(s_buf_t *buf, const unsigned char *data, size_t len)
+{
+    for (size_t i = 0; i < len; i += S_B64_IN) {
+        size_t have = len - i < S_B64_IN ? len - i : S_B64_IN;
+        uint32_t group = 0;
+        for (size_t k = 0; k < S_B64_IN; k++)
+            group = group << CHAR_BIT | (k < have ? data[i + k] : 0);
+        //  n bytes make n + 1 characters; "=" pads the group to 4
+        char out[S_B64_OUT];
+        for (size_t k = 0; k < S_B64_OUT; k++)
+            out[k] = k <= have
+                         ? s_b64_alphabet[group >> (S_B64_BITS * (S_B64_OUT - 1 - k)) & S_B64_MASK]
+                         : '=';
+        s_buf_add(buf, out, sizeof out);
+    }
+}
+
+//  Appends text as RFC 2047 encoded words, starting at column col of the
+//  current line. Each word ends on a whole UTF-8 character and each line
+//  stays within 76 characters: a word that does not fit on the current
+//  line goes on a folded line of its own. Returns the column it ends at.
+static size_t s_put_encoded_words(s_buf_t *buf, size_t col, const char *text, size_t len)
+{
+    size_t at = 0;
+    while (at < len) {
+        //  How many bytes fit in " =?UTF-8?B?...?=" on this line
+        size_t room =
+            col + 1 + S_EW_OVERHEAD < S_EW_LINE_MAX ? S_EW_LINE_MAX - col - 1 - S_EW_OVERHEAD : 0;
+        size_t cut = at + room / S_B64_OUT * S_B64_IN;
+        if (cut > len)
+            cut = len;
+        //  Do not end the word inside a character: step back over up to
+        //  three continuation bytes (more is not UTF-8: cut anyway)
+        for (int back = 0; back < S_UTF8_CONTINUATION_MAX && cut > at && cut < len &&
+                           s_is_continuation(text[cut]);
+             back++)
+            cut--;
+        if (col > 0 && (cut == at || (cut < len && s_is_continuation(text[cut])))) {
+            //  Too little room left on this line for a whole character:
+            //  fold. A fresh line has room for 45 bytes, so this is once.
+            s_buf_adds(buf, "\r\n");
+            col = 0;
+            continue;
+        }
+        s_buf_addc(buf, ' ');
+        s_buf_adds(buf, S_EW_PREFIX);
+        s_put_base64(buf, (const unsigned char *)text + at, cut - at);
+        s_buf_adds(buf, S_EW_SUFFIX);
+        col += 1 + S_EW_OVERHEAD + (cut - at + S_B64_IN - 1) / S_B64_IN * S_B64_OUT;
+        at = cut;
+    }
+    return col;
+}
+
+//  Appends printable ASCII text after column col, folded before blanks so
+//  that lines stay within 78 characters where a blank allows it. Returns
+//  false, having appended nothing, when some line would still exceed 998.
+static bool s_put_folded(s_buf_t *buf, size_t col, const char *text, size_t len)
+{
+    //  The longest unbreakable run decides whether 998 can be kept
+    size_t run = col, longest = 0;
+    for (size_t i = 0; i < len; i++) {
+        run = s_is_blank(text[i]) ? 1 : run + 1;
+        if (run > longest)
+            longest = run;
+    }
+    if (longest > S_LINE_MAX)
+        return false;
+    s_buf_addc(buf, ' ');
+    col++;
+    for (size_t i = 0; i < len; i++) {
+        //  Fold before the first blank of a run only: a folded line made
+        //  of blanks alone is not allowed (RFC 5322 3.2.2)
+        if (s_is_blank(text[i]) && i > 0 && !s_is_blank(text[i - 1])) {
+            size_t word = 1;
+            while (i + word < len && !s_is_blank(text[i + word]))
+                word++;
+            if (col + word > S_LINE_PREFERED) {
+                s_buf_adds(buf, "\r\n");
+                col = 0;
+            }
+        }
+        s_buf_addc(buf, text[i]);
+        col++;
+    }
+    return true;
+}
+
+//  An unstructured field (Subject): as it is when it is printable ASCII
+//  that cannot be mistaken for encoded words, else encoded.
+static void s_put_unstructured(s_buf_t *buf, const char *name, const char *text)
+{
+    size_t len = strlen(text);
+    s_buf_printf(buf, "%s:", name);
+    size_t col = strlen(name) + 1;
+    bool plain = s_all_printable_ascii(text, len) && !strstr(text, "=?");
+    if (!plain || !s_put_folded(buf, col, text, len))
+        s_put_encoded_words(buf, col, text, len);
+    s_buf_adds(buf, "\r\n");
+}
+
+//  RFC 5322 3.2.3 specials: a display name holding one must be quoted, or
+//  "Doe, John <j@x>" would read as two mailboxes.
+static bool s_needs_quotes(const char *name, size_t len)
+{
+    if (len >= 2 && name[0] == '"' && name[len - 1] == '"')
+        return false; //  Quoted already
+    for (size_t i = 0; i < len; i++)
+        if (strchr("()<>[]:;@\\,.\"", name[i]))
+            return true;
+    return false;
+}
+
+//  An address field (From, To) for a parsed mailbox.
+static void s_put_mailbox(s_buf_t *buf, const char *field, const s_mailbox_t *box)
+{
+    s_buf_printf(buf, "%s:", field);
+    size_t col = strlen(field) + 1;
+    if (box->name_len == 0) {
+        s_buf_printf(buf, " %.*s\r\n", (int)box->addr_len, box->addr);
+        return;
+    }
+    if (!s_all_printable_ascii(box->name, box->name_len)) {
+        //  Encoded words are not quoted: "Café" <a@b> encodes Café
+        const char *name = box->name;
+        size_t len = box->name_len;
+        if (len >= 2 && name[0] == '"' && name[len - 1] == '"') {
+            name++;
+            len -= 2; //  Both quotes
+        }
+        s_put_encoded_words(buf, col, name, len);
+    } else if (s_needs_quotes(box->name, box->name_len)) {
+        s_buf_adds(buf, " \"");
+        for (size_t i = 0; i < box->name_len; i++) {
+            if (box->name[i] == '"' || box->name[i] == '\\')
+                s_buf_addc(buf, '\\');
+            s_buf_addc(buf, box->name[i]);
+        }
+        s_buf_addc(buf, '"');
+    } else
+        s_buf_printf(buf, " %.*s", (int)box->name_len, box->name);
+    s_buf_printf(buf, " <%.*s>\r\n", (int)box->addr_len, box->addr);
+}
+
+//  when in UTC; the epoch for a time gmtime cannot represent.
+static struct tm s_utc(time_t when)
+{
+    struct tm tm;
+    if (!gmtime_r(&when, &tm)) {
+        time_t epoch = 0;
+        gmtime_r(&epoch, &tm);
+    }
+    return tm;
+}
+
+static void s_put_date(s_buf_t *buf, time_t when)
+{
+    struct tm tm = s_utc(when);
+    s_buf_printf(buf, "Date: %s, %02d %s %04d %02d:%02d:%02d +0000\r\n", s_day_names[tm.tm_wday],
+                 tm.tm_mday, s_month_names[tm.tm_mon], tm.tm_year + S_TM_YEAR_BASE, tm.tm_hour,
+                 tm.tm_min, tm.tm_sec);
+}
+
+//  Checks extra header index; returns 0 or an fq error code with the
+//  reason in error, which quotes no byte of a bad name (it may hold a
+//  line break).
+static int s_check_extra_header(size_t index, const char *name, const char *value, char *error,
+                                size_t error_size)
+{
+    if (!name || !*name || !value) {
+        s_error(error, error_size, "extra header %zu has no name or no value", index);
+        return FQ_EINVAL;
+    }
+    size_t name_len = strlen(name);
+    //  RFC 5322 3.6.8: a field name is printable ASCII but ":" and space
+    for (size_t i = 0; i < name_len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (!s_is_printable_ascii(c) || c == ' ' || c == ':') {
+            s_error(error, error_size,
+                    "extra header %zu: byte 0x%02X at %zu of its name is not allowed", index, c, i);
+            return FQ_EHEADER;
+        }
+    }
+    for (size_t i = 0; i < S_RESERVED_COUNT; i++)
+        if (strcasecmp(name, s_reserved_headers[i]) == 0) {
+            s_error(error, error_size, "header %s is written by fairq and cannot be given", name);
+            return FQ_EINVAL;
+        }
+    size_t value_len = strlen(value);
+    for (size_t i = 0; i < value_len; i++)
+        if (!s_is_printable_ascii((unsigned char)value[i]) && value[i] != '\t') {
+            s_error(error, error_size,
+                    "header %s holds a byte that is not printable ASCII (0x%02X) at %zu", name,
+                    (unsigned char)value[i], i);
+            return FQ_EHEADER;
+        }
+    if (name_len + strlen(": ") + value_len > S_LINE_MAX) {
+        s_error(error, error_size, "header %s is longer than %d characters", name, S_LINE_MAX);
+        return FQ_EINVAL;
+    }
+    return 0;
+}
+
+// --------------------------------------------------------------------------
+//  Body: quoted-printable (RFC 2045 6.7)
+
+//  True when text[i] ends its line: end of text or a line break next.
+static bool s_at_line_end(const char *text, size_t i)
+{
+    return text[i] == 0 || text[i] == '\n' || (text[i] == '\r' && text[i + 1] == '\n');
+}
+
+static void s_put_quoted_printable(s_buf_t *buf, const char *text)
+{
+    size_t col = 0;
+    for (size_t i = 0; text[i]; i++) {
+        unsigned char c = (unsigned char)text[i];
+        //  LF and CRLF are the text's line breaks; a lone CR is data
+        if (c == '\n' || (c == '\r' && text[i + 1] == '\n')) {
+            if (c == '\r')
+                i++;
+            s_buf_adds(buf, "\r\n");
+            col = 0;
+            continue;
+        }
+        bool blank = c == ' ' || c == '\t';
+        bool encode = c == '=' || (!s_is_printable_ascii(c) && !blank) ||
+                      (blank && s_at_line_end(text, i + 1));
+        size_t token = encode ? S_QP_TOKEN_MAX : 1;
+        if (col + token > S_QP_TEXT_MAX) {
+            s_buf_adds(buf, "=\r\n");
+            col = 0;
+        }
+        //  An encoded line starting "From " would start a new message in
+        //  an mbox file: RFC 2049 3 (8) suggests writing its F as =46
+        if (col == 0 && strncmp(text + i, S_FROM_LINE, S_FROM_LINE_LEN) == 0) {
+            encode = true;
+            token = S_QP_TOKEN_MAX;
+        }
+        if (encode) {
+            char hex[S_QP_TOKEN_MAX] = {'=', s_hex_digits[c >> S_HEX_BITS],
+                                        s_hex_digits[c & S_HEX_MASK]};
+            s_buf_add(buf, hex, sizeof hex);
+        } else
+            s_buf_addc(buf, (char)c);
+        col += token;
+    }
+    //  SMTP data and mbox records end with a line break
+    if (col > 0)
+        s_buf_adds(buf, "\r\n");
+}
+
+//  Parses mailbox, the message's role ("sender"); returns 0 or an fq
+//  error code with the reason in error, quoting the mailbox only when it
+//  holds no line break.
+static int s_check_mailbox(const char *role, const char *mailbox, s_mailbox_t *box, char *error,
+                           size_t error_size)
+{
+    if (s_mailbox_parse(mailbox, box))
+        return 0;
+    if (mailbox && s_has_control(mailbox, strlen(mailbox))) {
+        s_error(error, error_size, "%s address holds a control character (CR, LF...)", role);
+        return FQ_EHEADER;
+    }
+    if (!mailbox || !*mailbox)
+        s_error(error, error_size, "no %s address", role);
+    else
+        s_error(error, error_size, "%s \"%s\" is not one address", role, mailbox);
+    return FQ_EINVAL;
+}
+
+// --------------------------------------------------------------------------
+
+int fq_mime_render(const fq_delivery_t *msg, const fq_mime_options_t *options, char **text,
+                   size_t *len, char *error, size_t error_size)
+{
+    *text = NULL;
+    *len = 0;
+    s_mailbox_t from, to;
+    int rc = s_check_mailbox("sender", msg->from, &from, error, error_size);
+    if (rc == 0)
+        rc = s_check_mailbox("recipient", msg->to, &to, error, error_size);
+    if (rc != 0)
+        return rc;
+    const char *subject = msg->subject ? msg->subject : "";
+    if (s_has_control(subject, strlen(subject))) {
+        s_error(error, error_size, "subject holds a control character (CR, LF...)");
+        return FQ_EHEADER;
+    }
+    if (msg->nheaders > 0 && (!msg->header_names || !msg->header_values)) {
+        s_error(error, error_size, "%zu extra headers but no names or values", msg->nheaders);
+        return FQ_EINVAL;
+    }
+    for (size_t i = 0; i < msg->nheaders; i++) {
+        rc =
+            s_check_extra_header(i, msg->header_names[i], msg->header_values[i], error, error_size);
+        if (rc != 0)
+            return rc;
+    }
+
+    //  The Message-ID's domain: the configured one, else the sender's
+    const char *domain = options ? options->message_id_domain : NULL;
+    size_t domain_len = domain ? strlen(domain) : 0;
+    if (domain_len == 0) {
+        const char *at = memrchr(from.addr, '@', from.addr_len);
+        domain = at ? at + 1 : "";
+        domain_len = at ? (size_t)(from.addr + from.addr_len - domain) : 0;
+    }
+    if (!s_is_msgid_domain(domain, domain_len)) {
+        s_error(error, error_size, "no valid domain for the Message-ID (sender \"%.*s\")",
+                (int)from.addr_len, from.addr);
+        return FQ_EINVAL;
+    }
+
+    s_buf_t buf = {0};
+    time_t date = options && options->date ? options->date : time(NULL);
+    s_put_date(&buf, date);
+    s_put_mailbox(&buf, "From", &from);
+    s_put_mailbox(&buf, "To", &to);
+    s_put_unstructured(&buf, "Subject", subject);
+    s_buf_printf(&buf, "Message-ID: <fairq.%" PRIu64 "@%.*s>\r\n", msg->id, (int)domain_len,
+                 domain);
+    s_buf_adds(&buf, "MIME-Version: 1.0\r\n");
+    s_buf_printf(&buf, "Content-Type: text/%s; charset=UTF-8\r\n",
+                 msg->body_is_html ? "html" : "plain");
+    s_buf_adds(&buf, "Content-Transfer-Encoding: quoted-printable\r\n");
+    for (size_t i = 0; i < msg->nheaders; i++)
+        s_buf_printf(&buf, "%s: %s\r\n", msg->header_names[i], msg->header_values[i]);
+    s_buf_adds(&buf, "\r\n");
+    s_put_quoted_printable(&buf, msg->body ? msg->body : "");
+
+    *text = s_buf_finish(&buf, len);
+    if (!*text) {
+        s_error(error, error_size, "out of memory rendering message %" PRIu64, msg->id);
+        return FQ_ENOMEM;
+    }
+    return 0;
+}
+
+// --------------------------------------------------------------------------
+//  mbox
+
+//  True when line (len bytes) is ">*From ": one that mboxrd escapes.
+static bool s_is_from_line(const char *line, size_t len)
+{
+    size_t i = 0;
+    while (i < len && line[i] == '>')
+        i++;
+    return len - i >= S_FROM_LINE_LEN && memcmp(line + i, S_FROM_LINE, S_FROM_LINE_LEN) == 0;
+}
+
+char *fq_mime_mbox_record(const char *text, size_t len, const char *sender, time_t when,
+                          size_t *out_len)
+{
+    s_buf_t buf = {0};
+    //  The separator line in asctime's format, "Tue Nov 14 22:13:20 2023"
+    struct tm tm = s_utc(when);
+    s_buf_printf(&buf, "From %s %s %s %2d %02d:%02d:%02d %d\n", sender, s_day_names[tm.tm_wday],
+                 s_month_names[tm.tm_mon], tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 tm.tm_year + S_TM_YEAR_BASE);
+    size_t at = 0;
+    while (at < len) {
+        const char *newline = memchr(text + at, '\n', len - at);
+        size_t end = newline ? (size_t)(newline - text) : len;
+        size_t line_len = end - at;
+        if (line_len > 0 && text[at + line_len - 1] == '\r')
+            line_len--;
+        if (s_is_from_line(text + at, line_len))
+            s_buf_addc(&buf, '>');
+        s_buf_add(&buf, text + at, line_len);
+        s_buf_addc(&buf, '\n');
+        at = newline ? end + 1 : len;
+    }
+    //  An empty line ends the record
+    s_buf_addc(&buf, '\n');
+    return s_buf_finish(&buf, out_len);
+}

@@ -1,0 +1,415 @@
+/*  fq_sender.c — the sender actor and its delivery workers (fq_sender.h).
+
+    The sender actor says HELLO to the dispatcher (an ask, retried with
+    doubling waits until fairqd answers WELCOME), watches it, and grants
+    one credit per idle worker. Each MSG goes to an idle worker; each
+    outcome goes back as ACK or NACK, which gives the credit back.
+
+    When the gateway declares fairqd dead (missed heartbeats), the
+    dispatcher has already given this sender's messages back to its
+    scheduler. The sender then says HELLO again; outcomes that arrive
+    meanwhile are kept and sent after the WELCOME (late answers: fairqd
+    records them, which saves a second delivery when the message has not
+    gone out again yet), and each worker still busy with a message of the
+    old session gives its credit back with an explicit CREDIT 1 when done,
+    since fairqd no longer counts that message as this sender's. */
+#include "fq_sender.h"
+#include "fq_intkeys.h"
+#include "fq_log.h"
+#include <stdlib.h>
+#include <string.h>
+
+//  How long fairqd has to answer HELLO, and the waits between attempts.
+#define S_HELLO_TIMEOUT_MS 2000
+#define S_HELLO_RETRY_MIN  100
+#define S_HELLO_RETRY_MAX  5000
+
+//  Room for a delivery error.
+#define S_ERROR_MAX 512
+
+#define S_TICK_HELLO 1
+
+typedef struct {
+    uint64_t id; //  Message being delivered, 0 when idle
+    uint64_t session;
+} s_worker_t;
+
+//  An outcome waiting for fairqd to be back.
+typedef struct {
+    uint64_t id;
+    uint32_t outcome;
+    char *error;
+} s_outcome_t;
+
+typedef struct {
+    fq_sender_config_t *config;
+    s_worker_t *workers;
+    int idle;
+    bool welcomed;
+    bool hello_pending; //  A HELLO ask or its retry timer is under way
+    int hello_delay_ms;
+    uint64_t session; //  Counts WELCOMEs
+    bool stopping;
+    zlistx_t *held; //  s_outcome_t*, while not welcomed
+    uint64_t delivered, failed, malformed;
+} s_self_t;
+
+//  ---------------------------------------------------------------------
+//  Configuration copies (the spawn's args)
+
+static void s_config_free(void *arg)
+{
+    fq_sender_config_t *config = arg;
+    if (!config)
+        return;
+    const char *strings[] = {config->dispatcher,
+                             config->name,
+                             config->version,
+                             config->transport.kind,
+                             config->transport.url,
+                             config->transport.username,
+                             config->transport.password,
+                             config->transport.starttls,
+                             config->transport.helo,
+                             config->transport.path,
+                             config->transport.message_id_domain};
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
+        free((char *)strings[i]);
+    free(config);
+}
+
+static const char *s_dup(const char *s, bool *failed)
+{
+    if (!s)
+        return NULL;
+    char *copy = strdup(s);
+    *failed |= copy == NULL;
+    return copy;
+}
+
+static fq_sender_config_t *s_config_dup(const fq_sender_config_t *config)
+{
+    fq_sender_config_t *copy = malloc(sizeof *copy);
+    if (!copy)
+        return NULL;
+    *copy = *config;
+    bool failed = false;
+    copy->dispatcher = s_dup(config->dispatcher, &failed);
+    copy->name = s_dup(config->name, &failed);
+    copy->version = s_dup(config->version, &failed);
+    fq_transport_config_t *t = &copy->transport;
+    const fq_transport_config_t *from = &config->transport;
+    t->kind = s_dup(from->kind, &failed);
+    t->url = s_dup(from->url, &failed);
+    t->username = s_dup(from->username, &failed);
+    t->password = s_dup(from->password, &failed);
+    t->starttls = s_dup(from->starttls, &failed);
+    t->helo = s_dup(from->helo, &failed);
+    t->path = s_dup(from->path, &failed);
+    t->message_id_domain = s_dup(from->message_id_domain, &failed);
+    if (failed) {
+        s_config_free(copy);
+        return NULL;
+    }
+    return copy;
+}
+
+//  ---------------------------------------------------------------------
+//  A delivery worker: one message at a time, its own transport (and so
+//  its own SMTP connection, reused from message to message)
+
+static int s_worker_start(fq_ctx_t *ctx, void *args, void **state_p)
+{
+    const fq_sender_config_t *config = args;
+    char error[S_ERROR_MAX];
+    fq_transport_t *transport = fq_transport_new(&config->transport, error, sizeof error);
+    if (!transport) {
+        fq_log(FQ_LOG_ERROR, "%s: %s", fq_self(ctx), error);
+        return FQ_EINVAL;
+    }
+    *state_p = transport;
+    return 0;
+}
+
+static int s_worker_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
+{
+    fq_message_t message;
+    if (msg->type != FQ_MSG_MESSAGE || fq_msg_decode(msg, &fq_message_desc, &message) != 0)
+        return 0;
+    fq_delivery_t delivery = {.id = message.id,
+                              .tenant = message.tenant,
+                              .request_id = message.request,
+                              .attempt = message.attempt,
+                              .to = message.to,
+                              .from = message.from,
+                              .subject = message.subject,
+                              .body = message.body,
+                              .body_is_html = message.body_is_html,
+                              .nheaders = message.headers.count,
+                              .header_names = message.headers.keys,
+                              .header_values = message.headers.values};
+    char error[S_ERROR_MAX] = "";
+    fq_delivery_result_t outcome = fq_transport_deliver(state, &delivery, error, sizeof error);
+    fq_delivered_t delivered = {.id = message.id, .outcome = (uint32_t)outcome, .error = error};
+    fq_tell(ctx, FQ_SENDER_PATH, &fq_delivered_desc, &delivered);
+    return 0;
+}
+
+static void s_worker_stop(fq_ctx_t *ctx, void *state)
+{
+    (void)ctx;
+    fq_transport_t *transport = state;
+    fq_transport_destroy(&transport);
+}
+
+static const fq_behaviour_t s_worker_behaviour = {"delivery worker", s_worker_start,
+                                                  s_worker_receive, s_worker_stop};
+
+//  ---------------------------------------------------------------------
+//  The sender actor
+
+static void s_hello(fq_ctx_t *ctx, s_self_t *self);
+
+static void s_hello_later(fq_ctx_t *ctx, s_self_t *self)
+{
+    fq_tick_t tick = {.what = S_TICK_HELLO};
+    self->hello_pending = fq_timer_once(ctx, self->hello_delay_ms, &fq_tick_desc, &tick) > 0;
+    self->hello_delay_ms =
+        self->hello_delay_ms * 2 > S_HELLO_RETRY_MAX ? S_HELLO_RETRY_MAX : self->hello_delay_ms * 2;
+}
+
+static void s_credit(fq_ctx_t *ctx, s_self_t *self, uint32_t n)
+{
+    if (n == 0 || !self->welcomed || self->stopping)
+        return;
+    fq_credit_t credit = {.n = n};
+    fq_tell(ctx, self->config->dispatcher, &fq_credit_desc, &credit);
+}
+
+//  Sends an outcome to fairqd: ACK, or NACK (permanent or not).
+static void s_answer(fq_ctx_t *ctx, s_self_t *self, uint64_t id, uint32_t outcome,
+                     const char *error)
+{
+    if (outcome == FQ_DELIVERY_OK) {
+        fq_sender_ack_t ack = {.id = id};
+        fq_tell(ctx, self->config->dispatcher, &fq_sender_ack_desc, &ack);
+    } else {
+        fq_sender_nack_t nack = {
+            .id = id, .permanent = outcome == FQ_DELIVERY_PERMANENT, .error = error};
+        fq_tell(ctx, self->config->dispatcher, &fq_sender_nack_desc, &nack);
+    }
+}
+
+static void s_on_welcome(fq_ctx_t *ctx, void *state, int status, const fq_msg_t *reply, void *arg)
+{
+    (void)arg;
+    s_self_t *self = state;
+    fq_welcome_t welcome;
+    if (status != 0 || fq_msg_decode(reply, &fq_welcome_desc, &welcome) != 0) {
+        fq_log(FQ_LOG_DEBUG, "sender: no WELCOME from %s (%s); trying again in %d ms",
+               self->config->dispatcher, fq_strerror(status), self->hello_delay_ms);
+        s_hello_later(ctx, self);
+        return;
+    }
+    self->hello_pending = false;
+    self->welcomed = true;
+    self->session++;
+    self->hello_delay_ms = S_HELLO_RETRY_MIN;
+    fq_watch(ctx, self->config->dispatcher);
+    fq_log(FQ_LOG_INFO, "sender: welcomed by \"%s\" (protocol %u); granting %d credit",
+           welcome.system, welcome.protocol, self->idle);
+    //  Outcomes of the time fairqd was away, then the credit
+    for (s_outcome_t *held = zlistx_first(self->held); held; held = zlistx_next(self->held))
+        s_answer(ctx, self, held->id, held->outcome, held->error);
+    zlistx_purge(self->held);
+    s_credit(ctx, self, (uint32_t)self->idle);
+}
+
+static void s_hello(fq_ctx_t *ctx, s_self_t *self)
+{
+    if (self->stopping)
+        return;
+    char capabilities[64];
+    snprintf(capabilities, sizeof capabilities, "%s", self->config->transport.kind);
+    fq_hello_t hello = {.name = self->config->name,
+                        .version = self->config->version,
+                        .capabilities = capabilities,
+                        .concurrency = (uint32_t)self->config->concurrency};
+    self->hello_pending = true;
+    if (fq_ask(ctx, self->config->dispatcher, &fq_hello_desc, &hello, S_HELLO_TIMEOUT_MS,
+               s_on_welcome, NULL) != 0)
+        s_hello_later(ctx, self);
+}
+
+static void s_outcome_free(void **item)
+{
+    s_outcome_t *outcome = *item;
+    if (outcome) {
+        free(outcome->error);
+        free(outcome);
+        *item = NULL;
+    }
+}
+
+static void s_message(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
+{
+    fq_message_t message;
+    if (fq_msg_decode(msg, &fq_message_desc, &message) != 0 || message.id == 0) {
+        self->malformed++;
+        return;
+    }
+    int free_worker = -1;
+    for (int i = 0; i < self->config->concurrency && free_worker < 0; i++)
+        if (self->workers[i].id == 0)
+            free_worker = i;
+    if (free_worker < 0 || self->stopping) {
+        //  More than the credit granted: refused, fairqd retries it later
+        s_answer(ctx, self, message.id, FQ_DELIVERY_TRANSIENT,
+                 self->stopping ? "sender is stopping" : "sender has no idle worker");
+        return;
+    }
+    char path[64];
+    snprintf(path, sizeof path, FQ_SENDER_PATH "/worker-%d", free_worker + 1);
+    if (fq_forward(ctx, path, msg->frame, msg->frame_size) != 0) {
+        s_answer(ctx, self, message.id, FQ_DELIVERY_TRANSIENT, "sender could not start delivery");
+        return;
+    }
+    self->workers[free_worker] = (s_worker_t){message.id, self->session};
+    self->idle--;
+}
+
+static void s_delivered(fq_ctx_t *ctx, s_self_t *self, const fq_delivered_t *delivered)
+{
+    s_worker_t *worker = NULL;
+    for (int i = 0; i < self->config->concurrency && !worker; i++)
+        if (self->workers[i].id == delivered->id)
+            worker = &self->workers[i];
+    if (!worker)
+        return;
+    uint64_t session = worker->session;
+    *worker = (s_worker_t){0};
+    self->idle++;
+    if (delivered->outcome == FQ_DELIVERY_OK)
+        self->delivered++;
+    else
+        self->failed++;
+    if (!self->welcomed) {
+        s_outcome_t *held = calloc(1, sizeof *held);
+        if (held && (held->error = strdup(delivered->error)) != NULL) {
+            *held = (s_outcome_t){delivered->id, delivered->outcome, held->error};
+            zlistx_add_end(self->held, held);
+        } else
+            s_outcome_free((void **)&held);
+        return;
+    }
+    s_answer(ctx, self, delivered->id, delivered->outcome, delivered->error);
+    //  An answer restores the credit of a message of this session only
+    if (session != self->session)
+        s_credit(ctx, self, 1);
+}
+
+static void s_destroy(s_self_t *self)
+{
+    zlistx_destroy(&self->held);
+    free(self->workers);
+    free(self);
+}
+
+static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
+{
+    s_self_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return FQ_ENOMEM;
+    self->config = args;
+    self->workers = calloc((size_t)self->config->concurrency, sizeof *self->workers);
+    self->held = zlistx_new();
+    if (!self->workers || !self->held) {
+        s_destroy(self);
+        return FQ_ENOMEM;
+    }
+    zlistx_set_destructor(self->held, s_outcome_free);
+    self->idle = self->config->concurrency;
+    self->hello_delay_ms = S_HELLO_RETRY_MIN;
+    for (int i = 0; i < self->config->concurrency; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "worker-%d", i + 1);
+        fq_spawn_opts_t opts = fq_spawn_opts_default();
+        int rc = fq_spawn(ctx, name, &s_worker_behaviour, self->config, &opts);
+        if (rc) {
+            s_destroy(self);
+            return rc;
+        }
+    }
+    *state_p = self;
+    s_hello(ctx, self);
+    return 0;
+}
+
+static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
+{
+    s_self_t *self = state;
+    switch (msg->type) {
+    case FQ_MSG_MESSAGE:
+        s_message(ctx, self, msg);
+        break;
+    case FQ_MSG_DELIVERED: {
+        fq_delivered_t delivered;
+        if (fq_msg_decode(msg, &fq_delivered_desc, &delivered) == 0)
+            s_delivered(ctx, self, &delivered);
+        break;
+    }
+    case FQ_MSG_TERMINATED:
+        //  fairqd is gone (or unreachable): its dispatcher took our
+        //  messages back. Say HELLO until it answers again.
+        if (self->welcomed)
+            fq_log(FQ_LOG_WARNING, "sender: lost %s; saying HELLO again", self->config->dispatcher);
+        self->welcomed = false;
+        if (!self->hello_pending)
+            s_hello(ctx, self);
+        break;
+    case FQ_MSG_TICK:
+        self->hello_pending = false;
+        if (!self->welcomed)
+            s_hello(ctx, self);
+        break;
+    case FQ_MSG_DRAIN: {
+        if (!self->stopping && self->welcomed) {
+            fq_bye_t bye = {.reason = "stopping"};
+            fq_tell(ctx, self->config->dispatcher, &fq_bye_desc, &bye);
+        }
+        self->stopping = true;
+        fq_drained_t drained = {.left = (uint32_t)(self->config->concurrency - self->idle)};
+        fq_reply(ctx, msg, &fq_drained_desc, &drained);
+        break;
+    }
+    default:
+        self->malformed++;
+        break;
+    }
+    return 0;
+}
+
+static void s_stop(fq_ctx_t *ctx, void *state)
+{
+    (void)ctx;
+    s_destroy(state);
+}
+
+static const fq_behaviour_t s_sender_behaviour = {"sender", s_start, s_receive, s_stop};
+
+int fq_sender_start(fq_system_t *sys, const fq_sender_config_t *config)
+{
+    if (config->concurrency < 1 || config->concurrency > FQ_SENDER_WORKERS)
+        return FQ_EINVAL;
+    fq_sender_config_t *args = s_config_dup(config);
+    if (!args)
+        return FQ_ENOMEM;
+    fq_spawn_opts_t opts = fq_spawn_opts_default();
+    opts.args_free = s_config_free;
+    return fq_system_spawn(sys, "sender", &s_sender_behaviour, args, &opts);
+}
+
+int fq_sender_drain(fq_system_t *sys, int timeout_ms)
+{
+    return fq_drain_wait(sys, FQ_SENDER_PATH, timeout_ms);
+}

@@ -1,0 +1,379 @@
+/*  pipeline_test.c — fairqd's actors together, against the real PostgreSQL.
+
+    The pipeline runs in this process (fq_pipeline_start), and the test
+    plays a sender: an fq_client says HELLO to /user/dispatcher, grants
+    credit and receives MSGs as a remote fairq-sender would, without the
+    gateway in between (tests/e2e run the real programs). That makes the
+    protocol's rules checkable to the message: the credit bound, rendering,
+    acks and nacks in the database, BYE, and hostile messages. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "fq_pipeline.h"
+#include "fq_test_db.h"
+#include "fq_test_sql.h"
+#include <string.h>
+
+//  How long a test waits for what must come, and for what must not.
+#define S_WAIT_MS  10000
+#define S_QUIET_MS 400
+
+typedef struct {
+    char conninfo[128];
+    fq_system_t *sys;
+    fq_client_t *sender; //  The test, as a sender worker
+    fq_store_t *store;   //  The test's own connection, to submit and check
+    PGconn *conn;
+} s_fixture_t;
+
+static const char *const s_tenants[] = {"acme", "beta", NULL};
+
+static int s_setup(void **state)
+{
+    s_fixture_t *self = calloc(1, sizeof *self);
+    if (!self || fq_test_db_prepare(self->conninfo, sizeof self->conninfo, s_tenants, NULL))
+        return -1;
+    fq_system_config_t config = {.name = "fairqd-test"};
+    self->sys = fq_system_new(&config);
+    fq_pipeline_config_t pipeline = {.database = self->conninfo,
+                                     .name = "fairqd-test",
+                                     .prefetch = 8,
+                                     .splitters = 2,
+                                     .poll_ms = 100,
+                                     .ack_batch = 10,
+                                     .ack_flush_ms = 5,
+                                     .retry = {100, 1000},
+                                     .retention_s = 3600};
+    if (!self->sys || fq_pipeline_start(self->sys, &pipeline) != 0)
+        return -1;
+    self->sender = fq_client_new(self->sys);
+    self->store = fq_test_store(self->conninfo);
+    self->conn = fq_test_connect(self->conninfo);
+    *state = self;
+    return self->sender ? 0 : -1;
+}
+
+static int s_teardown(void **state)
+{
+    s_fixture_t *self = *state;
+    fq_client_destroy(&self->sender);
+    fq_system_destroy(&self->sys);
+    fq_store_destroy(&self->store);
+    PQfinish(self->conn);
+    fq_test_db_drop();
+    free(self);
+    return 0;
+}
+
+//  Says HELLO as a sender and grants credit.
+static void s_join(s_fixture_t *self, uint32_t credit)
+{
+    fq_hello_t hello = {.name = "test", .version = "0", .capabilities = "null", .concurrency = 1};
+    fq_msg_t reply;
+    assert_int_equal(
+        fq_client_ask(self->sender, FQ_PATH_DISPATCHER, &fq_hello_desc, &hello, S_WAIT_MS, &reply),
+        0);
+    fq_welcome_t welcome;
+    assert_int_equal(fq_msg_decode(&reply, &fq_welcome_desc, &welcome), 0);
+    assert_string_equal(welcome.system, "fairqd-test");
+    assert_int_equal(welcome.protocol, FQ_SENDER_PROTOCOL);
+    fq_credit_t grant = {.n = credit};
+    assert_int_equal(fq_client_tell(self->sender, FQ_PATH_DISPATCHER, &fq_credit_desc, &grant), 0);
+}
+
+static int64_t s_submit(s_fixture_t *self, const char *tenant, const char *subject,
+                        const char *body, bool html, const char *recipients)
+{
+    fq_submit_t req = {.tenant = tenant,
+                       .from = "news@acme.example",
+                       .subject = subject,
+                       .body = body,
+                       .body_is_html = html,
+                       .recipients_json = recipients};
+    int64_t id;
+    if (fq_store_submit(self->store, &req, &id))
+        fail_msg("submit: %s", fq_store_error(self->store));
+    return id;
+}
+
+//  A received MSG, its strings copied (valid until the next receive).
+typedef struct {
+    uint64_t id, request;
+    uint32_t attempt;
+    char to[128], tenant[64], subject[256], body[1024];
+    bool html;
+} s_got_t;
+
+//  Waits up to timeout_ms for the next MSG. Returns 0, or -1 if none came.
+static int s_receive(s_fixture_t *self, int timeout_ms, s_got_t *got)
+{
+    int64_t deadline = fq_test_now_ms() + timeout_ms;
+    while (fq_test_now_ms() < deadline) {
+        fq_msg_t msg;
+        if (fq_client_recv(self->sender, (int)(deadline - fq_test_now_ms()), &msg) != 0)
+            return -1;
+        fq_message_t message;
+        if (msg.type != FQ_MSG_MESSAGE || fq_msg_decode(&msg, &fq_message_desc, &message) != 0)
+            continue;
+        *got = (s_got_t){.id = message.id,
+                         .request = message.request,
+                         .attempt = message.attempt,
+                         .html = message.body_is_html};
+        snprintf(got->to, sizeof got->to, "%s", message.to);
+        snprintf(got->tenant, sizeof got->tenant, "%s", message.tenant);
+        snprintf(got->subject, sizeof got->subject, "%s", message.subject);
+        snprintf(got->body, sizeof got->body, "%s", message.body);
+        return 0;
+    }
+    return -1;
+}
+
+static void s_ack(s_fixture_t *self, uint64_t id)
+{
+    fq_sender_ack_t ack = {.id = id};
+    assert_int_equal(fq_client_tell(self->sender, FQ_PATH_DISPATCHER, &fq_sender_ack_desc, &ack),
+                     0);
+}
+
+//  Waits until sql (an integer query with one parameter) answers want.
+static void s_wait_int(s_fixture_t *self, const char *sql, const char *param, int64_t want)
+{
+    int64_t deadline = fq_test_now_ms() + S_WAIT_MS, got = -1;
+    while (fq_test_now_ms() < deadline) {
+        got = fq_test_int(self->conn, sql, 1, param);
+        if (got == want)
+            return;
+        fq_test_sleep_ms(20);
+    }
+    fail_msg("%s ($1 = %s): %lld, wanted %lld", sql, param, (long long)got, (long long)want);
+}
+
+static uint64_t s_stat(s_fixture_t *self, const char *path, const char *key)
+{
+    fq_stats_query_t query = {0};
+    fq_client_t *client = fq_client_new(self->sys);
+    fq_msg_t reply;
+    fq_stats_t stats;
+    assert_int_equal(fq_client_ask(client, path, &fq_stats_query_desc, &query, S_WAIT_MS, &reply),
+                     0);
+    assert_int_equal(fq_msg_decode(&reply, &fq_stats_desc, &stats), 0);
+    uint64_t value = UINT64_MAX;
+    for (uint32_t i = 0; i < stats.values.count; i++)
+        if (strcmp(stats.values.keys[i], key) == 0)
+            value = strtoull(stats.values.values[i], NULL, 10);
+    fq_client_destroy(&client);
+    assert_true(value != UINT64_MAX);
+    return value;
+}
+
+//  Waits until the counter key of the actor at path reaches at least want
+//  (messages from different clients reach a mailbox in no set order).
+static void s_wait_stat(s_fixture_t *self, const char *path, const char *key, uint64_t want)
+{
+    int64_t deadline = fq_test_now_ms() + S_WAIT_MS;
+    uint64_t got = 0;
+    while (fq_test_now_ms() < deadline && (got = s_stat(self, path, key)) < want)
+        fq_test_sleep_ms(20);
+    if (got < want)
+        fail_msg("%s %s: %llu, wanted at least %llu", path, key, (unsigned long long)got,
+                 (unsigned long long)want);
+}
+
+//  ---------------------------------------------------------------------
+
+//  The credit bound: never more MSGs than credit granted and not given
+//  back; each ACK lets exactly one more out. Then the acks are recorded.
+static void test_credit_bounds_what_is_sent(void **state)
+{
+    s_fixture_t *self = *state;
+    char *recipients = fq_test_recipients("c", 6);
+    int64_t request = s_submit(self, "acme", "Hi {{name}}", "Body {{i}}", false, recipients);
+    free(recipients);
+    s_join(self, 2);
+    s_got_t first, second, more;
+    assert_int_equal(s_receive(self, S_WAIT_MS, &first), 0);
+    assert_int_equal(s_receive(self, S_WAIT_MS, &second), 0);
+    assert_int_equal(s_receive(self, S_QUIET_MS, &more), -1); //  Credit used up
+    s_ack(self, first.id);
+    assert_int_equal(s_receive(self, S_WAIT_MS, &more), 0);
+    assert_int_equal(s_receive(self, S_QUIET_MS, &more), -1);
+    //  The rest, one ack at a time
+    s_ack(self, second.id);
+    uint64_t last = more.id;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(s_receive(self, S_WAIT_MS, &more), 0);
+        s_ack(self, last);
+        last = more.id;
+    }
+    s_ack(self, last);
+    char id[24];
+    s_wait_int(self, "SELECT sent FROM fairq.requests WHERE id = $1",
+               fq_test_param(id, sizeof id, request), 6);
+    s_wait_int(self,
+               "SELECT count(*) FROM fairq.messages WHERE request_id = $1 AND status = 'sent'", id,
+               6);
+}
+
+//  Rendering happens in the dispatcher: fields in subject and body, HTML
+//  escaping in an HTML body, the tenant's name, attempt 1, a stable id.
+static void test_messages_are_rendered(void **state)
+{
+    s_fixture_t *self = *state;
+    int64_t request = s_submit(
+        self, "beta", "Hello {{name}}", "<p>{{name}} &amp; {{{raw}}}</p>", true,
+        "[{\"to\": \"x@example.com\", \"fields\": {\"name\": \"A<b>\", \"raw\": \"<i>ok</i>\"}}]");
+    s_join(self, 4);
+    s_got_t got;
+    assert_int_equal(s_receive(self, S_WAIT_MS, &got), 0);
+    assert_int_equal(got.request, (uint64_t)request);
+    assert_string_equal(got.tenant, "beta");
+    assert_string_equal(got.to, "x@example.com");
+    assert_string_equal(got.subject, "Hello A<b>");
+    assert_string_equal(got.body, "<p>A&lt;b&gt; &amp; <i>ok</i></p>");
+    assert_true(got.html);
+    assert_int_equal(got.attempt, 1);
+    char id[24];
+    assert_int_equal(fq_test_int(self->conn, "SELECT id FROM fairq.messages WHERE request_id = $1",
+                                 1, fq_test_param(id, sizeof id, request)),
+                     (int64_t)got.id);
+}
+
+//  A transient NACK comes back as a retry (attempt 2) after the backoff; a
+//  permanent one makes the message dead with the server's text.
+static void test_nacks_retry_or_kill(void **state)
+{
+    s_fixture_t *self = *state;
+    int64_t request = s_submit(self, "acme", "S", "B", false,
+                               "[{\"to\": \"a@example.com\"}, {\"to\": \"b@example.com\"}]");
+    s_join(self, 2);
+    s_got_t a, b;
+    assert_int_equal(s_receive(self, S_WAIT_MS, &a), 0);
+    assert_int_equal(s_receive(self, S_WAIT_MS, &b), 0);
+    s_got_t *transient = strcmp(a.to, "a@example.com") == 0 ? &a : &b;
+    s_got_t *permanent = transient == &a ? &b : &a;
+    fq_sender_nack_t nack = {
+        .id = permanent->id, .permanent = true, .error = "550 5.1.1 no such user"};
+    assert_int_equal(fq_client_tell(self->sender, FQ_PATH_DISPATCHER, &fq_sender_nack_desc, &nack),
+                     0);
+    nack = (fq_sender_nack_t){.id = transient->id, .permanent = false, .error = "451 4.3.0 later"};
+    assert_int_equal(fq_client_tell(self->sender, FQ_PATH_DISPATCHER, &fq_sender_nack_desc, &nack),
+                     0);
+    s_got_t retry;
+    assert_int_equal(s_receive(self, S_WAIT_MS, &retry), 0);
+    assert_int_equal(retry.id, transient->id);
+    assert_int_equal(retry.attempt, 2);
+    s_ack(self, retry.id);
+    char id[24];
+    fq_test_param(id, sizeof id, request);
+    s_wait_int(self, "SELECT sent * 10 + dead FROM fairq.requests WHERE id = $1", id, 11);
+    char *error = fq_test_text(
+        self->conn, "SELECT last_error FROM fairq.messages WHERE id = $1 AND status = 'dead'", 1,
+        fq_test_param(id, sizeof id, (int64_t)permanent->id));
+    assert_non_null(error);
+    assert_string_equal(error, "550 5.1.1 no such user");
+    free(error);
+}
+
+//  BYE: the sender gets nothing new, but what it holds stays its own until
+//  it answers (the ack counts).
+static void test_bye_keeps_what_is_held(void **state)
+{
+    s_fixture_t *self = *state;
+    char *recipients = fq_test_recipients("b", 3);
+    int64_t request = s_submit(self, "acme", "S", "B", false, recipients);
+    free(recipients);
+    s_join(self, 1);
+    s_got_t got, more;
+    assert_int_equal(s_receive(self, S_WAIT_MS, &got), 0);
+    fq_bye_t bye = {.reason = "stopping"};
+    assert_int_equal(fq_client_tell(self->sender, FQ_PATH_DISPATCHER, &fq_bye_desc, &bye), 0);
+    s_ack(self, got.id);
+    assert_int_equal(s_receive(self, S_QUIET_MS, &more), -1);
+    char id[24];
+    fq_test_param(id, sizeof id, request);
+    s_wait_int(self, "SELECT sent FROM fairq.requests WHERE id = $1", id, 1);
+    assert_int_equal(s_stat(self, FQ_PATH_DISPATCHER, "senders"), 0);
+}
+
+//  Hostile or confused peers: messages from an address that never said
+//  HELLO, a frame of a type the dispatcher does not take, picks whose
+//  lists disagree, an absurd credit. Each is dropped and counted; a real
+//  sender is served as before, within the credit cap.
+static void test_bad_messages_are_dropped(void **state)
+{
+    s_fixture_t *self = *state;
+    fq_client_t *stranger = fq_client_new(self->sys);
+    fq_sender_ack_t ack = {.id = 12345};
+    assert_int_equal(fq_client_tell(stranger, FQ_PATH_DISPATCHER, &fq_sender_ack_desc, &ack), 0);
+    fq_credit_t credit = {.n = 5};
+    assert_int_equal(fq_client_tell(stranger, FQ_PATH_DISPATCHER, &fq_credit_desc, &credit), 0);
+    fq_welcome_t wrong = {.system = "x", .protocol = 9};
+    assert_int_equal(fq_client_tell(stranger, FQ_PATH_DISPATCHER, &fq_welcome_desc, &wrong), 0);
+    uint64_t one[] = {1}, two[] = {1, 2};
+    fq_dispatch_t skewed = {.messages = {2, two}, .requests = {1, one}, .tenants = {2, two}};
+    assert_int_equal(fq_client_tell(stranger, FQ_PATH_DISPATCHER, &fq_dispatch_desc, &skewed), 0);
+    fq_client_destroy(&stranger);
+    s_wait_stat(self, FQ_PATH_DISPATCHER, "unknown_peer", 2);
+    s_wait_stat(self, FQ_PATH_DISPATCHER, "malformed", 2);
+
+    char *recipients = fq_test_recipients("h", 3);
+    int64_t request = s_submit(self, "acme", "S", "B", false, recipients);
+    free(recipients);
+    s_join(self, 4000000000u); //  Capped, not trusted
+    s_got_t got[3];
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(s_receive(self, S_WAIT_MS, &got[i]), 0);
+        s_ack(self, got[i].id);
+    }
+    char id[24];
+    s_wait_int(self, "SELECT sent FROM fairq.requests WHERE id = $1",
+               fq_test_param(id, sizeof id, request), 3);
+    assert_true(s_stat(self, FQ_PATH_SCHEDULER, "credit") <= 10000);
+}
+
+//  A request cancelled while its messages wait: nothing more of it goes out.
+static void test_cancelled_request_stops(void **state)
+{
+    s_fixture_t *self = *state;
+    char *recipients = fq_test_recipients("k", 20);
+    int64_t request = s_submit(self, "acme", "S", "B", false, recipients);
+    free(recipients);
+    s_join(self, 1);
+    s_got_t got;
+    assert_int_equal(s_receive(self, S_WAIT_MS, &got), 0);
+    assert_true(fq_store_request_cancel(self->store, request) >= 0);
+    s_ack(self, got.id);
+    //  At most the one already picked against the credit just given back
+    int extra = 0;
+    while (s_receive(self, S_QUIET_MS * 2, &got) == 0) {
+        s_ack(self, got.id);
+        extra++;
+    }
+    assert_true(extra <= 1);
+    //  Every message is final: the store ignores acks of cancelled
+    //  messages, so the ones out at the cancel count as cancelled too
+    char id[24];
+    fq_test_param(id, sizeof id, request);
+    s_wait_int(self,
+               "SELECT count(*) FROM fairq.messages WHERE request_id = $1 AND status = 'cancelled'",
+               id, 20);
+    assert_int_equal(
+        fq_test_int(self->conn, "SELECT sent FROM fairq.requests WHERE id = $1", 1, id), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_credit_bounds_what_is_sent, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_messages_are_rendered, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_nacks_retry_or_kill, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_bye_keeps_what_is_held, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_messages_are_dropped, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_cancelled_request_stops, s_setup, s_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -591,25 +591,17 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
 
 static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
-    const char *keys[] = {"senders", "inflight",  "sent",         "acked",
-                          "nacked",  "malformed", "unknown_peer", "render_failed"};
-    const unsigned long long numbers[] = {zhashx_size(self->senders),
-                                          zhashx_size(self->inflight),
-                                          self->sent,
-                                          self->acked,
-                                          self->nacked,
-                                          self->malformed,
-                                          self->unknown_peer,
-                                          self->render_failed};
-    enum { S_COUNT = sizeof keys / sizeof keys[0] };
-    char values[S_COUNT][24];
-    const char *shown[S_COUNT];
-    for (int i = 0; i < S_COUNT; i++) {
-        snprintf(values[i], sizeof values[i], "%llu", numbers[i]);
-        shown[i] = values[i];
-    }
-    fq_stats_t reply = {.values = {S_COUNT, keys, shown}};
-    fq_reply(ctx, msg, &fq_stats_desc, &reply);
+    const char *const keys[] = {"senders", "inflight",  "sent",         "acked",
+                                "nacked",  "malformed", "unknown_peer", "render_failed"};
+    const uint64_t values[] = {zhashx_size(self->senders),
+                               zhashx_size(self->inflight),
+                               self->sent,
+                               self->acked,
+                               self->nacked,
+                               self->malformed,
+                               self->unknown_peer,
+                               self->render_failed};
+    fq_stats_reply(ctx, msg, keys, values, sizeof keys / sizeof keys[0]);
 }
 
 static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)

@@ -1,8 +1,27 @@
 /*  fq_messages.c — generated codecs of fairq's messages. */
 #include "fq_messages.h"
+#include <stdio.h>
 
 #define FQ_SCHEMA_FILE "fq_messages.def"
 #include "fq_schema_define.h"
+
+//  Most counters one STATS reply carries.
+#define S_STATS_MAX 32
+
+void fq_stats_reply(fq_ctx_t *ctx, const fq_msg_t *query, const char *const *keys,
+                    const uint64_t *values, size_t count)
+{
+    char text[S_STATS_MAX][24];
+    const char *shown[S_STATS_MAX];
+    if (count > S_STATS_MAX)
+        count = S_STATS_MAX;
+    for (size_t i = 0; i < count; i++) {
+        snprintf(text[i], sizeof text[i], "%llu", (unsigned long long)values[i]);
+        shown[i] = text[i];
+    }
+    fq_stats_t stats = {.values = {(uint32_t)count, (const char **)keys, shown}};
+    fq_reply(ctx, query, &fq_stats_desc, &stats);
+}
 
 //  How often fq_drain_wait asks; and how long one ask may take.
 #define S_DRAIN_POLL_MS 50

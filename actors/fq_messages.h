@@ -13,6 +13,10 @@
 //  The sender protocol's version, said in WELCOME (sender/PROTOCOL.md).
 #define FQ_SENDER_PROTOCOL 1
 
+//  Answers a STATS_QUERY with count counters: keys[i] = values[i].
+void fq_stats_reply(fq_ctx_t *ctx, const fq_msg_t *query, const char *const *keys,
+                    const uint64_t *values, size_t count);
+
 //  Asks the actor at path to DRAIN, again every few milliseconds, until it
 //  answers that nothing is left in flight or timeout_ms passes. Returns
 //  what was left at its last answer (0: drained), or -1 if it never

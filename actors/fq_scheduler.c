@@ -333,20 +333,13 @@ static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
     fq_fairness_stats_t stats;
     fq_fairness_stats(self->fairness, &stats);
-    char values[9][24];
-    const char *keys[] = {"tenants", "requests",   "ready_tenants", "prefetched",     "inflight",
-                          "credit",  "dispatched", "requeued",      "retries_claimed"};
-    const unsigned long long numbers[] = {
-        stats.tenants,    stats.requests, stats.ready_tenants,
-        stats.prefetched, stats.inflight, (unsigned long long)self->credit,
-        self->dispatched, self->requeued, self->retries_claimed};
-    const char *shown[9];
-    for (int i = 0; i < 9; i++) {
-        snprintf(values[i], sizeof values[i], "%llu", numbers[i]);
-        shown[i] = values[i];
-    }
-    fq_stats_t reply = {.values = {9, keys, shown}};
-    fq_reply(ctx, msg, &fq_stats_desc, &reply);
+    const char *const keys[] = {"tenants",    "requests", "ready_tenants",
+                                "prefetched", "inflight", "credit",
+                                "dispatched", "requeued", "retries_claimed"};
+    const uint64_t values[] = {stats.tenants,    stats.requests, stats.ready_tenants,
+                               stats.prefetched, stats.inflight, (uint64_t)self->credit,
+                               self->dispatched, self->requeued, self->retries_claimed};
+    fq_stats_reply(ctx, msg, keys, values, sizeof keys / sizeof keys[0]);
 }
 
 static void s_destroy(s_self_t *self)

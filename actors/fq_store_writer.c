@@ -190,16 +190,10 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
             s_arm(ctx, self, s_retry_ms(self));
         return 0;
     case FQ_MSG_STATS_QUERY: {
-        char written_acks[24], written_nacks[24], batches[24], held[24];
-        snprintf(written_acks, sizeof written_acks, "%llu", (unsigned long long)self->written_acks);
-        snprintf(written_nacks, sizeof written_nacks, "%llu",
-                 (unsigned long long)self->written_nacks);
-        snprintf(batches, sizeof batches, "%llu", (unsigned long long)self->batches);
-        snprintf(held, sizeof held, "%zu", self->nacks_ok + self->nnacks);
-        const char *keys[] = {"acks_written", "nacks_written", "batches", "held"};
-        const char *values[] = {written_acks, written_nacks, batches, held};
-        fq_stats_t stats = {.values = {4, keys, values}};
-        fq_reply(ctx, msg, &fq_stats_desc, &stats);
+        const char *const keys[] = {"acks_written", "nacks_written", "batches", "held"};
+        const uint64_t values[] = {self->written_acks, self->written_nacks, self->batches,
+                                   self->nacks_ok + self->nnacks};
+        fq_stats_reply(ctx, msg, keys, values, sizeof keys / sizeof keys[0]);
         return 0;
     }
     default:

@@ -81,20 +81,6 @@ typedef struct {
     size_t error_size;
 } s_parser_t;
 
-//  Writes a message into the caller's buffer, if it gave one.
-static void s_error(char *error, size_t error_size, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void s_error(char *error, size_t error_size, const char *format, ...)
-{
-    if (!error || error_size == 0)
-        return;
-    va_list args;
-    va_start(args, format);
-    vsnprintf(error, error_size, format, args);
-    va_end(args);
-}
-
 //  Grows *array of *cap entries of size bytes so that it holds at least
 //  one more than count. Returns 0 or FQ_ENOMEM (the array is then intact).
 static int s_reserve(void **array, size_t *cap, size_t count, size_t size)
@@ -268,7 +254,7 @@ static int s_add_literal(s_parser_t *parser, size_t from, size_t to)
     s_segment_t segment = {.kind = S_LITERAL, .offset = from, .len = to - from};
     int rc = s_add_segment(parser->self, segment);
     if (rc)
-        s_error(parser->error, parser->error_size, "out of memory");
+        fq_error_format(parser->error, parser->error_size, "out of memory");
     return rc;
 }
 
@@ -292,14 +278,15 @@ static size_t s_parse_tag(s_parser_t *parser, size_t start)
         at++;
     size_t name_len = at - name_at;
     if (name_len > 0 && !s_name_first(text[name_at])) {
-        s_error(parser->error, parser->error_size,
-                "invalid field name at byte %zu: it must start with a letter or '_'", name_at);
+        fq_error_format(parser->error, parser->error_size,
+                        "invalid field name at byte %zu: it must start with a letter or '_'",
+                        name_at);
         return 0;
     }
     if (name_len > FQ_TEMPLATE_NAME_MAX) {
-        s_error(parser->error, parser->error_size,
-                "invalid field name at byte %zu: longer than %d bytes", name_at,
-                FQ_TEMPLATE_NAME_MAX);
+        fq_error_format(parser->error, parser->error_size,
+                        "invalid field name at byte %zu: longer than %d bytes", name_at,
+                        FQ_TEMPLATE_NAME_MAX);
         return 0;
     }
     size_t name_end = at;
@@ -308,7 +295,7 @@ static size_t s_parse_tag(s_parser_t *parser, size_t start)
 
     if (len - at >= braces && memcmp(text + at, close, braces) == 0) {
         if (name_len == 0) {
-            s_error(parser->error, parser->error_size, "empty tag at byte %zu", start);
+            fq_error_format(parser->error, parser->error_size, "empty tag at byte %zu", start);
             return 0;
         }
         //  Only the double-brace form escapes, and only in HTML
@@ -316,7 +303,7 @@ static size_t s_parse_tag(s_parser_t *parser, size_t start)
         s_segment_t segment = {.kind = escape ? S_FIELD_ESCAPED : S_FIELD};
         if (s_intern(parser, text + name_at, name_len, &segment.field) ||
             s_add_segment(parser->self, segment)) {
-            s_error(parser->error, parser->error_size, "out of memory");
+            fq_error_format(parser->error, parser->error_size, "out of memory");
             return 0;
         }
         return at + braces;
@@ -327,13 +314,13 @@ static size_t s_parse_tag(s_parser_t *parser, size_t start)
     //  ("{{name", "{{name}", "{{name x}}", "{{a{{b}}") leaves the tag open.
     bool in_name = at == name_end;
     if (at < len && in_name && text[at] != '}' && text[at] != '{') {
-        s_error(parser->error, parser->error_size,
-                "invalid field name at byte %zu: %s at byte %zu is not allowed in a name", name_at,
-                s_describe(text[at], what, sizeof what), at);
+        fq_error_format(parser->error, parser->error_size,
+                        "invalid field name at byte %zu: %s at byte %zu is not allowed in a name",
+                        name_at, s_describe(text[at], what, sizeof what), at);
         return 0;
     }
-    s_error(parser->error, parser->error_size,
-            "unclosed tag at byte %zu: expected \"%s\" at byte %zu", start, close, at);
+    fq_error_format(parser->error, parser->error_size,
+                    "unclosed tag at byte %zu: expected \"%s\" at byte %zu", start, close, at);
     return 0;
 }
 
@@ -367,32 +354,32 @@ fq_template_t *fq_template_new_limited(const char *text, fq_template_mode_t mode
 {
     if (!text ||
         (mode != FQ_TEMPLATE_PLAIN && mode != FQ_TEMPLATE_HTML && mode != FQ_TEMPLATE_HEADER)) {
-        s_error(error, error_size, "invalid argument");
+        fq_error_format(error, error_size, "invalid argument");
         return NULL;
     }
     //  Never read further than one byte past the limit: a hostile template
     //  of gigabytes costs no more to refuse than one just too large.
     size_t len = max_size == SIZE_MAX ? strlen(text) : strnlen(text, max_size + 1);
     if (len > max_size) {
-        s_error(error, error_size, "template too large at byte %zu: the limit is %zu bytes",
-                max_size, max_size);
+        fq_error_format(error, error_size, "template too large at byte %zu: the limit is %zu bytes",
+                        max_size, max_size);
         return NULL;
     }
     size_t bad = s_utf8_invalid_at((const unsigned char *)text, len);
     if (bad < len) {
-        s_error(error, error_size, "invalid UTF-8 at byte %zu", bad);
+        fq_error_format(error, error_size, "invalid UTF-8 at byte %zu", bad);
         return NULL;
     }
     if (mode == FQ_TEMPLATE_HEADER && !fq_template_is_header_safe(text, len)) {
         size_t at = strcspn(text, "\r\n");
-        s_error(error, error_size, "line break in header template at byte %zu", at);
+        fq_error_format(error, error_size, "line break in header template at byte %zu", at);
         return NULL;
     }
 
     fq_template_t *self = calloc(1, sizeof *self);
     if (!self || !(self->text = strndup(text, len))) {
         free(self);
-        s_error(error, error_size, "out of memory");
+        fq_error_format(error, error_size, "out of memory");
         return NULL;
     }
     self->mode = mode;
@@ -476,9 +463,9 @@ static int s_value_check(const fq_template_t *self, size_t index, s_value_t *val
                          size_t error_size)
 {
     if (self->mode == FQ_TEMPLATE_HEADER && !fq_template_is_header_safe(value->data, value->len)) {
-        s_error(error, error_size,
-                "field \"%s\" holds CR, LF or NUL, which a header line cannot carry",
-                self->fields[index]);
+        fq_error_format(error, error_size,
+                        "field \"%s\" holds CR, LF or NUL, which a header line cannot carry",
+                        self->fields[index]);
         return FQ_EHEADER;
     }
     if (self->mode == FQ_TEMPLATE_HTML) {
@@ -504,8 +491,8 @@ static int s_measure(const fq_template_t *self, const s_value_t *values, size_t 
                        : segment->kind == S_FIELD_ESCAPED ? values[segment->field].escaped_len
                                                           : values[segment->field].len;
         if (piece > FQ_TEMPLATE_OUTPUT_MAX - sum) {
-            s_error(error, error_size, "rendered template would be larger than %d bytes",
-                    FQ_TEMPLATE_OUTPUT_MAX);
+            fq_error_format(error, error_size, "rendered template would be larger than %d bytes",
+                            FQ_TEMPLATE_OUTPUT_MAX);
             return FQ_ETOOBIG;
         }
         sum += piece;
@@ -538,7 +525,7 @@ static int s_render_values(const fq_template_t *self, const s_value_t *values, c
         return rc;
     char *buffer = malloc(total + 1);
     if (!buffer) {
-        s_error(error, error_size, "out of memory");
+        fq_error_format(error, error_size, "out of memory");
         return FQ_ENOMEM;
     }
     char *to = buffer;
@@ -567,7 +554,7 @@ static s_value_t *s_values_new(const fq_template_t *self, char *error, size_t er
     //  calloc(0) may return NULL: ask for one slot at least
     s_value_t *values = calloc(self->field_count ? self->field_count : 1, sizeof *values);
     if (!values)
-        s_error(error, error_size, "out of memory");
+        fq_error_format(error, error_size, "out of memory");
     return values;
 }
 
@@ -581,7 +568,7 @@ static int s_begin(const fq_template_t *self, char **out, size_t *out_len, char 
     if (error && error_size)
         error[0] = 0;
     if (!self || !out || !out_len) {
-        s_error(error, error_size, "invalid argument");
+        fq_error_format(error, error_size, "invalid argument");
         return FQ_EINVAL;
     }
     return 0;
@@ -594,7 +581,7 @@ int fq_template_render(const fq_template_t *self, fq_template_lookup_fn *lookup,
     if (rc)
         return rc;
     if (!lookup && self->field_count > 0) {
-        s_error(error, error_size, "invalid argument");
+        fq_error_format(error, error_size, "invalid argument");
         return FQ_EINVAL;
     }
     s_value_t *values = s_values_new(self, error, error_size);
@@ -603,7 +590,7 @@ int fq_template_render(const fq_template_t *self, fq_template_lookup_fn *lookup,
     for (size_t index = 0; index < self->field_count && rc == 0; index++) {
         const char *data = lookup(arg, self->fields[index]);
         if (!data) {
-            s_error(error, error_size, "missing field \"%s\"", self->fields[index]);
+            fq_error_format(error, error_size, "missing field \"%s\"", self->fields[index]);
             rc = FQ_ENOFIELD;
             break;
         }
@@ -651,7 +638,7 @@ static int s_resolve_json(const fq_template_t *self, const json_t *fields, size_
     const char *name = self->fields[index];
     json_t *field = fields ? json_object_get(fields, name) : NULL;
     if (!field) {
-        s_error(error, error_size, "missing field \"%s\"", name);
+        fq_error_format(error, error_size, "missing field \"%s\"", name);
         return FQ_ENOFIELD;
     }
     if (json_is_string(field)) {
@@ -665,9 +652,9 @@ static int s_resolve_json(const fq_template_t *self, const json_t *fields, size_
     } else if (json_is_real(field)) {
         int rc = s_real_text(field, value->number, sizeof value->number);
         if (rc == FQ_ENOMEM)
-            s_error(error, error_size, "out of memory");
+            fq_error_format(error, error_size, "out of memory");
         else if (rc)
-            s_error(error, error_size, "field \"%s\": number could not be printed", name);
+            fq_error_format(error, error_size, "field \"%s\": number could not be printed", name);
         if (rc)
             return rc;
         value->data = value->number;
@@ -676,9 +663,9 @@ static int s_resolve_json(const fq_template_t *self, const json_t *fields, size_
         value->data = json_is_true(field) ? "true" : "false";
         value->len = strlen(value->data);
     } else {
-        s_error(error, error_size,
-                "field \"%s\" is %s: only strings, numbers and booleans can be substituted", name,
-                s_json_type_name(field));
+        fq_error_format(error, error_size,
+                        "field \"%s\" is %s: only strings, numbers and booleans can be substituted",
+                        name, s_json_type_name(field));
         return FQ_EFIELDTYPE;
     }
     return s_value_check(self, index, value, error, error_size);
@@ -689,7 +676,7 @@ static int s_resolve_all_json(const fq_template_t *self, const json_t *fields, s
                               char *error, size_t error_size)
 {
     if (fields && !json_is_object(fields)) {
-        s_error(error, error_size, "fields must be a JSON object");
+        fq_error_format(error, error_size, "fields must be a JSON object");
         return FQ_EINVAL;
     }
     for (size_t index = 0; index < self->field_count; index++) {

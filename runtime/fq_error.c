@@ -1,5 +1,7 @@
 /*  fq_error.c — text for the codes of fq_error.h. */
 #include "fq_error.h"
+#include <stdarg.h>
+#include <stdio.h>
 
 const char *fq_strerror(int err)
 {
@@ -29,4 +31,14 @@ const char *fq_err_name(int err)
     default:
         return "EUNKNOWN";
     }
+}
+
+void fq_error_format(char *error, size_t size, const char *format, ...)
+{
+    if (!error || size == 0)
+        return;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(error, size, format, args);
+    va_end(args);
 }

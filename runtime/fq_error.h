@@ -7,6 +7,8 @@
 #ifndef FQ_ERROR_H
 #define FQ_ERROR_H
 
+#include <stddef.h>
+
 #define FQ_ERRNO_MAP(X)                                                                            \
     X(EINVAL, "invalid argument")                                                                  \
     X(ENOMEM, "out of memory")                                                                     \
@@ -41,5 +43,11 @@ const char *fq_strerror(int err);
 
 //  The code's name ("ETIMEDOUT"); never NULL, static storage.
 const char *fq_err_name(int err);
+
+//  Writes a message (printf-style) into a caller's error buffer of size
+//  bytes, truncated to fit; does nothing when error is NULL or size 0.
+//  For functions that return a code and explain it in a buffer.
+void fq_error_format(char *error, size_t size, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

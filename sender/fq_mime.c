@@ -5,6 +5,7 @@
     with an error that names it, so an operator can find the template or
     recipient at fault.
 */
+#include "fq_error.h"
 #include "fq_mime.h"
 #include <inttypes.h>
 #include <limits.h>
@@ -164,19 +165,6 @@ static char *s_buf_finish(s_buf_t *buf, size_t *len)
 
 // --------------------------------------------------------------------------
 //  Character classes
-
-static void s_error(char *error, size_t error_size, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void s_error(char *error, size_t error_size, const char *format, ...)
-{
-    if (!error || error_size == 0)
-        return;
-    va_list args;
-    va_start(args, format);
-    vsnprintf(error, error_size, format, args);
-    va_end(args);
-}
 
 static bool s_is_printable_ascii(unsigned char c)
 {
@@ -486,7 +474,7 @@ static int s_check_extra_header(size_t index, const char *name, const char *valu
                                 size_t error_size)
 {
     if (!name || !*name || !value) {
-        s_error(error, error_size, "extra header %zu has no name or no value", index);
+        fq_error_format(error, error_size, "extra header %zu has no name or no value", index);
         return FQ_EINVAL;
     }
     size_t name_len = strlen(name);
@@ -494,26 +482,29 @@ static int s_check_extra_header(size_t index, const char *name, const char *valu
     for (size_t i = 0; i < name_len; i++) {
         unsigned char c = (unsigned char)name[i];
         if (!s_is_printable_ascii(c) || c == ' ' || c == ':') {
-            s_error(error, error_size,
-                    "extra header %zu: byte 0x%02X at %zu of its name is not allowed", index, c, i);
+            fq_error_format(error, error_size,
+                            "extra header %zu: byte 0x%02X at %zu of its name is not allowed",
+                            index, c, i);
             return FQ_EHEADER;
         }
     }
     for (size_t i = 0; i < S_RESERVED_COUNT; i++)
         if (strcasecmp(name, s_reserved_headers[i]) == 0) {
-            s_error(error, error_size, "header %s is written by fairq and cannot be given", name);
+            fq_error_format(error, error_size, "header %s is written by fairq and cannot be given",
+                            name);
             return FQ_EINVAL;
         }
     size_t value_len = strlen(value);
     for (size_t i = 0; i < value_len; i++)
         if (!s_is_printable_ascii((unsigned char)value[i]) && value[i] != '\t') {
-            s_error(error, error_size,
-                    "header %s holds a byte that is not printable ASCII (0x%02X) at %zu", name,
-                    (unsigned char)value[i], i);
+            fq_error_format(error, error_size,
+                            "header %s holds a byte that is not printable ASCII (0x%02X) at %zu",
+                            name, (unsigned char)value[i], i);
             return FQ_EHEADER;
         }
     if (name_len + strlen(": ") + value_len > S_LINE_MAX) {
-        s_error(error, error_size, "header %s is longer than %d characters", name, S_LINE_MAX);
+        fq_error_format(error, error_size, "header %s is longer than %d characters", name,
+                        S_LINE_MAX);
         return FQ_EINVAL;
     }
     return 0;
@@ -577,13 +568,14 @@ static int s_check_mailbox(const char *role, const char *mailbox, s_mailbox_t *b
     if (s_mailbox_parse(mailbox, box))
         return 0;
     if (mailbox && s_has_control(mailbox, strlen(mailbox))) {
-        s_error(error, error_size, "%s address holds a control character (CR, LF...)", role);
+        fq_error_format(error, error_size, "%s address holds a control character (CR, LF...)",
+                        role);
         return FQ_EHEADER;
     }
     if (!mailbox || !*mailbox)
-        s_error(error, error_size, "no %s address", role);
+        fq_error_format(error, error_size, "no %s address", role);
     else
-        s_error(error, error_size, "%s \"%s\" is not one address", role, mailbox);
+        fq_error_format(error, error_size, "%s \"%s\" is not one address", role, mailbox);
     return FQ_EINVAL;
 }
 
@@ -602,11 +594,12 @@ int fq_mime_render(const fq_delivery_t *msg, const fq_mime_options_t *options, c
         return rc;
     const char *subject = msg->subject ? msg->subject : "";
     if (s_has_control(subject, strlen(subject))) {
-        s_error(error, error_size, "subject holds a control character (CR, LF...)");
+        fq_error_format(error, error_size, "subject holds a control character (CR, LF...)");
         return FQ_EHEADER;
     }
     if (msg->nheaders > 0 && (!msg->header_names || !msg->header_values)) {
-        s_error(error, error_size, "%zu extra headers but no names or values", msg->nheaders);
+        fq_error_format(error, error_size, "%zu extra headers but no names or values",
+                        msg->nheaders);
         return FQ_EINVAL;
     }
     for (size_t i = 0; i < msg->nheaders; i++) {
@@ -625,8 +618,8 @@ int fq_mime_render(const fq_delivery_t *msg, const fq_mime_options_t *options, c
         domain_len = at ? (size_t)(from.addr + from.addr_len - domain) : 0;
     }
     if (!s_is_msgid_domain(domain, domain_len)) {
-        s_error(error, error_size, "no valid domain for the Message-ID (sender \"%.*s\")",
-                (int)from.addr_len, from.addr);
+        fq_error_format(error, error_size, "no valid domain for the Message-ID (sender \"%.*s\")",
+                        (int)from.addr_len, from.addr);
         return FQ_EINVAL;
     }
 
@@ -649,7 +642,7 @@ int fq_mime_render(const fq_delivery_t *msg, const fq_mime_options_t *options, c
 
     *text = s_buf_finish(&buf, len);
     if (!*text) {
-        s_error(error, error_size, "out of memory rendering message %" PRIu64, msg->id);
+        fq_error_format(error, error_size, "out of memory rendering message %" PRIu64, msg->id);
         return FQ_ENOMEM;
     }
     return 0;

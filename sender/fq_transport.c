@@ -6,6 +6,7 @@
     its subject, a bad address) will never render, so it fails for good;
     running out of memory is the one render failure worth retrying.
 */
+#include "fq_error.h"
 #include "fq_transport.h"
 #include "fq_mime.h"
 #include "fq_transport_smtp.h"
@@ -50,19 +51,6 @@ struct fq_transport {
     char mbox_sender[S_MBOX_SENDER_SIZE];
 };
 
-static void s_error(char *error, size_t error_size, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void s_error(char *error, size_t error_size, const char *format, ...)
-{
-    if (!error || error_size == 0)
-        return;
-    va_list args;
-    va_start(args, format);
-    vsnprintf(error, error_size, format, args);
-    va_end(args);
-}
-
 // --------------------------------------------------------------------------
 //  file
 
@@ -70,20 +58,20 @@ static int s_file_open(fq_transport_t *self, const fq_transport_config_t *cfg, c
                        size_t error_size)
 {
     if (!cfg->path || !*cfg->path) {
-        s_error(error, error_size, "file transport needs a path");
+        fq_error_format(error, error_size, "file transport needs a path");
         return -1;
     }
     self->path = strdup(cfg->path);
     if (!self->path) {
-        s_error(error, error_size, "out of memory");
+        fq_error_format(error, error_size, "out of memory");
         return -1;
     }
     //  O_APPEND: each write lands at the end even if another process
     //  appended since; the lock (s_file_append) keeps records whole.
     self->fd = open(cfg->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, S_FILE_MODE);
     if (self->fd < 0) {
-        s_error(error, error_size, "could not open %s for appending: %s", cfg->path,
-                strerror(errno));
+        fq_error_format(error, error_size, "could not open %s for appending: %s", cfg->path,
+                        strerror(errno));
         return -1;
     }
     char host[HOST_NAME_MAX + 1];
@@ -117,7 +105,8 @@ static fq_delivery_result_t s_file_append(fq_transport_t *self, const char *reco
 {
     while (flock(self->fd, LOCK_EX) != 0)
         if (errno != EINTR) {
-            s_error(error, error_size, "could not lock %s: %s", self->path, strerror(errno));
+            fq_error_format(error, error_size, "could not lock %s: %s", self->path,
+                            strerror(errno));
             return FQ_DELIVERY_TRANSIENT;
         }
     fq_delivery_result_t result = FQ_DELIVERY_OK;
@@ -126,7 +115,8 @@ static fq_delivery_result_t s_file_append(fq_transport_t *self, const char *reco
         int write_errno = errno;
         if (end >= 0 && ftruncate(self->fd, end) != 0)
             write_errno = errno;
-        s_error(error, error_size, "could not append to %s: %s", self->path, strerror(write_errno));
+        fq_error_format(error, error_size, "could not append to %s: %s", self->path,
+                        strerror(write_errno));
         result = FQ_DELIVERY_TRANSIENT;
     }
     flock(self->fd, LOCK_UN);
@@ -139,7 +129,7 @@ static fq_delivery_result_t s_file_deliver(fq_transport_t *self, const char *tex
     size_t record_len;
     char *record = fq_mime_mbox_record(text, len, self->mbox_sender, time(NULL), &record_len);
     if (!record) {
-        s_error(error, error_size, "out of memory");
+        fq_error_format(error, error_size, "out of memory");
         return FQ_DELIVERY_TRANSIENT;
     }
     fq_delivery_result_t result = s_file_append(self, record, record_len, error, error_size);
@@ -172,7 +162,7 @@ fq_transport_t *fq_transport_new(const fq_transport_config_t *cfg, char *error, 
     assert(cfg);
     s_kind_t kind;
     if (!cfg->kind || !*cfg->kind) {
-        s_error(error, error_size, "no transport kind (smtp, file or null)");
+        fq_error_format(error, error_size, "no transport kind (smtp, file or null)");
         return NULL;
     }
     if (strcmp(cfg->kind, "null") == 0)
@@ -182,25 +172,26 @@ fq_transport_t *fq_transport_new(const fq_transport_config_t *cfg, char *error, 
     else if (strcmp(cfg->kind, "smtp") == 0)
         kind = S_KIND_SMTP;
     else {
-        s_error(error, error_size, "unknown transport kind \"%s\" (smtp, file or null)", cfg->kind);
+        fq_error_format(error, error_size, "unknown transport kind \"%s\" (smtp, file or null)",
+                        cfg->kind);
         return NULL;
     }
     //  A bad domain here would fail every message: refuse it at start
     const char *domain = cfg->message_id_domain;
     if (domain && *domain && fq_mime_check_domain(domain) != 0) {
-        s_error(error, error_size, "message_id_domain \"%s\" is not a domain", domain);
+        fq_error_format(error, error_size, "message_id_domain \"%s\" is not a domain", domain);
         return NULL;
     }
 
     fq_transport_t *self = calloc(1, sizeof *self);
     if (!self) {
-        s_error(error, error_size, "out of memory");
+        fq_error_format(error, error_size, "out of memory");
         return NULL;
     }
     self->kind = kind;
     self->fd = -1;
     if (domain && *domain && !(self->message_id_domain = strdup(domain))) {
-        s_error(error, error_size, "out of memory");
+        fq_error_format(error, error_size, "out of memory");
         fq_transport_destroy(&self);
         return NULL;
     }

@@ -24,6 +24,7 @@
     marking them all dead would throw a whole campaign away, so it is
     transient and an operator sees its text in the retries.
 */
+#include "fq_error.h"
 #include "fq_transport_smtp.h"
 #include "fq_mime.h"
 #include <assert.h>
@@ -86,19 +87,6 @@ static CURLcode s_curl_init_rc;
 static void s_curl_init(void)
 {
     s_curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-static void s_error(char *error, size_t error_size, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void s_error(char *error, size_t error_size, const char *format, ...)
-{
-    if (!error || error_size == 0)
-        return;
-    va_list args;
-    va_start(args, format);
-    vsnprintf(error, error_size, format, args);
-    va_end(args);
 }
 
 // --------------------------------------------------------------------------
@@ -225,29 +213,30 @@ static int s_set_url(fq_smtp_t *self, const fq_transport_config_t *cfg, char *er
                      size_t error_size)
 {
     if (!cfg->url || !*cfg->url) {
-        s_error(error, error_size, "smtp transport needs a url (smtp://host:port)");
+        fq_error_format(error, error_size, "smtp transport needs a url (smtp://host:port)");
         return -1;
     }
     CURLU *url = curl_url();
     if (!url) {
-        s_error(error, error_size, "out of memory");
+        fq_error_format(error, error_size, "out of memory");
         return -1;
     }
     int rc = -1;
     char *scheme = NULL, *path = NULL, *full = NULL;
     CURLUcode uc = curl_url_set(url, CURLUPART_URL, cfg->url, 0);
     if (uc != CURLUE_OK)
-        s_error(error, error_size, "bad smtp url: %s", curl_url_strerror(uc));
+        fq_error_format(error, error_size, "bad smtp url: %s", curl_url_strerror(uc));
     else if (curl_url_get(url, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
              (strcmp(scheme, "smtp") != 0 && strcmp(scheme, "smtps") != 0))
-        s_error(error, error_size, "smtp url scheme \"%s\" is not smtp or smtps",
-                scheme ? scheme : "");
+        fq_error_format(error, error_size, "smtp url scheme \"%s\" is not smtp or smtps",
+                        scheme ? scheme : "");
     else if (cfg->helo && *cfg->helo && !s_is_helo_name(cfg->helo))
-        s_error(error, error_size, "helo \"%s\" is not a host name", cfg->helo);
+        fq_error_format(error, error_size, "helo \"%s\" is not a host name", cfg->helo);
     else if (cfg->helo && *cfg->helo &&
              (curl_url_get(url, CURLUPART_PATH, &path, 0) != CURLUE_OK || strcmp(path, "/") != 0)) {
         //  Two EHLO names: refuse rather than pick one
-        s_error(error, error_size, "smtp url has a path (an EHLO name) and helo is set too");
+        fq_error_format(error, error_size,
+                        "smtp url has a path (an EHLO name) and helo is set too");
     } else {
         char helo_path[S_HELO_MAX + sizeof "/"];
         snprintf(helo_path, sizeof helo_path, "/%s", cfg->helo ? cfg->helo : "");
@@ -255,7 +244,7 @@ static int s_set_url(fq_smtp_t *self, const fq_transport_config_t *cfg, char *er
         if ((has_helo && curl_url_set(url, CURLUPART_PATH, helo_path, 0) != CURLUE_OK) ||
             curl_url_get(url, CURLUPART_URL, &full, 0) != CURLUE_OK ||
             curl_easy_setopt(self->curl, CURLOPT_URL, full) != CURLE_OK)
-            s_error(error, error_size, "could not set the smtp url");
+            fq_error_format(error, error_size, "could not set the smtp url");
         else
             rc = 0;
     }
@@ -283,18 +272,19 @@ fq_smtp_t *fq_smtp_new(const fq_transport_config_t *cfg, char *error, size_t err
 {
     long use_ssl;
     if (s_use_ssl(cfg->starttls, &use_ssl) != 0) {
-        s_error(error, error_size, "starttls \"%s\" is not try, require or never", cfg->starttls);
+        fq_error_format(error, error_size, "starttls \"%s\" is not try, require or never",
+                        cfg->starttls);
         return NULL;
     }
     pthread_once(&s_curl_once, s_curl_init);
     if (s_curl_init_rc != CURLE_OK) {
-        s_error(error, error_size, "could not initialise libcurl: %s",
-                curl_easy_strerror(s_curl_init_rc));
+        fq_error_format(error, error_size, "could not initialise libcurl: %s",
+                        curl_easy_strerror(s_curl_init_rc));
         return NULL;
     }
     fq_smtp_t *self = calloc(1, sizeof *self);
     if (!self || !(self->curl = curl_easy_init())) {
-        s_error(error, error_size, "out of memory");
+        fq_error_format(error, error_size, "out of memory");
         free(self);
         return NULL;
     }
@@ -339,7 +329,8 @@ fq_smtp_t *fq_smtp_new(const fq_transport_config_t *cfg, char *error, size_t err
     S_SET(CURLOPT_UPLOAD, 1L);
 #undef S_SET
     if (rc != CURLE_OK) {
-        s_error(error, error_size, "could not configure libcurl: %s", curl_easy_strerror(rc));
+        fq_error_format(error, error_size, "could not configure libcurl: %s",
+                        curl_easy_strerror(rc));
         fq_smtp_destroy(&self);
     }
     return self;
@@ -379,14 +370,14 @@ static fq_delivery_result_t s_failure(fq_smtp_t *self, CURLcode rc, char *error,
     if (code / S_CODE_CLASS_DIVIDE < S_CODE_TRANSIENT)
         code = self->failure_code;
     if (self->failure[0] && code / S_CODE_CLASS_DIVIDE >= S_CODE_TRANSIENT) {
-        s_error(error, error_size, "%s", self->failure);
+        fq_error_format(error, error_size, "%s", self->failure);
         bool permanent =
             code / S_CODE_CLASS_DIVIDE == S_CODE_PERMANENT && self->failure_in_transaction;
         return permanent ? FQ_DELIVERY_PERMANENT : FQ_DELIVERY_TRANSIENT;
     }
     //  No reply to show: the connection failed, timed out, TLS failed
-    s_error(error, error_size, "%s",
-            self->curl_error[0] ? self->curl_error : curl_easy_strerror(rc));
+    fq_error_format(error, error_size, "%s",
+                    self->curl_error[0] ? self->curl_error : curl_easy_strerror(rc));
     return FQ_DELIVERY_TRANSIENT;
 }
 
@@ -397,12 +388,12 @@ fq_delivery_result_t fq_smtp_send(fq_smtp_t *self, const fq_delivery_t *msg, con
     char from[FQ_MIME_ADDRESS_SIZE], to[FQ_MIME_ADDRESS_SIZE];
     if (fq_mime_address(msg->from, from, sizeof from) != 0 ||
         fq_mime_address(msg->to, to, sizeof to) != 0) {
-        s_error(error, error_size, "sender or recipient is not one address");
+        fq_error_format(error, error_size, "sender or recipient is not one address");
         return FQ_DELIVERY_PERMANENT;
     }
     struct curl_slist *rcpt = curl_slist_append(NULL, to);
     if (!rcpt) {
-        s_error(error, error_size, "out of memory");
+        fq_error_format(error, error_size, "out of memory");
         return FQ_DELIVERY_TRANSIENT;
     }
     self->data = text;

@@ -2,38 +2,86 @@
 
     Applications submit with fairq.submit in their own transactions; every
     submit and every change of a request NOTIFYs fairq_requests at commit.
-    The intake LISTENs on a connection of its own and relays each burst of
-    notifications to the scheduler as one REQUESTS_CHANGED, which then
-    looks at the open requests at once instead of at its next slow poll.
-    After a lost connection it LISTENs again and tells the scheduler too,
-    since notifications sent meanwhile are gone. (The HTTP API's submit
-    goes through this actor as well, once it exists.) */
+    The intake LISTENs on a connection of its own, waits on its socket in
+    the actor's poll loop, and relays each burst of notifications to the
+    scheduler as one REQUESTS_CHANGED, so a new request is looked at within
+    a millisecond or two instead of at the next slow poll: the first
+    messages of a small request from a new tenant must not wait.
+
+    After a lost connection it connects again (fq_db.h), LISTENs again and
+    tells the scheduler too, since notifications sent meanwhile are gone.
+    (The HTTP API's submit will come through this actor as well.) */
 #include "fq_db.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"
 #include <stdlib.h>
 
-//  How often the connection is read for notifications: the latency a
-//  submit adds before the scheduler hears of it.
-#define S_LISTEN_POLL_MS 20
+//  How often the intake checks its connection while nothing arrives: a
+//  connection lost without the socket saying so is noticed this late, and
+//  a reconnect is tried at this pace at the fastest.
+#define S_CHECK_MS 500
 
 typedef struct {
     fq_pipeline_config_t *config;
+    fq_ctx_t *ctx; //  The intake's own context (fq_db calls back in its thread)
     fq_db_t *db;
-    bool connected; //  Was connected at the last look
+    int fd; //  The socket waited on, or -1
     uint64_t notifications;
 } s_self_t;
-
-static int s_listen(fq_store_t *store, void *arg)
-{
-    (void)arg;
-    return fq_store_listen(store, FQ_STORE_REQUESTS_CHANNEL);
-}
 
 static void s_tell_changed(fq_ctx_t *ctx)
 {
     fq_requests_changed_t changed = {.request = 0};
     fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_requests_changed_desc, &changed);
+}
+
+static void s_unwatch(s_self_t *self)
+{
+    if (self->fd >= 0)
+        fq_ctx_remove_fd_reader(self->ctx, self->fd);
+    self->fd = -1;
+}
+
+//  Reads the notifications that came; tells the scheduler if any did.
+static void s_read(s_self_t *self, fq_store_t *store)
+{
+    int count = fq_store_notifications(store);
+    if (count < 0) {
+        fq_db_failed(self->db, count);
+        s_unwatch(self);
+    } else if (count > 0) {
+        self->notifications += (uint64_t)count;
+        s_tell_changed(self->ctx);
+    }
+}
+
+static int s_on_readable(fq_ctx_t *ctx, void *state, int fd)
+{
+    (void)ctx;
+    (void)fd;
+    s_self_t *self = state;
+    fq_store_t *store = fq_db_store(self->db);
+    if (store)
+        s_read(self, store);
+    else
+        s_unwatch(self); //  A dead socket stays readable: stop polling it
+    return 0;
+}
+
+//  After each (re)connection: LISTEN, wait on the new socket, and have the
+//  scheduler look, for what was missed meanwhile.
+static int s_on_connect(fq_store_t *store, void *arg)
+{
+    s_self_t *self = arg;
+    int rc = fq_store_listen(store, FQ_STORE_REQUESTS_CHANNEL);
+    if (rc)
+        return rc;
+    s_unwatch(self);
+    self->fd = fq_store_socket(store);
+    if (self->fd >= 0 && fq_ctx_add_fd_reader(self->ctx, self->fd, s_on_readable) != 0)
+        self->fd = -1;
+    s_tell_changed(self->ctx);
+    return 0;
 }
 
 static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
@@ -42,41 +90,30 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     if (!self)
         return FQ_ENOMEM;
     self->config = args;
+    self->ctx = ctx;
+    self->fd = -1;
     self->db = fq_db_new(self->config->database, "intake");
     fq_tick_t tick = {.what = FQ_TICK_POLL};
-    if (!self->db || fq_timer_every(ctx, S_LISTEN_POLL_MS, &fq_tick_desc, &tick) < 0) {
+    if (!self->db || fq_timer_every(ctx, S_CHECK_MS, &fq_tick_desc, &tick) < 0) {
         fq_db_destroy(&self->db);
         free(self);
         return FQ_ENOMEM;
     }
-    fq_db_on_connect(self->db, s_listen, self);
-    self->connected = fq_db_store(self->db) != NULL;
+    fq_db_on_connect(self->db, s_on_connect, self);
     *state_p = self;
     return 0;
 }
 
 static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
 {
+    (void)ctx;
     s_self_t *self = state;
     if (msg->type != FQ_MSG_TICK)
         return 0;
+    //  Reconnects when due (s_on_connect then waits on the new socket)
     fq_store_t *store = fq_db_store(self->db);
-    if (!store) {
-        self->connected = false;
-        return 0;
-    }
-    if (!self->connected) {
-        self->connected = true;
-        s_tell_changed(ctx); //  Notifications may have been missed
-    }
-    int count = fq_store_notifications(store);
-    if (count < 0) {
-        fq_db_failed(self->db, count);
-        self->connected = false;
-    } else if (count > 0) {
-        self->notifications += (uint64_t)count;
-        s_tell_changed(ctx);
-    }
+    if (store)
+        s_read(self, store);
     return 0;
 }
 
@@ -84,6 +121,7 @@ static void s_stop(fq_ctx_t *ctx, void *state)
 {
     (void)ctx;
     s_self_t *self = state;
+    s_unwatch(self);
     fq_db_destroy(&self->db);
     free(self);
 }

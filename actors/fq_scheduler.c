@@ -13,7 +13,7 @@
     of the active tenants, whatever the campaign's backlog.
 
     It also starts splitting: a request with recipients still stored in
-    chunks goes to a splitter (request id modulo the pool), which reports
+    chunks goes to the splitter with the fewest requests, which reports
     each chunk back, so its first messages go out after one chunk. */
 #include "fq_db.h"
 #include "fq_fairness.h"
@@ -39,8 +39,9 @@
 #define S_RETRY_BATCH   500
 #define S_RETRY_LEASE_S 300
 
-//  A NOTIFY is acted upon after this, so a burst of submits makes one poll.
-#define S_SOON_MS 50
+//  A NOTIFY is acted upon at once, but polls come at most this often, so a
+//  burst of submits makes a few polls, not one each.
+#define S_SOON_MS 20
 
 //  Credit comes back one ack at a time. Releasing each at once would make
 //  every DISPATCH carry one message, and the dispatcher load each row with
@@ -64,7 +65,7 @@ typedef struct {
     int priority;
     int64_t released_at; //  zclock_mono() when first seen let go; 0 = held
     uint64_t epoch;      //  The last poll that saw the request open
-    bool splitting;      //  A splitter is on it
+    int splitter;        //  The splitter on it (index), or -1
     bool split_done;     //  Every message row exists
 } s_known_t;
 
@@ -87,6 +88,8 @@ typedef struct {
     fq_due_request_t *due;
     fq_due_message_t *retries;
     bool soon_armed;
+    int64_t last_poll;               //  zclock_mono() of the last poll
+    int splitting[FQ_SPLITTERS_MAX]; //  Requests each splitter is on
     bool pump_armed;
     uint64_t dispatched, requeued, retries_claimed;
 } s_self_t;
@@ -201,14 +204,31 @@ static void s_pump_soon(fq_ctx_t *ctx, s_self_t *self)
 //  ---------------------------------------------------------------------
 //  Polling the open requests and the due retries
 
+//  Hands a request to the splitter with the fewest requests: a splitter
+//  takes its requests' chunks in turn, so a small request sent to the one
+//  busy with a campaign would wait for a chunk of it (10,000 rows).
 static void s_split(fq_ctx_t *ctx, s_self_t *self, int64_t request_id, s_known_t *known)
 {
+    int best = 0;
+    for (int i = 1; i < self->config->splitters; i++)
+        if (self->splitting[i] < self->splitting[best])
+            best = i;
     char path[64];
-    snprintf(path, sizeof path, FQ_PATH_SPLITTER_PREFIX "%d",
-             (int)(request_id % self->config->splitters) + 1);
+    snprintf(path, sizeof path, FQ_PATH_SPLITTER_PREFIX "%d", best + 1);
     fq_split_t split = {.request = (uint64_t)request_id};
-    if (fq_tell(ctx, path, &fq_split_desc, &split) == 0)
-        known->splitting = true;
+    if (fq_tell(ctx, path, &fq_split_desc, &split) == 0) {
+        known->splitter = best;
+        self->splitting[best]++;
+    }
+}
+
+//  The splitter is done with the request (or failed: the next poll tries
+//  again).
+static void s_split_over(s_self_t *self, s_known_t *known)
+{
+    if (known->splitter >= 0)
+        self->splitting[known->splitter]--;
+    known->splitter = -1;
 }
 
 //  Takes in one open request seen by a poll.
@@ -221,6 +241,7 @@ static void s_open(fq_ctx_t *ctx, s_self_t *self, const fq_due_request_t *due)
         //  order (paged again from scan_from; the dispatcher skips the
         //  messages already in flight)
         fq_fairness_request_remove(self->fairness, due->id);
+        s_split_over(self, known);
         zhashx_delete(self->known, S_KEY(due->id));
         known = NULL;
     }
@@ -228,8 +249,10 @@ static void s_open(fq_ctx_t *ctx, s_self_t *self, const fq_due_request_t *due)
         known = calloc(1, sizeof *known);
         if (!known)
             return;
-        *known = (s_known_t){
-            .tenant_id = due->tenant_id, .priority = due->priority, .split_done = due->split_done};
+        *known = (s_known_t){.tenant_id = due->tenant_id,
+                             .priority = due->priority,
+                             .splitter = -1,
+                             .split_done = due->split_done};
         zhashx_insert(self->known, S_KEY(due->id), known);
         fq_fairness_request_add(self->fairness, due->id, due->tenant_id, due->priority,
                                 due->scan_from, due->split_done);
@@ -244,12 +267,13 @@ static void s_open(fq_ctx_t *ctx, s_self_t *self, const fq_due_request_t *due)
         }
     }
     known->epoch = self->epoch;
-    if (!due->split_done && !known->splitting)
+    if (!due->split_done && known->splitter < 0)
         s_split(ctx, self, due->id, known);
 }
 
 static void s_poll(fq_ctx_t *ctx, s_self_t *self)
 {
+    self->last_poll = zclock_mono();
     fq_store_t *store = fq_db_store(self->db);
     if (!store)
         return;
@@ -270,6 +294,7 @@ static void s_poll(fq_ctx_t *ctx, s_self_t *self)
             zlistx_add_end(gone, (void *)zhashx_cursor(self->known));
     for (void *key = gone ? zlistx_first(gone) : NULL; key; key = zlistx_next(gone)) {
         fq_fairness_request_remove(self->fairness, (int64_t)(uintptr_t)key);
+        s_split_over(self, zhashx_lookup(self->known, key));
         zhashx_delete(self->known, key);
     }
     zlistx_destroy(&gone);
@@ -316,11 +341,11 @@ static void s_split_done(fq_ctx_t *ctx, s_self_t *self, const fq_split_done_t *d
     if (!known || done->request == 0)
         return;
     if (*done->error) {
-        known->splitting = false; //  The next poll tries again
+        s_split_over(self, known); //  The next poll tries again
         return;
     }
     if (done->last) {
-        known->splitting = false;
+        s_split_over(self, known);
         known->split_done = true;
     }
     if (done->split > 0 || done->last) {
@@ -414,12 +439,17 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
             s_split_done(ctx, self, &done);
         break;
     }
-    case FQ_MSG_REQUESTS_CHANGED:
-        if (!self->soon_armed) {
+    case FQ_MSG_REQUESTS_CHANGED: {
+        int64_t since = zclock_mono() - self->last_poll;
+        if (since >= S_SOON_MS)
+            s_poll(ctx, self);
+        else if (!self->soon_armed) {
             fq_tick_t tick = {.what = FQ_TICK_SOON};
-            self->soon_armed = fq_timer_once(ctx, S_SOON_MS, &fq_tick_desc, &tick) > 0;
+            self->soon_armed =
+                fq_timer_once(ctx, (int)(S_SOON_MS - since), &fq_tick_desc, &tick) > 0;
         }
         break;
+    }
     case FQ_MSG_TICK: {
         fq_tick_t tick;
         if (fq_msg_decode(msg, &fq_tick_desc, &tick) != 0)

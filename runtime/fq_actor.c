@@ -28,8 +28,10 @@ typedef struct {
 } s_ask_t;
 
 typedef struct {
-    zsock_t *sock;
+    zsock_t *sock; //  A socket to read, or NULL for a file descriptor
     fq_reader_fn *fn;
+    int fd; //  With sock NULL
+    fq_fd_reader_fn *fd_fn;
 } s_reader_t;
 
 struct fq_ctx {
@@ -399,7 +401,8 @@ static int s_rebuild_pollset(fq_ctx_t *ctx)
     size_t first_reader = i;
     for (s_reader_t *reader = zlistx_first(ctx->readers); reader;
          reader = zlistx_next(ctx->readers)) {
-        items[i] = (zmq_pollitem_t){zsock_resolve(reader->sock), 0, ZMQ_POLLIN, 0};
+        items[i] = reader->sock ? (zmq_pollitem_t){zsock_resolve(reader->sock), 0, ZMQ_POLLIN, 0}
+                                : (zmq_pollitem_t){NULL, reader->fd, ZMQ_POLLIN, 0};
         owners[i++] = reader;
     }
     ctx->nitems = i;
@@ -429,8 +432,12 @@ static void s_poll_once(fq_ctx_t *ctx)
     size_t nready = 0;
     void *ready[ctx->nitems];
     bool reader_ready[ctx->nitems];
+    //  A descriptor at its end (a closed pipe, a failed connection) may say
+    //  so with POLLHUP or POLLERR alone, which zmq_poll reports as
+    //  ZMQ_POLLERR: its reader runs then too, to see the end and remove it
+    //  (else poll would return at once, for ever)
     for (size_t i = 2; i < ctx->nitems; i++)
-        if (ctx->items[i].revents & ZMQ_POLLIN) {
+        if (ctx->items[i].revents & (ZMQ_POLLIN | (ctx->items[i].socket ? 0 : ZMQ_POLLERR))) {
             reader_ready[nready] = i >= first_reader;
             ready[nready++] = ctx->owners[i];
         }
@@ -443,7 +450,8 @@ static void s_poll_once(fq_ctx_t *ctx)
             s_child_exited(ctx, ready[i]);
         else if (ctx->exit_code == FQ_EXIT_RUNNING && zlistx_find(ctx->readers, ready[i])) {
             s_reader_t *reader = ready[i];
-            int status = reader->fn(ctx, ctx->state, reader->sock);
+            int status = reader->sock ? reader->fn(ctx, ctx->state, reader->sock)
+                                      : reader->fd_fn(ctx, ctx->state, reader->fd);
             if (status < 0)
                 s_exit(ctx, FQ_EXIT_FAILED, "reader failed: %s", fq_strerror(status));
         }
@@ -663,11 +671,35 @@ int fq_ctx_add_reader(fq_ctx_t *ctx, zsock_t *sock, fq_reader_fn *fn)
     return 0;
 }
 
+int fq_ctx_add_fd_reader(fq_ctx_t *ctx, int fd, fq_fd_reader_fn *fn)
+{
+    s_reader_t *reader = calloc(1, sizeof *reader);
+    if (!reader || fd < 0 || !zlistx_add_end(ctx->readers, reader)) {
+        free(reader);
+        return fd < 0 ? FQ_EINVAL : FQ_ENOMEM;
+    }
+    reader->fd = fd;
+    reader->fd_fn = fn;
+    ctx->rebuild = true;
+    return 0;
+}
+
+void fq_ctx_remove_fd_reader(fq_ctx_t *ctx, int fd)
+{
+    for (s_reader_t *reader = zlistx_first(ctx->readers); reader;
+         reader = zlistx_next(ctx->readers))
+        if (!reader->sock && reader->fd == fd) {
+            zlistx_delete(ctx->readers, zlistx_cursor(ctx->readers));
+            ctx->rebuild = true;
+            return;
+        }
+}
+
 void fq_ctx_remove_reader(fq_ctx_t *ctx, zsock_t *sock)
 {
     for (s_reader_t *reader = zlistx_first(ctx->readers); reader;
          reader = zlistx_next(ctx->readers))
-        if (reader->sock == sock) {
+        if (reader->sock && reader->sock == sock) {
             zlistx_delete(ctx->readers, zlistx_cursor(ctx->readers));
             ctx->rebuild = true;
             return;

@@ -128,6 +128,13 @@ typedef int(fq_reader_fn)(fq_ctx_t *ctx, void *state, zsock_t *sock);
 int fq_ctx_add_reader(fq_ctx_t *ctx, zsock_t *sock, fq_reader_fn *fn);
 void fq_ctx_remove_reader(fq_ctx_t *ctx, zsock_t *sock);
 
+//  The same for a file descriptor that is not a ZeroMQ socket (a libpq
+//  connection's socket, say): fn runs whenever fd is readable. The actor
+//  removes it before closing fd.
+typedef int(fq_fd_reader_fn)(fq_ctx_t *ctx, void *state, int fd);
+int fq_ctx_add_fd_reader(fq_ctx_t *ctx, int fd, fq_fd_reader_fn *fn);
+void fq_ctx_remove_fd_reader(fq_ctx_t *ctx, int fd);
+
 //  Re-delivers an already encoded envelope to address without decoding
 //  its body (the gateway uses this). Returns as fq_tell.
 int fq_forward(fq_ctx_t *ctx, const char *to, const void *frame, size_t size);

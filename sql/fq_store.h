@@ -220,6 +220,10 @@ void fq_message_rows_free(fq_message_rows_t *rows);
 //  LISTENs on channel with this connection (again after a reconnect).
 int fq_store_listen(fq_store_t *self, const char *channel);
 
+//  The connection's socket, to wait on for notifications (it changes with
+//  each reconnect); -1 when not connected.
+int fq_store_socket(fq_store_t *self);
+
 //  Reads what the server sent without waiting and counts the notifications
 //  received since the last call. Returns the count, or FQ_EDB when the
 //  connection is lost.

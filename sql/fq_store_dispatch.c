@@ -82,6 +82,11 @@ int fq_store_listen(fq_store_t *self, const char *channel)
     return fq_store_exec(self, sql, "listen for notifications");
 }
 
+int fq_store_socket(fq_store_t *self)
+{
+    return self->conn && PQstatus(self->conn) == CONNECTION_OK ? PQsocket(self->conn) : -1;
+}
+
 int fq_store_notifications(fq_store_t *self)
 {
     if (!PQconsumeInput(self->conn) || PQstatus(self->conn) != CONNECTION_OK)

@@ -33,12 +33,16 @@ static void s_upkeep(s_self_t *self)
     fq_store_t *store = fq_db_store(self->db);
     if (!store)
         return;
-    int rc;
+    int rc, finished = 0;
     do {
         rc = fq_store_finish_requests(store, S_BATCH);
         if (rc > 0)
-            self->finished += (uint64_t)rc;
+            finished += rc;
     } while (rc == S_BATCH);
+    if (finished > 0) {
+        self->finished += (uint64_t)finished;
+        fq_log(FQ_LOG_INFO, "reaper: %d request%s done", finished, finished == 1 ? "" : "s");
+    }
     if (rc >= 0)
         rc = fq_store_advance_scan(store, S_BATCH, S_SCAN_WINDOW);
     if (rc >= 0 && zclock_mono() >= self->next_prune) {
@@ -46,8 +50,10 @@ static void s_upkeep(s_self_t *self)
         fq_prune_result_t pruned = {.more = true};
         while (rc >= 0 && pruned.more) {
             rc = fq_store_prune(store, self->config->retention_s, S_PRUNE_BATCH, &pruned);
-            if (rc == 0)
+            if (rc == 0 && pruned.requests > 0) {
                 self->pruned += (uint64_t)pruned.requests;
+                fq_log(FQ_LOG_INFO, "reaper: pruned %d finished requests", pruned.requests);
+            }
         }
     }
     if (rc < 0)

@@ -256,6 +256,9 @@ static void s_open(fq_ctx_t *ctx, s_self_t *self, const fq_due_request_t *due)
         zhashx_insert(self->known, S_KEY(due->id), known);
         fq_fairness_request_add(self->fairness, due->id, due->tenant_id, due->priority,
                                 due->scan_from, due->split_done);
+        fq_log(FQ_LOG_INFO, "scheduler: request %lld of tenant %lld is open (priority %d%s)",
+               (long long)due->id, (long long)due->tenant_id, due->priority,
+               due->split_done ? "" : ", splitting");
     } else if (!fq_fairness_request_held(self->fairness, due->id)) {
         int64_t now = zclock_mono();
         if (!known->released_at)

@@ -2,6 +2,8 @@
 #include "fq_gateway.h"
 #include "fq_system_internal.h"
 
+//  The reason given when a peer leaves with BYE.
+#define S_GOODBYE          "said goodbye"
 #define S_PROTOCOL_VERSION 1
 #define S_ZAP_DOMAIN       "fairq"
 
@@ -206,7 +208,11 @@ static void s_tell_terminated(s_self_t *self, const char *watcher, const char *t
 //  whatever it watched here is forgotten.
 static void s_peer_lost(s_self_t *self, s_peer_t *peer, const char *reason)
 {
-    zsys_warning("fairq gateway: peer %s lost: %s", peer->name, reason);
+    //  A peer that said goodbye left as it should; any other loss is news
+    if (strcmp(reason, S_GOODBYE) == 0)
+        zsys_info("fairq gateway: peer %s left: %s", peer->name, reason);
+    else
+        zsys_warning("fairq gateway: peer %s lost: %s", peer->name, reason);
     for (s_watch_t *watch = zlistx_first(peer->watches); watch; watch = zlistx_next(peer->watches))
         s_tell_terminated(self, watch->watcher, watch->target, true, reason);
     for (zlistx_t *names = zhashx_first(self->remote_watchers); names;
@@ -461,10 +467,10 @@ static void s_on_frame(s_self_t *self, zframe_t *routing_id, const char *key, co
         break;
     case FQ_MSG_GW_BYE:
         if (peer == self->server) {
-            s_peer_lost(self, peer, "said goodbye");
+            s_peer_lost(self, peer, S_GOODBYE);
             s_schedule_reconnect(self, "server said goodbye");
         } else
-            s_peer_lost(self, peer, "said goodbye");
+            s_peer_lost(self, peer, S_GOODBYE);
         break;
     case FQ_MSG_GW_WATCH:
         s_on_gw_watch(self, peer, &msg);

@@ -42,6 +42,9 @@ enum { S_EXIT_OK = 0, S_EXIT_FAILURE = 1, S_EXIT_USAGE = 2 };
 #define S_DEFAULT_DRAIN_TIMEOUT_MS 10000
 #define S_DISPATCHER_PATH          "/user/dispatcher"
 
+//  A CURVE public key in Z85 text.
+#define S_Z85_KEY_LEN 40
+
 //  The options, in one table: name, whether it takes a value, help.
 #define S_OPTIONS(X)                                                                               \
     X(CONNECT, "connect", "tcp://HOST:PORT of fairqd's gateway (required)")                        \
@@ -255,19 +258,23 @@ int main(int argc, char *argv[])
 
     bool insecure = s_true(s_value(values, S_OPT_INSECURE));
     const char *server_key = s_value(values, S_OPT_SERVER_KEY);
-    zcert_t *server_cert = NULL;
+    zconfig_t *server_cert = NULL;
     if (!insecure && !server_key && s_value(values, S_OPT_SERVER_CERT)) {
-        server_cert = zcert_load(s_value(values, S_OPT_SERVER_CERT));
-        if (!server_cert) {
-            fprintf(stderr, "%s: could not read --server-cert \"%s\"\n", S_PROGRAM,
-                    s_value(values, S_OPT_SERVER_CERT));
+        //  The public certificate alone, read as the ZPL file it is: zcert_load
+        //  would read PATH_secret too when it exists (fairqd's own secret, on
+        //  a host that runs both), and a sender has no business holding it
+        server_cert = zconfig_load(s_value(values, S_OPT_SERVER_CERT));
+        server_key = server_cert ? zconfig_get(server_cert, "curve/public-key", NULL) : NULL;
+        if (!server_key || strlen(server_key) != S_Z85_KEY_LEN) {
+            fprintf(stderr, "%s: could not read a public key from --server-cert \"%s\"\n",
+                    S_PROGRAM, s_value(values, S_OPT_SERVER_CERT));
+            zconfig_destroy(&server_cert);
             return S_EXIT_USAGE;
         }
-        server_key = zcert_public_txt(server_cert);
     }
     if (!insecure && (!server_key || !s_value(values, S_OPT_CERT))) {
         fprintf(stderr, "%s: CURVE needs --cert and --server-cert (or --insecure)\n", S_PROGRAM);
-        zcert_destroy(&server_cert);
+        zconfig_destroy(&server_cert);
         return S_EXIT_USAGE;
     }
 
@@ -283,7 +290,7 @@ int main(int argc, char *argv[])
                                    .heartbeat_ms = heartbeat_ms,
                                    .heartbeat_timeout_ms = heartbeat_timeout_ms};
     int rc = sys ? fq_gateway_start(sys, &gateway) : FQ_ENOMEM;
-    zcert_destroy(&server_cert);
+    zconfig_destroy(&server_cert);
     if (rc == 0)
         rc = fq_sender_start(sys, &config);
     if (rc) {

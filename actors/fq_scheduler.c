@@ -12,9 +12,13 @@
     therefore served at the next free slot of its turn, within one round
     of the active tenants, whatever the campaign's backlog.
 
-    It also starts splitting: a request with recipients still stored in
-    chunks goes to the splitter with the fewest requests, which reports
-    each chunk back, so its first messages go out after one chunk. */
+    It also feeds the splitters, one chunk at a time (a pull, as with the
+    senders): a request with recipients still stored in chunks waits in a
+    split queue, an idle splitter gets its next chunk, and a request with
+    chunks left goes to the back of the queue, so big requests take turns
+    chunk by chunk and each one's first messages go out after one chunk.
+    Small requests have a queue of their own, served first: a 3-recipient
+    request must not wait behind a hundred campaigns' chunks of 10,000. */
 #include "fq_db.h"
 #include "fq_fairness.h"
 #include "fq_intkeys.h"
@@ -66,6 +70,8 @@ typedef struct {
     int64_t released_at; //  zclock_mono() when first seen let go; 0 = held
     uint64_t epoch;      //  The last poll that saw the request open
     int splitter;        //  The splitter on it (index), or -1
+    bool queued;         //  Waiting in a split queue
+    bool small;          //  Goes to the express split queue
     bool split_done;     //  Every message row exists
 } s_known_t;
 
@@ -88,8 +94,9 @@ typedef struct {
     fq_due_request_t *due;
     fq_due_message_t *retries;
     bool soon_armed;
-    int64_t last_poll;               //  zclock_mono() of the last poll
-    int splitting[FQ_SPLITTERS_MAX]; //  Requests each splitter is on
+    int64_t last_poll;                   //  zclock_mono() of the last poll
+    int64_t splitting[FQ_SPLITTERS_MAX]; //  Request each splitter is on, 0 = idle
+    zlistx_t *express, *queue;           //  Request ids waiting for a splitter
     bool pump_armed;
     uint64_t dispatched, requeued, retries_claimed;
 } s_self_t;
@@ -204,35 +211,57 @@ static void s_pump_soon(fq_ctx_t *ctx, s_self_t *self)
 //  ---------------------------------------------------------------------
 //  Polling the open requests and the due retries
 
-//  Hands a request to the splitter with the fewest requests: a splitter
-//  takes its requests' chunks in turn, so a small request sent to the one
-//  busy with a campaign would wait for a chunk of it (10,000 rows).
-static void s_split(fq_ctx_t *ctx, s_self_t *self, int64_t request_id, s_known_t *known)
+//  Requests of at most this many recipients are split before the others'
+//  chunks: one chunk of theirs is quick, and waiting would be long.
+#define S_SMALL_SPLIT 1000
+
+//  Queues a request for its next chunk.
+static void s_split_queue(s_self_t *self, int64_t request_id, s_known_t *known)
 {
-    int best = 0;
-    for (int i = 1; i < self->config->splitters; i++)
-        if (self->splitting[i] < self->splitting[best])
-            best = i;
-    char path[64];
-    snprintf(path, sizeof path, FQ_PATH_SPLITTER_PREFIX "%d", best + 1);
-    fq_split_t split = {.request = (uint64_t)request_id};
-    if (fq_tell(ctx, path, &fq_split_desc, &split) == 0) {
-        known->splitter = best;
-        self->splitting[best]++;
+    if (known->queued || known->splitter >= 0)
+        return;
+    if (zlistx_add_end(known->small ? self->express : self->queue, S_KEY(request_id)))
+        known->queued = true;
+}
+
+//  Gives every idle splitter the next chunk: small requests first.
+static void s_split_feed(fq_ctx_t *ctx, s_self_t *self)
+{
+    for (int i = 0; i < self->config->splitters; i++) {
+        while (!self->splitting[i]) {
+            zlistx_t *from = zlistx_size(self->express) ? self->express : self->queue;
+            void *key = zlistx_first(from);
+            if (!key)
+                return;
+            zlistx_delete(from, zlistx_cursor(from));
+            s_known_t *known = zhashx_lookup(self->known, key);
+            if (!known || !known->queued)
+                continue; //  Gone meanwhile
+            known->queued = false;
+            char path[64];
+            snprintf(path, sizeof path, FQ_PATH_SPLITTER_PREFIX "%d", i + 1);
+            fq_split_t split = {.request = (uint64_t)(uintptr_t)key};
+            if (fq_tell(ctx, path, &fq_split_desc, &split) != 0)
+                return; //  The splitter is away: the next poll queues it again
+            known->splitter = i;
+            self->splitting[i] = (int64_t)(uintptr_t)key;
+        }
     }
 }
 
-//  The splitter is done with the request (or failed: the next poll tries
-//  again).
-static void s_split_over(s_self_t *self, s_known_t *known)
+//  A splitter finished a chunk of request_id (or failed on it): it is idle.
+static void s_split_over(s_self_t *self, int64_t request_id)
 {
-    if (known->splitter >= 0)
-        self->splitting[known->splitter]--;
-    known->splitter = -1;
+    for (int i = 0; i < self->config->splitters; i++)
+        if (self->splitting[i] == request_id)
+            self->splitting[i] = 0;
+    s_known_t *known = zhashx_lookup(self->known, S_KEY(request_id));
+    if (known)
+        known->splitter = -1;
 }
 
 //  Takes in one open request seen by a poll.
-static void s_open(fq_ctx_t *ctx, s_self_t *self, const fq_due_request_t *due)
+static void s_open(s_self_t *self, const fq_due_request_t *due)
 {
     fq_fairness_tenant_set(self->fairness, due->tenant_id, due->weight, due->max_inflight);
     s_known_t *known = zhashx_lookup(self->known, S_KEY(due->id));
@@ -241,7 +270,6 @@ static void s_open(fq_ctx_t *ctx, s_self_t *self, const fq_due_request_t *due)
         //  order (paged again from scan_from; the dispatcher skips the
         //  messages already in flight)
         fq_fairness_request_remove(self->fairness, due->id);
-        s_split_over(self, known);
         zhashx_delete(self->known, S_KEY(due->id));
         known = NULL;
     }
@@ -252,6 +280,7 @@ static void s_open(fq_ctx_t *ctx, s_self_t *self, const fq_due_request_t *due)
         *known = (s_known_t){.tenant_id = due->tenant_id,
                              .priority = due->priority,
                              .splitter = -1,
+                             .small = due->total <= S_SMALL_SPLIT,
                              .split_done = due->split_done};
         zhashx_insert(self->known, S_KEY(due->id), known);
         fq_fairness_request_add(self->fairness, due->id, due->tenant_id, due->priority,
@@ -270,8 +299,8 @@ static void s_open(fq_ctx_t *ctx, s_self_t *self, const fq_due_request_t *due)
         }
     }
     known->epoch = self->epoch;
-    if (!due->split_done && known->splitter < 0)
-        s_split(ctx, self, due->id, known);
+    if (!due->split_done && !known->split_done)
+        s_split_queue(self, due->id, known);
 }
 
 static void s_poll(fq_ctx_t *ctx, s_self_t *self)
@@ -287,7 +316,8 @@ static void s_poll(fq_ctx_t *ctx, s_self_t *self)
     }
     self->epoch++;
     for (int i = 0; i < n; i++)
-        s_open(ctx, self, &self->due[i]);
+        s_open(self, &self->due[i]);
+    s_split_feed(ctx, self);
     //  Requests no longer open (done, cancelled, paused, rescheduled to
     //  later) leave the rings; their prefetched ids are simply forgotten
     zlistx_t *gone = zlistx_new();
@@ -297,7 +327,6 @@ static void s_poll(fq_ctx_t *ctx, s_self_t *self)
             zlistx_add_end(gone, (void *)zhashx_cursor(self->known));
     for (void *key = gone ? zlistx_first(gone) : NULL; key; key = zlistx_next(gone)) {
         fq_fairness_request_remove(self->fairness, (int64_t)(uintptr_t)key);
-        s_split_over(self, zhashx_lookup(self->known, key));
         zhashx_delete(self->known, key);
     }
     zlistx_destroy(&gone);
@@ -340,21 +369,21 @@ static void s_settled(fq_ctx_t *ctx, s_self_t *self, const fq_settled_t *settled
 
 static void s_split_done(fq_ctx_t *ctx, s_self_t *self, const fq_split_done_t *done)
 {
+    if (done->request == 0)
+        return;
+    s_split_over(self, (int64_t)done->request);
     s_known_t *known = zhashx_lookup(self->known, S_KEY(done->request));
-    if (!known || done->request == 0)
-        return;
-    if (*done->error) {
-        s_split_over(self, known); //  The next poll tries again
-        return;
+    if (known && !*done->error) {
+        if (done->last)
+            known->split_done = true;
+        else
+            s_split_queue(self, (int64_t)done->request, known);
+        if (done->split > 0 || done->last)
+            fq_fairness_request_split(self->fairness, (int64_t)done->request, done->last);
     }
-    if (done->last) {
-        s_split_over(self, known);
-        known->split_done = true;
-    }
-    if (done->split > 0 || done->last) {
-        fq_fairness_request_split(self->fairness, (int64_t)done->request, done->last);
-        s_pump(ctx, self);
-    }
+    //  After an error the request waits for the next poll to queue it again
+    s_split_feed(ctx, self);
+    s_pump(ctx, self);
 }
 
 static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
@@ -372,6 +401,8 @@ static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 
 static void s_destroy(s_self_t *self)
 {
+    zlistx_destroy(&self->express);
+    zlistx_destroy(&self->queue);
     fq_fairness_destroy(&self->fairness);
     zhashx_destroy(&self->known);
     fq_db_destroy(&self->db);
@@ -400,8 +431,10 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->page = malloc((size_t)self->config->prefetch * sizeof *self->page);
     self->due = malloc(S_OPEN_MAX * sizeof *self->due);
     self->retries = malloc(S_RETRY_BATCH * sizeof *self->retries);
-    if (!self->fairness || !self->known || !self->db || !self->page || !self->due ||
-        !self->retries) {
+    self->express = zlistx_new();
+    self->queue = zlistx_new();
+    if (!self->express || !self->queue || !self->fairness || !self->known || !self->db ||
+        !self->page || !self->due || !self->retries) {
         s_destroy(self);
         return FQ_ENOMEM;
     }

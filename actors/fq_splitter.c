@@ -2,11 +2,9 @@
 
     A SPLIT names a request; the splitter writes its next stored chunk of
     recipients as message rows (COPY, one transaction with the chunk's
-    deletion: fq_store_split_chunk), tells the scheduler, and, if chunks
-    are left, sends itself the next SPLIT. That message queues behind the
-    SPLITs of other requests already waiting, so one huge request does not
-    hold a splitter while small ones wait: requests take turns chunk by
-    chunk, and the first messages of each can go out after one chunk.
+    deletion: fq_store_split_chunk) and tells the scheduler, which decides
+    what it splits next (fq_scheduler.c): one chunk at a time, so requests
+    take turns chunk by chunk and small ones go first.
 
     Recipients are checked against the fields the templates use; a bad
     recipient is rejected alone (fairq.rejects), the others go on. */
@@ -87,10 +85,6 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
     fq_template_destroy(&body);
     fq_request_templates_free(&templates);
     fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_split_done_desc, &done);
-    if (rc == 0 && !done.last) {
-        fq_split_t next = {.request = request_id};
-        fq_tell(ctx, fq_self(ctx), &fq_split_desc, &next);
-    }
 }
 
 static int s_start(fq_ctx_t *ctx, void *args, void **state_p)

@@ -1059,7 +1059,7 @@ int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out)
         self,
         "SELECT r.id, r.tenant_id, r.priority, r.scan_from,"
         " NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id),"
-        " t.weight, t.max_inflight"
+        " t.weight, t.max_inflight, r.total"
         " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
         " WHERE r.status IN ('accepted', 'splitting', 'active', 'paused')"
         " AND r.status <> 'paused' AND r.send_at <= now()"
@@ -1075,7 +1075,8 @@ int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out)
                                     .scan_from = fq_store_int64(res, i, 3),
                                     .split_done = PQgetvalue(res, i, 4)[0] == 't',
                                     .weight = (int)fq_store_int64(res, i, 5),
-                                    .max_inflight = (int)fq_store_int64(res, i, 6)};
+                                    .max_inflight = (int)fq_store_int64(res, i, 6),
+                                    .total = fq_store_int64(res, i, 7)};
     PQclear(res);
     return n;
 }

@@ -175,6 +175,7 @@ typedef struct {
     int priority;
     int64_t scan_from;
     bool split_done;  //  No recipients left to split
+    int64_t total;    //  Recipients submitted
     int weight;       //  The tenant's
     int max_inflight; //  The tenant's
 } fq_due_request_t;
@@ -433,6 +434,18 @@ int fq_store_finish_requests(fq_store_t *self, int limit);
 //  scheduler starts paging after a restart, so it never rereads a request's
 //  sent history. Returns how many requests moved.
 int fq_store_advance_scan(fq_store_t *self, int limit, int window);
+
+//  Keeps the planner's statistics of fairq.messages current: ANALYZEs it
+//  when more rows changed since the last analysis than it holds (at least
+//  FQ_STORE_ANALYZE_MIN_ROWS), so the statistics are redone each time the
+//  table doubles, O(log n) times while a campaign is split. A table that
+//  grew from nothing to a million rows in seconds is otherwise planned as
+//  nearly empty until autovacuum comes by, a minute later: due retries
+//  were then claimed by a sequential scan (120 ms each instead of 0.03 ms)
+//  and pages read with bitmap scans. Returns 1 when it analyzed, 0 when
+//  there was no need, or a negative code.
+#define FQ_STORE_ANALYZE_MIN_ROWS 10000
+int fq_store_refresh_stats(fq_store_t *self);
 
 typedef struct {
     int messages; //  Message rows deleted

@@ -954,7 +954,9 @@ int fq_store_refresh_stats(fq_store_t *self)
     PQclear(res);
     if (!stale)
         return 0;
-    rc = fq_store_exec(self, "ANALYZE fairq.messages", "analyze messages");
+    rc = fq_store_exec(
+        self, "ANALYZE fairq.messages (id, request_id, tenant_id, status, next_attempt_at)",
+        "analyze messages");
     return rc ? rc : 1;
 }
 

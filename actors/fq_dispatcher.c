@@ -36,6 +36,12 @@
 //  Room for a render or load error.
 #define S_ERROR_MAX 512
 
+//  Acks come one by one from the senders. Passing each on at once would
+//  wake the store and the scheduler once per message; they are gathered
+//  until the mailbox is empty (the behaviour's idle) or S_ANSWER_BATCH
+//  have come, and passed on in one message each.
+#define S_ANSWER_BATCH 128
+
 typedef struct {
     char *address; //  Where its messages go (fq://system/user/sender)
     char *name;
@@ -76,6 +82,8 @@ typedef struct {
     zhashx_t *templates; //  request id -> s_templates_t*, owned
     size_t template_bytes;
     s_settle_t done, requeue;
+    uint64_t *acks; //  Acks gathered for the store
+    uint32_t nacks_held, acks_capacity;
     int64_t withheld; //  Credit kept back while the database is away
     bool retry_armed;
     bool draining;
@@ -132,6 +140,19 @@ static void s_flush_settles(fq_ctx_t *ctx, s_self_t *self)
     s_settle_send(ctx, &self->requeue, true);
 }
 
+//  Passes the gathered acks on: to the store, and their settling (with the
+//  credit they give back) to the scheduler. The acks go first, so the
+//  store has them before a drain is answered.
+static void s_flush_answers(fq_ctx_t *ctx, s_self_t *self)
+{
+    if (self->nacks_held) {
+        fq_store_acks_t acks = {.ids = {self->nacks_held, self->acks}};
+        fq_tell(ctx, FQ_PATH_STORE, &fq_store_acks_desc, &acks);
+        self->nacks_held = 0;
+    }
+    s_flush_settles(ctx, self);
+}
+
 //  Counts a frame that did not decode, or came where it makes no sense.
 //  Logged at the 1st, 2nd, 4th, 8th, ... so a noisy peer cannot flood the log.
 static void s_malformed(s_self_t *self)
@@ -184,7 +205,7 @@ static void s_sender_gone(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, con
         zlistx_delete(self->turns, handle);
     fq_unwatch(ctx, sender->address);
     zhashx_delete(self->senders, sender->address);
-    s_flush_settles(ctx, self);
+    s_flush_answers(ctx, self);
 }
 
 //  A leaving sender that holds nothing more is gone.
@@ -316,9 +337,22 @@ static void s_ack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         return;
     s_answered(self, sender, ack.id);
     self->acked++;
-    fq_store_acks_t acks = {.ids = {1, &ack.id}};
-    fq_tell(ctx, FQ_PATH_STORE, &fq_store_acks_desc, &acks);
-    s_flush_settles(ctx, self);
+    if (self->nacks_held == self->acks_capacity) {
+        uint32_t capacity = self->acks_capacity ? self->acks_capacity * 2 : S_ANSWER_BATCH;
+        uint64_t *grown = realloc(self->acks, capacity * sizeof *grown);
+        if (!grown) {
+            //  Out of memory: this one goes on its own
+            fq_store_acks_t one = {.ids = {1, &ack.id}};
+            fq_tell(ctx, FQ_PATH_STORE, &fq_store_acks_desc, &one);
+            s_flush_settles(ctx, self);
+            return;
+        }
+        self->acks = grown;
+        self->acks_capacity = capacity;
+    }
+    self->acks[self->nacks_held++] = ack.id;
+    if (self->nacks_held >= S_ANSWER_BATCH || sender->leaving)
+        s_flush_answers(ctx, self);
     s_sender_check_left(ctx, self, sender);
 }
 
@@ -336,7 +370,7 @@ static void s_nack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     self->nacked++;
     fq_store_nack_t store = {.id = nack.id, .permanent = nack.permanent, .error = nack.error};
     fq_tell(ctx, FQ_PATH_STORE, &fq_store_nack_desc, &store);
-    s_flush_settles(ctx, self);
+    s_flush_answers(ctx, self);
     s_sender_check_left(ctx, self, sender);
 }
 
@@ -550,6 +584,7 @@ static void s_flight_free(void **item)
 
 static void s_destroy(s_self_t *self)
 {
+    free(self->acks);
     zhashx_destroy(&self->inflight);
     zlistx_destroy(&self->turns);
     zhashx_destroy(&self->senders);
@@ -652,6 +687,7 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
             fq_log(FQ_LOG_INFO, "dispatcher: draining, %zu messages in flight",
                    zhashx_size(self->inflight));
         self->draining = true;
+        s_flush_answers(ctx, self);
         fq_drained_t drained = {.left = (uint32_t)zhashx_size(self->inflight)};
         fq_reply(ctx, msg, &fq_drained_desc, &drained);
         break;
@@ -669,8 +705,14 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
 
 static void s_stop(fq_ctx_t *ctx, void *state)
 {
-    (void)ctx;
+    s_flush_answers(ctx, state); //  Acks gathered are not lost by a stop
     s_destroy(state);
 }
 
-const fq_behaviour_t fq_dispatcher_behaviour = {"dispatcher", s_start, s_receive, s_stop};
+static void s_idle(fq_ctx_t *ctx, void *state)
+{
+    s_flush_answers(ctx, state);
+}
+
+const fq_behaviour_t fq_dispatcher_behaviour = {
+    .name = "dispatcher", .start = s_start, .receive = s_receive, .stop = s_stop, .idle = s_idle};

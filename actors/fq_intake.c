@@ -126,4 +126,5 @@ static void s_stop(fq_ctx_t *ctx, void *state)
     free(self);
 }
 
-const fq_behaviour_t fq_intake_behaviour = {"intake", s_start, s_receive, s_stop};
+const fq_behaviour_t fq_intake_behaviour = {
+    .name = "intake", .start = s_start, .receive = s_receive, .stop = s_stop};

@@ -70,7 +70,6 @@ enum {
     FQ_TICK_FLUSH = 2, //  The store's batch deadline
     FQ_TICK_SOON = 3,  //  A poll asked for by a notification
     FQ_TICK_RETRY = 4, //  Try the database again
-    FQ_TICK_PUMP = 5,  //  Release the credit gathered meanwhile
 };
 
 #endif

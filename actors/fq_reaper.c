@@ -108,4 +108,5 @@ static void s_stop(fq_ctx_t *ctx, void *state)
     free(self);
 }
 
-const fq_behaviour_t fq_reaper_behaviour = {"reaper", s_start, s_receive, s_stop};
+const fq_behaviour_t fq_reaper_behaviour = {
+    .name = "reaper", .start = s_start, .receive = s_receive, .stop = s_stop};

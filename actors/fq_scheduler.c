@@ -47,15 +47,10 @@
 //  burst of submits makes a few polls, not one each.
 #define S_SOON_MS 20
 
-//  Credit comes back one ack at a time. Releasing each at once would make
-//  every DISPATCH carry one message, and the dispatcher load each row with
-//  a query of its own; instead credit gathers for up to S_PUMP_DELAY_MS
-//  (about 50 acks at 50,000 msgs/s) unless S_PUMP_AT_ONCE of it is free
-//  already. A millisecond is nothing to a mail, and batches make the
-//  database work per message small.
-#define S_PUMP_DELAY_MS 1
-#define S_PUMP_AT_ONCE  64
-
+//  Credit comes back with each burst of acks (SETTLED). Releasing it at
+//  once would make a DISPATCH per SETTLED; instead it is released when the
+//  mailbox is empty (the behaviour's idle), so a burst of settlements makes
+//  one DISPATCH and the dispatcher loads its rows with one query.
 //  A request paged to its end is let go by the fairness core while its
 //  last messages are in flight. If it is still open this long after, some
 //  of its messages are pending behind the cursor without being in flight
@@ -97,7 +92,7 @@ typedef struct {
     int64_t last_poll;                   //  zclock_mono() of the last poll
     int64_t splitting[FQ_SPLITTERS_MAX]; //  Request each splitter is on, 0 = idle
     zlistx_t *express, *queue;           //  Request ids waiting for a splitter
-    bool pump_armed;
+    bool pump_wanted;                    //  Credit came back: pump once the mailbox is empty
     uint64_t dispatched, requeued, retries_claimed;
 } s_self_t;
 
@@ -191,21 +186,6 @@ static void s_pump(fq_ctx_t *ctx, s_self_t *self)
         if (s_refill(self) != 0 && n < S_DISPATCH_BATCH)
             break;
     }
-}
-
-//  Pumps now when much credit is free, else soon (see S_PUMP_DELAY_MS).
-static void s_pump_soon(fq_ctx_t *ctx, s_self_t *self)
-{
-    if (self->credit >= S_PUMP_AT_ONCE) {
-        s_pump(ctx, self);
-        return;
-    }
-    if (self->pump_armed || self->credit <= 0)
-        return;
-    fq_tick_t tick = {.what = FQ_TICK_PUMP};
-    self->pump_armed = fq_timer_once(ctx, S_PUMP_DELAY_MS, &fq_tick_desc, &tick) > 0;
-    if (!self->pump_armed)
-        s_pump(ctx, self);
 }
 
 //  ---------------------------------------------------------------------
@@ -349,7 +329,7 @@ static void s_poll(fq_ctx_t *ctx, s_self_t *self)
 //  ---------------------------------------------------------------------
 //  Messages
 
-static void s_settled(fq_ctx_t *ctx, s_self_t *self, const fq_settled_t *settled)
+static void s_settled(s_self_t *self, const fq_settled_t *settled)
 {
     uint32_t n = settled->messages.count;
     if (settled->requests.count != n || settled->tenants.count != n)
@@ -364,7 +344,7 @@ static void s_settled(fq_ctx_t *ctx, s_self_t *self, const fq_settled_t *settled
         }
     }
     self->credit += settled->credit;
-    s_pump_soon(ctx, self);
+    self->pump_wanted = true; //  In s_idle, once the mailbox is empty
 }
 
 static void s_split_done(fq_ctx_t *ctx, s_self_t *self, const fq_split_done_t *done)
@@ -458,7 +438,7 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
     case FQ_MSG_SETTLED: {
         fq_settled_t settled;
         if (fq_msg_decode(msg, &fq_settled_desc, &settled) == 0)
-            s_settled(ctx, self, &settled);
+            s_settled(self, &settled);
         break;
     }
     case FQ_MSG_CREDIT_CHANGED: {
@@ -490,11 +470,6 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
         fq_tick_t tick;
         if (fq_msg_decode(msg, &fq_tick_desc, &tick) != 0)
             break;
-        if (tick.what == FQ_TICK_PUMP) {
-            self->pump_armed = false;
-            s_pump(ctx, self);
-            break;
-        }
         if (tick.what == FQ_TICK_SOON)
             self->soon_armed = false;
         s_poll(ctx, self);
@@ -515,4 +490,14 @@ static void s_stop(fq_ctx_t *ctx, void *state)
     s_destroy(state);
 }
 
-const fq_behaviour_t fq_scheduler_behaviour = {"scheduler", s_start, s_receive, s_stop};
+static void s_idle(fq_ctx_t *ctx, void *state)
+{
+    s_self_t *self = state;
+    if (self->pump_wanted) {
+        self->pump_wanted = false;
+        s_pump(ctx, self);
+    }
+}
+
+const fq_behaviour_t fq_scheduler_behaviour = {
+    .name = "scheduler", .start = s_start, .receive = s_receive, .stop = s_stop, .idle = s_idle};

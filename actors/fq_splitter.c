@@ -121,4 +121,5 @@ static void s_stop(fq_ctx_t *ctx, void *state)
     free(self);
 }
 
-const fq_behaviour_t fq_splitter_behaviour = {"splitter", s_start, s_receive, s_stop};
+const fq_behaviour_t fq_splitter_behaviour = {
+    .name = "splitter", .start = s_start, .receive = s_receive, .stop = s_stop};

@@ -213,4 +213,5 @@ static void s_stop(fq_ctx_t *ctx, void *state)
     s_destroy(self);
 }
 
-const fq_behaviour_t fq_store_writer_behaviour = {"store", s_start, s_receive, s_stop};
+const fq_behaviour_t fq_store_writer_behaviour = {
+    .name = "store", .start = s_start, .receive = s_receive, .stop = s_stop};

@@ -316,12 +316,18 @@ static void s_dispatch(fq_ctx_t *ctx, const void *data, size_t size)
 static void s_drain_mailbox(fq_ctx_t *ctx)
 {
     void *mailbox = zsock_resolve(ctx->cell->mailbox);
+    bool empty = false;
     for (int i = 0; i < S_MAILBOX_BATCH && ctx->exit_code == FQ_EXIT_RUNNING; i++) {
-        if (zmq_msg_recv(&ctx->frame, mailbox, ZMQ_DONTWAIT) < 0)
+        if (zmq_msg_recv(&ctx->frame, mailbox, ZMQ_DONTWAIT) < 0) {
+            empty = true;
             break;
+        }
         atomic_fetch_add_explicit(&ctx->cell->entry->handled, 1, memory_order_relaxed);
         s_dispatch(ctx, zmq_msg_data(&ctx->frame), zmq_msg_size(&ctx->frame));
     }
+    const fq_behaviour_t *behaviour = ctx->cell->behaviour;
+    if (empty && behaviour->idle && ctx->started && ctx->exit_code == FQ_EXIT_RUNNING)
+        behaviour->idle(ctx, ctx->state);
 }
 
 //  Commands on the pipe from the parent (or, for a guardian, the system).

@@ -43,11 +43,16 @@ int fq_msg_decode(const fq_msg_t *msg, const fq_msgdesc_t *desc, void *out);
 //  calls it again with the same args); receive handles one message and
 //  returns 0, or a negative code to fail (the parent's supervision then
 //  applies); stop releases the state and runs whenever start succeeded.
+//  idle, if set, runs each time the actor has handled every message that
+//  was waiting: an actor that gathers work per message (acks to write,
+//  credit to hand out) does it there once per burst instead of once per
+//  message, with no timer and no added wait.
 typedef struct {
     const char *name;
     int (*start)(fq_ctx_t *ctx, void *args, void **state_p);
     int (*receive)(fq_ctx_t *ctx, void *state, const fq_msg_t *msg);
     void (*stop)(fq_ctx_t *ctx, void *state);
+    void (*idle)(fq_ctx_t *ctx, void *state);
 } fq_behaviour_t;
 
 typedef enum {

@@ -163,8 +163,10 @@ static void s_worker_stop(fq_ctx_t *ctx, void *state)
     fq_transport_destroy(&transport);
 }
 
-static const fq_behaviour_t s_worker_behaviour = {"delivery worker", s_worker_start,
-                                                  s_worker_receive, s_worker_stop};
+static const fq_behaviour_t s_worker_behaviour = {.name = "delivery worker",
+                                                  .start = s_worker_start,
+                                                  .receive = s_worker_receive,
+                                                  .stop = s_worker_stop};
 
 //  ---------------------------------------------------------------------
 //  The sender actor
@@ -434,7 +436,8 @@ static void s_stop(fq_ctx_t *ctx, void *state)
     s_destroy(state);
 }
 
-static const fq_behaviour_t s_sender_behaviour = {"sender", s_start, s_receive, s_stop};
+static const fq_behaviour_t s_sender_behaviour = {
+    .name = "sender", .start = s_start, .receive = s_receive, .stop = s_stop};
 
 int fq_sender_start(fq_system_t *sys, const fq_sender_config_t *config)
 {

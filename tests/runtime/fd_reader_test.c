@@ -45,7 +45,8 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
     return 0;
 }
 
-static const fq_behaviour_t s_watcher = {"fd watcher", s_start, s_receive, NULL};
+static const fq_behaviour_t s_watcher = {
+    .name = "fd watcher", .start = s_start, .receive = s_receive};
 
 static void s_expect(fq_client_t *client, int64_t status, uint64_t value)
 {

@@ -42,6 +42,12 @@ enum { S_EXIT_OK = 0, S_EXIT_FAILURE = 1, S_EXIT_USAGE = 2 };
 #define S_DEFAULT_DRAIN_TIMEOUT_MS 10000
 #define S_DISPATCHER_PATH          "/user/dispatcher"
 
+//  ZeroMQ sockets per delivery worker (its pipe pair, mailbox and outbox,
+//  with room to spare), and for everything else (the gateway, the sender
+//  actor, clients).
+#define S_SOCKETS_PER_WORKER 8
+#define S_SOCKETS_BASE       256
+
 //  A CURVE public key in Z85 text.
 #define S_Z85_KEY_LEN 40
 
@@ -281,6 +287,10 @@ int main(int argc, char *argv[])
     char dispatcher[FQ_ADDRESS_MAX];
     snprintf(dispatcher, sizeof dispatcher, "%s%s", connect, S_DISPATCHER_PATH);
     config.dispatcher = dispatcher;
+    //  Each delivery worker takes a few ZeroMQ sockets; the default cap (1,024
+    //  sockets per context) must not be what limits the concurrency. Set
+    //  before the first socket exists.
+    zsys_set_max_sockets((size_t)concurrency * S_SOCKETS_PER_WORKER + S_SOCKETS_BASE);
     fq_system_config_t system_config = {.name = name};
     fq_system_t *sys = fq_system_new(&system_config);
     fq_gateway_config_t gateway = {.connect = connect,

@@ -14,8 +14,12 @@
 #include "fq_system.h"
 #include "fq_transport.h"
 
-#define FQ_SENDER_PATH    "/user/sender"
-#define FQ_SENDER_WORKERS 1000 //  Most workers (the concurrency)
+#define FQ_SENDER_PATH "/user/sender"
+//  Most delivery workers (the concurrency). Each is an actor with a few
+//  ZeroMQ sockets and an SMTP connection, and each socket holds a file
+//  descriptor: a few hundred stay well inside the usual 1,024 descriptors.
+//  Run more senders for more.
+#define FQ_SENDER_WORKERS 200
 
 typedef struct {
     const char *dispatcher; //  Address of fairqd's dispatcher

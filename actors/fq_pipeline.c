@@ -29,6 +29,21 @@ void fq_pipeline_config_free(void *config)
     }
 }
 
+//  How each actor's failure is handled. The scheduler and the dispatcher
+//  keep one account between them, in memory: the credit each sender has
+//  granted and the messages each holds. Restarting one of them alone would
+//  leave that account wrong (credit counted twice or never given back), so
+//  their failure escalates: fairqd exits and its supervisor (systemd)
+//  starts it again, which rebuilds everything from PostgreSQL and the
+//  senders' new HELLOs. The other actors hold nothing that is not in the
+//  database, and restart alone.
+static fq_strategy_t s_strategy(const fq_behaviour_t *behaviour)
+{
+    return behaviour == &fq_scheduler_behaviour || behaviour == &fq_dispatcher_behaviour
+               ? FQ_SUPERVISE_ESCALATE
+               : FQ_SUPERVISE_RESTART;
+}
+
 static int s_spawn(fq_system_t *sys, const char *name, const fq_behaviour_t *behaviour,
                    const fq_pipeline_config_t *config)
 {
@@ -37,6 +52,7 @@ static int s_spawn(fq_system_t *sys, const char *name, const fq_behaviour_t *beh
         return FQ_ENOMEM;
     fq_spawn_opts_t opts = fq_spawn_opts_default();
     opts.args_free = fq_pipeline_config_free;
+    opts.supervision.strategy = s_strategy(behaviour);
     int rc = fq_system_spawn(sys, name, behaviour, args, &opts);
     if (rc)
         fq_log(FQ_LOG_FATAL, "could not start /user/%s: %s", name, fq_strerror(rc));

@@ -31,12 +31,12 @@
     Usage: fq_bench_store [--recipients N] [--batch B] [--runs R] [--quick]
                           [--only split|acks]
 */
+//  libpq first: fq_bench_util.h then offers its PostgreSQL helpers
+#include <libpq-fe.h>
 #include "fq_bench_util.h"
 #include "fq_store.h"
 #include "fq_test_db.h"
 #include <errno.h>
-#include <libpq-fe.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -70,9 +70,6 @@
 //  own work for the same rows.
 #define S_TARGET_SPLIT_FRACTION 0.7 //  split rate / raw COPY rate
 #define S_TARGET_ACK_FRACTION   0.7 //  ack rate / raw UPDATE rate
-
-//  COPY data goes to libpq in pieces of about this size, as in the store.
-#define S_COPY_PIECE_BYTES (256 * 1024)
 
 //  How long the statistics of a backend may take to show. A backend that
 //  exits, or was told pg_stat_force_next_flush(), flushes at once; one
@@ -113,12 +110,7 @@ static const char *const s_required_fields[] = {"name"};
 
 #define S_STORE_TABLE "fairq.messages"
 
-static uint64_t s_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * S_NS_PER_S + (uint64_t)ts.tv_nsec;
-}
+#define S_PROGRAM "fq_bench_store"
 
 static double s_rate(uint64_t count, uint64_t start_ns, uint64_t end_ns)
 {
@@ -126,91 +118,7 @@ static double s_rate(uint64_t count, uint64_t start_ns, uint64_t end_ns)
 }
 
 //  ---------------------------------------------------------------------
-//  Text: a growable buffer for JSON, COPY rows and array literals
-
-//  A first allocation that holds an array literal of a few hundred ids
-#define S_TEXT_FIRST_CAPACITY 4096
-
-typedef struct {
-    char *data;
-    size_t size;
-    size_t capacity;
-} s_text_t;
-
-//  Appends printf-style; returns 0, or -1 when memory runs out.
-static int s_text_printf(s_text_t *self, const char *format, ...)
-{
-    for (;;) {
-        size_t room = self->capacity - self->size;
-        va_list args;
-        va_start(args, format);
-        int len = self->data ? vsnprintf(self->data + self->size, room, format, args) : 0;
-        va_end(args);
-        if (len < 0)
-            return -1;
-        if (self->data && (size_t)len < room) {
-            self->size += (size_t)len;
-            return 0;
-        }
-        size_t capacity = self->capacity ? 2 * self->capacity : S_TEXT_FIRST_CAPACITY;
-        while (capacity < self->size + (size_t)len + 1)
-            capacity *= 2;
-        char *data = realloc(self->data, capacity);
-        if (!data)
-            return -1;
-        self->data = data;
-        self->capacity = capacity;
-    }
-}
-
-static void s_text_free(s_text_t *self)
-{
-    free(self->data);
-    *self = (s_text_t){0};
-}
-
-//  ---------------------------------------------------------------------
 //  The benchmark's own connection: the raw floors, resets and statistics
-
-//  Checks res for the wanted status; says why not and returns -1 (res is
-//  cleared then), or returns 0 and leaves res to the caller.
-static int s_check(PGconn *conn, PGresult *res, ExecStatusType wanted, const char *what)
-{
-    if (res && PQresultStatus(res) == wanted)
-        return 0;
-    const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
-    fprintf(stderr, "fq_bench_store: could not %s: %s%s", what,
-            primary ? primary : PQerrorMessage(conn), primary ? "\n" : "");
-    PQclear(res);
-    return -1;
-}
-
-static int s_exec(PGconn *conn, const char *sql, const char *what)
-{
-    PGresult *res = PQexec(conn, sql);
-    if (s_check(conn, res, PGRES_COMMAND_OK, what))
-        return -1;
-    PQclear(res);
-    return 0;
-}
-
-//  Runs a query of one row and writes its first column to out (empty when
-//  NULL). Returns 0 or -1.
-static int s_value(PGconn *conn, const char *sql, const char *param, char *out, size_t size,
-                   const char *what)
-{
-    const char *params[] = {param};
-    PGresult *res = PQexecParams(conn, sql, param ? 1 : 0, NULL, params, NULL, NULL, 0);
-    if (s_check(conn, res, PGRES_TUPLES_OK, what))
-        return -1;
-    int rc = PQntuples(res) == 1 ? 0 : -1;
-    if (rc == 0)
-        snprintf(out, size, "%s", PQgetvalue(res, 0, 0));
-    else
-        fprintf(stderr, "fq_bench_store: could not %s: %d rows\n", what, PQntuples(res));
-    PQclear(res);
-    return rc;
-}
 
 typedef struct {
     long long updated; //  n_tup_upd
@@ -224,7 +132,7 @@ static int s_read_stats(PGconn *conn, const char *table, s_tup_stats_t *out)
                                  "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables"
                                  " WHERE relid = $1::regclass",
                                  1, NULL, params, NULL, NULL, 0);
-    if (s_check(conn, res, PGRES_TUPLES_OK, "read table statistics"))
+    if (fq_bench_check(S_PROGRAM, conn, res, PGRES_TUPLES_OK, "read table statistics"))
         return -1;
     int rc = PQntuples(res) == 1 ? 0 : -1;
     if (rc == 0)
@@ -243,13 +151,13 @@ static int s_hot_fraction(PGconn *conn, const char *table, const s_tup_stats_t *
                           long long expected, double *hot_fraction)
 {
     s_tup_stats_t after = *before;
-    uint64_t deadline = s_now_ns() + (uint64_t)S_STATS_WAIT_MS * S_NS_PER_MS;
+    uint64_t deadline = fq_bench_now_ns() + (uint64_t)S_STATS_WAIT_MS * S_NS_PER_MS;
     for (;;) {
         if (s_read_stats(conn, table, &after))
             return -1;
         if (after.updated - before->updated >= expected)
             break;
-        if (s_now_ns() > deadline) {
+        if (fq_bench_now_ns() > deadline) {
             fprintf(stderr, "fq_bench_store: statistics of %s show %lld updates of %lld\n", table,
                     after.updated - before->updated, expected);
             return -1;
@@ -288,51 +196,30 @@ typedef struct {
     fq_store_t *store;
     PGconn *conn; //  The benchmark's own
     int64_t tenant_id;
-    int64_t request_id; //  The run's request
-    int chunk_size;     //  fairq.chunk_size()
-    char *recipients;   //  The request's recipients, JSON, built once
-    int64_t *ids;       //  Message ids of the run, in id order
-    int64_t *raw_ids;   //  Their bench_raw counterparts
-    s_text_t text;      //  Scratch for COPY rows and array literals
+    int64_t request_id;   //  The run's request
+    int chunk_size;       //  fairq.chunk_size()
+    char *recipients;     //  The request's recipients, JSON, built once
+    int64_t *ids;         //  Message ids of the run, in id order
+    int64_t *raw_ids;     //  Their bench_raw counterparts
+    fq_bench_text_t text; //  Scratch for COPY rows and array literals
 } s_bench_t;
 
 //  The request's recipients as one JSON array.
 static char *s_recipients_json(uint64_t count)
 {
-    s_text_t json = {0};
-    int rc = s_text_printf(&json, "[");
+    fq_bench_text_t json = {0};
+    int rc = fq_bench_text_printf(&json, "[");
     for (uint64_t i = 0; i < count && rc == 0; i++)
-        rc = s_text_printf(&json, i ? "," S_RECIPIENT_JSON : S_RECIPIENT_JSON,
-                           (unsigned long long)i, (unsigned long long)(i % S_DOMAINS),
-                           (unsigned long long)i, (unsigned long long)i);
+        rc = fq_bench_text_printf(&json, i ? "," S_RECIPIENT_JSON : S_RECIPIENT_JSON,
+                                  (unsigned long long)i, (unsigned long long)(i % S_DOMAINS),
+                                  (unsigned long long)i, (unsigned long long)i);
     if (rc == 0)
-        rc = s_text_printf(&json, "]");
+        rc = fq_bench_text_printf(&json, "]");
     if (rc) {
-        s_text_free(&json);
+        fq_bench_text_free(&json);
         return NULL;
     }
     return json.data;
-}
-
-static int s_print_settings(s_bench_t *self)
-{
-    static const char *const names[] = {
-        "fsync",        "synchronous_commit", "shared_buffers", "wal_level", "full_page_writes",
-        "max_wal_size", "checkpoint_timeout"};
-    char version[128], value[64];
-    if (s_value(self->conn, "SELECT current_setting('server_version')", NULL, version,
-                sizeof version, "read the server version"))
-        return -1;
-    printf("server:     PostgreSQL %s\n", version);
-    printf("settings:  ");
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (s_value(self->conn, "SELECT current_setting($1)", names[i], value, sizeof value,
-                    "read a setting"))
-            return -1;
-        printf(" %s=%s", names[i], value);
-    }
-    printf("\n");
-    return 0;
 }
 
 //  Creates bench_raw: the columns, defaults, identity and indexes of
@@ -345,35 +232,26 @@ static int s_print_settings(s_bench_t *self)
 static int s_raw_setup(s_bench_t *self)
 {
     char options[256], count[32], raw_count[32];
-    if (s_exec(self->conn, "CREATE TABLE " S_RAW_TABLE " (LIKE " S_STORE_TABLE " INCLUDING ALL)",
-               "create " S_RAW_TABLE) ||
-        s_value(self->conn,
-                "SELECT coalesce(array_to_string(reloptions, ', '), '') FROM pg_class"
-                " WHERE oid = $1::regclass",
-                S_STORE_TABLE, options, sizeof options, "read the storage parameters"))
+    if (fq_bench_raw_create(S_PROGRAM, self->conn, S_RAW_TABLE, S_STORE_TABLE, options,
+                            sizeof options))
         return -1;
-    char sql[512];
-    if (options[0]) {
-        //  Catalog text, not user input: the parameters fairq.messages has
-        snprintf(sql, sizeof sql, "ALTER TABLE " S_RAW_TABLE " SET (%s)", options);
-        if (s_exec(self->conn, sql, "copy the storage parameters"))
-            return -1;
-    }
-    if (s_exec(self->conn,
-               "ALTER TABLE " S_STORE_TABLE " SET (autovacuum_enabled = off);"
-               "ALTER TABLE " S_RAW_TABLE " SET (autovacuum_enabled = off);"
-               "ALTER TABLE fairq.requests SET (autovacuum_enabled = off);"
-               "ALTER TABLE fairq.recipient_chunks SET (autovacuum_enabled = off,"
-               " toast.autovacuum_enabled = off)",
-               "turn autovacuum off") ||
-        s_value(self->conn, "SELECT count(*) FROM pg_index WHERE indrelid = $1::regclass",
-                S_STORE_TABLE, count, sizeof count, "count indexes") ||
-        s_value(self->conn, "SELECT count(*) FROM pg_index WHERE indrelid = $1::regclass",
-                S_RAW_TABLE, raw_count, sizeof raw_count, "count indexes") ||
-        s_value(self->conn,
-                "SELECT array_to_string(reloptions, ', ') FROM pg_class"
-                " WHERE oid = $1::regclass",
-                S_RAW_TABLE, options, sizeof options, "read the storage parameters"))
+    if (fq_bench_exec(S_PROGRAM, self->conn,
+                      "ALTER TABLE " S_STORE_TABLE " SET (autovacuum_enabled = off);"
+                      "ALTER TABLE " S_RAW_TABLE " SET (autovacuum_enabled = off);"
+                      "ALTER TABLE fairq.requests SET (autovacuum_enabled = off);"
+                      "ALTER TABLE fairq.recipient_chunks SET (autovacuum_enabled = off,"
+                      " toast.autovacuum_enabled = off)",
+                      "turn autovacuum off") ||
+        fq_bench_value(S_PROGRAM, self->conn,
+                       "SELECT count(*) FROM pg_index WHERE indrelid = $1::regclass", S_STORE_TABLE,
+                       count, sizeof count, "count indexes") ||
+        fq_bench_value(S_PROGRAM, self->conn,
+                       "SELECT count(*) FROM pg_index WHERE indrelid = $1::regclass", S_RAW_TABLE,
+                       raw_count, sizeof raw_count, "count indexes") ||
+        fq_bench_value(S_PROGRAM, self->conn,
+                       "SELECT array_to_string(reloptions, ', ') FROM pg_class"
+                       " WHERE oid = $1::regclass",
+                       S_RAW_TABLE, options, sizeof options, "read the storage parameters"))
         return -1;
     printf("raw floor:  " S_RAW_TABLE " (LIKE " S_STORE_TABLE " INCLUDING ALL: the same columns, "
            "defaults, identity and indexes, %s of %s) WITH (%s)\n",
@@ -407,8 +285,9 @@ static int s_bench_setup(s_bench_t *self, const s_options_t *opts)
                 PQerrorMessage(self->conn));
         return -1;
     }
-    if (s_print_settings(self) || s_value(self->conn, "SELECT fairq.chunk_size()", NULL, value,
-                                          sizeof value, "read the chunk size"))
+    if (fq_bench_print_settings(S_PROGRAM, self->conn) ||
+        fq_bench_value(S_PROGRAM, self->conn, "SELECT fairq.chunk_size()", NULL, value,
+                       sizeof value, "read the chunk size"))
         return -1;
     self->chunk_size = atoi(value);
     printf("database:   %s, %d migrations applied\n", self->conninfo, applied);
@@ -435,28 +314,29 @@ static void s_bench_destroy(s_bench_t *self)
     free(self->recipients);
     free(self->ids);
     free(self->raw_ids);
-    s_text_free(&self->text);
+    fq_bench_text_free(&self->text);
 }
 
 //  Empties the tables and submits the run's request (untimed).
 static int s_prepare_split(s_bench_t *self, const s_options_t *opts, double *submit_s)
 {
-    if (s_exec(self->conn,
-               "TRUNCATE fairq.requests, fairq.recipient_chunks, fairq.rejects, " S_STORE_TABLE
-               ", " S_RAW_TABLE " RESTART IDENTITY",
-               "empty the tables"))
+    if (fq_bench_exec(
+            S_PROGRAM, self->conn,
+            "TRUNCATE fairq.requests, fairq.recipient_chunks, fairq.rejects, " S_STORE_TABLE
+            ", " S_RAW_TABLE " RESTART IDENTITY",
+            "empty the tables"))
         return -1;
     fq_submit_t req = {.tenant = S_TENANT,
                        .from = S_FROM,
                        .subject = S_SUBJECT,
                        .body = S_BODY,
                        .recipients_json = self->recipients};
-    uint64_t start = s_now_ns();
+    uint64_t start = fq_bench_now_ns();
     if (fq_store_submit(self->store, &req, &self->request_id)) {
         fprintf(stderr, "fq_bench_store: %s\n", fq_store_error(self->store));
         return -1;
     }
-    *submit_s = (double)(s_now_ns() - start) / S_NS_PER_S;
+    *submit_s = (double)(fq_bench_now_ns() - start) / S_NS_PER_S;
     (void)opts;
     return 0;
 }
@@ -467,13 +347,13 @@ static int s_split_run(s_bench_t *self, const s_options_t *opts, double *rate)
     fq_split_result_t result;
     uint64_t split = 0, rejected = 0;
     int rc;
-    uint64_t start = s_now_ns();
+    uint64_t start = fq_bench_now_ns();
     while ((rc = fq_store_split_chunk(self->store, self->request_id, s_required_fields, S_NREQUIRED,
                                       &result)) == 1) {
         split += (uint64_t)result.split;
         rejected += (uint64_t)result.rejected;
     }
-    uint64_t end = s_now_ns();
+    uint64_t end = fq_bench_now_ns();
     if (rc < 0) {
         fprintf(stderr, "fq_bench_store: %s\n", fq_store_error(self->store));
         return -1;
@@ -488,52 +368,34 @@ static int s_split_run(s_bench_t *self, const s_options_t *opts, double *rate)
     return 0;
 }
 
+//  Row i of bench_raw's COPY: recipient i of the run's request.
+static int s_copy_row(fq_bench_text_t *text, uint64_t i, void *arg)
+{
+    s_bench_t *self = arg;
+    return fq_bench_text_printf(text, S_RECIPIENT_ROW, (long long)self->request_id,
+                                (long long)self->tenant_id, (unsigned long long)i,
+                                (unsigned long long)(i % S_DOMAINS), (unsigned long long)i,
+                                (unsigned long long)i);
+}
+
 //  COPYs rows first .. first + count - 1 into bench_raw, in one transaction.
 static int s_copy_chunk(s_bench_t *self, uint64_t first, uint64_t count)
 {
-    PGresult *res = PQexec(self->conn, S_RAW_COPY_SQL);
-    if (s_check(self->conn, res, PGRES_COPY_IN, "start COPY into " S_RAW_TABLE))
-        return -1;
-    PQclear(res);
-    s_text_t *text = &self->text;
-    text->size = 0;
-    int rc = 0;
-    for (uint64_t i = first; i < first + count && rc == 0; i++) {
-        rc = s_text_printf(text, S_RECIPIENT_ROW, (long long)self->request_id,
-                           (long long)self->tenant_id, (unsigned long long)i,
-                           (unsigned long long)(i % S_DOMAINS), (unsigned long long)i,
-                           (unsigned long long)i);
-        if (rc == 0 && text->size >= S_COPY_PIECE_BYTES) {
-            rc = PQputCopyData(self->conn, text->data, (int)text->size) == 1 ? 0 : -1;
-            text->size = 0;
-        }
-    }
-    if (rc == 0 && text->size)
-        rc = PQputCopyData(self->conn, text->data, (int)text->size) == 1 ? 0 : -1;
-    //  End the COPY either way, so the connection is usable again
-    if (PQputCopyEnd(self->conn, rc ? "fq_bench_store: COPY failed" : NULL) != 1)
-        rc = -1;
-    res = PQgetResult(self->conn);
-    if (s_check(self->conn, res, PGRES_COMMAND_OK, "COPY into " S_RAW_TABLE) == 0)
-        PQclear(res);
-    else
-        rc = -1;
-    while ((res = PQgetResult(self->conn)))
-        PQclear(res);
-    return rc;
+    return fq_bench_copy_rows(S_PROGRAM, self->conn, S_RAW_COPY_SQL, S_RAW_TABLE, &self->text,
+                              first, count, s_copy_row, self);
 }
 
 //  The split's floor: the same rows COPYed in chunks of the same size.
 static int s_copy_run(s_bench_t *self, const s_options_t *opts, double *rate)
 {
     uint64_t chunk = (uint64_t)self->chunk_size;
-    uint64_t start = s_now_ns();
+    uint64_t start = fq_bench_now_ns();
     for (uint64_t first = 0; first < opts->recipients; first += chunk) {
         uint64_t left = opts->recipients - first;
         if (s_copy_chunk(self, first, left < chunk ? left : chunk))
             return -1;
     }
-    *rate = s_rate(opts->recipients, start, s_now_ns());
+    *rate = s_rate(opts->recipients, start, fq_bench_now_ns());
     return 0;
 }
 
@@ -543,7 +405,7 @@ static int s_read_ids(s_bench_t *self, const char *table, uint64_t count, int64_
     char sql[128];
     snprintf(sql, sizeof sql, "SELECT id FROM %s ORDER BY id", table);
     PGresult *res = PQexec(self->conn, sql);
-    if (s_check(self->conn, res, PGRES_TUPLES_OK, "read message ids"))
+    if (fq_bench_check(S_PROGRAM, self->conn, res, PGRES_TUPLES_OK, "read message ids"))
         return -1;
     int rc = (uint64_t)PQntuples(res) == count ? 0 : -1;
     if (rc)
@@ -559,7 +421,7 @@ static int s_read_ids(s_bench_t *self, const char *table, uint64_t count, int64_
 static int s_ack_run(s_bench_t *self, const s_options_t *opts, double *rate)
 {
     uint64_t acked = 0;
-    uint64_t start = s_now_ns();
+    uint64_t start = fq_bench_now_ns();
     for (uint64_t first = 0; first < opts->recipients; first += opts->batch) {
         uint64_t left = opts->recipients - first;
         int applied = fq_store_ack_batch(self->store, self->ids + first,
@@ -570,7 +432,7 @@ static int s_ack_run(s_bench_t *self, const s_options_t *opts, double *rate)
         }
         acked += (uint64_t)applied;
     }
-    uint64_t end = s_now_ns();
+    uint64_t end = fq_bench_now_ns();
     if (acked != opts->recipients) {
         fprintf(stderr, "fq_bench_store: acked %llu of %llu messages\n", (unsigned long long)acked,
                 (unsigned long long)opts->recipients);
@@ -589,30 +451,18 @@ static int s_ack_run(s_bench_t *self, const s_options_t *opts, double *rate)
 //  The acks' floor: the same columns changed by a plain batched UPDATE.
 static int s_raw_ack_run(s_bench_t *self, const s_options_t *opts, double *rate)
 {
-    s_text_t *text = &self->text;
     uint64_t acked = 0;
-    uint64_t start = s_now_ns();
+    uint64_t start = fq_bench_now_ns();
     for (uint64_t first = 0; first < opts->recipients; first += opts->batch) {
         uint64_t left = opts->recipients - first;
-        uint64_t count = left < opts->batch ? left : opts->batch;
-        text->size = 0;
-        int rc = s_text_printf(text, "{");
-        for (uint64_t i = 0; i < count && rc == 0; i++)
-            rc = s_text_printf(text, i ? ",%lld" : "%lld", (long long)self->raw_ids[first + i]);
-        rc = rc ? rc : s_text_printf(text, "}");
-        if (rc) {
-            fprintf(stderr, "fq_bench_store: out of memory\n");
-            return -1;
-        }
-        const char *params[] = {text->data};
+        uint64_t count = left < opts->batch ? left : opts->batch, updated;
         //  One statement is one transaction, as in the store
-        PGresult *res = PQexecParams(self->conn, S_RAW_ACK_SQL, 1, NULL, params, NULL, NULL, 0);
-        if (s_check(self->conn, res, PGRES_COMMAND_OK, "update " S_RAW_TABLE))
+        if (fq_bench_update_ids(S_PROGRAM, self->conn, S_RAW_ACK_SQL, S_RAW_TABLE, &self->text,
+                                self->raw_ids + first, count, &updated))
             return -1;
-        acked += strtoull(PQcmdTuples(res), NULL, 10);
-        PQclear(res);
+        acked += updated;
     }
-    uint64_t end = s_now_ns();
+    uint64_t end = fq_bench_now_ns();
     if (acked != opts->recipients) {
         fprintf(stderr, "fq_bench_store: updated %llu of %llu rows\n", (unsigned long long)acked,
                 (unsigned long long)opts->recipients);
@@ -621,7 +471,7 @@ static int s_raw_ack_run(s_bench_t *self, const s_options_t *opts, double *rate)
     *rate = s_rate(acked, start, end);
     //  Flushed when this backend next goes idle, right after this query
     PGresult *res = PQexec(self->conn, "SELECT pg_stat_force_next_flush()");
-    if (s_check(self->conn, res, PGRES_TUPLES_OK, "flush statistics"))
+    if (fq_bench_check(S_PROGRAM, self->conn, res, PGRES_TUPLES_OK, "flush statistics"))
         return -1;
     PQclear(res);
     return 0;
@@ -634,7 +484,7 @@ static int s_raw_ack_run(s_bench_t *self, const s_options_t *opts, double *rate)
 //  the next part. Without it, whichever part came second ran slower.
 static int s_quiesce(s_bench_t *self)
 {
-    if (s_exec(self->conn, "CHECKPOINT", "checkpoint"))
+    if (fq_bench_exec(S_PROGRAM, self->conn, "CHECKPOINT", "checkpoint"))
         return -1;
     sync();
     return 0;
@@ -670,7 +520,8 @@ static int s_measure_acks(s_bench_t *self, const s_options_t *opts, int run, s_f
     bool raw_first = run % 2 != 0;
     //  A VACUUM makes both tables' pages alike (hint bits, visibility map)
     s_tup_stats_t before, raw_before;
-    if (s_exec(self->conn, "VACUUM (ANALYZE) " S_STORE_TABLE ", " S_RAW_TABLE, "vacuum") ||
+    if (fq_bench_exec(S_PROGRAM, self->conn, "VACUUM (ANALYZE) " S_STORE_TABLE ", " S_RAW_TABLE,
+                      "vacuum") ||
         s_read_ids(self, S_STORE_TABLE, opts->recipients, self->ids) ||
         s_read_ids(self, S_RAW_TABLE, opts->recipients, self->raw_ids) ||
         s_read_stats(self->conn, S_STORE_TABLE, &before) ||

@@ -1849,16 +1849,7 @@ static void s_print_header(const s_bench_t *self, const s_options_t *opts)
 {
     printf("fairq pipeline benchmark\n");
     printf("machine:    nproc %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
-#if defined(__OPTIMIZE__)
-    const char *build = "optimised";
-#else
-    const char *build = "NOT optimised: figures are not representative";
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-    const char *sanitizer = ", AddressSanitizer";
-#else
-    const char *sanitizer = "";
-#endif
+    const char *build = fq_bench_build(), *sanitizer = fq_bench_sanitizer();
     printf("build:      %s%s (this program; fairqd and fairq-sender are those below)\n", build,
            sanitizer);
     printf("programs:   %s\n            %s\n            run as " S_FAIRQD_LINK " and " S_SENDER_LINK

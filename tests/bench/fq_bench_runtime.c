@@ -710,16 +710,7 @@ static void s_print_header(const s_options_t *opts)
     printf("fairq runtime benchmark\n");
     printf("machine:  nproc %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
     s_print_cpu();
-#if defined(__OPTIMIZE__)
-    const char *build = "optimised";
-#else
-    const char *build = "NOT optimised: figures are not representative";
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-    const char *sanitizer = ", AddressSanitizer";
-#else
-    const char *sanitizer = "";
-#endif
+    const char *build = fq_bench_build(), *sanitizer = fq_bench_sanitizer();
     printf("build:    %s%s\n", build, sanitizer);
     //  Both frame sizes, so a reader sees the baseline moves the same bytes
     msgpack_sbuffer buf;

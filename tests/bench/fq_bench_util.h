@@ -15,6 +15,26 @@
 #include <string.h>
 #include <time.h>
 
+//  How this program was built, for the header of its output: figures of an
+//  unoptimised or sanitized build say nothing about speed.
+static inline const char *fq_bench_build(void)
+{
+#if defined(__OPTIMIZE__)
+    return "optimised";
+#else
+    return "NOT optimised: figures are not representative";
+#endif
+}
+
+static inline const char *fq_bench_sanitizer(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return ", AddressSanitizer";
+#else
+    return "";
+#endif
+}
+
 //  Most repetitions of one measurement (--runs).
 #define FQ_BENCH_MAX_RUNS 1000
 

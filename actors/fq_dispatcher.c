@@ -42,6 +42,11 @@
 //  have come, and passed on in one message each.
 #define S_ANSWER_BATCH 128
 
+//  Shortest wait before credit held back for a failing database is freed:
+//  a statement the database refuses while connected would otherwise be
+//  retried every millisecond.
+#define S_HOLD_MIN_MS 100
+
 typedef struct {
     char *address; //  Where its messages go (fq://system/user/sender)
     char *name;
@@ -435,6 +440,23 @@ static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t req
     return templates;
 }
 
+//  Keeps one pick's credit back while the database fails: the message goes
+//  back to the scheduler, and its credit is freed only when the database
+//  answers again (s_retry), so a failing query is not retried in a loop.
+static void s_hold(fq_ctx_t *ctx, s_self_t *self, uint64_t id, uint64_t request, uint64_t tenant)
+{
+    s_settle_add(&self->requeue, id, request, tenant, 0);
+    if (self->draining)
+        return;
+    self->withheld++;
+    if (!self->retry_armed) {
+        int delay = fq_db_retry_in_ms(self->db);
+        fq_tick_t tick = {.what = FQ_TICK_RETRY};
+        self->retry_armed = fq_timer_once(ctx, delay > S_HOLD_MIN_MS ? delay : S_HOLD_MIN_MS,
+                                          &fq_tick_desc, &tick) > 0;
+    }
+}
+
 //  Renders row and hands it to a sender with credit; a message that cannot
 //  be sent now is settled (requeued, or dead when it can never render).
 static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
@@ -446,7 +468,9 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
              tenant = (uint64_t)row->tenant_id;
     s_templates_t *templates = s_templates(self, store, row->request_id, &rc, error, sizeof error);
     if (!templates && (rc == FQ_EDB || rc == FQ_ENOMEM)) {
-        s_settle_add(&self->requeue, id, request, tenant, 1);
+        if (rc == FQ_EDB)
+            fq_db_failed(self->db, rc);
+        s_hold(ctx, self, id, request, tenant);
         return;
     }
     char *subject = NULL, *body = NULL;
@@ -468,7 +492,9 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
         fq_tell(ctx, FQ_PATH_STORE, &fq_store_nack_desc, &nack);
         s_settle_add(&self->done, id, request, tenant, 1);
     } else if (!sender)
-        s_settle_add(&self->requeue, id, request, tenant, 0); //  Its sender left meanwhile
+        //  Its sender left meanwhile, and its credit was withdrawn whole,
+        //  this pick's with it: the pick gives its credit back
+        s_settle_add(&self->requeue, id, request, tenant, 1);
     else {
         fq_message_t message = {.id = id,
                                 .tenant = templates->tenant,
@@ -481,8 +507,10 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
                                 .body_is_html = templates->body_is_html};
         s_flight_t *flight = malloc(sizeof *flight);
         if (!flight || fq_tell(ctx, sender->address, &fq_message_desc, &message) != 0) {
+            //  Not sent (its peer is going, most likely): the sender keeps
+            //  its credit and the pick gives its own back
             free(flight);
-            s_settle_add(&self->requeue, id, request, tenant, 0);
+            s_settle_add(&self->requeue, id, request, tenant, 1);
         } else {
             *flight = (s_flight_t){sender, row->request_id, row->tenant_id};
             zhashx_insert(self->inflight, S_KEY(id), flight);
@@ -496,6 +524,9 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
 }
 
 //  Picks from the scheduler: load their rows in one query, render, send.
+//  Each pick holds one credit the scheduler counted out; every way a pick
+//  ends without reaching a sender gives it back (or holds it, while the
+//  database fails), else the credit would be lost for good.
 static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispatch)
 {
     uint32_t n = dispatch->messages.count;
@@ -503,55 +534,52 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
         s_malformed(self);
         return;
     }
-    fq_store_t *store = self->draining ? NULL : fq_db_store(self->db);
+    const uint64_t *messages = dispatch->messages.items, *requests = dispatch->requests.items,
+                   *tenants = dispatch->tenants.items;
     int64_t *ids = malloc((n ? n : 1) * sizeof *ids);
-    uint32_t nids = 0;
-    for (uint32_t i = 0; i < n && ids; i++) {
-        uint64_t id = dispatch->messages.items[i];
-        //  Already in flight (its request was paged again): sent once is enough
-        if (zhashx_lookup(self->inflight, S_KEY(id)))
-            s_settle_add(&self->done, id, dispatch->requests.items[i], dispatch->tenants.items[i],
-                         1);
-        else
-            ids[nids++] = (int64_t)id;
-    }
-    fq_message_rows_t rows = {0};
-    int loaded = store && ids ? fq_store_load_messages(store, ids, nids, &rows) : FQ_EDB;
-    if (loaded < 0) {
-        //  Draining, or the database is away: back to the scheduler, and
-        //  the credit is kept back until the database answers again
-        if (store)
-            fq_db_failed(self->db, loaded);
+    zhashx_t *batch = zhashx_new(); //  id -> its index + 1, until its row is sent
+    if (!ids || !batch) {
         for (uint32_t i = 0; i < n; i++)
-            if (!zhashx_lookup(self->inflight, S_KEY(dispatch->messages.items[i])))
-                s_settle_add(&self->requeue, dispatch->messages.items[i],
-                             dispatch->requests.items[i], dispatch->tenants.items[i], 0);
-        if (!self->draining)
-            self->withheld += nids;
-        if (!self->draining && !self->retry_armed) {
-            fq_tick_t tick = {.what = FQ_TICK_RETRY};
-            self->retry_armed =
-                fq_timer_once(ctx, fq_db_retry_in_ms(self->db) + 1, &fq_tick_desc, &tick) > 0;
+            s_settle_add(&self->requeue, messages[i], requests[i], tenants[i], 1);
+        free(ids);
+        zhashx_destroy(&batch);
+        s_flush_settles(ctx, self);
+        return;
+    }
+    fq_intkeys_use(batch);
+    uint32_t nids = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        //  Already in flight (its request was paged again), or twice in this
+        //  batch (a retry claimed again): sent once is enough
+        if (messages[i] == 0 || zhashx_lookup(self->inflight, S_KEY(messages[i])) ||
+            zhashx_lookup(batch, S_KEY(messages[i])))
+            s_settle_add(&self->done, messages[i], requests[i], tenants[i], 1);
+        else {
+            zhashx_insert(batch, S_KEY(messages[i]), (void *)(uintptr_t)(i + 1));
+            ids[nids++] = (int64_t)messages[i];
         }
-    } else {
-        zhashx_t *found = zhashx_new();
-        if (found)
-            fq_intkeys_use(found);
-        for (int i = 0; i < loaded; i++) {
-            if (found)
-                zhashx_insert(found, S_KEY(rows.rows[i].id), &rows.rows[i]);
+    }
+    fq_store_t *store = self->draining ? NULL : fq_db_store(self->db);
+    fq_message_rows_t rows = {0};
+    int loaded = store ? fq_store_load_messages(store, ids, nids, &rows) : FQ_EDB;
+    if (loaded < 0 && store)
+        fq_db_failed(self->db, loaded);
+    for (int i = 0; i < loaded; i++)
+        if (zhashx_lookup(batch, S_KEY(rows.rows[i].id))) {
+            zhashx_delete(batch, S_KEY(rows.rows[i].id));
             s_send_row(ctx, self, store, &rows.rows[i]);
         }
-        //  Rows not loaded were cancelled or sent meanwhile: nothing to send
-        for (uint32_t i = 0; i < n && found; i++) {
-            uint64_t id = dispatch->messages.items[i];
-            if (!zhashx_lookup(found, S_KEY(id)) && !zhashx_lookup(self->inflight, S_KEY(id)))
-                s_settle_add(&self->done, id, dispatch->requests.items[i],
-                             dispatch->tenants.items[i], 1);
-        }
-        zhashx_destroy(&found);
-        fq_message_rows_free(&rows);
+    //  What is left was not sent: held while the database fails (or the
+    //  dispatcher drains), else cancelled or sent meanwhile, nothing to send
+    for (void *index = zhashx_first(batch); index; index = zhashx_next(batch)) {
+        uint32_t i = (uint32_t)(uintptr_t)index - 1;
+        if (loaded < 0)
+            s_hold(ctx, self, messages[i], requests[i], tenants[i]);
+        else
+            s_settle_add(&self->done, messages[i], requests[i], tenants[i], 1);
     }
+    zhashx_destroy(&batch);
+    fq_message_rows_free(&rows);
     free(ids);
     s_flush_settles(ctx, self);
 }
@@ -563,9 +591,10 @@ static void s_retry(fq_ctx_t *ctx, s_self_t *self)
     if (self->withheld == 0)
         return;
     if (!fq_db_store(self->db)) {
+        int delay = fq_db_retry_in_ms(self->db);
         fq_tick_t tick = {.what = FQ_TICK_RETRY};
-        self->retry_armed =
-            fq_timer_once(ctx, fq_db_retry_in_ms(self->db) + 1, &fq_tick_desc, &tick) > 0;
+        self->retry_armed = fq_timer_once(ctx, delay > S_HOLD_MIN_MS ? delay : S_HOLD_MIN_MS,
+                                          &fq_tick_desc, &tick) > 0;
         return;
     }
     fq_credit_changed_t changed = {.delta = self->withheld};

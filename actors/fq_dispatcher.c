@@ -88,7 +88,7 @@ typedef struct {
     size_t template_bytes;
     s_settle_t done, requeue;
     uint64_t *acks; //  Acks gathered for the store
-    uint32_t nacks_held, acks_capacity;
+    uint32_t acks_held, acks_capacity;
     int64_t withheld; //  Credit kept back while the database is away
     bool retry_armed;
     bool draining;
@@ -150,10 +150,10 @@ static void s_flush_settles(fq_ctx_t *ctx, s_self_t *self)
 //  store has them before a drain is answered.
 static void s_flush_answers(fq_ctx_t *ctx, s_self_t *self)
 {
-    if (self->nacks_held) {
-        fq_store_acks_t acks = {.ids = {self->nacks_held, self->acks}};
+    if (self->acks_held) {
+        fq_store_acks_t acks = {.ids = {self->acks_held, self->acks}};
         fq_tell(ctx, FQ_PATH_STORE, &fq_store_acks_desc, &acks);
-        self->nacks_held = 0;
+        self->acks_held = 0;
     }
     s_flush_settles(ctx, self);
 }
@@ -342,7 +342,7 @@ static void s_ack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         return;
     s_answered(self, sender, ack.id);
     self->acked++;
-    if (self->nacks_held == self->acks_capacity) {
+    if (self->acks_held == self->acks_capacity) {
         uint32_t capacity = self->acks_capacity ? self->acks_capacity * 2 : S_ANSWER_BATCH;
         uint64_t *grown = realloc(self->acks, capacity * sizeof *grown);
         if (!grown) {
@@ -355,8 +355,8 @@ static void s_ack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         self->acks = grown;
         self->acks_capacity = capacity;
     }
-    self->acks[self->nacks_held++] = ack.id;
-    if (self->nacks_held >= S_ANSWER_BATCH || sender->leaving)
+    self->acks[self->acks_held++] = ack.id;
+    if (self->acks_held >= S_ANSWER_BATCH || sender->leaving)
         s_flush_answers(ctx, self);
     s_sender_check_left(ctx, self, sender);
 }

@@ -26,7 +26,7 @@ typedef struct {
     fq_pipeline_config_t *config; //  Borrowed from the args
     fq_db_t *db;
     int64_t *acks;
-    size_t nacks_ok; //  Acks held
+    size_t acks_held; //  Acks held
     fq_nack_t *nacks;
     size_t nnacks;
     size_t capacity; //  Of each array: ack_batch
@@ -62,19 +62,19 @@ static void s_free_nacks(s_self_t *self, size_t count)
 //  database, which the log then says every time.
 static int s_flush(s_self_t *self)
 {
-    if (self->nacks_ok == 0 && self->nnacks == 0)
+    if (self->acks_held == 0 && self->nnacks == 0)
         return 0;
     fq_store_t *store = fq_db_store(self->db);
     if (!store)
         return -1;
-    if (self->nacks_ok) {
-        int rc = fq_store_ack_batch(store, self->acks, self->nacks_ok);
+    if (self->acks_held) {
+        int rc = fq_store_ack_batch(store, self->acks, self->acks_held);
         if (rc < 0) {
             fq_db_failed(self->db, rc);
             return -1;
         }
-        self->written_acks += self->nacks_ok;
-        self->nacks_ok = 0;
+        self->written_acks += self->acks_held;
+        self->acks_held = 0;
         self->batches++;
     }
     if (self->nnacks) {
@@ -101,7 +101,7 @@ static int s_retry_ms(s_self_t *self)
 //  Flushes now if the batch is full, else makes sure a deadline is set.
 static void s_after_add(fq_ctx_t *ctx, s_self_t *self)
 {
-    if (self->nacks_ok >= self->capacity || self->nnacks >= self->capacity) {
+    if (self->acks_held >= self->capacity || self->nnacks >= self->capacity) {
         if (s_flush(self) != 0)
             s_arm(ctx, self, s_retry_ms(self));
         return;
@@ -113,7 +113,7 @@ static void s_after_add(fq_ctx_t *ctx, s_self_t *self)
 //  past a batch rather than lose anything.
 static int s_reserve(s_self_t *self)
 {
-    if (self->nacks_ok < self->capacity && self->nnacks < self->capacity)
+    if (self->acks_held < self->capacity && self->nnacks < self->capacity)
         return 0;
     size_t capacity = self->capacity * 2;
     int64_t *acks = realloc(self->acks, capacity * sizeof *acks);
@@ -167,7 +167,7 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
         for (uint32_t i = 0; i < acks.ids.count; i++) {
             if (s_reserve(self))
                 return FQ_ENOMEM;
-            self->acks[self->nacks_ok++] = (int64_t)acks.ids.items[i];
+            self->acks[self->acks_held++] = (int64_t)acks.ids.items[i];
         }
         s_after_add(ctx, self);
         return 0;
@@ -192,7 +192,7 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
     case FQ_MSG_STATS_QUERY: {
         const char *const keys[] = {"acks_written", "nacks_written", "batches", "held"};
         const uint64_t values[] = {self->written_acks, self->written_nacks, self->batches,
-                                   self->nacks_ok + self->nnacks};
+                                   self->acks_held + self->nnacks};
         fq_stats_reply(ctx, msg, keys, values, sizeof keys / sizeof keys[0]);
         return 0;
     }
@@ -207,9 +207,9 @@ static void s_stop(fq_ctx_t *ctx, void *state)
     s_self_t *self = state;
     //  A last write of what is held; what cannot be written is sent again
     //  after the restart, as after a crash
-    if (s_flush(self) != 0 && self->nacks_ok + self->nnacks > 0)
+    if (s_flush(self) != 0 && self->acks_held + self->nnacks > 0)
         fq_log(FQ_LOG_WARNING, "store: stopping with %zu outcomes unwritten (they are sent again)",
-               self->nacks_ok + self->nnacks);
+               self->acks_held + self->nnacks);
     s_destroy(self);
 }
 

@@ -115,6 +115,23 @@ static fq_sender_config_t *s_config_dup(const fq_sender_config_t *config)
     return copy;
 }
 
+//  What a transport delivers, from a MSG (strings borrowed from it).
+static fq_delivery_t s_delivery_of(const fq_message_t *message)
+{
+    return (fq_delivery_t){.id = message->id,
+                           .tenant = message->tenant,
+                           .request_id = message->request,
+                           .attempt = message->attempt,
+                           .to = message->to,
+                           .from = message->from,
+                           .subject = message->subject,
+                           .body = message->body,
+                           .body_is_html = message->body_is_html,
+                           .nheaders = message->headers.count,
+                           .header_names = message->headers.keys,
+                           .header_values = message->headers.values};
+}
+
 //  ---------------------------------------------------------------------
 //  A delivery worker: one message at a time, its own transport (and so
 //  its own SMTP connection, reused from message to message)
@@ -137,18 +154,7 @@ static int s_worker_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
     fq_message_t message;
     if (msg->type != FQ_MSG_MESSAGE || fq_msg_decode(msg, &fq_message_desc, &message) != 0)
         return 0;
-    fq_delivery_t delivery = {.id = message.id,
-                              .tenant = message.tenant,
-                              .request_id = message.request,
-                              .attempt = message.attempt,
-                              .to = message.to,
-                              .from = message.from,
-                              .subject = message.subject,
-                              .body = message.body,
-                              .body_is_html = message.body_is_html,
-                              .nheaders = message.headers.count,
-                              .header_names = message.headers.keys,
-                              .header_values = message.headers.values};
+    fq_delivery_t delivery = s_delivery_of(&message);
     char error[S_ERROR_MAX] = "";
     fq_delivery_result_t outcome = fq_transport_deliver(state, &delivery, error, sizeof error);
     fq_delivered_t delivered = {.id = message.id, .outcome = (uint32_t)outcome, .error = error};
@@ -259,15 +265,7 @@ static void s_outcome_free(void **item)
 //  most of a null sender's work), and answers at once.
 static void s_deliver_inline(fq_ctx_t *ctx, s_self_t *self, const fq_message_t *message)
 {
-    fq_delivery_t delivery = {.id = message->id,
-                              .tenant = message->tenant,
-                              .request_id = message->request,
-                              .attempt = message->attempt,
-                              .to = message->to,
-                              .from = message->from,
-                              .subject = message->subject,
-                              .body = message->body,
-                              .body_is_html = message->body_is_html};
+    fq_delivery_t delivery = s_delivery_of(message);
     char error[S_ERROR_MAX] = "";
     fq_delivery_result_t outcome =
         fq_transport_deliver(self->inline_transport, &delivery, error, sizeof error);

@@ -35,7 +35,9 @@
 #include "fq_config.h"
 #include "fq_error.h"
 #include "fq_gateway.h"
+#include "fq_http.h"
 #include "fq_log.h"
+#include "fq_metrics.h"
 #include "fq_pipeline.h"
 #include "fq_store.h"
 #include "fq_system.h"
@@ -85,6 +87,8 @@ typedef struct {
     pthread_t main_thread;
     fq_store_t *store;
     fq_system_t *system;
+    fq_metrics_t *metrics; //  Shared by the actors and the HTTP API
+    fq_http_t *http;
 } s_daemon_t;
 
 //  ---------------------------------------------------------------------
@@ -275,7 +279,8 @@ static int s_start_system(s_daemon_t *self)
     fq_system_config_t config = {
         .name = name, .on_escalation = s_on_escalation, .on_escalation_arg = self};
     self->system = fq_system_new(&config);
-    if (!self->system) {
+    self->metrics = fq_metrics_new();
+    if (!self->system || !self->metrics) {
         fq_log(FQ_LOG_FATAL, "could not start the actor system \"%s\"", name);
         return S_EXIT_FAILURE;
     }
@@ -295,12 +300,40 @@ static int s_start_system(s_daemon_t *self)
         .ack_flush_ms = fq_config_int(self->config, FQ_CONFIG_ACK_FLUSH_MS),
         .retry = {fq_config_int(self->config, FQ_CONFIG_RETRY_BASE_MS),
                   fq_config_int(self->config, FQ_CONFIG_RETRY_CAP_MS)},
-        .retention_s = fq_config_int(self->config, FQ_CONFIG_RETENTION_S)};
+        .retention_s = fq_config_int(self->config, FQ_CONFIG_RETENTION_S),
+        .metrics = self->metrics};
     if (fq_pipeline_start(self->system, &pipeline) != 0)
         return S_EXIT_FAILURE;
     fq_log(FQ_LOG_INFO,
            "pipeline started: scheduler, %d splitters, dispatcher, store, intake, reaper",
            pipeline.splitters);
+    return S_EXIT_OK;
+}
+
+//  The HTTP API (api/API.md), once the pipeline runs: a submit is taken
+//  up at once.
+static int s_start_http(s_daemon_t *self)
+{
+    const char *listen = fq_config_str(self->config, FQ_CONFIG_HTTP_LISTEN);
+    if (!*listen) {
+        fq_log(FQ_LOG_INFO, "no http_listen: HTTP API not started");
+        return S_EXIT_OK;
+    }
+    fq_http_config_t config = {
+        .listen = listen,
+        .database = fq_config_str(self->config, FQ_CONFIG_DATABASE),
+        .body_max = (size_t)fq_config_int(self->config, FQ_CONFIG_HTTP_BODY_MAX),
+        .threads = fq_config_int(self->config, FQ_CONFIG_HTTP_THREADS),
+        .metrics_public = fq_config_bool(self->config, FQ_CONFIG_METRICS_PUBLIC),
+        .metrics = self->metrics,
+        .system = self->system};
+    char error[S_ERROR_MAX];
+    self->http = fq_http_new(&config, error, sizeof error);
+    if (!self->http) {
+        fq_log(FQ_LOG_FATAL, "%s", error);
+        return S_EXIT_FAILURE;
+    }
+    fq_log(FQ_LOG_INFO, "HTTP API listening on %s (port %d)", listen, fq_http_port(self->http));
     return S_EXIT_OK;
 }
 
@@ -334,6 +367,8 @@ static int s_run(s_daemon_t *self)
     } while (reconnect);
     if (rc == S_EXIT_OK)
         rc = s_start_system(self);
+    if (rc == S_EXIT_OK)
+        rc = s_start_http(self);
     if (rc)
         return rc;
     fq_log(FQ_LOG_INFO, "ready");
@@ -395,8 +430,11 @@ int main(int argc, char *argv[])
     fq_log_level_parse(fq_config_str(fairqd.config, FQ_CONFIG_LOG_LEVEL), &level);
     fq_log_set_level(level);
     rc = s_run(&fairqd);
-    //  Actors first (they drain their work and may still use the database)
+    //  The HTTP API first (its calls read the actors' figures), then the
+    //  actors (they drain their work and may still use the database)
+    fq_http_destroy(&fairqd.http);
     fq_system_destroy(&fairqd.system);
+    fq_metrics_destroy(&fairqd.metrics);
     fq_store_destroy(&fairqd.store);
     if (rc == S_EXIT_OK)
         fq_log(FQ_LOG_INFO, "stopped");

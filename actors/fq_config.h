@@ -54,6 +54,14 @@
       a database that is back.
     * heartbeat_ms, heartbeat_timeout_ms: the gateway's defaults.
     * http_listen 127.0.0.1:8080: loopback until the operator exposes it.
+    * http_threads 4: API calls are short reads and writes of the database;
+      four keep a slow submit (a big body parsed and stored) from holding
+      up status calls, each thread costing one database connection.
+    * http_body_max 32 MiB: about 300,000 recipients with a few fields. The
+      body is parsed whole into memory (about ten times its size), so a
+      larger campaign is better sent as several requests or through
+      fairq.submit in SQL.
+    * metrics_public false: /metrics names every tenant and its volumes.
     * prefetch 64: ids per active request, held in memory (O(active
       requests), DESIGN §3); one page query per 64 messages of a campaign.
     * ack_batch 500, ack_flush_ms 5: group commit, "every few ms or N
@@ -93,7 +101,13 @@
       FQ_CONFIG_STR(FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS), 20, 600000, NULL,                            \
       "silence after which a sender worker is dead (at least twice heartbeat_ms)")                 \
     X(HTTP_LISTEN, http_listen, STRING, "127.0.0.1:8080", 0, 0, NULL,                              \
-      "address:port of the HTTP API and metrics")                                                  \
+      "address:port of the HTTP API and metrics; empty: no HTTP API")                              \
+    X(HTTP_THREADS, http_threads, INT, "4", 1, 64, NULL,                                           \
+      "threads serving the HTTP API, each with its own database connection")                       \
+    X(HTTP_BODY_MAX, http_body_max, INT, "33554432", 1024, 268435456, NULL,                        \
+      "largest HTTP request body in bytes (413 beyond)")                                           \
+    X(METRICS_PUBLIC, metrics_public, BOOL, "false", 0, 0, NULL,                                   \
+      "serve GET /metrics without a token (it shows every tenant's figures)")                      \
     X(PREFETCH, prefetch, INT, "64", 1, 10000, NULL,                                               \
       "message ids the scheduler keeps ready per active request")                                  \
     X(ACK_BATCH, ack_batch, INT, "500", 1, 10000, NULL,                                            \

@@ -16,7 +16,12 @@
     its unused credit is withdrawn.
 
     Frames that do not decode are counted, logged and dropped; a message
-    from an address that never said HELLO is ignored. */
+    from an address that never said HELLO is ignored.
+
+    What it hands out and what comes back is recorded in fq_metrics (per
+    tenant, request and sender, and the dispatch latency), gathered per
+    DISPATCH and per flush of answers, so the shared lock is taken once for
+    a whole batch. */
 #include "fq_db.h"
 #include "fq_intkeys.h"
 #include "fq_log.h"
@@ -52,13 +57,15 @@ typedef struct {
     char *name;
     int64_t credit; //  Messages it may still be given
     size_t inflight;
-    bool leaving; //  Said BYE: finishes what it holds, gets nothing new
+    bool leaving;        //  Said BYE: finishes what it holds, gets nothing new
+    uint64_t metrics_id; //  Its records in fq_metrics (0: none)
 } s_sender_t;
 
 typedef struct {
     s_sender_t *sender;
     int64_t request_id;
     int64_t tenant_id;
+    bool last_attempt; //  A failure now makes it dead (the request's max_attempts)
 } s_flight_t;
 
 typedef struct {
@@ -68,6 +75,8 @@ typedef struct {
     char *from;
     char *tenant;
     size_t bytes;
+    int max_attempts;
+    int64_t due_at_ms; //  When the request was due (Unix ms): the dispatch latency's start
 } s_templates_t;
 
 //  Messages leaving flight, gathered per incoming message and told to the
@@ -92,6 +101,8 @@ typedef struct {
     int64_t withheld; //  Credit kept back while the database is away
     bool retry_armed;
     bool draining;
+    fq_metrics_batch_t *metrics; //  NULL without metrics
+    bool senders_changed;        //  A sender's credit or in flight changed since the last record
     uint64_t sent, acked, nacked, malformed, unknown_peer, render_failed;
 } s_self_t;
 
@@ -145,6 +156,22 @@ static void s_flush_settles(fq_ctx_t *ctx, s_self_t *self)
     s_settle_send(ctx, &self->requeue, true);
 }
 
+//  Applies the records gathered, with the senders' gauges when they
+//  changed: one lock for the lot.
+static void s_flush_metrics(s_self_t *self)
+{
+    if (!self->metrics)
+        return;
+    if (self->senders_changed) {
+        for (s_sender_t *sender = zlistx_first(self->turns); sender;
+             sender = zlistx_next(self->turns))
+            fq_metrics_batch_sender(self->metrics, sender->metrics_id, (int64_t)sender->inflight,
+                                    sender->credit);
+        self->senders_changed = false;
+    }
+    fq_metrics_batch_flush(self->metrics);
+}
+
 //  Passes the gathered acks on: to the store, and their settling (with the
 //  credit they give back) to the scheduler. The acks go first, so the
 //  store has them before a drain is answered.
@@ -156,6 +183,7 @@ static void s_flush_answers(fq_ctx_t *ctx, s_self_t *self)
         self->acks_held = 0;
     }
     s_flush_settles(ctx, self);
+    s_flush_metrics(self);
 }
 
 //  Counts a frame that did not decode, or came where it makes no sense.
@@ -198,6 +226,8 @@ static void s_sender_gone(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, con
             s_flight_t *flight = zhashx_lookup(self->inflight, key);
             s_settle_add(&self->requeue, (uint64_t)(uintptr_t)key, (uint64_t)flight->request_id,
                          (uint64_t)flight->tenant_id, 0);
+            fq_metrics_batch_settled(self->metrics, flight->tenant_id, flight->request_id,
+                                     sender->metrics_id, FQ_METRICS_REQUEUED);
             zhashx_delete(self->inflight, key);
         }
         zlistx_destroy(&back);
@@ -209,8 +239,11 @@ static void s_sender_gone(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, con
     if (handle)
         zlistx_delete(self->turns, handle);
     fq_unwatch(ctx, sender->address);
+    uint64_t metrics_id = sender->metrics_id;
     zhashx_delete(self->senders, sender->address);
+    //  Its records are applied before it leaves the metrics
     s_flush_answers(ctx, self);
+    fq_metrics_sender_leave(self->config->metrics, metrics_id);
 }
 
 //  A leaving sender that holds nothing more is gone.
@@ -230,6 +263,7 @@ static void s_sender_bye(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender)
         self->requeue.credit -= sender->credit;
     sender->credit = 0;
     sender->leaving = true;
+    self->senders_changed = true;
     s_flush_settles(ctx, self);
     s_sender_check_left(ctx, self, sender);
 }
@@ -267,6 +301,7 @@ static void s_hello(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         s_sender_free((void **)&sender);
         return;
     }
+    sender->metrics_id = fq_metrics_sender_join(self->config->metrics, hello.name, sender->address);
     zhashx_insert(self->senders, sender->address, sender);
     zlistx_add_end(self->turns, sender);
     fq_watch(ctx, sender->address);
@@ -306,6 +341,7 @@ static void s_credit(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     if (granted <= 0)
         return;
     sender->credit += granted;
+    self->senders_changed = true;
     if (self->draining)
         return;
     fq_credit_changed_t changed = {.delta = granted};
@@ -313,13 +349,21 @@ static void s_credit(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 }
 
 //  An ACK or NACK: the message leaves flight and its credit comes back.
+//  outcome: FQ_METRICS_SENT, or for a nack FQ_METRICS_DEAD (permanent) or
+//  FQ_METRICS_FAILED (dead too at the last attempt, as the store decides).
 //  Returns false if the message was not in flight with this sender (a late
 //  answer after it was given back: the outcome is still written).
-static bool s_answered(s_self_t *self, s_sender_t *sender, uint64_t id)
+static bool s_answered(s_self_t *self, s_sender_t *sender, uint64_t id,
+                       fq_metrics_outcome_t outcome)
 {
     s_flight_t *flight = id ? zhashx_lookup(self->inflight, S_KEY(id)) : NULL;
     if (!flight || flight->sender != sender)
         return false;
+    if (outcome == FQ_METRICS_FAILED && flight->last_attempt)
+        outcome = FQ_METRICS_DEAD;
+    fq_metrics_batch_settled(self->metrics, flight->tenant_id, flight->request_id,
+                             sender->metrics_id, outcome);
+    self->senders_changed = true;
     sender->inflight--;
     //  The answer gives its credit back, except to a sender on its way out
     bool credit_back = !sender->leaving;
@@ -340,7 +384,7 @@ static void s_ack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     s_sender_t *sender = s_known_sender(self, msg);
     if (!sender)
         return;
-    s_answered(self, sender, ack.id);
+    s_answered(self, sender, ack.id, FQ_METRICS_SENT);
     self->acked++;
     if (self->acks_held == self->acks_capacity) {
         uint32_t capacity = self->acks_capacity ? self->acks_capacity * 2 : S_ANSWER_BATCH;
@@ -371,7 +415,7 @@ static void s_nack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     s_sender_t *sender = s_known_sender(self, msg);
     if (!sender)
         return;
-    s_answered(self, sender, nack.id);
+    s_answered(self, sender, nack.id, nack.permanent ? FQ_METRICS_DEAD : FQ_METRICS_FAILED);
     self->nacked++;
     fq_store_nack_t store = {.id = nack.id, .permanent = nack.permanent, .error = nack.error};
     fq_tell(ctx, FQ_PATH_STORE, &fq_store_nack_desc, &store);
@@ -420,6 +464,9 @@ static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t req
                                   error_size)
                 : NULL;
         templates->body_is_html = loaded.body_is_html;
+        templates->max_attempts = loaded.max_attempts;
+        templates->due_at_ms = loaded.due_at_ms;
+        fq_metrics_tenant_name(self->config->metrics, loaded.tenant_id, loaded.tenant);
         templates->from = loaded.from_addr;
         templates->tenant = loaded.tenant;
         loaded.from_addr = loaded.tenant = NULL;
@@ -457,10 +504,21 @@ static void s_hold(fq_ctx_t *ctx, s_self_t *self, uint64_t id, uint64_t request,
     }
 }
 
+//  Milliseconds from when a request was due to now_ms (both Unix ms): a
+//  first attempt's dispatch latency. Never below 0 (the database's clock
+//  may run ahead of this host's); -1 when the request's time is unknown.
+static int64_t s_latency_ms(const s_templates_t *templates, int64_t now_ms)
+{
+    if (templates->due_at_ms <= 0)
+        return -1;
+    return now_ms > templates->due_at_ms ? now_ms - templates->due_at_ms : 0;
+}
+
 //  Renders row and hands it to a sender with credit; a message that cannot
 //  be sent now is settled (requeued, or dead when it can never render).
+//  now_ms: the wall clock (zclock_time) at this DISPATCH.
 static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
-                       const fq_message_row_t *row)
+                       const fq_message_row_t *row, int64_t now_ms)
 {
     char error[S_ERROR_MAX] = "";
     int rc = 0;
@@ -488,6 +546,7 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
     if (!subject || !body) {
         //  Cannot be rendered, now or ever: dead, with the reason
         self->render_failed++;
+        fq_metrics_batch_unsendable(self->metrics, row->tenant_id);
         fq_store_nack_t nack = {.id = id, .permanent = true, .error = error};
         fq_tell(ctx, FQ_PATH_STORE, &fq_store_nack_desc, &nack);
         s_settle_add(&self->done, id, request, tenant, 1);
@@ -512,11 +571,17 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
             free(flight);
             s_settle_add(&self->requeue, id, request, tenant, 1);
         } else {
-            *flight = (s_flight_t){sender, row->request_id, row->tenant_id};
+            *flight = (s_flight_t){sender, row->request_id, row->tenant_id,
+                                   row->try_count + 1 >= templates->max_attempts};
             zhashx_insert(self->inflight, S_KEY(id), flight);
             sender->credit--;
             sender->inflight++;
             self->sent++;
+            //  The latency counts to a message's first attempt only
+            fq_metrics_batch_dispatched(self->metrics, row->tenant_id, row->request_id,
+                                        sender->metrics_id,
+                                        row->try_count == 0 ? s_latency_ms(templates, now_ms) : -1);
+            self->senders_changed = true;
         }
     }
     free(subject);
@@ -561,13 +626,18 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     }
     fq_store_t *store = self->draining ? NULL : fq_db_store(self->db);
     fq_message_rows_t rows = {0};
+    int64_t started = zclock_usecs();
     int loaded = store ? fq_store_load_messages(store, ids, nids, &rows) : FQ_EDB;
+    if (store && nids > 0)
+        fq_metrics_batch_db(self->metrics, FQ_METRICS_DB_LOAD, nids, zclock_usecs() - started,
+                            loaded >= 0);
     if (loaded < 0 && store)
         fq_db_failed(self->db, loaded);
+    int64_t now_ms = zclock_time();
     for (int i = 0; i < loaded; i++)
         if (zhashx_lookup(batch, S_KEY(rows.rows[i].id))) {
             zhashx_delete(batch, S_KEY(rows.rows[i].id));
-            s_send_row(ctx, self, store, &rows.rows[i]);
+            s_send_row(ctx, self, store, &rows.rows[i], now_ms);
         }
     //  What is left was not sent: held while the database fails (or the
     //  dispatcher drains), else cancelled or sent meanwhile, nothing to send
@@ -582,6 +652,7 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     fq_message_rows_free(&rows);
     free(ids);
     s_flush_settles(ctx, self);
+    s_flush_metrics(self);
 }
 
 //  The database retry timer: once it answers, the withheld credit is free
@@ -613,6 +684,7 @@ static void s_flight_free(void **item)
 
 static void s_destroy(s_self_t *self)
 {
+    fq_metrics_batch_destroy(&self->metrics);
     free(self->acks);
     zhashx_destroy(&self->inflight);
     zlistx_destroy(&self->turns);
@@ -640,7 +712,9 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->turns = zlistx_new();
     self->inflight = zhashx_new();
     self->templates = zhashx_new();
-    if (!self->db || !self->senders || !self->turns || !self->inflight || !self->templates) {
+    self->metrics = fq_metrics_batch_new(self->config->metrics);
+    if (!self->db || !self->senders || !self->turns || !self->inflight || !self->templates ||
+        (self->config->metrics && !self->metrics)) {
         s_destroy(self);
         return FQ_ENOMEM;
     }
@@ -732,9 +806,24 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
     return 0;
 }
 
+//  The dispatcher stops: what is in flight is forgotten (sent again after
+//  the restart) and the senders leave the metrics with it.
+static void s_metrics_release(s_self_t *self)
+{
+    for (s_flight_t *flight = zhashx_first(self->inflight); flight && self->metrics;
+         flight = zhashx_next(self->inflight))
+        fq_metrics_batch_settled(self->metrics, flight->tenant_id, flight->request_id,
+                                 flight->sender->metrics_id, FQ_METRICS_RELEASED);
+    fq_metrics_batch_flush(self->metrics);
+    for (s_sender_t *sender = zhashx_first(self->senders); sender;
+         sender = zhashx_next(self->senders))
+        fq_metrics_sender_leave(self->config->metrics, sender->metrics_id);
+}
+
 static void s_stop(fq_ctx_t *ctx, void *state)
 {
     s_flush_answers(ctx, state); //  Acks gathered are not lost by a stop
+    s_metrics_release(state);
     s_destroy(state);
 }
 

@@ -9,7 +9,7 @@ fq_pipeline_config_t *fq_pipeline_config_dup(const fq_pipeline_config_t *config)
     fq_pipeline_config_t *copy = malloc(sizeof *copy);
     if (!copy)
         return NULL;
-    *copy = *config;
+    *copy = *config; //  metrics too: one, shared by every actor
     copy->database = strdup(config->database);
     copy->name = strdup(config->name);
     if (!copy->database || !copy->name) {

@@ -14,6 +14,7 @@
 #define FQ_PIPELINE_H
 
 #include "fq_messages.h"
+#include "fq_metrics.h"
 #include "fq_store.h"
 #include "fq_system.h"
 
@@ -36,7 +37,8 @@ typedef struct {
     int ack_batch;        //  Acks and nacks per transaction
     int ack_flush_ms;     //  Longest an ack waits for its batch
     fq_retry_policy_t retry;
-    int retention_s; //  Finished requests are pruned after this
+    int retention_s;       //  Finished requests are pruned after this
+    fq_metrics_t *metrics; //  Where the actors record; borrowed, shared; NULL = none
 } fq_pipeline_config_t;
 
 //  Spawns the actors under /user. Returns 0 or the code of the first
@@ -60,7 +62,8 @@ extern const fq_behaviour_t fq_store_writer_behaviour;
 extern const fq_behaviour_t fq_reaper_behaviour;
 
 //  A deep copy of config for an actor's args (freed by
-//  fq_pipeline_config_free, the spawn's args_free). NULL when out of memory.
+//  fq_pipeline_config_free, the spawn's args_free), except metrics: the
+//  pointer is copied, the actors share it. NULL when out of memory.
 fq_pipeline_config_t *fq_pipeline_config_dup(const fq_pipeline_config_t *config);
 void fq_pipeline_config_free(void *config);
 

@@ -63,6 +63,13 @@
 //  skips whatever of it is still in flight.
 #define S_REPAGE_AFTER_MS 30000
 
+//  Requests counted as submitted (fq_metrics) are remembered so that one
+//  paused and resumed, or reprioritised, is not counted again. Past this
+//  many, those no longer open are forgotten (twice the open requests held:
+//  the set is pruned once per that many new requests); one paused for
+//  that long counts again when it resumes.
+#define S_COUNTED_MAX (2 * S_OPEN_MAX)
+
 typedef struct {
     int64_t tenant_id;
     int priority;
@@ -98,6 +105,8 @@ typedef struct {
     int64_t splitting[FQ_SPLITTERS_MAX]; //  Request each splitter is on, 0 = idle
     zlistx_t *express, *queue;           //  Request ids waiting for a splitter
     bool pump_wanted;                    //  Credit came back: pump once the mailbox is empty
+    fq_metrics_batch_t *metrics;         //  NULL without metrics
+    zhashx_t *counted;                   //  Request ids counted as submitted (with metrics)
     uint64_t dispatched, requeued, retries_claimed;
 } s_self_t;
 
@@ -245,6 +254,28 @@ static void s_split_over(s_self_t *self, int64_t request_id)
         known->splitter = -1;
 }
 
+//  Counts a request taken up as submitted, once in this process's life.
+static void s_count_submitted(s_self_t *self, const fq_due_request_t *due)
+{
+    if (!self->metrics || zhashx_lookup(self->counted, S_KEY(due->id)))
+        return;
+    if (zhashx_size(self->counted) >= S_COUNTED_MAX) {
+        zlistx_t *gone = zlistx_new();
+        for (void *item = zhashx_first(self->counted); item && gone;
+             item = zhashx_next(self->counted)) {
+            const void *key = zhashx_cursor(self->counted);
+            if (!zhashx_lookup(self->known, key))
+                zlistx_add_end(gone, (void *)key);
+        }
+        for (void *key = gone ? zlistx_first(gone) : NULL; key; key = zlistx_next(gone))
+            zhashx_delete(self->counted, key);
+        zlistx_destroy(&gone);
+    }
+    //  The value only has to be non-NULL
+    zhashx_insert(self->counted, S_KEY(due->id), S_KEY(1));
+    fq_metrics_batch_submitted(self->metrics, due->tenant_id, due->total);
+}
+
 //  Takes in one open request seen by a poll.
 static void s_open(s_self_t *self, const fq_due_request_t *due)
 {
@@ -268,6 +299,7 @@ static void s_open(s_self_t *self, const fq_due_request_t *due)
                              .small = due->total <= S_SMALL_SPLIT,
                              .split_done = due->split_done};
         zhashx_insert(self->known, S_KEY(due->id), known);
+        s_count_submitted(self, due);
         fq_fairness_request_add(self->fairness, due->id, due->tenant_id, due->priority,
                                 due->scan_from, due->split_done);
         fq_log(FQ_LOG_INFO, "scheduler: request %lld of tenant %lld is open (priority %d%s)",
@@ -294,6 +326,7 @@ static void s_poll(fq_ctx_t *ctx, s_self_t *self)
 {
     self->last_poll = zclock_mono();
     s_poll_now(ctx, self);
+    fq_metrics_batch_flush(self->metrics);
     self->poll_took_ms = zclock_mono() - self->last_poll;
 }
 
@@ -394,6 +427,8 @@ static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 
 static void s_destroy(s_self_t *self)
 {
+    fq_metrics_batch_destroy(&self->metrics);
+    zhashx_destroy(&self->counted);
     zlistx_destroy(&self->express);
     zlistx_destroy(&self->queue);
     fq_fairness_destroy(&self->fairness);
@@ -426,13 +461,20 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->retries = malloc(S_RETRY_BATCH * sizeof *self->retries);
     self->express = zlistx_new();
     self->queue = zlistx_new();
+    if (self->config->metrics) {
+        self->metrics = fq_metrics_batch_new(self->config->metrics);
+        self->counted = zhashx_new();
+    }
     if (!self->express || !self->queue || !self->fairness || !self->known || !self->db ||
-        !self->page || !self->due || !self->retries) {
+        !self->page || !self->due || !self->retries ||
+        (self->config->metrics && (!self->metrics || !self->counted))) {
         s_destroy(self);
         return FQ_ENOMEM;
     }
     fq_intkeys_use(self->known);
     zhashx_set_destructor(self->known, s_known_free);
+    if (self->counted)
+        fq_intkeys_use(self->counted);
     fq_db_on_connect(self->db, s_tune, NULL);
     fq_tick_t tick = {.what = FQ_TICK_POLL};
     if (fq_timer_every(ctx, self->config->poll_ms, &fq_tick_desc, &tick) < 0) {

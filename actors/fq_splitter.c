@@ -7,7 +7,8 @@
     take turns chunk by chunk and small ones go first.
 
     Recipients are checked against the fields the templates use; a bad
-    recipient is rejected alone (fairq.rejects), the others go on. */
+    recipient is rejected alone (fairq.rejects), the others go on. Each
+    chunk's rows, rejects and time are recorded in fq_metrics. */
 #include "fq_db.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"
@@ -18,6 +19,7 @@
 typedef struct {
     fq_pipeline_config_t *config;
     fq_db_t *db;
+    fq_metrics_batch_t *metrics; //  NULL without metrics
     uint64_t chunks, split, rejected;
 } s_self_t;
 
@@ -58,7 +60,18 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
             names[nsubject + i] = fq_template_field(body, i);
         fq_split_result_t result;
         if (names) {
+            int64_t started = zclock_usecs();
             rc = fq_store_split_chunk(store, (int64_t)request_id, names, nsubject + nbody, &result);
+            if (rc != 0)
+                fq_metrics_batch_db(self->metrics, FQ_METRICS_DB_SPLIT,
+                                    rc > 0 ? (size_t)(result.split + result.rejected) : 0,
+                                    zclock_usecs() - started, rc > 0);
+            if (rc > 0) {
+                fq_metrics_tenant_name(self->config->metrics, templates.tenant_id,
+                                       templates.tenant);
+                fq_metrics_batch_split(self->metrics, templates.tenant_id, result.split,
+                                       result.rejected);
+            }
             if (rc >= 0) {
                 done.split = (uint32_t)result.split;
                 done.rejected = (uint32_t)result.rejected;
@@ -84,6 +97,7 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
     fq_template_destroy(&subject);
     fq_template_destroy(&body);
     fq_request_templates_free(&templates);
+    fq_metrics_batch_flush(self->metrics);
     fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_split_done_desc, &done);
 }
 
@@ -94,7 +108,10 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
         return FQ_ENOMEM;
     self->config = args;
     self->db = fq_db_new(self->config->database, fq_self(ctx));
-    if (!self->db) {
+    self->metrics = fq_metrics_batch_new(self->config->metrics);
+    if (!self->db || (self->config->metrics && !self->metrics)) {
+        fq_db_destroy(&self->db);
+        fq_metrics_batch_destroy(&self->metrics);
         free(self);
         return FQ_ENOMEM;
     }
@@ -118,6 +135,7 @@ static void s_stop(fq_ctx_t *ctx, void *state)
     (void)ctx;
     s_self_t *self = state;
     fq_db_destroy(&self->db);
+    fq_metrics_batch_destroy(&self->metrics);
     free(self);
 }
 

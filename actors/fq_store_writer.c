@@ -11,7 +11,9 @@
     stays small, since nothing new is dispatched while messages cannot be
     loaded) and written once the connection is back. A crash loses at most
     the unflushed batch, whose messages are then sent again (at least
-    once, DESIGN §5). */
+    once, DESIGN §5).
+
+    Each batch's size and time (or its failure) is recorded in fq_metrics. */
 #include "fq_db.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"
@@ -31,6 +33,7 @@ typedef struct {
     size_t nnacks;
     size_t capacity; //  Of each array: ack_batch
     bool flush_armed;
+    fq_metrics_batch_t *metrics; //  NULL without metrics
     uint64_t written_acks, written_nacks, batches;
 } s_self_t;
 
@@ -51,7 +54,8 @@ static void s_free_nacks(s_self_t *self, size_t count)
     self->nnacks -= count;
 }
 
-//  Writes what is held. Returns 0, or -1 when it must be tried again later.
+//  Writes what is held with store, each batch measured. Returns 0, or -1
+//  when it must be tried again later.
 //
 //  Nothing is ever dropped: an ack not written leaves its message pending
 //  behind the scheduler's cursor, unsent again until a restart. A batch the
@@ -60,15 +64,13 @@ static void s_free_nacks(s_self_t *self, size_t count)
 //  that met a lost connection. The statements only take ids, flags and
 //  cleaned text, so a batch that fails for ever would mean a broken
 //  database, which the log then says every time.
-static int s_flush(s_self_t *self)
+static int s_write(s_self_t *self, fq_store_t *store)
 {
-    if (self->acks_held == 0 && self->nnacks == 0)
-        return 0;
-    fq_store_t *store = fq_db_store(self->db);
-    if (!store)
-        return -1;
     if (self->acks_held) {
+        int64_t started = zclock_usecs();
         int rc = fq_store_ack_batch(store, self->acks, self->acks_held);
+        fq_metrics_batch_db(self->metrics, FQ_METRICS_DB_ACKS, self->acks_held,
+                            zclock_usecs() - started, rc >= 0);
         if (rc < 0) {
             fq_db_failed(self->db, rc);
             return -1;
@@ -78,7 +80,10 @@ static int s_flush(s_self_t *self)
         self->batches++;
     }
     if (self->nnacks) {
+        int64_t started = zclock_usecs();
         int rc = fq_store_nack_batch(store, self->nacks, self->nnacks, &self->config->retry);
+        fq_metrics_batch_db(self->metrics, FQ_METRICS_DB_NACKS, self->nnacks,
+                            zclock_usecs() - started, rc >= 0);
         if (rc < 0) {
             fq_db_failed(self->db, rc);
             return -1;
@@ -88,6 +93,19 @@ static int s_flush(s_self_t *self)
         self->batches++;
     }
     return 0;
+}
+
+//  Writes what is held, if the database is there (s_write).
+static int s_flush(s_self_t *self)
+{
+    if (self->acks_held == 0 && self->nnacks == 0)
+        return 0;
+    fq_store_t *store = fq_db_store(self->db);
+    if (!store)
+        return -1;
+    int rc = s_write(self, store);
+    fq_metrics_batch_flush(self->metrics);
+    return rc;
 }
 
 //  When to try a failed write again: when the connection is due back, or
@@ -134,6 +152,7 @@ static void s_destroy(s_self_t *self)
     free(self->acks);
     free(self->nacks);
     fq_db_destroy(&self->db);
+    fq_metrics_batch_destroy(&self->metrics);
     free(self);
 }
 
@@ -148,7 +167,8 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->acks = malloc(self->capacity * sizeof *self->acks);
     self->nacks = malloc(self->capacity * sizeof *self->nacks);
     self->db = fq_db_new(self->config->database, "store");
-    if (!self->acks || !self->nacks || !self->db) {
+    self->metrics = fq_metrics_batch_new(self->config->metrics);
+    if (!self->acks || !self->nacks || !self->db || (self->config->metrics && !self->metrics)) {
         s_destroy(self);
         return FQ_ENOMEM;
     }

@@ -10,7 +10,7 @@ PACKAGES=(
     libpq-dev libmsgpack-dev libcmocka-dev
     libcurl4-openssl-dev libmicrohttpd-dev libjansson-dev
     postgresql-15 postgresql-common postgresql-client-15
-    python3-aiosmtpd ca-certificates procps
+    python3-aiosmtpd python3-prometheus-client ca-certificates procps
 )
 
 # Only "install ok installed" counts: a removed package can leave "deinstall ok config-files".

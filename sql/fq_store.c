@@ -407,7 +407,9 @@ int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_
     int rc;
     PGresult *res = fq_store_query(self,
                                    "SELECT r.id, r.tenant_id, r.subject, r.body, r.body_is_html,"
-                                   " r.max_attempts, r.from_addr, t.name FROM fairq.requests r"
+                                   " r.max_attempts, r.from_addr, t.name,"
+                                   " (extract(epoch FROM greatest(r.created_at, r.send_at))"
+                                   "  * 1000)::bigint FROM fairq.requests r"
                                    " JOIN fairq.tenants t ON t.id = r.tenant_id WHERE r.id = $1",
                                    1, params, PGRES_TUPLES_OK, "load request", &rc);
     if (!res)
@@ -424,7 +426,8 @@ int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_
                                     .body_is_html = PQgetvalue(res, 0, 4)[0] == 't',
                                     .max_attempts = (int)fq_store_int64(res, 0, 5),
                                     .from_addr = strdup(PQgetvalue(res, 0, 6)),
-                                    .tenant = strdup(PQgetvalue(res, 0, 7))};
+                                    .tenant = strdup(PQgetvalue(res, 0, 7)),
+                                    .due_at_ms = fq_store_int64(res, 0, 8)};
     PQclear(res);
     if (!out->subject || !out->body || !out->from_addr || !out->tenant) {
         fq_request_templates_free(out);

@@ -85,8 +85,9 @@ typedef struct {
     char *body;
     bool body_is_html;
     int max_attempts;
-    char *from_addr; //  Owned by the caller: free()
-    char *tenant;    //  The tenant's name; owned by the caller: free()
+    char *from_addr;   //  Owned by the caller: free()
+    char *tenant;      //  The tenant's name; owned by the caller: free()
+    int64_t due_at_ms; //  When it was due: max(created_at, send_at), Unix ms
 } fq_request_templates_t;
 
 //  Loads what the splitter needs to validate a request's recipients, and
@@ -457,7 +458,9 @@ typedef struct {
 } fq_prune_result_t;
 
 //  Deletes finished requests (done, cancelled, rejected) whose finished_at
-//  is more than retention_s (>= 0) seconds old: first their messages and
+//  is more than retention_s (>= 0) seconds old (and, for a request
+//  submitted with an idempotency key, that was submitted more than a day
+//  ago, so the key is honoured that long): first their messages and
 //  rejects, at most batch (1..FQ_STORE_PRUNE_BATCH_MAX) rows per call,
 //  then each request row once none is left. One transaction per call, so
 //  no call holds many locks or writes much WAL at once; call it until
@@ -493,5 +496,100 @@ typedef struct {
 //  Every tenant, by name. Returns how many, or a negative code.
 int fq_store_tenant_list(fq_store_t *self, fq_tenant_list_t *list);
 void fq_tenant_list_free(fq_tenant_list_t *list);
+
+//  ---------------------------------------------------------------------
+//  The HTTP API's reads and its tokens (fq_store_api.c; api/API.md)
+
+//  A token's text: "fq_", 43 characters of URL-safe base64 (32 random
+//  bytes), and the NUL.
+#define FQ_STORE_TOKEN_SIZE 47
+
+//  Makes a new bearer token for tenant (NULL: an admin token), keeps only
+//  its SHA-256 in fairq.api_tokens and writes the token itself, shown
+//  this once, into token (FQ_STORE_TOKEN_SIZE bytes at least). Returns 0,
+//  FQ_ENOTFOUND (no such tenant), FQ_EINVAL (token_size too small) or
+//  FQ_EDB.
+int fq_store_token_create(fq_store_t *self, const char *tenant, char *token, size_t token_size);
+
+//  Whose token this is.
+typedef struct {
+    bool admin;        //  An admin token: every tenant
+    int64_t tenant_id; //  A tenant's token: that tenant (0 for an admin)
+    char tenant[65];   //  Its name ("" for an admin)
+    int submit_rate;   //  Its submits per minute; 0 = unlimited
+} fq_token_owner_t;
+
+//  Looks a presented token up by its SHA-256. Returns 0, FQ_ENOTFOUND (no
+//  such token; also for text that cannot be a token) or FQ_EDB.
+int fq_store_token_lookup(fq_store_t *self, const char *token, fq_token_owner_t *owner);
+
+//  A request and its counters (never counted from messages). Times are
+//  Unix seconds, 0 for none.
+typedef struct {
+    int64_t id;
+    int64_t tenant_id;
+    char tenant[65];
+    char status[16]; //  accepted, splitting, active, paused, done, cancelled, rejected
+    int priority;
+    int64_t total; //  = pending + failed + sent + dead + cancelled + rejected
+    int64_t split;
+    int64_t pending; //  Not yet sent, split or not; in flight included
+    int64_t failed;  //  Waiting for a retry
+    int64_t sent;
+    int64_t dead;
+    int64_t cancelled;
+    int64_t rejected;
+    int64_t created_at;
+    int64_t send_at;
+    int64_t finished_at;
+} fq_request_info_t;
+
+//  One request. Returns 0, FQ_ENOTFOUND or FQ_EDB.
+int fq_store_request_get(fq_store_t *self, int64_t request_id, fq_request_info_t *out);
+
+//  Whether a request in status can no longer change (done, cancelled,
+//  rejected).
+bool fq_request_status_finished(const char *status);
+
+//  Whether name is a request status.
+bool fq_request_status_valid(const char *name);
+
+typedef struct {
+    fq_request_info_t *rows; //  Owned by the caller: fq_request_list_free
+    size_t count;
+} fq_request_list_t;
+
+//  Up to limit (1..FQ_STORE_PAGE_MAX) requests with an id below before
+//  (0: from the newest), newest first, of tenant_id (0: any) in status
+//  (NULL: any). Returns how many, FQ_EINVAL or FQ_EDB.
+int fq_store_request_list(fq_store_t *self, int64_t tenant_id, const char *status, int64_t before,
+                          int limit, fq_request_list_t *list);
+void fq_request_list_free(fq_request_list_t *list);
+
+typedef struct {
+    int position;          //  In the submitted array, from 0
+    const char *recipient; //  NULL when it had no "to" text; points into the page
+    const char *reason;    //  Points into the page
+} fq_reject_t;
+
+//  Rows and strings are one block, owned by the caller.
+typedef struct {
+    fq_reject_t *rows;
+    size_t count;
+} fq_reject_page_t;
+
+//  Up to limit (1..FQ_STORE_PAGE_MAX) recipients of request_id the
+//  splitter refused, with a position above after (-1: from the first), in
+//  position order. Returns how many, or a negative code.
+int fq_store_rejects(fq_store_t *self, int64_t request_id, int after, int limit,
+                     fq_reject_page_t *page);
+void fq_reject_page_free(fq_reject_page_t *page);
+
+//  A tenant's name by id, into name (65 bytes). Returns 0, FQ_ENOTFOUND or
+//  FQ_EDB.
+int fq_store_tenant_name(fq_store_t *self, int64_t tenant_id, char name[65]);
+
+//  A tenant's id by name. Returns 0, FQ_ENOTFOUND or FQ_EDB.
+int fq_store_tenant_id(fq_store_t *self, const char *name, int64_t *tenant_id);
 
 #endif

@@ -31,6 +31,11 @@
 //  are small, few enough that the call locks little.
 #define S_PRUNE_REQUESTS 100
 
+//  An idempotency key answers the same request for at least a day (api/
+//  API.md), whatever retention_s says: a client retrying a submit after a
+//  long outage must not send the campaign twice.
+#define S_IDEMPOTENCY_KEPT "interval '1 day'"
+
 //  Request statuses, as SQL lists. Unfinished is the predicate of
 //  requests_open_idx, finished that of requests_finished_idx (0003).
 #define S_UNFINISHED "('accepted', 'splitting', 'active', 'paused')"
@@ -777,6 +782,7 @@ int fq_store_prune(fq_store_t *self, int retention_s, int batch, fq_prune_result
             "WITH expired AS MATERIALIZED (SELECT id, pruning_since FROM fairq.requests"
             "  WHERE status IN " S_FINISHED
             "  AND finished_at < now() - make_interval(secs => $1::int)"
+            "  AND (idempotency_key IS NULL OR created_at < now() - " S_IDEMPOTENCY_KEPT ")"
             "  ORDER BY finished_at, id LIMIT $2 FOR UPDATE SKIP LOCKED),"
             " marked AS (UPDATE fairq.requests r SET pruning_since = now() FROM expired e"
             "  WHERE r.id = e.id AND e.pruning_since IS NULL)"

@@ -37,6 +37,7 @@ passes them), else the environment, else build/dev:
 Any other argument goes to unittest (e.g. a test name, -k PATTERN).
 """
 
+import base64
 import json
 import os
 import re
@@ -49,6 +50,8 @@ import sys
 import tempfile
 import time
 import unittest
+import urllib.error
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -279,6 +282,9 @@ class Harness:
         self.procs = []
         self.sinks = []
         self.gateway_port = free_port()
+        # fairqd's HTTP API (api/API.md), on a port of this test's own
+        self.http_port = free_port()
+        self.http_url = f"http://127.0.0.1:{self.http_port}"
         self.problems = []
         # The programs run through links of their own names, so that a broad
         # `pkill fairq-sender` or `pkill fairqd` by someone else on the same
@@ -329,6 +335,40 @@ class Harness:
             "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
             " WHERE n.nspname = 'fairq' AND p.proname = 'submit'") == "1",
             timeout, "fairqd's migrations (fairq.submit)")
+
+    def make_token(self, tenant=None):
+        """A new API token (admin when tenant is None), stored as fairqd
+        stores them: only its SHA-256 (fairq.api_tokens). Returns the token."""
+        token = "fq_" + base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+        owner = "NULL" if tenant is None else \
+            f"(SELECT id FROM fairq.tenants WHERE name = {lit(tenant)})"
+        self.sql(f"INSERT INTO fairq.api_tokens (hash, tenant_id) VALUES "
+                 f"(sha256(convert_to({lit(token)}, 'UTF8')), {owner})")
+        return token
+
+    def http(self, method, path, body=None, token=None, headers=None, raw=None, timeout=30):
+        """One HTTP request to fairqd's API. body is sent as JSON, raw as
+        the bytes given. Returns (status, headers, parsed JSON or text)."""
+        data = raw if raw is not None else \
+            (json.dumps(body).encode() if body is not None else None)
+        request = urllib.request.Request(self.http_url + path, data=data, method=method)
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        if data is not None and not (headers and "Content-Type" in headers):
+            request.add_header("Content-Type", "application/json")
+        for key, value in (headers or {}).items():
+            request.add_header(key, value)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as answer:
+                status, answer_headers, text = answer.status, answer.headers, answer.read()
+        except urllib.error.HTTPError as error:
+            status, answer_headers, text = error.code, error.headers, error.read()
+        text = text.decode("utf-8", "replace")
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            payload = text
+        return status, answer_headers, payload
 
     def create_tenant(self, name, weight=1, max_inflight=1000):
         self.sql(f"INSERT INTO fairq.tenants (name, weight, max_inflight)"
@@ -435,7 +475,7 @@ class Harness:
         options = {"database": f"dbname={self.dbname}",
                    "gateway_bind": f"tcp://127.0.0.1:{self.gateway_port}",
                    "gateway_insecure": "true",
-                   "http_listen": f"127.0.0.1:{free_port()}",
+                   "http_listen": f"127.0.0.1:{self.http_port}",
                    "drain_timeout_ms": "3000"}
         options.update({k: str(v) for k, v in settings.items()})
         return [self.bin["fairqd"]] + [f"--{k}={v}" for k, v in options.items()]

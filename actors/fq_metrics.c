@@ -1,0 +1,1153 @@
+/*  fq_metrics.c — fairqd's figures in memory, written as Prometheus text.
+
+    Actors gather records in a batch of their own (an array, no lock) and
+    apply it in one go; HTTP threads read under the same lock. Rendering
+    copies what it needs under the lock and formats without it, so a scrape
+    never holds up the dispatcher for longer than a copy. */
+#include "fq_metrics.h"
+#include "fq_intkeys.h"
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+//  The send rate of the HTTP API is "messages acked per second over the
+//  last minute": acks are counted per second in a ring this long.
+#define S_RATE_WINDOW_S 60
+#define S_MS_PER_S      1000.0
+#define S_US_PER_S      1000000.0
+
+//  Records a batch holds before it flushes by itself: well above one
+//  DISPATCH (256 messages) and what settles between two flushes, so a
+//  batch flushes when its actor says, not midway.
+#define S_BATCH_EVENTS 1024
+
+//  Departed senders whose counters stay on show. Past this many they are
+//  forgotten (one coming back later starts over, which Prometheus reads as
+//  a counter reset): a peer saying HELLO under ever new names must not
+//  make fairqd keep each one.
+#define S_SENDERS_GONE_MAX 64
+
+//  A sender's name and address are its remote peer's choice and appear in
+//  every scrape, on every sender series: they are cut to this many bytes.
+#define S_LABEL_MAX 128
+
+//  A tenant's name, as the schema allows it (fq_tenant_info_t.name).
+#define S_TENANT_NAME_SIZE sizeof(((fq_tenant_info_t *)0)->name)
+
+//  Shown in place of a byte of a label that is not UTF-8 (the exposition
+//  must be UTF-8): U+FFFD, the replacement character.
+#define S_REPLACEMENT "\xEF\xBF\xBD"
+
+//  Clients (fq_client_t) of threads that are not actors live under this
+//  path, one per HTTP request or tool run, each with a new number: as
+//  series they would only churn, and they are left out.
+#define S_CLIENT_PREFIX "/temp/"
+
+//  Room first made for the actors' figures: fairqd runs a dozen actors
+//  and its splitters; grown by doubling.
+#define S_ACTORS_INITIAL 32
+
+//  Output buffer: first size, grown by doubling.
+#define S_OUT_INITIAL 4096
+
+//  Digits of a double: most read back the same from 15 (and look as
+//  written: 0.1, not 0.10000000000000001); 17 always do.
+#define S_DOUBLE_SHORT 15
+#define S_DOUBLE_EXACT 17
+
+#define S_KEY(id)      ((void *)(uintptr_t)(id))
+#define S_COUNT(array) (sizeof(array) / sizeof((array)[0]))
+
+//  ---------------------------------------------------------------------
+//  Histograms
+
+//  Dispatch latency in seconds: a lone message goes out within
+//  milliseconds of its submit; the last of a campaign of millions waits
+//  its turn for hours, so the buckets reach four hours.
+static const double s_latency_bounds[] = {0.005, 0.01, 0.025, 0.05, 0.1,  0.25, 0.5,
+                                          1,     2.5,  5,     10,   30,   60,   120,
+                                          300,   600,  1800,  3600, 7200, 14400};
+
+//  Rows of a database batch: from a lone ack to FQ_STORE_LOAD_MAX.
+static const double s_rows_bounds[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000};
+
+//  Seconds of a database batch: a fraction of a millisecond when all is
+//  well, up to what a statement may take before the database gives up.
+static const double s_seconds_bounds[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                          0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+
+#define S_BUCKETS_MAX 20
+_Static_assert(S_COUNT(s_latency_bounds) <= S_BUCKETS_MAX, "latency buckets");
+_Static_assert(S_COUNT(s_rows_bounds) <= S_BUCKETS_MAX, "rows buckets");
+_Static_assert(S_COUNT(s_seconds_bounds) <= S_BUCKETS_MAX, "seconds buckets");
+
+typedef struct {
+    uint64_t buckets[S_BUCKETS_MAX + 1]; //  Per bound, not cumulative; the last above all
+    uint64_t count;
+    double sum;
+} s_histogram_t;
+
+static void s_observe(s_histogram_t *histogram, const double *bounds, size_t nbounds, double value)
+{
+    size_t i = 0;
+    while (i < nbounds && value > bounds[i])
+        i++;
+    histogram->buckets[i]++;
+    histogram->count++;
+    histogram->sum += value;
+}
+
+//  ---------------------------------------------------------------------
+//  What is kept
+
+//  Outcomes counted (FQ_METRICS_RELEASED is not one)
+#define S_OUTCOMES FQ_METRICS_RELEASED
+
+//  All int64_t, so that the families below read them by offset.
+typedef struct {
+    int64_t submitted, split, rejected, dispatched;
+    int64_t outcomes[S_OUTCOMES];
+    int64_t inflight;
+} s_tenant_counts_t;
+
+typedef struct {
+    int64_t id;
+    char name[S_TENANT_NAME_SIZE]; //  "" until told
+    s_tenant_counts_t counts;
+    s_histogram_t latency;
+    int64_t rate_second[S_RATE_WINDOW_S]; //  The second each slot counts
+    int64_t rate_count[S_RATE_WINDOW_S];  //  Acks in that second
+} s_tenant_t;
+
+typedef struct {
+    int64_t up; //  1 connected, 0 left
+    int64_t dispatched;
+    int64_t outcomes[S_OUTCOMES];
+    int64_t inflight, credit;
+} s_sender_counts_t;
+
+typedef struct {
+    uint64_t id;
+    char *name, *address; //  Cut to S_LABEL_MAX bytes
+    s_sender_counts_t counts;
+} s_sender_t;
+
+typedef struct {
+    s_histogram_t rows, seconds;
+    int64_t errors;
+} s_db_t;
+
+struct fq_metrics {
+    pthread_mutex_t lock;
+    zhashx_t *tenants;      //  Tenant id -> s_tenant_t*, owned
+    zhashx_t *tenant_names; //  Name -> s_tenant_t*, borrowed
+    zhashx_t *senders;      //  Sender id -> s_sender_t*, owned
+    zhashx_t *requests;     //  Request id -> messages in flight (the value pointer itself)
+    uint64_t last_sender;   //  The last id handed out
+    size_t senders_gone;
+    s_db_t db[FQ_METRICS_DB_COUNT];
+    int64_t (*now_ms)(void *arg);
+    void *clock_arg;
+};
+
+typedef enum {
+    S_SUBMITTED,
+    S_SPLIT,
+    S_DISPATCHED,
+    S_SETTLED,
+    S_UNSENDABLE,
+    S_SENDER,
+    S_DB
+} s_kind_t;
+
+//  One record of a batch; which fields count depends on kind.
+typedef struct {
+    s_kind_t kind;
+    int detail; //  Outcome or statement
+    int64_t tenant_id;
+    int64_t request_id;
+    uint64_t sender;
+    int64_t a, b; //  Recipients; split, rejected; inflight, credit; rows
+    int64_t time; //  Latency in ms, or database time in us; < 0: none
+} s_event_t;
+
+struct fq_metrics_batch {
+    fq_metrics_t *metrics;
+    size_t count;
+    s_event_t events[S_BATCH_EVENTS];
+};
+
+//  ---------------------------------------------------------------------
+//  Life
+
+static void s_sender_free(void **item)
+{
+    s_sender_t *sender = *item;
+    if (sender) {
+        free(sender->name);
+        free(sender->address);
+        free(sender);
+        *item = NULL;
+    }
+}
+
+static void s_tenant_free(void **item)
+{
+    free(*item);
+    *item = NULL;
+}
+
+static int64_t s_mono_ms(void *arg)
+{
+    (void)arg;
+    return zclock_mono();
+}
+
+fq_metrics_t *fq_metrics_new(void)
+{
+    fq_metrics_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    if (pthread_mutex_init(&self->lock, NULL) != 0) {
+        free(self);
+        return NULL;
+    }
+    self->tenants = zhashx_new();
+    self->tenant_names = zhashx_new();
+    self->senders = zhashx_new();
+    self->requests = zhashx_new();
+    self->now_ms = s_mono_ms;
+    if (!self->tenants || !self->tenant_names || !self->senders || !self->requests) {
+        fq_metrics_destroy(&self);
+        return NULL;
+    }
+    fq_intkeys_use(self->tenants);
+    zhashx_set_destructor(self->tenants, s_tenant_free);
+    fq_intkeys_use(self->senders);
+    zhashx_set_destructor(self->senders, s_sender_free);
+    fq_intkeys_use(self->requests);
+    return self;
+}
+
+void fq_metrics_destroy(fq_metrics_t **self_p)
+{
+    fq_metrics_t *self = *self_p;
+    if (!self)
+        return;
+    zhashx_destroy(&self->tenant_names);
+    zhashx_destroy(&self->tenants);
+    zhashx_destroy(&self->senders);
+    zhashx_destroy(&self->requests);
+    pthread_mutex_destroy(&self->lock);
+    free(self);
+    *self_p = NULL;
+}
+
+void fq_metrics_set_clock(fq_metrics_t *self, int64_t (*now_ms)(void *arg), void *arg)
+{
+    if (!self)
+        return;
+    pthread_mutex_lock(&self->lock);
+    self->now_ms = now_ms ? now_ms : s_mono_ms;
+    self->clock_arg = arg;
+    pthread_mutex_unlock(&self->lock);
+}
+
+//  ---------------------------------------------------------------------
+//  Under the lock
+
+//  The tenant of id, made on first use. NULL for no tenant (id 0) or when
+//  out of memory.
+static s_tenant_t *s_tenant(fq_metrics_t *self, int64_t id)
+{
+    if (id <= 0)
+        return NULL;
+    s_tenant_t *tenant = zhashx_lookup(self->tenants, S_KEY(id));
+    if (!tenant) {
+        tenant = calloc(1, sizeof *tenant);
+        if (!tenant)
+            return NULL;
+        tenant->id = id;
+        zhashx_insert(self->tenants, S_KEY(id), tenant);
+    }
+    return tenant;
+}
+
+//  The whole second of the clock now.
+static int64_t s_second(fq_metrics_t *self)
+{
+    return self->now_ms(self->clock_arg) / (int64_t)S_MS_PER_S;
+}
+
+static size_t s_rate_slot(int64_t second)
+{
+    return (size_t)(((second % S_RATE_WINDOW_S) + S_RATE_WINDOW_S) % S_RATE_WINDOW_S);
+}
+
+static void s_rate_add(s_tenant_t *tenant, int64_t second)
+{
+    size_t slot = s_rate_slot(second);
+    if (tenant->rate_second[slot] != second) {
+        tenant->rate_second[slot] = second;
+        tenant->rate_count[slot] = 0;
+    }
+    tenant->rate_count[slot]++;
+}
+
+//  Acks per second over the window that ends with this second.
+static double s_rate(const s_tenant_t *tenant, int64_t second)
+{
+    int64_t acks = 0;
+    for (size_t i = 0; i < S_RATE_WINDOW_S; i++)
+        if (tenant->rate_second[i] > second - S_RATE_WINDOW_S && tenant->rate_second[i] <= second)
+            acks += tenant->rate_count[i];
+    return (double)acks / S_RATE_WINDOW_S;
+}
+
+//  Counts one more (or one less) message of a request in flight; a
+//  request with none left leaves the table, which so stays as small as
+//  what is in flight.
+static void s_request_add(fq_metrics_t *self, int64_t request_id, int64_t delta)
+{
+    if (request_id <= 0)
+        return;
+    int64_t n = (int64_t)(uintptr_t)zhashx_lookup(self->requests, S_KEY(request_id)) + delta;
+    if (n > 0)
+        zhashx_update(self->requests, S_KEY(request_id), (void *)(uintptr_t)n);
+    else
+        zhashx_delete(self->requests, S_KEY(request_id));
+}
+
+static void s_apply(fq_metrics_t *self, const s_event_t *event, int64_t second)
+{
+    s_tenant_t *tenant = s_tenant(self, event->tenant_id);
+    s_sender_t *sender = event->sender ? zhashx_lookup(self->senders, S_KEY(event->sender)) : NULL;
+    switch (event->kind) {
+    case S_SUBMITTED:
+        if (tenant)
+            tenant->counts.submitted += event->a;
+        break;
+    case S_SPLIT:
+        if (tenant) {
+            tenant->counts.split += event->a;
+            tenant->counts.rejected += event->b;
+        }
+        break;
+    case S_DISPATCHED:
+        if (tenant) {
+            tenant->counts.dispatched++;
+            tenant->counts.inflight++;
+            if (event->time >= 0)
+                s_observe(&tenant->latency, s_latency_bounds, S_COUNT(s_latency_bounds),
+                          (double)event->time / S_MS_PER_S);
+        }
+        if (sender)
+            sender->counts.dispatched++;
+        s_request_add(self, event->request_id, 1);
+        break;
+    case S_SETTLED:
+        //  Never below 0: a record lost to a full memory must not leave a
+        //  negative gauge behind
+        if (tenant && tenant->counts.inflight > 0)
+            tenant->counts.inflight--;
+        s_request_add(self, event->request_id, -1);
+        if (event->detail < S_OUTCOMES) {
+            if (tenant)
+                tenant->counts.outcomes[event->detail]++;
+            if (sender)
+                sender->counts.outcomes[event->detail]++;
+        }
+        if (tenant && event->detail == FQ_METRICS_SENT)
+            s_rate_add(tenant, second);
+        break;
+    case S_UNSENDABLE:
+        if (tenant)
+            tenant->counts.outcomes[FQ_METRICS_DEAD]++;
+        break;
+    case S_SENDER:
+        if (sender && sender->counts.up) {
+            sender->counts.inflight = event->a;
+            sender->counts.credit = event->b;
+        }
+        break;
+    case S_DB: {
+        s_db_t *db = &self->db[event->detail];
+        if (event->time < 0)
+            db->errors++;
+        else {
+            s_observe(&db->rows, s_rows_bounds, S_COUNT(s_rows_bounds), (double)event->a);
+            s_observe(&db->seconds, s_seconds_bounds, S_COUNT(s_seconds_bounds),
+                      (double)event->time / S_US_PER_S);
+        }
+        break;
+    }
+    }
+}
+
+//  ---------------------------------------------------------------------
+//  Names and senders
+
+void fq_metrics_tenant_name(fq_metrics_t *self, int64_t tenant_id, const char *name)
+{
+    if (!self || !name || !*name)
+        return;
+    pthread_mutex_lock(&self->lock);
+    s_tenant_t *tenant = s_tenant(self, tenant_id);
+    if (tenant && strncmp(tenant->name, name, sizeof tenant->name) != 0) {
+        if (*tenant->name && zhashx_lookup(self->tenant_names, tenant->name) == tenant)
+            zhashx_delete(self->tenant_names, tenant->name);
+        snprintf(tenant->name, sizeof tenant->name, "%s", name);
+        //  A name now on another id (the tenant was made again) leaves
+        //  the old one, so that no two series carry the same name
+        s_tenant_t *before = zhashx_lookup(self->tenant_names, tenant->name);
+        if (before && before != tenant)
+            *before->name = '\0';
+        zhashx_update(self->tenant_names, tenant->name, tenant);
+    }
+    pthread_mutex_unlock(&self->lock);
+}
+
+//  True for a byte that continues a UTF-8 sequence (10xxxxxx).
+static bool s_utf8_continues(unsigned char c)
+{
+    return (c & 0xC0) == 0x80;
+}
+
+//  A copy of text cut to S_LABEL_MAX bytes, not within a UTF-8 sequence.
+static char *s_label_dup(const char *text)
+{
+    size_t len = strnlen(text, S_LABEL_MAX);
+    if (text[len] != '\0')
+        while (len > 0 && s_utf8_continues((unsigned char)text[len]))
+            len--;
+    return strndup(text, len);
+}
+
+//  Forgets the senders that left, once too many are kept.
+static void s_forget_gone(fq_metrics_t *self)
+{
+    uint64_t gone[S_SENDERS_GONE_MAX + 1];
+    size_t n = 0;
+    for (s_sender_t *sender = zhashx_first(self->senders); sender && n < S_COUNT(gone);
+         sender = zhashx_next(self->senders))
+        if (!sender->counts.up)
+            gone[n++] = sender->id;
+    for (size_t i = 0; i < n; i++)
+        zhashx_delete(self->senders, S_KEY(gone[i]));
+    self->senders_gone -= n;
+}
+
+uint64_t fq_metrics_sender_join(fq_metrics_t *self, const char *name, const char *address)
+{
+    if (!self)
+        return 0;
+    char *label = s_label_dup(name ? name : ""), *where = s_label_dup(address ? address : "");
+    uint64_t id = 0;
+    pthread_mutex_lock(&self->lock);
+    s_sender_t *sender = zhashx_first(self->senders);
+    while (sender && label && where &&
+           (strcmp(sender->name, label) != 0 || strcmp(sender->address, where) != 0))
+        sender = zhashx_next(self->senders);
+    if (sender) {
+        //  Back again: its counters go on
+        if (!sender->counts.up)
+            self->senders_gone--;
+        sender->counts.up = 1;
+        id = sender->id;
+    } else if (label && where && (sender = calloc(1, sizeof *sender))) {
+        *sender = (s_sender_t){.id = ++self->last_sender, .name = label, .address = where};
+        sender->counts.up = 1;
+        label = where = NULL;
+        zhashx_insert(self->senders, S_KEY(sender->id), sender);
+        id = sender->id;
+    }
+    pthread_mutex_unlock(&self->lock);
+    free(label);
+    free(where);
+    return id;
+}
+
+void fq_metrics_sender_leave(fq_metrics_t *self, uint64_t id)
+{
+    if (!self || !id)
+        return;
+    pthread_mutex_lock(&self->lock);
+    s_sender_t *sender = zhashx_lookup(self->senders, S_KEY(id));
+    if (sender && sender->counts.up) {
+        sender->counts.up = 0;
+        sender->counts.inflight = 0;
+        sender->counts.credit = 0;
+        if (++self->senders_gone > S_SENDERS_GONE_MAX)
+            s_forget_gone(self);
+    }
+    pthread_mutex_unlock(&self->lock);
+}
+
+//  ---------------------------------------------------------------------
+//  Queries
+
+int64_t fq_metrics_request_inflight(fq_metrics_t *self, int64_t request_id)
+{
+    if (!self || request_id <= 0)
+        return 0;
+    pthread_mutex_lock(&self->lock);
+    int64_t n = (int64_t)(uintptr_t)zhashx_lookup(self->requests, S_KEY(request_id));
+    pthread_mutex_unlock(&self->lock);
+    return n;
+}
+
+void fq_metrics_tenant_live(fq_metrics_t *self, const char *tenant, int64_t *inflight,
+                            double *send_rate)
+{
+    int64_t n = 0;
+    double rate = 0;
+    if (self && tenant) {
+        pthread_mutex_lock(&self->lock);
+        s_tenant_t *found = zhashx_lookup(self->tenant_names, tenant);
+        if (found) {
+            n = found->counts.inflight;
+            rate = s_rate(found, s_second(self));
+        }
+        pthread_mutex_unlock(&self->lock);
+    }
+    if (inflight)
+        *inflight = n;
+    if (send_rate)
+        *send_rate = rate;
+}
+
+//  ---------------------------------------------------------------------
+//  Batches
+
+fq_metrics_batch_t *fq_metrics_batch_new(fq_metrics_t *metrics)
+{
+    if (!metrics)
+        return NULL;
+    fq_metrics_batch_t *self = malloc(sizeof *self);
+    if (self) {
+        self->metrics = metrics;
+        self->count = 0;
+    }
+    return self;
+}
+
+void fq_metrics_batch_destroy(fq_metrics_batch_t **self_p)
+{
+    fq_metrics_batch_t *self = *self_p;
+    if (self) {
+        fq_metrics_batch_flush(self);
+        free(self);
+        *self_p = NULL;
+    }
+}
+
+void fq_metrics_batch_flush(fq_metrics_batch_t *self)
+{
+    if (!self || self->count == 0)
+        return;
+    fq_metrics_t *metrics = self->metrics;
+    pthread_mutex_lock(&metrics->lock);
+    int64_t second = s_second(metrics);
+    for (size_t i = 0; i < self->count; i++)
+        s_apply(metrics, &self->events[i], second);
+    pthread_mutex_unlock(&metrics->lock);
+    self->count = 0;
+}
+
+//  The next record of the batch, flushing it first when it is full.
+static s_event_t *s_event(fq_metrics_batch_t *self, s_kind_t kind, int64_t tenant_id)
+{
+    if (self->count == S_BATCH_EVENTS)
+        fq_metrics_batch_flush(self);
+    s_event_t *event = &self->events[self->count++];
+    *event = (s_event_t){.kind = kind, .tenant_id = tenant_id, .time = -1};
+    return event;
+}
+
+void fq_metrics_batch_submitted(fq_metrics_batch_t *self, int64_t tenant_id, int64_t recipients)
+{
+    if (self)
+        s_event(self, S_SUBMITTED, tenant_id)->a = recipients;
+}
+
+void fq_metrics_batch_split(fq_metrics_batch_t *self, int64_t tenant_id, int64_t split,
+                            int64_t rejected)
+{
+    if (self) {
+        s_event_t *event = s_event(self, S_SPLIT, tenant_id);
+        event->a = split;
+        event->b = rejected;
+    }
+}
+
+void fq_metrics_batch_dispatched(fq_metrics_batch_t *self, int64_t tenant_id, int64_t request_id,
+                                 uint64_t sender, int64_t latency_ms)
+{
+    if (self) {
+        s_event_t *event = s_event(self, S_DISPATCHED, tenant_id);
+        event->request_id = request_id;
+        event->sender = sender;
+        event->time = latency_ms;
+    }
+}
+
+void fq_metrics_batch_settled(fq_metrics_batch_t *self, int64_t tenant_id, int64_t request_id,
+                              uint64_t sender, fq_metrics_outcome_t outcome)
+{
+    if (self && outcome >= FQ_METRICS_SENT && outcome <= FQ_METRICS_RELEASED) {
+        s_event_t *event = s_event(self, S_SETTLED, tenant_id);
+        event->request_id = request_id;
+        event->sender = sender;
+        event->detail = (int)outcome;
+    }
+}
+
+void fq_metrics_batch_unsendable(fq_metrics_batch_t *self, int64_t tenant_id)
+{
+    if (self)
+        s_event(self, S_UNSENDABLE, tenant_id);
+}
+
+void fq_metrics_batch_sender(fq_metrics_batch_t *self, uint64_t sender, int64_t inflight,
+                             int64_t credit)
+{
+    if (self && sender) {
+        s_event_t *event = s_event(self, S_SENDER, 0);
+        event->sender = sender;
+        event->a = inflight;
+        event->b = credit;
+    }
+}
+
+void fq_metrics_batch_db(fq_metrics_batch_t *self, fq_metrics_statement_t statement, size_t rows,
+                         int64_t usecs, bool ok)
+{
+    if (self && statement >= FQ_METRICS_DB_ACKS && statement < FQ_METRICS_DB_COUNT) {
+        s_event_t *event = s_event(self, S_DB, 0);
+        event->detail = (int)statement;
+        event->a = (int64_t)rows;
+        event->time = ok ? (usecs > 0 ? usecs : 0) : -1;
+    }
+}
+
+//  ---------------------------------------------------------------------
+//  Output
+
+typedef struct {
+    char *data;
+    size_t len, size;
+    bool failed; //  Out of memory: the result is NULL
+} s_out_t;
+
+static bool s_out_reserve(s_out_t *out, size_t more)
+{
+    if (out->failed)
+        return false;
+    if (out->len + more < out->size)
+        return true;
+    size_t size = out->size ? out->size : S_OUT_INITIAL;
+    while (out->len + more >= size)
+        size *= 2;
+    char *grown = realloc(out->data, size);
+    if (!grown) {
+        out->failed = true;
+        return false;
+    }
+    out->data = grown;
+    out->size = size;
+    return true;
+}
+
+static void s_out_mem(s_out_t *out, const void *data, size_t len)
+{
+    if (s_out_reserve(out, len)) {
+        memcpy(out->data + out->len, data, len);
+        out->len += len;
+        out->data[out->len] = '\0';
+    }
+}
+
+static void s_out_str(s_out_t *out, const char *text)
+{
+    s_out_mem(out, text, strlen(text));
+}
+
+static void s_out_printf(s_out_t *out, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void s_out_printf(s_out_t *out, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    int len = vsnprintf(NULL, 0, format, args);
+    va_end(args);
+    if (len < 0 || !s_out_reserve(out, (size_t)len + 1))
+        return;
+    va_start(args, format);
+    vsnprintf(out->data + out->len, out->size - out->len, format, args);
+    va_end(args);
+    out->len += (size_t)len;
+}
+
+//  A double in the fewest digits that read back as the same value.
+static void s_out_double(s_out_t *out, double value)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%.*g", S_DOUBLE_SHORT, value);
+    if (strtod(text, NULL) != value)
+        snprintf(text, sizeof text, "%.*g", S_DOUBLE_EXACT, value);
+    s_out_str(out, text);
+}
+
+//  Length of the well-formed UTF-8 sequence at text (RFC 3629: no overlong
+//  forms, no surrogates, nothing above U+10FFFF), 0 when there is none.
+static size_t s_utf8_length(const unsigned char *text)
+{
+    unsigned char c = text[0];
+    if (c < 0x80)
+        return 1;
+    size_t extra;
+    unsigned char low = 0x80, high = 0xBF; //  Range of the second byte
+    if (c >= 0xC2 && c <= 0xDF)
+        extra = 1;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        extra = 2;
+        low = c == 0xE0 ? 0xA0 : low;   //  Below: overlong
+        high = c == 0xED ? 0x9F : high; //  Above: surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        extra = 3;
+        low = c == 0xF0 ? 0x90 : low;   //  Below: overlong
+        high = c == 0xF4 ? 0x8F : high; //  Above: beyond U+10FFFF
+    } else
+        return 0;
+    if (text[1] < low || text[1] > high)
+        return 0;
+    for (size_t k = 2; k <= extra; k++)
+        if (!s_utf8_continues(text[k]))
+            return 0; //  A NUL stops here too
+    return extra + 1;
+}
+
+//  A label value as the text format wants it: backslash, double quote and
+//  line feed escaped; a byte that is not UTF-8 replaced.
+static void s_out_label(s_out_t *out, const char *value)
+{
+    const unsigned char *text = (const unsigned char *)value;
+    while (*text) {
+        size_t len = s_utf8_length(text);
+        if (*text == '\\')
+            s_out_str(out, "\\\\");
+        else if (*text == '"')
+            s_out_str(out, "\\\"");
+        else if (*text == '\n')
+            s_out_str(out, "\\n");
+        else if (len == 0)
+            s_out_str(out, S_REPLACEMENT);
+        else {
+            s_out_mem(out, text, len);
+            text += len;
+            continue;
+        }
+        text++;
+    }
+}
+
+static void s_out_family(s_out_t *out, const char *name, const char *type, const char *help)
+{
+    s_out_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+//  Starts a sample: name suffix{label="value" (escaped); the caller
+//  writes any other label, the closing brace and the value.
+static void s_out_sample(s_out_t *out, const char *name, const char *suffix, const char *label,
+                         const char *value)
+{
+    s_out_printf(out, "%s%s{%s=\"", name, suffix, label);
+    s_out_label(out, value);
+    s_out_str(out, "\"");
+}
+
+static void s_out_histogram(s_out_t *out, const char *name, const char *label, const char *value,
+                            const s_histogram_t *histogram, const double *bounds, size_t nbounds)
+{
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < nbounds; i++) {
+        cumulative += histogram->buckets[i];
+        s_out_sample(out, name, "_bucket", label, value);
+        s_out_str(out, ",le=\"");
+        s_out_double(out, bounds[i]);
+        s_out_printf(out, "\"} %" PRIu64 "\n", cumulative);
+    }
+    s_out_sample(out, name, "_bucket", label, value);
+    s_out_printf(out, ",le=\"+Inf\"} %" PRIu64 "\n", histogram->count);
+    s_out_sample(out, name, "_sum", label, value);
+    s_out_str(out, "} ");
+    s_out_double(out, histogram->sum);
+    s_out_str(out, "\n");
+    s_out_sample(out, name, "_count", label, value);
+    s_out_printf(out, "} %" PRIu64 "\n", histogram->count);
+}
+
+//  ---------------------------------------------------------------------
+//  Families
+
+typedef struct {
+    const char *name;
+    const char *type;
+    const char *help;
+    size_t offset; //  Of the figure (int64_t, or uint64_t for actors) in its row
+} s_family_t;
+
+#define S_TENANT_AT(field) offsetof(s_tenant_counts_t, field)
+static const s_family_t s_tenant_families[] = {
+    {"fairq_tenant_submitted_total", "counter", "Recipients of the requests this fairqd took up",
+     S_TENANT_AT(submitted)},
+    {"fairq_tenant_split_total", "counter", "Message rows written by the splitters",
+     S_TENANT_AT(split)},
+    {"fairq_tenant_rejected_total", "counter", "Recipients rejected by the splitters",
+     S_TENANT_AT(rejected)},
+    {"fairq_tenant_dispatched_total", "counter", "Messages handed to a sender",
+     S_TENANT_AT(dispatched)},
+    {"fairq_tenant_sent_total", "counter", "Messages acked by a sender",
+     S_TENANT_AT(outcomes[FQ_METRICS_SENT])},
+    {"fairq_tenant_failed_total", "counter", "Messages nacked that will be tried again",
+     S_TENANT_AT(outcomes[FQ_METRICS_FAILED])},
+    {"fairq_tenant_dead_total", "counter",
+     "Messages dead: nacked permanently or at their last attempt, or never renderable",
+     S_TENANT_AT(outcomes[FQ_METRICS_DEAD])},
+    {"fairq_tenant_requeued_total", "counter",
+     "Messages given back unsent because their sender left or died",
+     S_TENANT_AT(outcomes[FQ_METRICS_REQUEUED])},
+    {"fairq_tenant_inflight", "gauge", "Messages in a sender's hands", S_TENANT_AT(inflight)},
+};
+
+#define S_INFO_AT(field) offsetof(fq_tenant_info_t, field)
+static const s_family_t s_tenant_db_families[] = {
+    {"fairq_tenant_depth", "gauge", "Pending and failed messages", S_INFO_AT(depth)},
+    {"fairq_tenant_failed_waiting", "gauge", "Failed messages waiting for a retry",
+     S_INFO_AT(failed)},
+    {"fairq_tenant_unsplit", "gauge", "Recipients not yet split into messages", S_INFO_AT(unsplit)},
+    {"fairq_tenant_open_requests", "gauge", "Requests accepted, splitting, active or paused",
+     S_INFO_AT(open_requests)},
+    {"fairq_tenant_oldest_pending_age_seconds", "gauge", "Age of the oldest unfinished request",
+     S_INFO_AT(oldest_pending_s)},
+};
+
+#define S_SENDER_AT(field) offsetof(s_sender_counts_t, field)
+static const s_family_t s_sender_families[] = {
+    {"fairq_sender_up", "gauge", "1 while the sender is connected, 0 once it left",
+     S_SENDER_AT(up)},
+    {"fairq_sender_dispatched_total", "counter", "Messages handed to the sender",
+     S_SENDER_AT(dispatched)},
+    {"fairq_sender_sent_total", "counter", "Messages the sender acked",
+     S_SENDER_AT(outcomes[FQ_METRICS_SENT])},
+    {"fairq_sender_failed_total", "counter", "Messages the sender nacked, to be tried again",
+     S_SENDER_AT(outcomes[FQ_METRICS_FAILED])},
+    {"fairq_sender_dead_total", "counter",
+     "Messages the sender nacked permanently or at their last attempt",
+     S_SENDER_AT(outcomes[FQ_METRICS_DEAD])},
+    {"fairq_sender_requeued_total", "counter",
+     "Messages given back unsent when the sender left or died",
+     S_SENDER_AT(outcomes[FQ_METRICS_REQUEUED])},
+    {"fairq_sender_inflight", "gauge", "Messages in the sender's hands", S_SENDER_AT(inflight)},
+    {"fairq_sender_credit", "gauge", "Messages the sender may still be given", S_SENDER_AT(credit)},
+};
+
+#define S_ACTOR_AT(field) offsetof(fq_actor_stats_t, field)
+static const s_family_t s_actor_families[] = {
+    {"fairq_actor_mailbox_depth", "gauge", "Messages queued for the actor, not yet handled",
+     S_ACTOR_AT(mailbox_depth)},
+    {"fairq_actor_handled_total", "counter", "Messages the actor took from its mailbox",
+     S_ACTOR_AT(handled)},
+    {"fairq_actor_restarts_total", "counter", "Times the actor was restarted after a failure",
+     S_ACTOR_AT(restarts)},
+    {"fairq_actor_failures_total", "counter", "Failures of the actor", S_ACTOR_AT(failures)},
+};
+
+//  As statement="..." in the database families.
+static const char *const s_statement_names[FQ_METRICS_DB_COUNT] = {
+    [FQ_METRICS_DB_ACKS] = "acks",
+    [FQ_METRICS_DB_NACKS] = "nacks",
+    [FQ_METRICS_DB_LOAD] = "load",
+    [FQ_METRICS_DB_SPLIT] = "split",
+};
+
+static int64_t s_int64_at(const void *row, size_t offset)
+{
+    int64_t value;
+    memcpy(&value, (const char *)row + offset, sizeof value);
+    return value;
+}
+
+//  ---------------------------------------------------------------------
+//  Rendering: a copy taken under the lock, written without it
+
+typedef struct {
+    int64_t id;
+    char name[S_TENANT_NAME_SIZE];
+    s_tenant_counts_t counts;
+    s_histogram_t latency;
+    const fq_tenant_info_t *info; //  From the database, or NULL
+} s_tenant_row_t;
+
+typedef struct {
+    char *name, *address;
+    s_sender_counts_t counts;
+} s_sender_row_t;
+
+typedef struct {
+    s_tenant_row_t *tenants;
+    size_t ntenants;
+    s_sender_row_t *senders;
+    size_t nsenders;
+    s_db_t db[FQ_METRICS_DB_COUNT];
+    int64_t requests; //  Requests with messages in flight
+    fq_actor_stats_t *actors;
+    size_t nactors, actors_size;
+    uint64_t dead_letters; //  Of the system
+    bool failed;           //  Out of memory
+} s_snapshot_t;
+
+static int s_by_id(const void *a, const void *b)
+{
+    int64_t x = ((const s_tenant_row_t *)a)->id, y = ((const s_tenant_row_t *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+static int s_by_name(const void *a, const void *b)
+{
+    return strcmp(((const s_tenant_row_t *)a)->name, ((const s_tenant_row_t *)b)->name);
+}
+
+static int s_sender_order(const void *a, const void *b)
+{
+    const s_sender_row_t *x = a, *y = b;
+    int order = strcmp(x->name, y->name);
+    return order ? order : strcmp(x->address, y->address);
+}
+
+static int s_actor_order(const void *a, const void *b)
+{
+    return strcmp(((const fq_actor_stats_t *)a)->path, ((const fq_actor_stats_t *)b)->path);
+}
+
+//  Copies what self holds; room is left for the database's tenants.
+static void s_snapshot_take(s_snapshot_t *snap, fq_metrics_t *self, size_t extra_tenants)
+{
+    if (self)
+        pthread_mutex_lock(&self->lock);
+    size_t ntenants = self ? zhashx_size(self->tenants) : 0,
+           nsenders = self ? zhashx_size(self->senders) : 0;
+    snap->tenants = calloc(ntenants + extra_tenants + 1, sizeof *snap->tenants);
+    snap->senders = calloc(nsenders + 1, sizeof *snap->senders);
+    snap->failed = !snap->tenants || !snap->senders;
+    for (s_tenant_t *tenant = self && !snap->failed ? zhashx_first(self->tenants) : NULL; tenant;
+         tenant = zhashx_next(self->tenants)) {
+        s_tenant_row_t *row = &snap->tenants[snap->ntenants++];
+        row->id = tenant->id;
+        memcpy(row->name, tenant->name, sizeof row->name);
+        row->counts = tenant->counts;
+        row->latency = tenant->latency;
+    }
+    for (s_sender_t *sender = self && !snap->failed ? zhashx_first(self->senders) : NULL;
+         sender && !snap->failed; sender = zhashx_next(self->senders)) {
+        s_sender_row_t *row = &snap->senders[snap->nsenders++];
+        row->name = strdup(sender->name);
+        row->address = strdup(sender->address);
+        row->counts = sender->counts;
+        snap->failed = !row->name || !row->address;
+    }
+    if (self) {
+        memcpy(snap->db, self->db, sizeof snap->db);
+        snap->requests = (int64_t)zhashx_size(self->requests);
+        pthread_mutex_unlock(&self->lock);
+    }
+}
+
+//  Joins the database's tenants to the copy: their names and gauges, and
+//  zero counters for those not seen yet. Tenants without a known name are
+//  left out (they show once a splitter or the dispatcher names them).
+static void s_snapshot_join(s_snapshot_t *snap, const fq_tenant_list_t *list)
+{
+    size_t known = snap->ntenants;
+    qsort(snap->tenants, known, sizeof *snap->tenants, s_by_id);
+    for (size_t i = 0; list && i < list->count; i++) {
+        const fq_tenant_info_t *info = &list->rows[i];
+        s_tenant_row_t key = {.id = info->id};
+        s_tenant_row_t *row = bsearch(&key, snap->tenants, known, sizeof key, s_by_id);
+        if (!row) {
+            row = &snap->tenants[snap->ntenants++];
+            row->id = info->id;
+        }
+        row->info = info;
+        snprintf(row->name, sizeof row->name, "%s", info->name);
+    }
+    qsort(snap->tenants, snap->ntenants, sizeof *snap->tenants, s_by_name);
+    //  One series per name: of two ids under one name (a tenant made
+    //  again), the database's
+    size_t kept = 0;
+    for (size_t i = 0; i < snap->ntenants; i++) {
+        s_tenant_row_t *row = &snap->tenants[i];
+        if (!*row->name)
+            continue;
+        if (kept > 0 && strcmp(snap->tenants[kept - 1].name, row->name) == 0) {
+            if (row->info)
+                snap->tenants[kept - 1] = *row;
+            continue;
+        }
+        snap->tenants[kept++] = *row;
+    }
+    snap->ntenants = kept;
+    qsort(snap->senders, snap->nsenders, sizeof *snap->senders, s_sender_order);
+}
+
+static void s_snapshot_actor(const fq_actor_stats_t *stats, void *arg)
+{
+    s_snapshot_t *snap = arg;
+    if (strncmp(stats->path, S_CLIENT_PREFIX, strlen(S_CLIENT_PREFIX)) == 0)
+        return;
+    if (snap->nactors == snap->actors_size) {
+        size_t size = snap->actors_size ? snap->actors_size * 2 : S_ACTORS_INITIAL;
+        fq_actor_stats_t *grown = realloc(snap->actors, size * sizeof *grown);
+        if (!grown) {
+            snap->failed = true;
+            return;
+        }
+        snap->actors = grown;
+        snap->actors_size = size;
+    }
+    snap->actors[snap->nactors++] = *stats;
+}
+
+static void s_snapshot_free(s_snapshot_t *snap)
+{
+    for (size_t i = 0; i < snap->nsenders; i++) {
+        free(snap->senders[i].name);
+        free(snap->senders[i].address);
+    }
+    free(snap->senders);
+    free(snap->tenants);
+    free(snap->actors);
+}
+
+static void s_render_tenants(s_out_t *out, const s_snapshot_t *snap, bool database)
+{
+    for (size_t f = 0; f < S_COUNT(s_tenant_families); f++) {
+        const s_family_t *family = &s_tenant_families[f];
+        s_out_family(out, family->name, family->type, family->help);
+        for (size_t i = 0; i < snap->ntenants; i++) {
+            s_out_sample(out, family->name, "", "tenant", snap->tenants[i].name);
+            s_out_printf(out, "} %" PRId64 "\n",
+                         s_int64_at(&snap->tenants[i].counts, family->offset));
+        }
+    }
+    for (size_t f = 0; database && f < S_COUNT(s_tenant_db_families); f++) {
+        const s_family_t *family = &s_tenant_db_families[f];
+        s_out_family(out, family->name, family->type, family->help);
+        for (size_t i = 0; i < snap->ntenants; i++)
+            if (snap->tenants[i].info) {
+                s_out_sample(out, family->name, "", "tenant", snap->tenants[i].name);
+                s_out_printf(out, "} %" PRId64 "\n",
+                             s_int64_at(snap->tenants[i].info, family->offset));
+            }
+    }
+    s_out_family(out, "fairq_requests_inflight", "gauge",
+                 "Requests with messages in a sender's hands");
+    s_out_printf(out, "fairq_requests_inflight %" PRId64 "\n", snap->requests);
+    const char *latency = "fairq_dispatch_latency_seconds";
+    s_out_family(out, latency, "histogram",
+                 "Seconds from a request's submit (or its send_at) to its messages' first "
+                 "attempt handed to a sender");
+    for (size_t i = 0; i < snap->ntenants; i++)
+        s_out_histogram(out, latency, "tenant", snap->tenants[i].name, &snap->tenants[i].latency,
+                        s_latency_bounds, S_COUNT(s_latency_bounds));
+}
+
+static void s_render_senders(s_out_t *out, const s_snapshot_t *snap)
+{
+    int64_t connected = 0;
+    for (size_t i = 0; i < snap->nsenders; i++)
+        connected += snap->senders[i].counts.up;
+    s_out_family(out, "fairq_senders_connected", "gauge", "Senders connected");
+    s_out_printf(out, "fairq_senders_connected %" PRId64 "\n", connected);
+    for (size_t f = 0; f < S_COUNT(s_sender_families); f++) {
+        const s_family_t *family = &s_sender_families[f];
+        s_out_family(out, family->name, family->type, family->help);
+        for (size_t i = 0; i < snap->nsenders; i++) {
+            const s_sender_row_t *row = &snap->senders[i];
+            s_out_sample(out, family->name, "", "sender", row->name);
+            s_out_str(out, ",address=\"");
+            s_out_label(out, row->address);
+            s_out_printf(out, "\"} %" PRId64 "\n", s_int64_at(&row->counts, family->offset));
+        }
+    }
+}
+
+static void s_render_actors(s_out_t *out, const s_snapshot_t *snap)
+{
+    s_out_family(out, "fairq_dead_letters_total", "counter",
+                 "Messages dropped because their actor was gone");
+    s_out_printf(out, "fairq_dead_letters_total %" PRIu64 "\n", snap->dead_letters);
+    for (size_t f = 0; f < S_COUNT(s_actor_families); f++) {
+        const s_family_t *family = &s_actor_families[f];
+        s_out_family(out, family->name, family->type, family->help);
+        for (size_t i = 0; i < snap->nactors; i++) {
+            uint64_t value;
+            memcpy(&value, (const char *)&snap->actors[i] + family->offset, sizeof value);
+            s_out_sample(out, family->name, "", "actor", snap->actors[i].path);
+            s_out_printf(out, "} %" PRIu64 "\n", value);
+        }
+    }
+}
+
+static void s_render_db(s_out_t *out, const s_snapshot_t *snap)
+{
+    const char *rows = "fairq_db_batch_rows", *seconds = "fairq_db_batch_seconds",
+               *errors = "fairq_db_errors_total";
+    s_out_family(out, rows, "histogram", "Rows per database batch, by statement");
+    for (int i = 0; i < FQ_METRICS_DB_COUNT; i++)
+        s_out_histogram(out, rows, "statement", s_statement_names[i], &snap->db[i].rows,
+                        s_rows_bounds, S_COUNT(s_rows_bounds));
+    s_out_family(out, seconds, "histogram", "Seconds per database batch, by statement");
+    for (int i = 0; i < FQ_METRICS_DB_COUNT; i++)
+        s_out_histogram(out, seconds, "statement", s_statement_names[i], &snap->db[i].seconds,
+                        s_seconds_bounds, S_COUNT(s_seconds_bounds));
+    s_out_family(out, errors, "counter", "Database batches that failed, by statement");
+    for (int i = 0; i < FQ_METRICS_DB_COUNT; i++) {
+        s_out_sample(out, errors, "", "statement", s_statement_names[i]);
+        s_out_printf(out, "} %" PRId64 "\n", snap->db[i].errors);
+    }
+}
+
+char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_list_t *tenants)
+{
+    s_snapshot_t snap = {0};
+    s_snapshot_take(&snap, self, tenants ? tenants->count : 0);
+    if (!snap.failed)
+        s_snapshot_join(&snap, tenants);
+    if (!snap.failed && sys) {
+        fq_system_foreach_stats(sys, s_snapshot_actor, &snap);
+        snap.dead_letters = fq_system_dead_letters(sys);
+    }
+    if (!snap.failed && snap.nactors)
+        qsort(snap.actors, snap.nactors, sizeof *snap.actors, s_actor_order);
+
+    s_out_t out = {.failed = snap.failed};
+    s_out_family(&out, "fairq_database_up", "gauge",
+                 "1 when fairqd could read the tenants' figures from the database, else 0");
+    s_out_printf(&out, "fairq_database_up %d\n", tenants ? 1 : 0);
+    s_render_tenants(&out, &snap, tenants != NULL);
+    s_render_senders(&out, &snap);
+    if (sys)
+        s_render_actors(&out, &snap);
+    s_render_db(&out, &snap);
+    s_snapshot_free(&snap);
+    if (out.failed) {
+        free(out.data);
+        return NULL;
+    }
+    return out.data;
+}

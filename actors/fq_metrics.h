@@ -1,0 +1,146 @@
+/*  fq_metrics.h — fairqd's figures, for GET /metrics and the live fields of
+    the HTTP API (a tenant's inflight and send_rate, a request's inflight).
+
+    One fq_metrics_t is shared by every actor and the HTTP threads; a mutex
+    inside guards it. Actors record into an fq_metrics_batch_t of their own,
+    without the lock, and apply it with fq_metrics_batch_flush: one lock per
+    DISPATCH, per flush of acks, per database batch, never one per message
+    (the dispatcher hands out tens of thousands of messages a second).
+
+    Tenants are keyed by id (what the scheduler and the dispatcher know of a
+    message); their names come from fq_metrics_tenant_name (the splitters
+    and the dispatcher load them with a request's templates) and from the
+    tenant list given to fq_metrics_render. Senders are keyed by the id
+    fq_metrics_sender_join hands out.
+
+    Every function takes a NULL fq_metrics_t or fq_metrics_batch_t and then
+    does nothing (queries answer 0): tests and benchmarks run the pipeline
+    without metrics.
+
+    fq_metrics_render writes Prometheus' text format, version 0.0.4. */
+#ifndef FQ_METRICS_H
+#define FQ_METRICS_H
+
+#include "fq_store.h"
+#include "fq_system.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct fq_metrics fq_metrics_t;
+
+//  NULL when out of memory.
+fq_metrics_t *fq_metrics_new(void);
+
+//  Nobody may use self any more (the actors are stopped, the HTTP server
+//  too). Safe twice; nulls the caller's pointer.
+void fq_metrics_destroy(fq_metrics_t **self_p);
+
+//  Makes the send rate read its time, in milliseconds of any monotonic
+//  clock, from now_ms(arg) rather than zclock_mono(). For tests.
+void fq_metrics_set_clock(fq_metrics_t *self, int64_t (*now_ms)(void *arg), void *arg);
+
+//  ---------------------------------------------------------------------
+//  Queries (HTTP threads)
+
+//  Messages of request_id in a sender's hands right now (0 when unknown).
+int64_t fq_metrics_request_inflight(fq_metrics_t *self, int64_t request_id);
+
+//  A tenant's messages in flight right now, and its messages acked per
+//  second over the last 60 s (both 0 for a tenant never seen).
+void fq_metrics_tenant_live(fq_metrics_t *self, const char *tenant, int64_t *inflight,
+                            double *send_rate);
+
+//  The whole exposition as Prometheus text; the caller frees it. sys: each
+//  actor's mailbox depth, messages handled, restarts and failures (left out
+//  when NULL). tenants: each tenant's depth, failed messages waiting for a
+//  retry, recipients not yet split, open requests and the age of its oldest
+//  pending request, read from the database by the caller; NULL when the
+//  database is unreachable: those gauges are then left out and
+//  fairq_database_up is 0 (else 1). NULL when out of memory.
+char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_list_t *tenants);
+
+//  ---------------------------------------------------------------------
+//  Names and senders (rare: each takes the lock)
+
+//  Tells the name of a tenant id (copied; at most 64 bytes, as the schema
+//  allows). Counters recorded by id show under this name.
+void fq_metrics_tenant_name(fq_metrics_t *self, int64_t tenant_id, const char *name);
+
+//  A sender said HELLO: name (its own choice, sent by a remote peer) and
+//  address are copied. Returns the id its records go under, 0 when self is
+//  NULL or out of memory (records under 0 count for tenants only). A sender
+//  that comes back with the same name and address continues its counters.
+uint64_t fq_metrics_sender_join(fq_metrics_t *self, const char *name, const char *address);
+
+//  The sender left: its gauges drop to 0 and its counters stay on show
+//  (until too many senders have left; then the departed are forgotten).
+//  Flush the batches holding its records first.
+void fq_metrics_sender_leave(fq_metrics_t *self, uint64_t sender);
+
+//  ---------------------------------------------------------------------
+//  Recording (actors)
+
+//  How a message handed to a sender left its hands.
+typedef enum {
+    FQ_METRICS_SENT,     //  Acked
+    FQ_METRICS_FAILED,   //  Nacked; it will be tried again
+    FQ_METRICS_DEAD,     //  Nacked permanently, or at its last attempt
+    FQ_METRICS_REQUEUED, //  Given back unsent: its sender left or died
+    FQ_METRICS_RELEASED, //  Forgotten with no outcome: the dispatcher stopped
+} fq_metrics_outcome_t;
+
+//  The database statements whose batches are measured.
+typedef enum {
+    FQ_METRICS_DB_ACKS,  //  The store writer's acks (fq_store_ack_batch)
+    FQ_METRICS_DB_NACKS, //  The store writer's nacks (fq_store_nack_batch)
+    FQ_METRICS_DB_LOAD,  //  The dispatcher's row loads (fq_store_load_messages)
+    FQ_METRICS_DB_SPLIT, //  A splitter's chunks (fq_store_split_chunk)
+    FQ_METRICS_DB_COUNT
+} fq_metrics_statement_t;
+
+//  One actor's records, held without a lock until flushed. Belongs to one
+//  thread. NULL when metrics is NULL or out of memory; every call then
+//  does nothing.
+typedef struct fq_metrics_batch fq_metrics_batch_t;
+
+fq_metrics_batch_t *fq_metrics_batch_new(fq_metrics_t *metrics);
+
+//  Flushes what it holds, then frees it. Safe twice.
+void fq_metrics_batch_destroy(fq_metrics_batch_t **self_p);
+
+//  Applies what is held, under the lock once. A batch also flushes by
+//  itself when it is full.
+void fq_metrics_batch_flush(fq_metrics_batch_t *self);
+
+//  A request was taken up with this many recipients (the scheduler, once
+//  per request).
+void fq_metrics_batch_submitted(fq_metrics_batch_t *self, int64_t tenant_id, int64_t recipients);
+
+//  A splitter wrote split message rows and rejected recipients.
+void fq_metrics_batch_split(fq_metrics_batch_t *self, int64_t tenant_id, int64_t split,
+                            int64_t rejected);
+
+//  A message of request_id went to sender. latency_ms: milliseconds since
+//  its request was due (created, or its send_at) for a first attempt, < 0
+//  for a retry (not observed).
+void fq_metrics_batch_dispatched(fq_metrics_batch_t *self, int64_t tenant_id, int64_t request_id,
+                                 uint64_t sender, int64_t latency_ms);
+
+//  A message recorded as dispatched left its sender's hands.
+void fq_metrics_batch_settled(fq_metrics_batch_t *self, int64_t tenant_id, int64_t request_id,
+                              uint64_t sender, fq_metrics_outcome_t outcome);
+
+//  A message that can never be rendered went dead without a sender.
+void fq_metrics_batch_unsendable(fq_metrics_batch_t *self, int64_t tenant_id);
+
+//  A sender's messages in hand and free credit right now.
+void fq_metrics_batch_sender(fq_metrics_batch_t *self, uint64_t sender, int64_t inflight,
+                             int64_t credit);
+
+//  A database batch of rows took usecs microseconds (zclock_usecs()
+//  apart); ok false: it failed (counted as an error, not observed).
+void fq_metrics_batch_db(fq_metrics_batch_t *self, fq_metrics_statement_t statement, size_t rows,
+                         int64_t usecs, bool ok);
+
+#endif

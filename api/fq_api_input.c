@@ -1,0 +1,234 @@
+/*  fq_api_input.c — reading what a call brings (query values, path ids,
+    JSON bodies, times) and writing the objects every route answers with.
+    Every reader answers 400 itself, naming what was wrong, and returns
+    false (or NULL), so a handler only checks and returns.
+*/
+#include "fq_api_internal.h"
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+//  An RFC 3339 time: "2026-11-21T10:04:05Z" and its room.
+#define S_TIME_TEXT 32
+
+//  ---------------------------------------------------------------------
+//  Query values
+
+typedef struct {
+    fq_api_call_t *call;
+    const char *const *names;
+    const char *unknown; //  The first name not allowed
+} s_query_check_t;
+
+static enum MHD_Result s_query_key(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    (void)kind;
+    (void)value;
+    s_query_check_t *check = cls;
+    for (const char *const *name = check->names; name && *name; name++)
+        if (strcmp(key, *name) == 0)
+            return MHD_YES;
+    check->unknown = key;
+    return MHD_NO;
+}
+
+bool fq_api_query_allowed(fq_api_call_t *call, const char *const *names)
+{
+    s_query_check_t check = {.call = call, .names = names};
+    MHD_get_connection_values(call->connection, MHD_GET_ARGUMENT_KIND, s_query_key, &check);
+    if (!check.unknown)
+        return true;
+    fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "unknown query parameter \"%.64s\"", check.unknown);
+    return false;
+}
+
+const char *fq_api_query(fq_api_call_t *call, const char *name)
+{
+    return MHD_lookup_connection_value(call->connection, MHD_GET_ARGUMENT_KIND, name);
+}
+
+bool fq_api_parse_int(fq_api_call_t *call, const char *text, const char *what, int64_t min,
+                      int64_t max, int64_t def, int64_t *value)
+{
+    if (!text) {
+        *value = def;
+        return true;
+    }
+    char *end;
+    errno = 0;
+    long long parsed = strtoll(text, &end, 10);
+    //  Digits only: strtoll would take blanks and a '+'
+    bool digits = *text && (isdigit((unsigned char)*text) || *text == '-');
+    if (!digits || *end || errno == ERANGE || parsed < min || parsed > max) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "%s must be an integer within %lld..%lld, not \"%.32s\"", what, (long long)min,
+                    (long long)max, text);
+        return false;
+    }
+    *value = parsed;
+    return true;
+}
+
+bool fq_api_parse_id(fq_api_call_t *call, const char *text, const char *what, bool optional,
+                     int64_t *id)
+{
+    *id = 0;
+    if (optional && (!text || !*text))
+        return true;
+    char *end = NULL;
+    errno = 0;
+    long long parsed = text && isdigit((unsigned char)*text) ? strtoll(text, &end, 10) : 0;
+    if (!end || *end || errno == ERANGE || parsed <= 0) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "%s id must be a positive integer, not \"%.32s\"",
+                    what, text ? text : "");
+        return false;
+    }
+    *id = parsed;
+    return true;
+}
+
+//  ---------------------------------------------------------------------
+//  Bodies
+
+json_t *fq_api_body_object(fq_api_call_t *call)
+{
+    json_error_t error;
+    //  jansson refuses invalid UTF-8, "\u0000" in strings, duplicate keys
+    //  (with the flag) and nesting deeper than 2048
+    json_t *json = json_loadb(call->body, call->body_size, JSON_REJECT_DUPLICATES, &error);
+    if (!json) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "malformed JSON at line %d, column %d: %s",
+                    error.line, error.column, error.text);
+        return NULL;
+    }
+    if (!json_is_object(json)) {
+        json_decref(json);
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "the body must be a JSON object");
+        return NULL;
+    }
+    return json;
+}
+
+bool fq_api_only_keys(fq_api_call_t *call, json_t *object, const char *const *keys)
+{
+    const char *key;
+    json_t *value;
+    json_object_foreach(object, key, value)
+    {
+        (void)value;
+        bool known = false;
+        for (const char *const *k = keys; *k && !known; k++)
+            known = strcmp(key, *k) == 0;
+        if (!known) {
+            fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "unknown field \"%.64s\"", key);
+            return false;
+        }
+    }
+    return true;
+}
+
+//  ---------------------------------------------------------------------
+//  Times
+
+json_t *fq_api_time(int64_t unix_s)
+{
+    if (unix_s <= 0)
+        return json_null();
+    time_t t = (time_t)unix_s;
+    struct tm tm;
+    char text[S_TIME_TEXT];
+    if (!gmtime_r(&t, &tm) || !strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        return json_null();
+    return json_string(text);
+}
+
+//  Parses an RFC 3339 date-time with a zone: "2026-11-21T10:04:05Z",
+//  "...05.250+02:00" (a fraction is dropped). Returns 0 or -1.
+static int s_parse_rfc3339(const char *text, int64_t *unix_s)
+{
+    struct tm tm = {0};
+    const char *rest = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!rest || strlen(text) < strlen("2026-11-21T10:04:05Z"))
+        return -1;
+    if (*rest == '.') {
+        rest++;
+        if (!isdigit((unsigned char)*rest))
+            return -1;
+        while (isdigit((unsigned char)*rest))
+            rest++;
+    }
+    long offset_s = 0;
+    if (*rest == 'Z' || *rest == 'z')
+        rest++;
+    else if ((*rest == '+' || *rest == '-') && isdigit((unsigned char)rest[1]) &&
+             isdigit((unsigned char)rest[2]) && rest[3] == ':' && isdigit((unsigned char)rest[4]) &&
+             isdigit((unsigned char)rest[5])) {
+        int hours = (rest[1] - '0') * 10 + (rest[2] - '0');
+        int minutes = (rest[4] - '0') * 10 + (rest[5] - '0');
+        if (hours > 23 || minutes > 59)
+            return -1;
+        offset_s = (hours * 60L + minutes) * 60L * (*rest == '-' ? -1 : 1);
+        rest += 6;
+    } else
+        return -1;
+    if (*rest)
+        return -1;
+    time_t t = timegm(&tm);
+    if (t == (time_t)-1)
+        return -1;
+    *unix_s = (int64_t)t - offset_s;
+    return 0;
+}
+
+bool fq_api_parse_time(fq_api_call_t *call, json_t *value, const char *what, int64_t *unix_s)
+{
+    if (json_is_integer(value) && json_integer_value(value) >= 0) {
+        *unix_s = json_integer_value(value);
+        return true;
+    }
+    if (json_is_string(value) && s_parse_rfc3339(json_string_value(value), unix_s) == 0 &&
+        *unix_s >= 0)
+        return true;
+    fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                "%s must be an RFC 3339 time with a zone (2026-11-21T10:04:05Z) or Unix seconds",
+                what);
+    return false;
+}
+
+bool fq_api_tenant_name_valid(const char *name)
+{
+    size_t len = name ? strlen(name) : 0;
+    if (len < 1 || len > 64 ||
+        !(islower((unsigned char)name[0]) || isdigit((unsigned char)name[0])))
+        return false;
+    return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == len;
+}
+
+//  ---------------------------------------------------------------------
+//  Answers
+
+json_t *fq_api_request_json(fq_api_call_t *call, const fq_request_info_t *r)
+{
+    json_t *json = json_object();
+    json_object_set_new(json, "id", json_integer(r->id));
+    json_object_set_new(json, "tenant", json_string(r->tenant));
+    json_object_set_new(json, "status", json_string(r->status));
+    json_object_set_new(json, "priority", json_integer(r->priority));
+    json_object_set_new(json, "total", json_integer(r->total));
+    json_object_set_new(json, "pending", json_integer(r->pending));
+    json_object_set_new(json, "inflight",
+                        json_integer(fq_metrics_request_inflight(call->server->metrics, r->id)));
+    json_object_set_new(json, "sent", json_integer(r->sent));
+    json_object_set_new(json, "failed", json_integer(r->failed));
+    json_object_set_new(json, "dead", json_integer(r->dead));
+    json_object_set_new(json, "cancelled", json_integer(r->cancelled));
+    json_object_set_new(json, "rejected", json_integer(r->rejected));
+    json_object_set_new(json, "created_at", fq_api_time(r->created_at));
+    json_object_set_new(json, "send_at", fq_api_time(r->send_at));
+    json_object_set_new(json, "finished_at", fq_api_time(r->finished_at));
+    return json;
+}

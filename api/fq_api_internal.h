@@ -1,0 +1,131 @@
+/*  fq_api_internal.h — what the API's route files share (internal).
+
+    fq_http.c accepts a call, reads its body, authenticates it and finds
+    its route; the route's handler (fq_api_<resource>.c) fills in the
+    answer: a status and a JSON document, or a text. Handlers never build
+    a response themselves, so every answer has the same shape and every
+    error the same body, {"error": CODE, "detail": TEXT}.
+*/
+#ifndef FQ_API_INTERNAL_H
+#define FQ_API_INTERNAL_H
+
+#include "fq_http.h"
+#include "fq_rate_limit.h"
+#include "fq_store.h"
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+//  Path parameters a route may have ("{}" segments).
+#define FQ_API_PARAMS_MAX 2
+
+//  Default and largest page of a list.
+#define FQ_API_PAGE_DEFAULT 100
+
+struct fq_http {
+    struct MHD_Daemon *daemon;
+    char *database;
+    size_t body_max;
+    bool metrics_public;
+    fq_metrics_t *metrics;
+    fq_system_t *system;
+    fq_rate_limit_t *submits; //  Per tenant submits per minute
+    pthread_key_t store_key;  //  Each pool thread's fq_store_t
+    int port;
+};
+
+typedef struct {
+    fq_http_t *server;
+    struct MHD_Connection *connection;
+    fq_store_t *store; //  This thread's connection, up when a handler runs
+    const char *method;
+    const char *url;                       //  The path, for the log
+    const char *params[FQ_API_PARAMS_MAX]; //  The "{}" segments, in order
+    const char *body;                      //  NUL-terminated; "" when none
+    size_t body_size;
+    fq_token_owner_t owner; //  Who called (set before the handler runs)
+
+    //  The answer
+    unsigned status;
+    json_t *json; //  Owned; or
+    char *text;   //  Owned, with text_type
+    const char *text_type;
+    char retry_after[16]; //  For 429: a Retry-After header, when set
+    char allow[64];       //  For 405: the Allow header
+} fq_api_call_t;
+
+typedef void(fq_api_handler_fn)(fq_api_call_t *call);
+
+//  The pool thread's database connection, connected (again, if it was
+//  lost); NULL after answering 503.
+fq_store_t *fq_api_store(fq_api_call_t *call);
+
+//  Answers status with json (taken over; NULL answers {}).
+void fq_api_reply(fq_api_call_t *call, unsigned status, json_t *json);
+
+//  Answers an error: status, its code from API.md's table, and a detail
+//  (printf-style).
+void fq_api_fail(fq_api_call_t *call, unsigned status, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+//  Answers the error of a store call that returned rc: 404 for
+//  FQ_ENOTFOUND, 400 for FQ_EINVAL (with the store's message), 503 when
+//  the database connection is lost, 500 otherwise (logged).
+void fq_api_fail_store(fq_api_call_t *call, int rc);
+
+//  The call's tenant token may only see tenant_id: false (and a 404 with
+//  what's text, the same an unknown id gets) when it is another tenant's.
+//  tenant_id -1 (nobody's) answers that 404 to an admin too.
+bool fq_api_may_see(fq_api_call_t *call, int64_t tenant_id, const char *what, int64_t id);
+
+//  Answers 403 unless the caller holds an admin token; returns whether it
+//  does.
+bool fq_api_require_admin(fq_api_call_t *call);
+
+//  Query parameters. Each route names the ones it takes; any other is a
+//  400 (a misspelt filter must not silently widen a search). Returns
+//  false after answering 400.
+bool fq_api_query_allowed(fq_api_call_t *call, const char *const *names);
+const char *fq_api_query(fq_api_call_t *call, const char *name);
+
+//  A positive id from text (a path segment or a query value; NULL or ""
+//  gives 0 without error when optional). Returns false after answering 400.
+bool fq_api_parse_id(fq_api_call_t *call, const char *text, const char *what, bool optional,
+                     int64_t *id);
+
+//  An integer query value within min..max, or def when absent. Returns
+//  false after answering 400.
+bool fq_api_parse_int(fq_api_call_t *call, const char *text, const char *what, int64_t min,
+                      int64_t max, int64_t def, int64_t *value);
+
+//  The body as a JSON object. Returns NULL after answering 400.
+json_t *fq_api_body_object(fq_api_call_t *call);
+
+//  Checks that object has only the keys listed. Returns false after
+//  answering 400 naming the first other key.
+bool fq_api_only_keys(fq_api_call_t *call, json_t *object, const char *const *keys);
+
+//  A time as RFC 3339 in UTC ("2026-11-21T10:04:05Z"), or JSON null for 0.
+json_t *fq_api_time(int64_t unix_s);
+
+//  Parses a time given as RFC 3339 with a zone, or as integer Unix
+//  seconds (>= 0). Returns false after answering 400 naming what.
+bool fq_api_parse_time(fq_api_call_t *call, json_t *value, const char *what, int64_t *unix_s);
+
+//  Whether name can be a tenant's name (the schema's rule).
+bool fq_api_tenant_name_valid(const char *name);
+
+//  The request object of API.md.
+json_t *fq_api_request_json(fq_api_call_t *call, const fq_request_info_t *request);
+
+//  The routes' handlers, by file.
+fq_api_handler_fn fq_api_healthz, fq_api_metrics;                                 //  system
+fq_api_handler_fn fq_api_request_submit, fq_api_request_list, fq_api_request_get; //  requests
+fq_api_handler_fn fq_api_request_cancel, fq_api_request_pause, fq_api_request_resume;
+fq_api_handler_fn fq_api_request_patch, fq_api_request_rejects;
+fq_api_handler_fn fq_api_message_search, fq_api_message_get, fq_api_message_retry; //  messages
+fq_api_handler_fn fq_api_tenant_list, fq_api_tenant_get, fq_api_tenant_put;        //  tenants
+fq_api_handler_fn fq_api_tenant_token;
+
+#endif

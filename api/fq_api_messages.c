@@ -1,0 +1,202 @@
+/*  fq_api_messages.c — /v1/messages: search, one message, retry of a dead
+    one (api/API.md). A tenant's token searches its own tenant only: the
+    store's filter gets its tenant id whatever the query says. */
+#include "fq_api_internal.h"
+#include "fq_error.h"
+#include <string.h>
+
+//  Tenant names of a page's messages: one lookup per tenant, not per row.
+#define S_NAMES_CACHED 8
+
+typedef struct {
+    int64_t ids[S_NAMES_CACHED];
+    char names[S_NAMES_CACHED][65];
+    size_t count;
+} s_names_t;
+
+//  The name of tenant_id; NULL after answering the store's error.
+static const char *s_tenant_name(fq_api_call_t *call, s_names_t *names, int64_t tenant_id)
+{
+    if (call->owner.tenant_id == tenant_id)
+        return call->owner.tenant;
+    for (size_t i = 0; i < names->count; i++)
+        if (names->ids[i] == tenant_id)
+            return names->names[i];
+    size_t slot = names->count < S_NAMES_CACHED ? names->count++ : S_NAMES_CACHED - 1;
+    int rc = fq_store_tenant_name(call->store, tenant_id, names->names[slot]);
+    if (rc) {
+        fq_api_fail_store(call, rc);
+        names->count--;
+        return NULL;
+    }
+    names->ids[slot] = tenant_id;
+    return names->names[slot];
+}
+
+//  The message object of API.md; NULL after answering.
+static json_t *s_message_json(fq_api_call_t *call, s_names_t *names, const fq_message_info_t *m)
+{
+    const char *tenant = s_tenant_name(call, names, m->tenant_id);
+    if (!tenant)
+        return NULL;
+    return json_pack("{s:I, s:I, s:s, s:s, s:s, s:i, s:o, s:o, s:o}", "id", (json_int_t)m->id,
+                     "request", (json_int_t)m->request_id, "tenant", tenant, "to", m->recipient,
+                     "status", fq_message_status_name(m->status), "attempts", m->try_count,
+                     "next_attempt_at", fq_api_time(m->next_attempt_at), "last_attempt_at",
+                     fq_api_time(m->last_attempt_at), "last_error",
+                     m->last_error ? json_string(m->last_error) : json_null());
+}
+
+//  The filter of the query; false after answering 400 or 404.
+static bool s_filter(fq_api_call_t *call, fq_message_filter_t *filter)
+{
+    *filter = (fq_message_filter_t){.tenant_id = call->owner.tenant_id};
+    const char *status = fq_api_query(call, "status");
+    if (status && (fq_message_status_parse(status, &filter->status) != 0 ||
+                   filter->status == FQ_MESSAGE_ANY)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "status must be pending, sent, failed, dead or cancelled");
+        return false;
+    }
+    const char *tenant = fq_api_query(call, "tenant");
+    if (tenant && !call->owner.admin && strcmp(tenant, call->owner.tenant) != 0) {
+        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "could not read tenant: \"%.64s\" does not exist",
+                    tenant);
+        return false;
+    }
+    filter->tenant = tenant;
+    filter->recipient = fq_api_query(call, "to");
+    filter->domain = fq_api_query(call, "domain");
+    if (!fq_api_parse_id(call, fq_api_query(call, "request"), "request", true, &filter->request_id))
+        return false;
+    //  Another tenant's request answers as an unknown one does
+    if (filter->request_id && !call->owner.admin) {
+        fq_request_info_t request;
+        int rc = fq_store_request_get(call->store, filter->request_id, &request);
+        if (rc == FQ_ENOTFOUND)
+            return fq_api_may_see(call, -1, "request", filter->request_id);
+        if (rc) {
+            fq_api_fail_store(call, rc);
+            return false;
+        }
+        if (!fq_api_may_see(call, request.tenant_id, "request", filter->request_id))
+            return false;
+    }
+    return true;
+}
+
+//  Answers page's messages (the key of the list is key).
+static void s_reply_page(fq_api_call_t *call, const fq_message_page_t *page, int64_t limit)
+{
+    s_names_t names = {0};
+    json_t *rows = json_array();
+    for (size_t i = 0; i < page->count; i++) {
+        json_t *row = s_message_json(call, &names, &page->rows[i]);
+        if (!row) {
+            json_decref(rows);
+            return;
+        }
+        json_array_append_new(rows, row);
+    }
+    json_t *next =
+        page->count == (size_t)limit ? json_integer(page->rows[page->count - 1].id) : json_null();
+    fq_api_reply(call, MHD_HTTP_OK, json_pack("{s:o, s:o}", "messages", rows, "next_after", next));
+}
+
+void fq_api_message_search(fq_api_call_t *call)
+{
+    static const char *const params[] = {"request", "tenant", "status", "to",
+                                         "domain",  "after",  "limit",  NULL};
+    fq_message_filter_t filter;
+    int64_t after, limit;
+    if (!fq_api_query_allowed(call, params) || !s_filter(call, &filter) ||
+        !fq_api_parse_int(call, fq_api_query(call, "after"), "after", 0, INT64_MAX, 0, &after) ||
+        !fq_api_parse_int(call, fq_api_query(call, "limit"), "limit", 1, FQ_STORE_PAGE_MAX,
+                          FQ_API_PAGE_DEFAULT, &limit))
+        return;
+    fq_message_page_t page;
+    int rc = fq_store_search_messages(call->store, &filter, after, (int)limit, &page);
+    if (rc < 0) {
+        fq_api_fail_store(call, rc);
+        return;
+    }
+    s_reply_page(call, &page, limit);
+    fq_message_page_free(&page);
+}
+
+//  The message of the path, if the caller may see it: into page (one
+//  row). False after answering.
+static bool s_load(fq_api_call_t *call, fq_message_page_t *page)
+{
+    fq_message_filter_t filter = {.tenant_id = call->owner.tenant_id};
+    if (!fq_api_query_allowed(call, NULL) ||
+        !fq_api_parse_id(call, call->params[0], "message", false, &filter.message_id))
+        return false;
+    int rc = fq_store_search_messages(call->store, &filter, 0, 1, page);
+    //  Unknown, or another tenant's (which the filter left out): the same
+    if (rc == 0 || (rc == FQ_ENOTFOUND)) {
+        if (rc == 0)
+            fq_message_page_free(page);
+        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "message %lld does not exist",
+                    (long long)filter.message_id);
+        return false;
+    }
+    if (rc < 0) {
+        fq_api_fail_store(call, rc);
+        return false;
+    }
+    return true;
+}
+
+void fq_api_message_get(fq_api_call_t *call)
+{
+    fq_message_page_t page;
+    if (!s_load(call, &page))
+        return;
+    s_names_t names = {0};
+    json_t *row = s_message_json(call, &names, &page.rows[0]);
+    if (row)
+        fq_api_reply(call, MHD_HTTP_OK, row);
+    fq_message_page_free(&page);
+}
+
+void fq_api_message_retry(fq_api_call_t *call)
+{
+    fq_message_page_t page;
+    if (!s_load(call, &page))
+        return;
+    fq_message_info_t message = page.rows[0];
+    fq_message_page_free(&page);
+    if (message.status != FQ_MESSAGE_DEAD) {
+        fq_api_fail(call, MHD_HTTP_CONFLICT, "message %lld is %s, not dead: nothing to retry",
+                    (long long)message.id, fq_message_status_name(message.status));
+        return;
+    }
+    fq_message_filter_t filter = {.message_id = message.id};
+    int rc = fq_store_retry_dead(call->store, &filter);
+    if (rc < 0) {
+        fq_api_fail_store(call, rc);
+        return;
+    }
+    if (rc == 0) {
+        //  Its request was cancelled or is being pruned: it stays dead
+        fq_api_fail(call, MHD_HTTP_CONFLICT,
+                    "message %lld stays dead: its request is cancelled or expired",
+                    (long long)message.id);
+        return;
+    }
+    rc = fq_store_search_messages(call->store, &filter, 0, 1, &page);
+    if (rc <= 0) {
+        if (rc < 0)
+            fq_api_fail_store(call, rc);
+        else
+            fq_api_fail(call, MHD_HTTP_NOT_FOUND, "message %lld does not exist",
+                        (long long)message.id);
+        return;
+    }
+    s_names_t names = {0};
+    json_t *row = s_message_json(call, &names, &page.rows[0]);
+    if (row)
+        fq_api_reply(call, MHD_HTTP_OK, row);
+    fq_message_page_free(&page);
+}

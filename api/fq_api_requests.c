@@ -1,0 +1,359 @@
+/*  fq_api_requests.c — /v1/requests: submit, read, list, the lifecycle
+    (cancel, pause, resume, PATCH) and the recipients refused
+    (api/API.md). */
+#include "fq_api_internal.h"
+#include "fq_error.h"
+#include <string.h>
+#include <time.h>
+
+//  The Idempotency-Key header's limits (the schema's check).
+#define S_IDEMPOTENCY_KEY_MAX 255
+
+#define S_PRIORITY_MIN     -1000
+#define S_PRIORITY_MAX     1000
+#define S_MAX_ATTEMPTS_MIN 1
+#define S_MAX_ATTEMPTS_MAX 100
+
+#define S_MS_PER_S 1000
+
+//  ---------------------------------------------------------------------
+//  Fields of a body
+
+//  A required string field; NULL after answering 400.
+static const char *s_string(fq_api_call_t *call, json_t *body, const char *key)
+{
+    json_t *value = json_object_get(body, key);
+    if (json_is_string(value))
+        return json_string_value(value);
+    fq_api_fail(call, MHD_HTTP_BAD_REQUEST, value ? "%s must be a string" : "%s is required", key);
+    return NULL;
+}
+
+//  An optional integer field within min..max; false after answering 400.
+static bool s_int(fq_api_call_t *call, json_t *body, const char *key, int min, int max, int *out)
+{
+    json_t *value = json_object_get(body, key);
+    if (!value)
+        return true;
+    if (json_is_integer(value) && json_integer_value(value) >= min &&
+        json_integer_value(value) <= max) {
+        *out = (int)json_integer_value(value);
+        return true;
+    }
+    fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "%s must be an integer within %d..%d", key, min, max);
+    return false;
+}
+
+//  Whose the submitted request is: an admin names the tenant, a tenant's
+//  token may only name itself. NULL after answering.
+static const char *s_submit_tenant(fq_api_call_t *call, json_t *body)
+{
+    json_t *tenant = json_object_get(body, "tenant");
+    if (tenant && !json_is_string(tenant)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "tenant must be a string");
+        return NULL;
+    }
+    if (!call->owner.admin) {
+        if (tenant && strcmp(json_string_value(tenant), call->owner.tenant) != 0) {
+            fq_api_fail(call, MHD_HTTP_FORBIDDEN, "this token submits for tenant \"%s\" only",
+                        call->owner.tenant);
+            return NULL;
+        }
+        return call->owner.tenant;
+    }
+    if (!tenant) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "tenant is required with an admin token");
+        return NULL;
+    }
+    int64_t id;
+    int rc = fq_store_tenant_id(call->store, json_string_value(tenant), &id);
+    if (rc) {
+        fq_api_fail_store(call, rc);
+        return NULL;
+    }
+    return json_string_value(tenant);
+}
+
+//  The Idempotency-Key header, NULL when absent; false after answering 400.
+static bool s_idempotency_key(fq_api_call_t *call, const char **key)
+{
+    *key = MHD_lookup_connection_value(call->connection, MHD_HEADER_KIND, "Idempotency-Key");
+    if (!*key)
+        return true;
+    size_t len = strlen(*key);
+    bool printable = len >= 1 && len <= S_IDEMPOTENCY_KEY_MAX;
+    for (size_t i = 0; printable && i < len; i++)
+        printable = (unsigned char)(*key)[i] >= ' ' && (*key)[i] != 0x7f;
+    if (!printable)
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "Idempotency-Key must be 1..%d bytes without control characters",
+                    S_IDEMPOTENCY_KEY_MAX);
+    return printable;
+}
+
+//  A tenant's token is held to its tenant's submit_rate; an admin's
+//  submits (an operator's own) are not.
+static bool s_rate_allows(fq_api_call_t *call)
+{
+    if (call->owner.admin || call->owner.submit_rate <= 0)
+        return true;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t now_ms = (int64_t)now.tv_sec * S_MS_PER_S + now.tv_nsec / 1000000;
+    int retry_after_s = 0;
+    if (fq_rate_limit_take(call->server->submits, call->owner.tenant, call->owner.submit_rate,
+                           now_ms, &retry_after_s))
+        return true;
+    snprintf(call->retry_after, sizeof call->retry_after, "%d", retry_after_s);
+    fq_api_fail(call, MHD_HTTP_TOO_MANY_REQUESTS,
+                "tenant \"%s\" may submit %d requests a minute; try again in %d s",
+                call->owner.tenant, call->owner.submit_rate, retry_after_s);
+    return false;
+}
+
+//  Answers the request's object with status.
+static void s_reply_request(fq_api_call_t *call, unsigned status, int64_t id)
+{
+    fq_request_info_t request;
+    int rc = fq_store_request_get(call->store, id, &request);
+    if (rc)
+        fq_api_fail_store(call, rc);
+    else
+        fq_api_reply(call, status, fq_api_request_json(call, &request));
+}
+
+void fq_api_request_submit(fq_api_call_t *call)
+{
+    static const char *const keys[] = {"tenant",     "from",    "subject",  "body",         "html",
+                                       "recipients", "send_at", "priority", "max_attempts", NULL};
+    if (!fq_api_query_allowed(call, NULL))
+        return;
+    json_t *body = fq_api_body_object(call);
+    if (!body)
+        return;
+    fq_submit_t submit = {0};
+    json_t *html = json_object_get(body, "html");
+    json_t *recipients = json_object_get(body, "recipients");
+    json_t *send_at = json_object_get(body, "send_at");
+    char *recipients_json = NULL;
+    if (!fq_api_only_keys(call, body, keys) || !(submit.from = s_string(call, body, "from")) ||
+        !(submit.subject = s_string(call, body, "subject")) ||
+        !(submit.body = s_string(call, body, "body")))
+        goto done;
+    if (html && !json_is_boolean(html)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "html must be true or false");
+        goto done;
+    }
+    submit.body_is_html = json_is_true(html);
+    if (!json_is_array(recipients) || json_array_size(recipients) == 0) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    recipients ? "recipients must be a non-empty array" : "recipients is required");
+        goto done;
+    }
+    if ((send_at && !fq_api_parse_time(call, send_at, "send_at", &submit.send_at)) ||
+        !s_int(call, body, "priority", S_PRIORITY_MIN, S_PRIORITY_MAX, &submit.priority) ||
+        !s_int(call, body, "max_attempts", S_MAX_ATTEMPTS_MIN, S_MAX_ATTEMPTS_MAX,
+               &submit.max_attempts) ||
+        !s_idempotency_key(call, &submit.idempotency_key) ||
+        !(submit.tenant = s_submit_tenant(call, body)) || !s_rate_allows(call))
+        goto done;
+    //  The recipients go to fairq.submit as they are; each one is checked
+    //  by the splitter, which refuses a bad one alone (API.md)
+    recipients_json = json_dumps(recipients, JSON_COMPACT);
+    if (!recipients_json) {
+        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        goto done;
+    }
+    submit.recipients_json = recipients_json;
+    int64_t id;
+    int rc = fq_store_submit(call->store, &submit, &id);
+    if (rc)
+        fq_api_fail_store(call, rc);
+    else
+        s_reply_request(call, MHD_HTTP_ACCEPTED, id);
+done:
+    free(recipients_json);
+    json_decref(body);
+}
+
+//  ---------------------------------------------------------------------
+//  One request
+
+//  The request of the path, if the caller may see it; false after
+//  answering.
+static bool s_load(fq_api_call_t *call, fq_request_info_t *request)
+{
+    int64_t id;
+    if (!fq_api_parse_id(call, call->params[0], "request", false, &id))
+        return false;
+    int rc = fq_store_request_get(call->store, id, request);
+    if (rc == FQ_ENOTFOUND)
+        return fq_api_may_see(call, -1, "request", id); //  The same 404 as another's
+    if (rc) {
+        fq_api_fail_store(call, rc);
+        return false;
+    }
+    return fq_api_may_see(call, request->tenant_id, "request", id);
+}
+
+void fq_api_request_get(fq_api_call_t *call)
+{
+    fq_request_info_t request;
+    if (fq_api_query_allowed(call, NULL) && s_load(call, &request))
+        fq_api_reply(call, MHD_HTTP_OK, fq_api_request_json(call, &request));
+}
+
+//  A change to a finished request is a conflict, unless it is already
+//  what was asked (already: cancelling a cancelled request).
+static bool s_changeable(fq_api_call_t *call, const fq_request_info_t *request, const char *already)
+{
+    if (!fq_request_status_finished(request->status) ||
+        (already && strcmp(request->status, already) == 0))
+        return true;
+    fq_api_fail(call, MHD_HTTP_CONFLICT, "request %lld is %s: it can no longer change",
+                (long long)request->id, request->status);
+    return false;
+}
+
+//  Runs a lifecycle change and answers the request as it is after it.
+static void s_lifecycle(fq_api_call_t *call, int (*change)(fq_store_t *, int64_t),
+                        const char *already)
+{
+    fq_request_info_t request;
+    if (!fq_api_query_allowed(call, NULL) || !s_load(call, &request) ||
+        !s_changeable(call, &request, already))
+        return;
+    int rc = change(call->store, request.id);
+    //  It finished between the read and the change
+    if (rc == FQ_EINVAL)
+        fq_api_fail(call, MHD_HTTP_CONFLICT, "%s", fq_store_error(call->store));
+    else if (rc < 0)
+        fq_api_fail_store(call, rc);
+    else
+        s_reply_request(call, MHD_HTTP_OK, request.id);
+}
+
+void fq_api_request_cancel(fq_api_call_t *call)
+{
+    s_lifecycle(call, fq_store_request_cancel, "cancelled");
+}
+
+void fq_api_request_pause(fq_api_call_t *call)
+{
+    s_lifecycle(call, fq_store_request_pause, NULL);
+}
+
+void fq_api_request_resume(fq_api_call_t *call)
+{
+    s_lifecycle(call, fq_store_request_resume, NULL);
+}
+
+void fq_api_request_patch(fq_api_call_t *call)
+{
+    static const char *const keys[] = {"send_at", "priority", NULL};
+    fq_request_info_t request;
+    if (!fq_api_query_allowed(call, NULL))
+        return;
+    json_t *body = fq_api_body_object(call);
+    if (!body)
+        return;
+    fq_request_change_t change = {0};
+    json_t *send_at = json_object_get(body, "send_at");
+    change.set_send_at = send_at != NULL;
+    change.set_priority = json_object_get(body, "priority") != NULL;
+    if (!fq_api_only_keys(call, body, keys) ||
+        (send_at && !fq_api_parse_time(call, send_at, "send_at", &change.send_at)) ||
+        !s_int(call, body, "priority", S_PRIORITY_MIN, S_PRIORITY_MAX, &change.priority))
+        goto done;
+    if (!change.set_send_at && !change.set_priority) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "nothing to change: give send_at or priority");
+        goto done;
+    }
+    if (!s_load(call, &request) || !s_changeable(call, &request, NULL))
+        goto done;
+    int rc = fq_store_request_change(call->store, request.id, &change);
+    if (rc == FQ_EINVAL && fq_store_request_get(call->store, request.id, &request) == 0 &&
+        fq_request_status_finished(request.status))
+        fq_api_fail(call, MHD_HTTP_CONFLICT, "request %lld is %s: it can no longer change",
+                    (long long)request.id, request.status);
+    else if (rc < 0)
+        fq_api_fail_store(call, rc);
+    else
+        s_reply_request(call, MHD_HTTP_OK, request.id);
+done:
+    json_decref(body);
+}
+
+void fq_api_request_rejects(fq_api_call_t *call)
+{
+    static const char *const params[] = {"after", "limit", NULL};
+    fq_request_info_t request;
+    int64_t after, limit;
+    if (!fq_api_query_allowed(call, params) || !s_load(call, &request) ||
+        !fq_api_parse_int(call, fq_api_query(call, "after"), "after", -1, INT32_MAX, -1, &after) ||
+        !fq_api_parse_int(call, fq_api_query(call, "limit"), "limit", 1, FQ_STORE_PAGE_MAX,
+                          FQ_API_PAGE_DEFAULT, &limit))
+        return;
+    fq_reject_page_t page;
+    int rc = fq_store_rejects(call->store, request.id, (int)after, (int)limit, &page);
+    if (rc < 0) {
+        fq_api_fail_store(call, rc);
+        return;
+    }
+    json_t *rows = json_array();
+    for (size_t i = 0; i < page.count; i++)
+        json_array_append_new(
+            rows,
+            json_pack("{s:i, s:o, s:s}", "position", page.rows[i].position, "recipient",
+                      page.rows[i].recipient ? json_string(page.rows[i].recipient) : json_null(),
+                      "reason", page.rows[i].reason));
+    json_t *next = page.count == (size_t)limit ? json_integer(page.rows[page.count - 1].position)
+                                               : json_null();
+    fq_reject_page_free(&page);
+    fq_api_reply(call, MHD_HTTP_OK, json_pack("{s:o, s:o}", "rejects", rows, "next_after", next));
+}
+
+//  ---------------------------------------------------------------------
+//  Lists
+
+void fq_api_request_list(fq_api_call_t *call)
+{
+    static const char *const params[] = {"tenant", "status", "before", "limit", NULL};
+    if (!fq_api_query_allowed(call, params))
+        return;
+    const char *tenant = fq_api_query(call, "tenant");
+    const char *status = fq_api_query(call, "status");
+    int64_t before, limit, tenant_id = call->owner.tenant_id;
+    if (!fq_api_parse_id(call, fq_api_query(call, "before"), "before", true, &before) ||
+        !fq_api_parse_int(call, fq_api_query(call, "limit"), "limit", 1, FQ_STORE_PAGE_MAX,
+                          FQ_API_PAGE_DEFAULT, &limit))
+        return;
+    if (status && !fq_request_status_valid(status)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "status must be accepted, splitting, active, paused, done, cancelled or"
+                    " rejected");
+        return;
+    }
+    if (tenant && !call->owner.admin && strcmp(tenant, call->owner.tenant) != 0) {
+        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "could not read tenant: \"%.64s\" does not exist",
+                    tenant);
+        return;
+    }
+    int rc = 0;
+    if (tenant && call->owner.admin)
+        rc = fq_store_tenant_id(call->store, tenant, &tenant_id);
+    fq_request_list_t list = {0};
+    if (rc == 0)
+        rc = fq_store_request_list(call->store, tenant_id, status, before, (int)limit, &list);
+    if (rc < 0) {
+        fq_api_fail_store(call, rc);
+        return;
+    }
+    json_t *rows = json_array();
+    for (size_t i = 0; i < list.count; i++)
+        json_array_append_new(rows, fq_api_request_json(call, &list.rows[i]));
+    json_t *next =
+        list.count == (size_t)limit ? json_integer(list.rows[list.count - 1].id) : json_null();
+    fq_request_list_free(&list);
+    fq_api_reply(call, MHD_HTTP_OK, json_pack("{s:o, s:o}", "requests", rows, "next_before", next));
+}

@@ -1,0 +1,52 @@
+/*  fq_api_system.c — /healthz and /metrics (api/API.md). */
+#include "fq_api_internal.h"
+#include <stdlib.h>
+
+#define S_PROMETHEUS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+void fq_api_healthz(fq_api_call_t *call)
+{
+    if (!fq_api_query_allowed(call, NULL))
+        return;
+    //  A query, not only the connection's state: a server that went away
+    //  is noticed here, and the connection made again on the next call
+    call->store = fq_api_store(call);
+    int version = 0;
+    int rc = call->store ? fq_store_schema_version(call->store, &version) : -1;
+    //  A connection cut by a restart of the database: one more try
+    if (rc && call->store && !fq_store_connected(call->store) &&
+        fq_store_reconnect(call->store) == 0)
+        rc = fq_store_schema_version(call->store, &version);
+    if (rc == 0) {
+        fq_api_reply(
+            call, MHD_HTTP_OK,
+            json_pack("{s:s, s:s, s:i}", "status", "ok", "database", "ok", "schema", version));
+        return;
+    }
+    const char *detail = call->store ? fq_store_error(call->store) : "could not connect";
+    if (call->json) //  fq_api_store answered 503 already: keep its detail
+        detail = json_string_value(json_object_get(call->json, "detail"));
+    fq_api_reply(call, MHD_HTTP_SERVICE_UNAVAILABLE,
+                 json_pack("{s:s, s:s, s:s, s:s}", "error", "database_unavailable", "status",
+                           "degraded", "database", "unreachable", "detail",
+                           detail ? detail : "could not connect"));
+}
+
+void fq_api_metrics(fq_api_call_t *call)
+{
+    if (!fq_api_query_allowed(call, NULL))
+        return;
+    //  Without the database, the figures the actors hold still count
+    fq_tenant_list_t tenants = {0};
+    bool have_tenants = call->store && fq_store_tenant_list(call->store, &tenants) >= 0;
+    char *text = fq_metrics_render(call->server->metrics, call->server->system,
+                                   have_tenants ? &tenants : NULL);
+    fq_tenant_list_free(&tenants);
+    if (!text) {
+        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return;
+    }
+    call->status = MHD_HTTP_OK;
+    call->text = text;
+    call->text_type = S_PROMETHEUS_TYPE;
+}

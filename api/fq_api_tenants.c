@@ -1,0 +1,157 @@
+/*  fq_api_tenants.c — /v1/tenants: the tenants with their limits and live
+    figures, creating and changing them, issuing their tokens (api/API.md).
+    Depth and age come from the database's counters; what is in flight and
+    the send rate from the dispatcher's metrics. */
+#include "fq_api_internal.h"
+#include "fq_error.h"
+#include <limits.h>
+#include <string.h>
+
+//  The schema's limits (0001_schema.sql).
+#define S_WEIGHT_MIN 1
+#define S_WEIGHT_MAX 1000
+
+static json_t *s_tenant_json(fq_api_call_t *call, const fq_tenant_info_t *t)
+{
+    int64_t inflight = 0;
+    double send_rate = 0;
+    if (call->server->metrics)
+        fq_metrics_tenant_live(call->server->metrics, t->name, &inflight, &send_rate);
+    return json_pack("{s:s, s:i, s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:I}", "name", t->name,
+                     "weight", t->weight, "max_inflight", t->max_inflight, "submit_rate",
+                     t->submit_rate > 0 ? json_integer(t->submit_rate) : json_null(),
+                     "open_requests", (json_int_t)t->open_requests, "depth", (json_int_t)t->depth,
+                     "failed", (json_int_t)t->failed, "unsplit", (json_int_t)t->unsplit, "inflight",
+                     (json_int_t)inflight, "send_rate", send_rate, "oldest_pending_age_s",
+                     (json_int_t)t->oldest_pending_s);
+}
+
+//  The tenant of the path, if the caller may see it; false after
+//  answering (another tenant's name answers as an unknown one).
+static bool s_load(fq_api_call_t *call, fq_tenant_info_t *tenant)
+{
+    const char *name = call->params[0];
+    if (!fq_api_tenant_name_valid(name)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "a tenant name is 1..64 of a-z 0-9 _ . - and starts with a letter or digit");
+        return false;
+    }
+    if (!call->owner.admin && strcmp(name, call->owner.tenant) != 0) {
+        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "could not read tenant: \"%s\" does not exist", name);
+        return false;
+    }
+    int rc = fq_store_tenant_get(call->store, name, tenant);
+    if (rc)
+        fq_api_fail_store(call, rc);
+    return rc == 0;
+}
+
+void fq_api_tenant_list(fq_api_call_t *call)
+{
+    if (!fq_api_query_allowed(call, NULL))
+        return;
+    json_t *rows = json_array();
+    if (!call->owner.admin) {
+        fq_tenant_info_t tenant;
+        int rc = fq_store_tenant_get(call->store, call->owner.tenant, &tenant);
+        if (rc) {
+            json_decref(rows);
+            fq_api_fail_store(call, rc);
+            return;
+        }
+        json_array_append_new(rows, s_tenant_json(call, &tenant));
+    } else {
+        fq_tenant_list_t list;
+        int rc = fq_store_tenant_list(call->store, &list);
+        if (rc < 0) {
+            json_decref(rows);
+            fq_api_fail_store(call, rc);
+            return;
+        }
+        for (size_t i = 0; i < list.count; i++)
+            json_array_append_new(rows, s_tenant_json(call, &list.rows[i]));
+        fq_tenant_list_free(&list);
+    }
+    fq_api_reply(call, MHD_HTTP_OK, json_pack("{s:o}", "tenants", rows));
+}
+
+void fq_api_tenant_get(fq_api_call_t *call)
+{
+    fq_tenant_info_t tenant;
+    if (fq_api_query_allowed(call, NULL) && s_load(call, &tenant))
+        fq_api_reply(call, MHD_HTTP_OK, s_tenant_json(call, &tenant));
+}
+
+//  An optional positive integer field up to max; null allowed when
+//  nullable (written as -1). false after answering 400.
+static bool s_limit(fq_api_call_t *call, json_t *body, const char *key, int min, int max,
+                    bool nullable, int *out)
+{
+    json_t *value = json_object_get(body, key);
+    if (!value)
+        return true;
+    if (nullable && json_is_null(value)) {
+        *out = -1;
+        return true;
+    }
+    if (json_is_integer(value) && json_integer_value(value) >= min &&
+        json_integer_value(value) <= max) {
+        *out = (int)json_integer_value(value);
+        return true;
+    }
+    fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "%s must be an integer within %d..%d%s", key, min, max,
+                nullable ? ", or null" : "");
+    return false;
+}
+
+void fq_api_tenant_put(fq_api_call_t *call)
+{
+    static const char *const keys[] = {"weight", "max_inflight", "submit_rate", NULL};
+    const char *name = call->params[0];
+    if (!fq_api_query_allowed(call, NULL))
+        return;
+    if (!fq_api_tenant_name_valid(name)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "a tenant name is 1..64 of a-z 0-9 _ . - and starts with a letter or digit");
+        return;
+    }
+    json_t *body = fq_api_body_object(call);
+    if (!body)
+        return;
+    fq_tenant_spec_t spec = {.name = name};
+    int64_t id;
+    if (fq_api_only_keys(call, body, keys) &&
+        s_limit(call, body, "weight", S_WEIGHT_MIN, S_WEIGHT_MAX, false, &spec.weight) &&
+        s_limit(call, body, "max_inflight", 1, INT_MAX, false, &spec.max_inflight) &&
+        s_limit(call, body, "submit_rate", 1, INT_MAX, true, &spec.submit_rate)) {
+        int rc = fq_store_tenant_id(call->store, name, &id);
+        bool created = rc == FQ_ENOTFOUND;
+        if (rc == 0 || created)
+            rc = fq_store_tenant_put(call->store, &spec, &id);
+        fq_tenant_info_t tenant;
+        if (rc == 0)
+            rc = fq_store_tenant_get(call->store, name, &tenant);
+        if (rc)
+            fq_api_fail_store(call, rc);
+        else
+            fq_api_reply(call, created ? MHD_HTTP_CREATED : MHD_HTTP_OK,
+                         s_tenant_json(call, &tenant));
+    }
+    json_decref(body);
+}
+
+void fq_api_tenant_token(fq_api_call_t *call)
+{
+    fq_tenant_info_t tenant;
+    if (!fq_api_query_allowed(call, NULL) || !s_load(call, &tenant))
+        return;
+    char token[FQ_STORE_TOKEN_SIZE];
+    int rc = fq_store_token_create(call->store, tenant.name, token, sizeof token);
+    if (rc) {
+        fq_api_fail_store(call, rc);
+        return;
+    }
+    fq_api_reply(call, MHD_HTTP_CREATED,
+                 json_pack("{s:s, s:s}", "tenant", tenant.name, "token", token));
+    memset(token, 0, sizeof token);
+}

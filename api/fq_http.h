@@ -1,0 +1,46 @@
+/*  fq_http.h — fairqd's HTTP API server (api/API.md, DESIGN §8).
+
+    libmicrohttpd serves the API from a small pool of threads. Each pool
+    thread opens its own PostgreSQL connection the first time it needs one
+    (one fq_store_t per thread, as libpq connections are not shared) and
+    connects again after the database was lost; while it cannot, calls
+    answer 503 and the server itself stays up.
+
+    The server reads what the actors know (messages in flight, send rates,
+    each actor's mailbox) from the shared fq_metrics_t and the actor
+    system; everything else comes from the database, so several fairqd
+    processes may serve the same database.
+*/
+#ifndef FQ_HTTP_H
+#define FQ_HTTP_H
+
+#include "fq_metrics.h"
+#include "fq_system.h"
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct {
+    const char *listen;    //  "host:port" ("[::1]:8080" for IPv6); port 0 picks one
+    const char *database;  //  libpq connection string of the pool threads
+    size_t body_max;       //  Largest request body, in bytes (413 beyond)
+    int threads;           //  Size of the thread pool
+    bool metrics_public;   //  GET /metrics without a token
+    fq_metrics_t *metrics; //  Borrowed; may be NULL
+    fq_system_t *system;   //  Borrowed, for per-actor figures; may be NULL
+} fq_http_config_t;
+
+typedef struct fq_http fq_http_t;
+
+//  Starts serving. Returns NULL with the reason in error (an address that
+//  does not parse or resolve, a port in use). Borrows config's strings
+//  only during the call.
+fq_http_t *fq_http_new(const fq_http_config_t *config, char *error, size_t error_size);
+
+//  Stops accepting, finishes the calls in progress and closes the pool's
+//  database connections. Safe twice.
+void fq_http_destroy(fq_http_t **self_p);
+
+//  The port it listens on (useful with port 0).
+int fq_http_port(fq_http_t *self);
+
+#endif

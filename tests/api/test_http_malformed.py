@@ -1,0 +1,476 @@
+#!/usr/bin/python3
+"""test_http_malformed.py: fairqd's HTTP API against bad input (api/API.md):
+a corpus of malformed bodies for POST /v1/requests, PUT /v1/tenants/{name}
+and PATCH /v1/requests/{id} (truncated JSON, not an object, wrong types of
+every field, unknown fields, empty and huge arrays, deep nesting, invalid
+UTF-8, NUL, numbers out of range, times that are not times), odd ids in
+paths, bad query parameters, and broken HTTP over raw sockets. Each must
+answer 400 (or 404 where the contract allows it) with a JSON error body,
+fairqd must stay up, and nothing may be half-stored.
+"""
+
+import json
+import socket
+import sys
+import threading
+import time
+
+sys.dont_write_bytecode = True  # No __pycache__ in the source tree
+import fq_api  # noqa: E402
+from fq_api import APITest, submit_body  # noqa: E402
+
+HOUR = 3600
+FAIRQD = {"poll_ms": 200}
+DEEP = 10000  # Levels of nesting
+HUGE = 100000  # Elements of a huge array
+
+BAD = (400,)
+BAD_OR_MISSING = (400, 404)
+
+
+def raw_with(body, key, text):
+    """body as JSON bytes, with key's value the raw JSON text given (for
+    what json.dumps will not write: 1e309, huge integers)."""
+    body = dict(body)
+    body[key] = "@@RAW@@"
+    return json.dumps(body).replace('"@@RAW@@"', text).encode()
+
+
+def deep_array(levels):
+    return "[" * levels + "]" * levels
+
+
+def deep_object(levels):
+    return '{"a":' * levels + "1" + "}" * levels
+
+
+def submit_corpus(valid):
+    """(label, body bytes, statuses) for POST /v1/requests; valid is a good
+    body (a dict)."""
+    good = json.dumps(valid).encode()
+    corpus = [
+        ("empty body", b"", BAD),
+        ("only {", b"{", BAD),
+        ("truncated after a member", b'{"tenant": "acme", "from": "news@acme.example"', BAD),
+        ("truncated in the middle", good[:len(good) // 2], BAD),
+        ("missing the last }", good[:-1], BAD),
+        ("trailing comma", good[:-1] + b",}", BAD),
+        ("single quotes", b"{'tenant': 'acme'}", BAD),
+        ("trailing garbage", good + b"xyz", BAD),
+        ("two objects", good + good, BAD),
+        ("a bare word", b"nul", BAD),
+        ("an array", b"[]", BAD),
+        ("a string", b'"acme"', BAD),
+        ("a number", b"42", BAD),
+        ("null", b"null", BAD),
+        ("true", b"true", BAD),
+        ("the body inside an array", b"[" + good + b"]", BAD),
+        ("an empty object", b"{}", BAD),
+        ("unknown field cc", json.dumps(dict(valid, cc="x@example.org")).encode(), BAD),
+        ("field name in capitals", json.dumps(
+            dict({k: v for k, v in valid.items() if k != "tenant"}, Tenant="acme")).encode(), BAD),
+    ]
+    for key in ("from", "subject", "body", "recipients"):
+        corpus.append((f"without {key}", json.dumps(
+            {k: v for k, v in valid.items() if k != key}).encode(), BAD))
+    wrong_types = {
+        "tenant": ["5", "null", '["acme"]', "{}"],
+        "from": ["1", "null", "{}", "[]"],
+        "subject": ["true", "[]", "null", "1"],
+        "body": ["1.5", "{}", "null", "false"],
+        "html": ['"yes"', "1", "null", "[]"],
+        "recipients": ["{}", '"ann@example.org"', "null", "[]", "5"],
+        "send_at": ['"tomorrow"', '"2026-13-45T00:00:00Z"', '"2026-02-30T10:00:00Z"',
+                    '"2026-11-21T10:04:05"', '"2026-11-21"', '""', "true", "{}", "[]", "1e309",
+                    "1.5", '"2026-11-21T25:00:00Z"', "99999999999999999999"],
+        "priority": ["5000", "-1001", "1001", '"1"', "1.5", "1e309", "99999999999999999999",
+                     "true", "null", "[]"],
+        "max_attempts": ["0", "101", "-1", '"5"', "2.5", "1e309", "true", "null"],
+    }
+    for key, texts in wrong_types.items():
+        for text in texts:
+            corpus.append((f"{key} = {text}", raw_with(valid, key, text), BAD))
+    corpus += [
+        (f"{DEEP} levels of arrays", deep_array(DEEP).encode(), BAD),
+        (f"{DEEP} levels of objects", deep_object(DEEP).encode(), BAD),
+        (f"subject of {DEEP} levels of arrays", raw_with(valid, "subject", deep_array(DEEP)), BAD),
+        (f"an unknown field of {DEEP} levels of objects",
+         raw_with(valid, "extra", deep_object(DEEP)), BAD),
+        (f"{HUGE} numbers as the body", json.dumps([1] * HUGE).encode(), BAD),
+        (f"subject as {HUGE} numbers", raw_with(valid, "subject", json.dumps([1] * HUGE)), BAD),
+        ("invalid UTF-8 in subject", good.replace(b"Hi {{name}}", b"Hi \xff\xfe {{name}}"), BAD),
+        ("overlong UTF-8 in from", good.replace(b"news@", b"news\xc0\xaf@"), BAD),
+        ("truncated UTF-8 in subject", good.replace(b"Hi {{name}}", b"Hi {{name}} \xe2\x82"), BAD),
+        ("UTF-8 surrogate bytes in body", good.replace(b"Dear", b"Dear \xed\xa0\x80"), BAD),
+        ("lone surrogate escape in subject", raw_with(valid, "subject", r'"Hi \ud800 {{name}}"'),
+         BAD),
+        ("UTF-16 with a BOM", "\ufeff".encode("utf-16-le") + good.decode().encode("utf-16-le"),
+         BAD),
+        ("invalid UTF-8 in a key", good[:-1] + b', "\xff\xfe": 1}', BAD),
+        ("NUL in subject", raw_with(valid, "subject", r'"Hi \u0000 {{name}}"'), BAD),
+        ("NUL in from", raw_with(valid, "from", r'"news\u0000@acme.example"'), BAD),
+        ("NUL in body", raw_with(valid, "body", r'"Dear \u0000 {{name}}"'), BAD),
+        ("NUL in tenant", raw_with(valid, "tenant", r'"ac\u0000me"'), BAD_OR_MISSING),
+        ("a raw NUL byte in a string", good.replace(b"Hi {{name}}", b"Hi \x00 {{name}}"), BAD),
+        ("a raw newline in a string", good.replace(b"Hi {{name}}", b"Hi \n {{name}}"), BAD),
+        ("CR LF in subject", raw_with(valid, "subject", r'"Hi\r\nBcc: victim@evil.test"'), BAD),
+        ("LF in subject", raw_with(valid, "subject", r'"Hi\nBcc: victim@evil.test"'), BAD),
+        ("CR LF in from", raw_with(valid, "from", r'"news@acme.example\r\nBcc: v@evil.test"'),
+         BAD),
+        ("a subject of 2,000 bytes", raw_with(valid, "subject", json.dumps("s" * 2000)), BAD),
+        ("tenant that is not a name", raw_with(valid, "tenant", '"Not A Name!"'), BAD_OR_MISSING),
+        ("an empty tenant", raw_with(valid, "tenant", '""'), BAD_OR_MISSING),
+        ("a duplicate key with a bad value", good[:-1] + b', "priority": 5000}', BAD),
+    ]
+    return corpus
+
+
+def tenant_corpus():
+    """(label, body bytes) for PUT /v1/tenants/{name}: all 400."""
+    corpus = [("only {", b"{"), ("truncated", b'{"weight": '), ("trailing comma", b'{"weight": 2,}'),
+              ("an array", b"[]"), ("a string", b'"x"'), ("null", b"null"), ("a number", b"42"),
+              ("garbage", b"weight=2"), ("two objects", b'{"weight": 2}{"weight": 3}'),
+              ("unknown field name", b'{"name": "x"}'),
+              ("unknown field colour", b'{"weight": 2, "colour": "red"}'),
+              ("a tenant's figure", b'{"depth": 5}'),
+              ("invalid UTF-8 key", b'{"weight": 2, "\xff": 1}'),
+              ("invalid UTF-8 value", b'{"weight": "\xff"}'),
+              ("NUL in a key", b'{"weight\\u0000": 2}'),
+              (f"{HUGE} numbers", json.dumps([1] * HUGE).encode()),
+              (f"weight of {DEEP} levels", b'{"weight": ' + deep_array(DEEP).encode() + b"}"),
+              (f"{DEEP} levels of objects", deep_object(DEEP).encode())]
+    wrong = {"weight": ["0", "1001", "-1", '"1"', "1.5", "null", "true", "1e309",
+                        "99999999999999999999", "[]"],
+             "max_inflight": ["0", "-1", '"5"', "1e309", "null", "2147483648", "1.5"],
+             "submit_rate": ["0", "-5", '"10"', "1.5", "true", "2147483648", "[]"]}
+    for key, texts in wrong.items():
+        for text in texts:
+            corpus.append((f"{key} = {text}", f'{{"{key}": {text}}}'.encode()))
+    return corpus
+
+
+def patch_corpus():
+    """(label, body bytes) for PATCH /v1/requests/{id}: all 400."""
+    corpus = [("an empty object", b"{}"), ("empty body", b""), ("only {", b"{"),
+              ("truncated", b'{"priority": '), ("an array", b"[]"), ("null", b"null"),
+              ("a string", b'"x"'), ("unknown field status", b'{"status": "done"}'),
+              ("unknown field tenant", b'{"tenant": "other"}'),
+              ("max_attempts is not patchable", b'{"max_attempts": 3}'),
+              ("a good field and an unknown one", b'{"priority": 1, "subject": "x"}'),
+              ("invalid UTF-8", b'{"send_at": "\xff"}'),
+              ("NUL in send_at", b'{"send_at": "2030-01-01T00:00:00Z\\u0000"}'),
+              (f"{HUGE} numbers", json.dumps([1] * HUGE).encode()),
+              (f"priority of {DEEP} levels", b'{"priority": ' + deep_array(DEEP).encode() + b"}")]
+    wrong = {"priority": ["5000", "-1001", '"1"', "1.5", "true", "null", "1e309",
+                          "99999999999999999999", "{}"],
+             "send_at": ['"never"', '"2026-02-30T00:00:00Z"', '"2030-01-01T00:00:00"', "true",
+                         "{}", "1e309", '""', "null"]}
+    for key, texts in wrong.items():
+        for text in texts:
+            corpus.append((f"{key} = {text}", f'{{"{key}": {text}}}'.encode()))
+    return corpus
+
+
+class MalformedTest(APITest):
+
+    def check_corpus(self, method, path, corpus):
+        """Sends each body; each must be an error of its statuses with a
+        JSON error body; fairqd stays up throughout."""
+        failures = []
+        for label, data, statuses in corpus:
+            answer = self.api(method, path, raw=data)
+            try:
+                self.assert_error_in(answer, statuses, f"{method} {path}: {label}")
+            except AssertionError as error:
+                failures.append(str(error)[:400])
+            self.h.check_alive()
+        self.note(f"{method} {path}: {len(corpus)} bodies, {len(failures)} wrong answers")
+        self.assertFalse(failures, f"{len(failures)} of {len(corpus)} bodies answered wrong:\n" +
+                         "\n".join(failures))
+
+    def test_submit_corpus(self):
+        """More than a hundred malformed submits: each a 400 (404 where the
+        tenant is not a name), none stored, fairqd up."""
+        self.start(**FAIRQD)
+        self.put_tenant("acme")
+        valid = submit_body("acme", send_at=int(time.time()) + HOUR)
+        corpus = submit_corpus(valid)
+        self.assertGreaterEqual(len(corpus), 30)
+        self.check_corpus("POST", "/v1/requests", corpus)
+        # With a tenant token, the same bodies (less the tenant) fail alike
+        token = self.new_token("acme")
+        failures = []
+        for label, data, statuses in corpus[:20]:
+            answer = self.api("POST", "/v1/requests", raw=data, token=token)
+            if answer[0] not in (400, 403, 404):
+                failures.append(f"{label}: {answer[0]} {answer[2]!r:.200}")
+        self.assertFalse(failures, "with a tenant token:\n" + "\n".join(failures))
+        self.healthz_ok()
+        self.assertEqual(self.count("fairq.requests"), 0, "a malformed submit stored a request")
+        self.assertEqual(self.count("fairq.recipient_chunks"), 0)
+        self.assertEqual(self.count("fairq.messages"), 0)
+        # The valid body itself is taken: the corpus failed for its faults
+        self.submit_ok(valid)
+        self.assertEqual(self.count("fairq.requests"), 1)
+
+    def test_submit_recipient_faults(self):
+        """Faults inside recipients: either the whole submit is a 400 and
+        nothing is stored, or it is taken and every faulty recipient is
+        rejected alone (API.md), never a message: a huge array of
+        non-objects, NUL in "to", a number out of range in a field, a
+        field nested 10,000 levels deep."""
+        self.start(**FAIRQD)
+        self.put_tenant("acme")
+        later = int(time.time()) + HOUR
+        cases = [
+            (f"{HUGE} numbers as recipients", json.dumps(submit_body(
+                "acme", send_at=later, recipients=[1] * HUGE)).encode(), HUGE),
+            ("NUL in to", raw_with(submit_body("acme", send_at=later), "recipients",
+                                   r'[{"to": "ann\u0000@example.org", "fields": {"name": "A"}}]'),
+             1),
+            ("a field of 1e400", raw_with(submit_body("acme", send_at=later), "recipients",
+                                          '[{"to": "ann@example.org", "fields": '
+                                          '{"name": "A", "n": 1e400}}]'), 1),
+            (f"a field of {DEEP} levels", raw_with(
+                submit_body("acme", send_at=later), "recipients",
+                '[{"to": "ann@example.org", "fields": {"name": ' + deep_array(DEEP) + '}}]'), 1),
+        ]
+        taken = 0
+        for label, data, rejected in cases:
+            answer = self.api("POST", "/v1/requests", raw=data, timeout=120)
+            if answer[0] == 202:
+                taken += 1
+                rid = answer[2]["id"]
+                final = self.wait_request(rid, ("rejected", "done"), timeout=120)
+                self.assertEqual((final["total"], final["rejected"]), (rejected, rejected),
+                                 f"{label}: {final}")
+                self.assertEqual(self.count("fairq.messages", f"request_id = {rid}"), 0, label)
+                page = self.ok(self.api("GET", f"/v1/requests/{rid}/rejects?limit=2"), 200,
+                               label)["rejects"]
+                self.assertEqual([r["position"] for r in page], list(range(min(2, rejected))))
+                self.note(f"{label}: 202, all rejected ({page[0]['reason']!r})")
+            else:
+                self.assert_error(answer, 400, label)
+                self.note(f"{label}: 400 ({answer[2]['detail']!r:.100})")
+            self.assertEqual(self.count("fairq.requests"), taken, f"{label}: half-stored")
+        self.healthz_ok()
+
+    def test_tenant_corpus(self):
+        """Malformed PUT /v1/tenants bodies on an existing and a new
+        tenant, and names that are not names: 400, nothing changed or
+        created."""
+        self.start(**FAIRQD)
+        self.put_tenant("acme")
+        corpus = [(label, data, BAD) for label, data in tenant_corpus()]
+        self.assertGreaterEqual(len(corpus), 30)
+        self.check_corpus("PUT", "/v1/tenants/acme", corpus)
+        self.check_corpus("PUT", "/v1/tenants/newcomer", corpus)
+        names = ["Bad%20Name", "UPPER", "-lead", "_lead", "a" * 65, "a%00b", "%ff%fe", "a%2Fb",
+                 "caf%C3%A9", "a%0D%0Ab", "a;b", "x" * 10000]
+        failures = []
+        for name in names:
+            answer = self.api("PUT", f"/v1/tenants/{name}", {"weight": 2})
+            try:
+                self.assert_error_in(answer, BAD_OR_MISSING, f"PUT /v1/tenants/{name[:80]}")
+            except AssertionError as error:
+                failures.append(str(error)[:300])
+        self.assertFalse(failures, "\n".join(failures))
+        self.assertEqual(self.h.sql("SELECT name, weight, max_inflight, coalesce(submit_rate, 0)"
+                                    " FROM fairq.tenants"), [["acme", "1", "1000", "0"]])
+        self.healthz_ok()
+
+    def test_patch_corpus(self):
+        """Malformed PATCH bodies: 400, the request unchanged."""
+        self.start(**FAIRQD)
+        self.put_tenant("acme")
+        later = int(time.time()) + HOUR
+        rid = self.submit_ok(submit_body("acme", send_at=later))["id"]
+        before = self.h.sql("SELECT send_at, priority, status FROM fairq.requests")
+        corpus = [(label, data, BAD) for label, data in patch_corpus()]
+        self.assertGreaterEqual(len(corpus), 30)
+        self.check_corpus("PATCH", f"/v1/requests/{rid}", corpus)
+        self.assertEqual(self.h.sql("SELECT send_at, priority, status FROM fairq.requests"),
+                         before, "a malformed PATCH changed the request")
+        self.healthz_ok()
+
+    def test_odd_paths_and_query_parameters(self):
+        """Ids that are not ids, paths that are not routes, query
+        parameters out of range: 400 (or 404 for numbers no request can
+        have), JSON error bodies, never a 200 or a 500."""
+        self.start(**FAIRQD)
+        self.put_tenant("acme")
+        rid = self.submit_ok(submit_body("acme", send_at=int(time.time()) + HOUR))["id"]
+        self.assertEqual(rid, 1)
+        mid = self.wait_split(rid, 1)[0]["id"]
+        self.assertEqual(mid, 1)
+        cases = [("GET", "/v1/requests/abc", BAD),
+                 ("GET", "/v1/requests/1abc", BAD),
+                 ("GET", "/v1/requests/1.0", BAD),
+                 ("GET", "/v1/requests/0x1", BAD),
+                 ("GET", "/v1/requests/1e0", BAD),
+                 ("GET", "/v1/requests/%201", BAD_OR_MISSING),
+                 ("GET", "/v1/requests/+1", BAD_OR_MISSING),
+                 ("GET", "/v1/requests/-1", BAD_OR_MISSING),
+                 ("GET", "/v1/requests/0", BAD_OR_MISSING),
+                 ("GET", "/v1/requests/99999999999999999999", BAD_OR_MISSING),
+                 ("GET", "/v1/requests/9223372036854775808", BAD_OR_MISSING),
+                 ("GET", "/v1/requests/18446744073709551617", BAD_OR_MISSING),
+                 ("GET", "/v1/requests/9223372036854775807", (404,)),
+                 ("GET", "/v1/requests/1%00", BAD_OR_MISSING),
+                 ("GET", "/v1/requests/1%0A", BAD_OR_MISSING),
+                 ("GET", "/v1/requests/1/", BAD_OR_MISSING),
+                 ("GET", "//v1/requests", BAD_OR_MISSING),
+                 ("GET", "//v1/requests/1", BAD_OR_MISSING),
+                 ("GET", "/v1//requests/1", BAD_OR_MISSING),
+                 ("GET", "/v1/requests/" + "1" * 10000, BAD_OR_MISSING),
+                 ("GET", "/v1/" + "a" * 10240, (404,)),
+                 ("GET", "/v1/requests/%ff", BAD_OR_MISSING),
+                 ("POST", "/v1/requests/abc/cancel", BAD),
+                 ("POST", "/v1/requests/-1/pause", BAD_OR_MISSING),
+                 ("POST", "/v1/requests/1x/resume", BAD),
+                 ("PATCH", "/v1/requests/abc", BAD),
+                 ("GET", "/v1/requests/abc/rejects", BAD),
+                 ("GET", "/v1/messages/abc", BAD),
+                 ("GET", "/v1/messages/-5", BAD_OR_MISSING),
+                 ("GET", "/v1/messages/99999999999999999999", BAD_OR_MISSING),
+                 ("POST", "/v1/messages/1x/retry", BAD),
+                 ("GET", "/v1/tenants/%ff", BAD_OR_MISSING),
+                 ("GET", "/v1/tenants/" + "a" * 10000, BAD_OR_MISSING),
+                 # Query parameters
+                 ("GET", "/v1/requests?limit=0", BAD),
+                 ("GET", "/v1/requests?limit=1001", BAD),
+                 ("GET", "/v1/requests?limit=-1", BAD),
+                 ("GET", "/v1/requests?limit=abc", BAD),
+                 ("GET", "/v1/requests?limit=1.5", BAD),
+                 ("GET", "/v1/requests?limit=99999999999999999999", BAD),
+                 ("GET", "/v1/requests?limit=%00", BAD),
+                 ("GET", "/v1/requests?status=bogus", BAD),
+                 ("GET", "/v1/requests?status=pending", BAD),  # A message status
+                 ("GET", "/v1/requests?status=ACTIVE", BAD),
+                 ("GET", "/v1/requests?before=abc", BAD),
+                 ("GET", "/v1/requests?before=99999999999999999999", BAD),
+                 ("GET", "/v1/requests?tenant=Not%20A%20Name", BAD_OR_MISSING),
+                 ("GET", "/v1/messages?limit=0", BAD),
+                 ("GET", "/v1/messages?limit=1001", BAD),
+                 ("GET", "/v1/messages?limit=abc", BAD),
+                 ("GET", "/v1/messages?status=bogus", BAD),
+                 ("GET", "/v1/messages?status=active", BAD),  # A request status
+                 ("GET", "/v1/messages?after=abc", BAD),
+                 ("GET", "/v1/messages?request=abc", BAD),
+                 ("GET", "/v1/messages?request=1x", BAD),
+                 ("GET", f"/v1/requests/{rid}/rejects?limit=0", BAD),
+                 ("GET", f"/v1/requests/{rid}/rejects?limit=1001", BAD),
+                 ("GET", f"/v1/requests/{rid}/rejects?after=abc", BAD)]
+        failures = []
+        for method, path, statuses in cases:
+            body = {"priority": 1} if method == "PATCH" else None
+            answer = self.api(method, path, body)
+            try:
+                self.assert_error_in(answer, statuses, f"{method} {path[:80]}")
+            except AssertionError as error:
+                failures.append(str(error)[:300])
+            self.h.check_alive()
+        self.note(f"{len(cases)} odd paths and parameters, {len(failures)} wrong answers")
+        self.assertFalse(failures, f"{len(failures)} of {len(cases)} answered wrong:\n" +
+                         "\n".join(failures))
+        # Nothing changed, and the good forms still work
+        self.assertEqual(self.h.request(rid)["status"] in ("accepted", "splitting", "active"), True)
+        self.assertEqual(self.get_request(rid)["priority"], 0)
+        self.ok(self.api("GET", "/v1/requests?limit=1000&status=active"), 200, "good query")
+        self.ok(self.api("GET", "/v1/messages?limit=1"), 200, "good query")
+        self.healthz_ok()
+
+    def test_broken_http_over_raw_sockets(self):
+        """Broken HTTP (garbage, headers without a colon, lying or
+        negative Content-Length, a 100 KB header, a body cut short) never
+        takes fairqd down; a slow or idle client does not hold others up;
+        a body sent in pieces is read whole; concurrent submits all land."""
+        self.start(**FAIRQD)
+        self.put_tenant("acme")
+        auth = b"Authorization: Bearer " + self.admin.encode() + b"\r\n"
+        good = json.dumps(submit_body("acme", send_at=int(time.time()) + HOUR)).encode()
+        garbage = [
+            b"GARBAGE\r\n\r\n",
+            b"\x00\x01\x02\xff\xfe" * 200 + b"\r\n\r\n",
+            b"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n",
+            b"GET /healthz HTTP/1.1\r\nHost: x\r\nNoColonHere\r\n\r\n",
+            b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 100000 + b"\r\n\r\n",
+            b"GET " + b"/v1/" + b"a" * 100000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"POST /v1/requests HTTP/1.1\r\nHost: x\r\n" + auth + b"Content-Length: -1\r\n\r\n{}",
+            b"POST /v1/requests HTTP/1.1\r\nHost: x\r\n" + auth + b"Content-Length: abc\r\n\r\n{}",
+            b"POST /v1/requests HTTP/1.1\r\nHost: x\r\n" + auth +
+            b"Content-Length: 99999999999999999999999\r\n\r\n{}",
+            b"POST /v1/requests HTTP/1.1\r\nHost: x\r\n" + auth +
+            b"Content-Length: 5\r\nContent-Length: 7\r\n\r\n{}",
+            b"POST /v1/requests HTTP/1.1\r\nHost: x\r\n" + auth +
+            b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+            b"GET /v1/requests HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \xff\xfe\x00x\r\n\r\n",
+        ]
+        for data in garbage:
+            answer = self.raw(data, timeout=15)
+            what = f"raw {data[:60]!r}"
+            self.h.check_alive()
+            if answer.status is not None:
+                self.assertTrue(400 <= answer.status < 500 or answer.status == 505,
+                                f"{what}: {answer}")
+        # The body cut short: the client gives up, fairqd must not wait forever
+        for _ in range(3):
+            with socket.create_connection(("127.0.0.1", self.h.http_port), timeout=5) as s:
+                s.sendall(b"POST /v1/requests HTTP/1.1\r\nHost: x\r\n" + auth +
+                          b"Content-Length: 5000\r\n\r\n" + good[:50])
+        self.healthz_ok()
+
+        # Idle and half-sent connections do not hold others up
+        idle = []
+        try:
+            for i in range(20):
+                s = socket.create_connection(("127.0.0.1", self.h.http_port), timeout=5)
+                if i % 2:
+                    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+                idle.append(s)
+            started = time.monotonic()
+            self.healthz_ok()
+            self.assertLess(time.monotonic() - started, 5, "idle connections held /healthz up")
+            rid = self.submit_ok(submit_body("acme"))["id"]
+        finally:
+            for s in idle:
+                s.close()
+
+        # A body written in three pieces, 0.3 s apart, is read whole
+        head = (b"POST /v1/requests HTTP/1.1\r\nHost: x\r\n" + auth +
+                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(good))
+        third = len(good) // 3
+        answer = self.raw([head, good[:third], good[third:2 * third], good[2 * third:]],
+                          timeout=15, pause=0.3)
+        self.assertEqual(answer.status, 202, answer)
+        self.assertEqual(answer.json()["tenant"], "acme")
+
+        # Sixteen submits at once
+        results = []
+
+        def one(i):
+            try:
+                results.append(self.h.http("POST", "/v1/requests", body=submit_body("acme"),
+                                           token=self.admin, timeout=60)[0])
+            except Exception as error:  # Reported by the test thread
+                results.append(repr(error))
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(90)
+        self.assertEqual(results, [202] * 16)
+        self.assertEqual(self.count("fairq.requests"), 18)
+        self.assertEqual(self.get_request(rid)["id"], rid)
+
+        # The default http_body_max (64 MiB): a Content-Length over it is a 413
+        answer = self.raw(b"POST /v1/requests HTTP/1.1\r\nHost: x\r\n" + auth +
+                          b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" %
+                          (64 * 1024 * 1024 + 1), timeout=15)
+        self.assert_raw_error(answer, 413, "a Content-Length of 64 MiB + 1")
+        self.healthz_ok()
+        self.assertEqual(self.count("fairq.requests"), 18)
+
+
+if __name__ == "__main__":
+    fq_api.main()

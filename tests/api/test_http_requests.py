@@ -1,0 +1,490 @@
+#!/usr/bin/python3
+"""test_http_requests.py: every route of fairqd's HTTP API doing its job
+(api/API.md), over real sockets, with the real sender and SMTP sink where
+mail must move: submit and its defaults, Idempotency-Key, listing and
+paging, the lifecycle (pause, resume, cancel, PATCH) and its 409s, the
+rejects of recipients with CR or LF (which never reach a mail header),
+message search, the retry of a dead message, tenants and their tokens.
+"""
+
+import sys
+import time
+
+sys.dont_write_bytecode = True  # No __pycache__ in the source tree
+import fq_api  # noqa: E402
+from fq_api import APITest, parse_time, recipients, rfc3339, submit_body  # noqa: E402
+
+HOUR = 3600
+FAIRQD = {"poll_ms": 200, "retry_base_ms": 200, "retry_cap_ms": 1000}
+
+
+class RequestRoutesTest(APITest):
+
+    def test_healthz_and_submit(self):
+        """/healthz without a token; a submit with every field, by an admin
+        token and by a tenant token (whose tenant may be left out); the
+        request object as API.md shows it, and the row as submitted."""
+        self.start(**FAIRQD)
+        h = self.h
+        self.healthz_ok()
+        self.put_tenant("acme")
+        self.put_tenant("bravo")
+        send_at = int(time.time()) + HOUR
+        request = self.submit_ok(submit_body(
+            "acme", from_="news@acme.example", subject="Hi {{name}}",
+            body="<p>Dear {{name}}</p>", html=True, send_at=rfc3339(send_at), priority=7,
+            max_attempts=9, recipients=recipients(3)))
+        self.assertEqual(request["tenant"], "acme")
+        self.assertEqual(request["priority"], 7)
+        self.assertEqual(request["total"], 3)
+        self.assertEqual(request["sent"] + request["dead"] + request["cancelled"], 0)
+        self.assertIn(request["status"], {"accepted", "splitting", "active"})
+        self.assertEqual(parse_time(request["send_at"]), send_at)
+        self.assertLess(abs(parse_time(request["created_at"]) - time.time()), 60)
+        self.assertIsNone(request["finished_at"])
+        again = self.get_request(request["id"])
+        self.assertEqual((again["id"], again["tenant"], again["total"], again["send_at"]),
+                         (request["id"], "acme", 3, request["send_at"]))
+        row = h.sql("SELECT from_addr, subject, body, body_is_html, priority, max_attempts,"
+                    f" extract(epoch FROM send_at) FROM fairq.requests WHERE id = {request['id']}")
+        self.assertEqual(row[0][:6], ["news@acme.example", "Hi {{name}}", "<p>Dear {{name}}</p>",
+                                      "t", "7", "9"])
+        self.assertEqual(float(row[0][6]), send_at)
+
+        # Defaults: html false, priority 0, max_attempts 5, send_at now
+        request = self.submit_ok(submit_body("acme"))
+        self.assertEqual(request["priority"], 0)
+        self.assertLess(abs(parse_time(request["send_at"]) - time.time()), 60)
+        row = h.sql("SELECT body_is_html, priority, max_attempts FROM fairq.requests"
+                    f" WHERE id = {request['id']}")
+        self.assertEqual(row[0], ["f", "0", "5"])
+
+        # send_at as Unix seconds, and with an offset of its own
+        request = self.submit_ok(submit_body("acme", send_at=send_at))
+        self.assertEqual(parse_time(request["send_at"]), send_at)
+        request = self.submit_ok(submit_body("acme", send_at="2031-11-21T12:00:00+02:00"))
+        self.assertEqual(request["send_at"], "2031-11-21T10:00:00Z")
+
+        # A tenant token: its own tenant, named or not; another's is a 403
+        acme = self.new_token("acme")
+        request = self.submit_ok(submit_body("acme", drop=("tenant",)), token=acme)
+        self.assertEqual(request["tenant"], "acme")
+        request = self.submit_ok(submit_body("acme"), token=acme)
+        self.assertEqual(request["tenant"], "acme")
+        before = self.count("fairq.requests")
+        self.assert_error(self.submit(submit_body("bravo"), token=acme), 403,
+                          "a tenant token submitting for another tenant")
+        # An admin must name the tenant, and an existing one
+        self.assert_error(self.submit(submit_body(drop=("tenant",))), 400,
+                          "an admin token submitting without a tenant")
+        self.assert_error(self.submit(submit_body("nosuch")), 404, "an unknown tenant")
+        self.assertEqual(self.count("fairq.requests"), before, "a refused submit stored a row")
+
+    def test_idempotency_key(self):
+        """The same Idempotency-Key of the same tenant answers the first
+        request again and creates nothing, even with another body; another
+        key, or the same key of another tenant, is a new request; a key
+        longer than 255 bytes is a 400."""
+        self.start(**FAIRQD)
+        self.put_tenant("acme")
+        self.put_tenant("bravo")
+        later = int(time.time()) + HOUR
+        first = self.submit_ok(submit_body("acme", send_at=later, recipients=recipients(2)),
+                               key="campaign-7")
+        for body in (submit_body("acme", send_at=later, recipients=recipients(2)),
+                     submit_body("acme", subject="Another {{name}}", recipients=recipients(5))):
+            again = self.submit_ok(body, key="campaign-7")
+            self.assertEqual(again["id"], first["id"], "the same key made a new request")
+            self.assertEqual(again["total"], 2, "the repeat is not the first request")
+        self.assertEqual(self.count("fairq.requests"), 1)
+        self.assertEqual(self.h.scalar("SELECT subject FROM fairq.requests"), "Hi {{name}}")
+        # By a tenant token too: the key is the tenant's, whoever sends it
+        acme = self.new_token("acme")
+        again = self.submit_ok(submit_body("acme", drop=("tenant",)), token=acme, key="campaign-7")
+        self.assertEqual(again["id"], first["id"])
+
+        other_key = self.submit_ok(submit_body("acme"), key="campaign-8")
+        other_tenant = self.submit_ok(submit_body("bravo"), key="campaign-7")
+        self.assertEqual(len({first["id"], other_key["id"], other_tenant["id"]}), 3)
+        self.assertEqual(other_tenant["tenant"], "bravo")
+        self.assertEqual(self.count("fairq.requests"), 3)
+
+        longest = self.submit_ok(submit_body("acme"), key="k" * 255)
+        self.assertEqual(self.submit_ok(submit_body("acme"), key="k" * 255)["id"], longest["id"])
+        self.assert_error(self.submit(submit_body("acme"), key="k" * 256), 400,
+                          "an Idempotency-Key of 256 bytes")
+        self.assertEqual(self.count("fairq.requests"), 4)
+
+    def test_list_requests(self):
+        """GET /v1/requests: newest first, pages by before/next_before,
+        filtered by tenant and status."""
+        self.start(**FAIRQD)
+        self.put_tenant("acme")
+        self.put_tenant("bravo")
+        later = int(time.time()) + HOUR
+        acme = [self.submit_ok(submit_body("acme", send_at=later))["id"] for _ in range(5)]
+        bravo = [self.submit_ok(submit_body("bravo", send_at=later))["id"] for _ in range(2)]
+
+        def page(query):
+            payload = self.ok(self.api("GET", "/v1/requests" + query), 200, query)
+            self.assertEqual(set(payload), {"requests", "next_before"}, payload)
+            for r in payload["requests"]:
+                self.check_request(r)
+            return [r["id"] for r in payload["requests"]], payload["next_before"]
+
+        ids, _ = page("")
+        self.assertEqual(ids, sorted(acme + bravo, reverse=True), "not newest first")
+        # Paging acme's five, two at a time
+        seen, before, pages = [], None, 0
+        while True:
+            ids, next_before = page("?tenant=acme&limit=2" +
+                                    (f"&before={before}" if before is not None else ""))
+            pages += 1
+            self.assertLessEqual(len(ids), 2)
+            seen += ids
+            if next_before is None:
+                break
+            self.assertEqual(next_before, min(ids), "next_before is not the page's smallest id")
+            before = next_before
+            self.assertLess(pages, 5, "paging does not end")
+        self.assertEqual(seen, sorted(acme, reverse=True))
+        self.assertEqual(page("?tenant=bravo")[0], sorted(bravo, reverse=True))
+        self.assertEqual(page(f"?before={bravo[0]}")[0], sorted(acme, reverse=True))
+
+        self.ok(self.api("POST", f"/v1/requests/{acme[1]}/pause"), 200, "pause")
+        self.ok(self.api("POST", f"/v1/requests/{acme[2]}/cancel"), 200, "cancel")
+        self.assertEqual(page("?status=paused")[0], [acme[1]])
+        self.assertEqual(page("?status=cancelled")[0], [acme[2]])
+        self.assertEqual(page("?tenant=bravo&status=paused")[0], [])
+        self.assertEqual(page("?limit=1000")[0], sorted(acme + bravo, reverse=True))
+
+    def test_lifecycle(self):
+        """Pause, resume, PATCH and cancel of a request waiting for its
+        send_at: each answers the object after the change; repeating a
+        pause, resume or cancel changes nothing; a cancelled request
+        answers 409 to anything else; unknown ids answer 404."""
+        self.start(**FAIRQD)
+        h = self.h
+        self.put_tenant("acme")
+        later = int(time.time()) + HOUR
+        rid = self.submit_ok(submit_body("acme", send_at=later, recipients=recipients(4)))["id"]
+        url = f"/v1/requests/{rid}"
+
+        paused = self.ok(self.api("POST", url + "/pause"), 200, "pause")
+        self.check_request(paused)
+        self.assertEqual((paused["id"], paused["status"]), (rid, "paused"))
+        self.assertEqual(self.ok(self.api("POST", url + "/pause"), 200, "pause again")["status"],
+                         "paused")
+        self.assertEqual(h.request(rid)["status"], "paused")
+        # PATCH works on a paused request
+        patched = self.ok(self.api("PATCH", url, {"priority": -3}), 200, "PATCH priority")
+        self.assertEqual((patched["priority"], patched["status"]), (-3, "paused"))
+        resumed = self.ok(self.api("POST", url + "/resume"), 200, "resume")
+        self.check_request(resumed)
+        self.assertIn(resumed["status"], {"accepted", "splitting", "active"})
+        again = self.ok(self.api("POST", url + "/resume"), 200, "resume again")
+        self.assertIn(again["status"], {"accepted", "splitting", "active"})
+
+        new_send_at = later + HOUR
+        patched = self.ok(self.api("PATCH", url, {"send_at": rfc3339(new_send_at)}), 200,
+                          "PATCH send_at")
+        self.check_request(patched)
+        self.assertEqual(parse_time(patched["send_at"]), new_send_at)
+        self.assertEqual(patched["priority"], -3, "PATCH of send_at changed the priority")
+        patched = self.ok(self.api("PATCH", url, {"send_at": later, "priority": 1000}), 200,
+                          "PATCH both")
+        self.assertEqual((parse_time(patched["send_at"]), patched["priority"]), (later, 1000))
+        row = h.sql(f"SELECT extract(epoch FROM send_at), priority FROM fairq.requests"
+                    f" WHERE id = {rid}")[0]
+        self.assertEqual((float(row[0]), int(row[1])), (later, 1000))
+
+        cancelled = self.ok(self.api("POST", url + "/cancel"), 200, "cancel")
+        self.check_request(cancelled)
+        self.assertEqual(cancelled["status"], "cancelled")
+        self.assertIsNotNone(cancelled["finished_at"])
+        self.assertEqual(self.ok(self.api("POST", url + "/cancel"), 200,
+                                 "cancel again")["status"], "cancelled")
+        final = self.h.wait(lambda: (lambda r: r if r["cancelled"] == 4 else None)(
+            self.get_request(rid)), 10, "the four unsplit recipients of the cancelled request to "
+            "be counted as cancelled, not pending",
+            interval=0.2, describe=lambda: f"it is {self.get_request(rid)}; row {h.request(rid)}")
+        self.assertEqual((final["pending"], final["sent"], final["total"]), (0, 0, 4))
+        for method, path, body in (("POST", url + "/pause", None), ("POST", url + "/resume", None),
+                                   ("PATCH", url, {"priority": 5})):
+            self.assert_error(self.api(method, path, body), 409, f"{method} {path} of a "
+                                                                 "cancelled request")
+        self.assertEqual(self.get_request(rid)["priority"], 1000)
+        self.assertEqual(h.request(rid)["status"], "cancelled")
+
+        missing = rid + 1000
+        for method, path, body in (("GET", f"/v1/requests/{missing}", None),
+                                   ("POST", f"/v1/requests/{missing}/cancel", None),
+                                   ("POST", f"/v1/requests/{missing}/pause", None),
+                                   ("POST", f"/v1/requests/{missing}/resume", None),
+                                   ("PATCH", f"/v1/requests/{missing}", {"priority": 1}),
+                                   ("GET", f"/v1/requests/{missing}/rejects", None),
+                                   ("GET", "/v1/messages/987654", None),
+                                   ("POST", "/v1/messages/987654/retry", None),
+                                   ("GET", "/v1/tenants/nosuch", None),
+                                   ("POST", "/v1/tenants/nosuch/tokens", None)):
+            self.assert_error(self.api(method, path, body), 404, f"{method} {path}")
+
+    def test_crlf_recipients_are_rejected_and_never_sent(self):
+        """Recipients with CR or LF in "to" (header injection), without
+        "to", or not objects are rejected alone, listed with a reason by
+        /rejects, and never reach the SMTP server; the good ones are
+        delivered. A field with CR LF rendered into the Subject does not
+        make a header either. A finished request then answers 409."""
+        self.start(senders=1, **FAIRQD)
+        h = self.h
+        self.put_tenant("acme")
+        bad = {1: "evil@example.org\r\nBcc: victim1@evil.test",
+               2: "evil2@example.org\nBcc: victim2@evil.test",
+               3: "evil3@example.org\rX-Evil: victim3",
+               5: None, 6: None}
+        recips = [{"to": "ann@example.org", "fields": {"name": "Ann"}},
+                  {"to": bad[1], "fields": {"name": "E1"}},
+                  {"to": bad[2], "fields": {"name": "E2"}},
+                  {"to": bad[3], "fields": {"name": "E3"}},
+                  {"to": "zed@example.org", "fields": {"name": "Zed\r\nBcc: victim4@evil.test"}},
+                  {"fields": {"name": "Nobody"}},
+                  42,
+                  {"to": "bob@example.org", "fields": {"name": "Bob"}}]
+        request = self.submit_ok(submit_body("acme", recipients=recips))
+        rid = request["id"]
+        self.assertEqual(request["total"], 8)
+        done = self.wait_request(rid, "done")
+        # zed's Subject would hold CR LF: sent with the Subject encoded, or
+        # dead unsent (fairq-sender refuses a control character in a header)
+        self.assertEqual((done["sent"] + done["dead"], done["rejected"], done["pending"]),
+                         (3, 5, 0), done)
+        self.assertIn(done["sent"], (2, 3), done)
+        if done["dead"]:
+            zed = self.messages_of(rid, query="&status=dead")
+            self.assertEqual([m["to"] for m in zed], ["zed@example.org"])
+            self.note(f"zed is dead: {zed[0]['last_error']!r}")
+
+        payload = self.ok(self.api("GET", f"/v1/requests/{rid}/rejects"), 200, "rejects")
+        self.assertEqual(set(payload), {"rejects", "next_after"})
+        self.assertIsNone(payload["next_after"])
+        rejects = payload["rejects"]
+        self.assertEqual([r["position"] for r in rejects], [1, 2, 3, 5, 6], rejects)
+        for r in rejects:
+            self.assertEqual(set(r), {"position", "recipient", "reason"}, r)
+            self.assertEqual(r["recipient"], bad[r["position"]], r)
+            self.assertIsInstance(r["reason"], str, r)
+            self.assertTrue(r["reason"], r)
+        self.note(f"reasons: {[r['reason'] for r in rejects]}")
+        # Paging the rejects two at a time
+        seen, after = [], None
+        for _ in range(5):
+            page = self.ok(self.api("GET", f"/v1/requests/{rid}/rejects?limit=2" +
+                                    (f"&after={after}" if after is not None else "")), 200,
+                           "rejects page")
+            self.assertLessEqual(len(page["rejects"]), 2)
+            seen += [r["position"] for r in page["rejects"]]
+            after = page["next_after"]
+            if after is None:
+                break
+            self.assertEqual(after, seen[-1])
+        self.assertEqual(seen, [1, 2, 3, 5, 6])
+
+        # The sink saw the three good recipients only, and no injected header
+        records = self.sink.records()
+        self.assertEqual(sorted(to for r in records for to in r["to"]),
+                         ["ann@example.org", "bob@example.org", "zed@example.org"]
+                         [:3 if done["sent"] == 3 else 2])
+        for r in records:
+            names = {name.lower() for name in r["headers"]}
+            self.assertFalse(names & {"bcc", "x-evil"}, f"an injected header reached the sink: "
+                                                        f"{r['headers']}")
+            head = r["raw"].split("\n\n", 1)[0] if "\n\n" in r["raw"] else r["raw"]
+            for line in head.replace("\r\n", "\n").split("\n"):
+                self.assertFalse(line.lower().startswith(("bcc:", "x-evil:")),
+                                 f"injected header line {line!r}")
+            self.assertNotIn("victim", " ".join(r["to"]))
+        messages = self.messages_of(rid)
+        self.assertEqual(sorted(m["to"] for m in messages),
+                         ["ann@example.org", "bob@example.org", "zed@example.org"])
+        self.assertEqual(self.count("fairq.messages", r"recipient ~ '[\r\n]'"), 0)
+
+        url = f"/v1/requests/{rid}"
+        for method, path, body in (("POST", url + "/cancel", None), ("POST", url + "/pause", None),
+                                   ("POST", url + "/resume", None),
+                                   ("PATCH", url, {"priority": 3})):
+            self.assert_error(self.api(method, path, body), 409, f"{method} {path} of a done "
+                                                                 "request")
+        self.assertEqual(self.get_request(rid)["status"], "done")
+
+        # Every recipient refused: the request is finished ("rejected", or
+        # "done": API.md does not say which), nothing sent
+        rid = self.submit_ok(submit_body("acme", recipients=[{"to": "a\r\nb@example.org"},
+                                                             {"to": 5}]))["id"]
+        final = self.wait_request(rid, ("rejected", "done"))
+        self.note(f"a request whose recipients were all rejected is {final['status']}")
+        self.assertEqual((final["rejected"], final["total"]), (2, 2))
+        self.assertIsNotNone(final["finished_at"])
+        self.assert_error(self.api("POST", f"/v1/requests/{rid}/cancel"), 409,
+                          "cancel of a request whose recipients were all rejected")
+        self.assertEqual(self.ok(self.api("GET", f"/v1/requests/{rid}/rejects"), 200,
+                                 "rejects")["rejects"][0]["recipient"], "a\r\nb@example.org")
+        self.assertEqual(len(self.sink.records()), done["sent"])
+
+    def test_messages_search(self):
+        """GET /v1/messages by request, tenant, status, exact address and
+        domain (both case-insensitive), paged by after/next_after; GET
+        /v1/messages/{id}; retry of a message that is not dead is a 409."""
+        self.start(**FAIRQD)  # No sender: the messages stay pending
+        self.put_tenant("acme")
+        self.put_tenant("bravo")
+        one = self.submit_ok(submit_body("acme", recipients=[
+            {"to": "Ann@Example.org", "fields": {"name": "Ann"}},
+            {"to": "bob@example.org", "fields": {"name": "Bob"}},
+            {"to": "cid@other.test", "fields": {"name": "Cid"}}]))["id"]
+        two = self.submit_ok(submit_body("bravo", recipients=[
+            {"to": "ann@example.org", "fields": {"name": "Ann"}}]))["id"]
+        ones = self.wait_split(one, 3)
+        twos = self.wait_split(two, 1)
+        by_to = {m["to"]: m for m in ones}
+        self.assertEqual(set(by_to), {"Ann@Example.org", "bob@example.org", "cid@other.test"})
+        for m in ones:
+            self.assertEqual((m["request"], m["tenant"], m["status"], m["attempts"]),
+                             (one, "acme", "pending", 0), m)
+            self.assertIsNone(m["last_error"])
+
+        def search(query):
+            payload = self.ok(self.api("GET", "/v1/messages" + query), 200, query)
+            self.assertEqual(set(payload), {"messages", "next_after"}, payload)
+            for m in payload["messages"]:
+                self.check_message(m)
+            ids = [m["id"] for m in payload["messages"]]
+            self.assertEqual(ids, sorted(ids), f"{query}: not in id order")
+            return ids
+
+        all_ids = sorted([m["id"] for m in ones] + [twos[0]["id"]])
+        self.assertEqual(search(""), all_ids)
+        self.assertEqual(search("?tenant=bravo"), [twos[0]["id"]])
+        self.assertEqual(search(f"?request={one}&status=pending"), sorted(by_to[t]["id"]
+                                                                          for t in by_to))
+        self.assertEqual(search("?status=sent"), [])
+        self.assertEqual(search("?to=ANN@example.ORG"),
+                         sorted([by_to["Ann@Example.org"]["id"], twos[0]["id"]]))
+        self.assertEqual(search("?to=ann@example.org&tenant=acme"),
+                         [by_to["Ann@Example.org"]["id"]])
+        self.assertEqual(search("?domain=EXAMPLE.org&request=" + str(one)),
+                         sorted([by_to["Ann@Example.org"]["id"], by_to["bob@example.org"]["id"]]))
+        self.assertEqual(search("?domain=other.test"), [by_to["cid@other.test"]["id"]])
+        # Paging one at a time
+        seen, after = [], None
+        for _ in range(10):
+            payload = self.ok(self.api("GET", "/v1/messages?limit=1" +
+                                       (f"&after={after}" if after is not None else "")), 200,
+                              "page")
+            self.assertLessEqual(len(payload["messages"]), 1)
+            seen += [m["id"] for m in payload["messages"]]
+            after = payload["next_after"]
+            if after is None:
+                break
+            self.assertEqual(after, seen[-1])
+        self.assertEqual(seen, all_ids)
+
+        m = by_to["bob@example.org"]
+        got = self.ok(self.api("GET", f"/v1/messages/{m['id']}"), 200, "GET message")
+        self.check_message(got)
+        self.assertEqual(got, m)
+        self.assert_error(self.api("POST", f"/v1/messages/{m['id']}/retry"), 409,
+                          "retry of a pending message")
+
+    def test_retry_dead_message(self):
+        """A message refused with 550 is dead; POST /retry makes it failed
+        and due now, and it is delivered once the server accepts it; a
+        retry of a sent message is a 409."""
+        self.start(senders=1, **FAIRQD)
+        self.sink.set_rules({"rules": [{"match": "nobody@", "reply": "550 5.1.1 no such user"}]})
+        self.put_tenant("acme")
+        rid = self.submit_ok(submit_body("acme", recipients=[
+            {"to": "ann@example.org", "fields": {"name": "Ann"}},
+            {"to": "nobody@example.org", "fields": {"name": "Nobody"}}]))["id"]
+        done = self.wait_request(rid, "done")
+        self.assertEqual((done["sent"], done["dead"]), (1, 1), done)
+        dead = self.messages_of(rid, query="&status=dead")
+        self.assertEqual(len(dead), 1)
+        dead = dead[0]
+        self.assertEqual((dead["to"], dead["attempts"]), ("nobody@example.org", 1))
+        self.assertIn("550", dead["last_error"])
+        self.assertIsNotNone(dead["last_attempt_at"])
+
+        self.sink.set_rules({})
+        retried = self.ok(self.api("POST", f"/v1/messages/{dead['id']}/retry"), 200, "retry")
+        self.check_message(retried)
+        self.assertEqual((retried["id"], retried["status"]), (dead["id"], "failed"))
+        self.assertIsNotNone(retried["next_attempt_at"])
+        self.assertLess(parse_time(retried["next_attempt_at"]), time.time() + 5, "not due now")
+        sent = self.h.wait(lambda: (lambda m: m if m["status"] == "sent" else None)(
+            self.ok(self.api("GET", f"/v1/messages/{dead['id']}"), 200, "GET message")),
+            fq_api.DELIVERY_TIMEOUT_S, "the retried message to be sent", interval=0.2)
+        self.assertEqual(sent["attempts"], 2)
+        final = self.wait_request(rid, "done")
+        self.assertEqual((final["sent"], final["dead"]), (2, 0), final)
+        self.assertEqual(sorted(to for r in self.sink.records() for to in r["to"]),
+                         ["ann@example.org", "nobody@example.org"])
+        self.assert_error(self.api("POST", f"/v1/messages/{dead['id']}/retry"), 409,
+                          "retry of a sent message")
+
+    def test_tenants(self):
+        """PUT creates (201) and updates (200) a tenant, any subset of its
+        settings; GET lists and shows them with their live figures; POST
+        /tokens makes a working tenant token stored as its SHA-256 only."""
+        self.start(**FAIRQD)
+        created = self.put_tenant("acme", 201, weight=3, max_inflight=50, submit_rate=100)
+        self.assertEqual((created["name"], created["weight"], created["max_inflight"],
+                          created["submit_rate"]), ("acme", 3, 50, 100))
+        self.assertEqual((created["open_requests"], created["depth"], created["inflight"]),
+                         (0, 0, 0))
+        updated = self.put_tenant("acme", 200, weight=5)
+        self.assertEqual((updated["weight"], updated["max_inflight"], updated["submit_rate"]),
+                         (5, 50, 100), "PUT of one setting changed the others")
+        updated = self.put_tenant("acme", 200, submit_rate=None)
+        self.assertIsNone(updated["submit_rate"])
+        self.assertEqual(self.put_tenant("acme", 200)["weight"], 5, "PUT {} changed something")
+        default = self.put_tenant("bravo.co-2", 201)
+        self.assertEqual((default["weight"], default["max_inflight"], default["submit_rate"]),
+                         (1, 1000, None))
+        self.assertEqual(self.h.sql("SELECT name, weight, max_inflight, submit_rate FROM"
+                                    " fairq.tenants ORDER BY name"),
+                         [["acme", "5", "50", ""], ["bravo.co-2", "1", "1000", ""]])
+
+        listed = self.ok(self.api("GET", "/v1/tenants"), 200, "tenants")
+        self.assertEqual(set(listed), {"tenants"})
+        for t in listed["tenants"]:
+            self.check_tenant(t)
+        self.assertEqual(sorted(t["name"] for t in listed["tenants"]), ["acme", "bravo.co-2"])
+
+        # Live figures: a request of 3 split and waiting (no sender)
+        rid = self.submit_ok(submit_body("acme", recipients=recipients(3)))["id"]
+        self.wait_split(rid, 3)
+
+        def figures():
+            t = self.ok(self.api("GET", "/v1/tenants/acme"), 200, "GET tenant")
+            self.check_tenant(t)
+            return t if (t["open_requests"], t["depth"], t["unsplit"]) == (1, 3, 0) else None
+        t = self.h.wait(figures, 20, "acme's figures to show its request", interval=0.3)
+        self.assertEqual((t["name"], t["inflight"], t["failed"]), ("acme", 0, 0))
+        self.assertGreaterEqual(t["oldest_pending_age_s"], 0)
+
+        # Tokens: shown once, work for their tenant, stored hashed
+        first, second = self.new_token("acme"), self.new_token("acme")
+        self.assertNotEqual(first, second)
+        for token in (first, second):
+            mine = self.ok(self.api("GET", "/v1/tenants", token=token), 200, "tenant's list")
+            self.assertEqual([t["name"] for t in mine["tenants"]], ["acme"])
+            self.assertEqual(self.h.scalar(
+                "SELECT t.name FROM fairq.api_tokens k JOIN fairq.tenants t ON t.id = k.tenant_id"
+                f" WHERE k.hash = sha256(convert_to({fq_api.fq_e2e.lit(token)}, 'UTF8'))"), "acme")
+        dump = " ".join(" ".join(row) for row in self.h.sql(
+            "SELECT encode(hash, 'escape'), encode(hash, 'hex') FROM fairq.api_tokens"))
+        self.assertNotIn(first[3:20], dump, "a token is stored in the clear")
+
+
+if __name__ == "__main__":
+    fq_api.main()

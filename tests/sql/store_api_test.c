@@ -1,0 +1,231 @@
+/*  store_api_test.c — what the HTTP API reads and its tokens, against a
+    real PostgreSQL: tokens kept only as hashes and told apart by owner,
+    a request's counters, lists by tenant and status in pages, the
+    recipients refused, and idempotency keys outliving a short retention. */
+#include "fq_store.h"
+#include "fq_error.h"
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include "fq_test_sql.h"
+
+static char s_conninfo[128];
+
+static int s_group_setup(void **state)
+{
+    (void)state;
+    return fq_test_db_create_named("api", true, s_conninfo, sizeof s_conninfo);
+}
+
+static int s_group_teardown(void **state)
+{
+    (void)state;
+    fq_test_db_drop_named("api");
+    return 0;
+}
+
+static int64_t s_submit(fq_store_t *store, const char *tenant, const char *recipients,
+                        const char *key)
+{
+    fq_submit_t req = {.tenant = tenant,
+                       .from = "news@acme.example",
+                       .subject = "Hi",
+                       .body = "Hello",
+                       .recipients_json = recipients,
+                       .idempotency_key = key};
+    int64_t id = 0;
+    if (fq_store_submit(store, &req, &id) != 0)
+        fail_msg("submit: %s", fq_store_error(store));
+    return id;
+}
+
+static void test_tokens_are_hashed_and_owned(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    assert_int_equal(
+        fq_store_tenant_put(store, &(fq_tenant_spec_t){.name = "tok-a", .submit_rate = 7}, NULL),
+        0);
+    char admin[FQ_STORE_TOKEN_SIZE], tenant[FQ_STORE_TOKEN_SIZE];
+    assert_int_equal(fq_store_token_create(store, NULL, admin, sizeof admin), 0);
+    assert_int_equal(fq_store_token_create(store, "tok-a", tenant, sizeof tenant), 0);
+    assert_int_equal(strlen(admin), FQ_STORE_TOKEN_SIZE - 1);
+    assert_memory_equal(admin, "fq_", 3);
+    assert_string_not_equal(admin, tenant);
+
+    fq_token_owner_t owner;
+    assert_int_equal(fq_store_token_lookup(store, admin, &owner), 0);
+    assert_true(owner.admin);
+    assert_int_equal(owner.tenant_id, 0);
+    assert_int_equal(fq_store_token_lookup(store, tenant, &owner), 0);
+    assert_false(owner.admin);
+    assert_string_equal(owner.tenant, "tok-a");
+    assert_int_equal(owner.submit_rate, 7);
+
+    //  The token itself is nowhere in the database, only its hash
+    PGconn *conn = fq_test_connect(s_conninfo);
+    assert_int_equal(fq_test_int(conn,
+                                 "SELECT count(*) FROM fairq.api_tokens"
+                                 " WHERE hash = sha256(convert_to($1, 'UTF8'))",
+                                 1, tenant),
+                     1);
+    assert_int_equal(fq_test_int(conn,
+                                 "SELECT count(*) FROM fairq.api_tokens"
+                                 " WHERE position(convert_to($1, 'UTF8') IN hash) > 0",
+                                 1, tenant),
+                     0);
+    PQfinish(conn);
+
+    //  Near misses, junk and an unknown tenant
+    char wrong[FQ_STORE_TOKEN_SIZE];
+    memcpy(wrong, tenant, sizeof wrong);
+    wrong[10] = wrong[10] == 'A' ? 'B' : 'A';
+    assert_int_equal(fq_store_token_lookup(store, wrong, &owner), FQ_ENOTFOUND);
+    assert_int_equal(fq_store_token_lookup(store, "", &owner), FQ_ENOTFOUND);
+    assert_int_equal(fq_store_token_lookup(store, "fq_' OR 1=1 --", &owner), FQ_ENOTFOUND);
+    assert_int_equal(fq_store_token_create(store, "nobody", wrong, sizeof wrong), FQ_ENOTFOUND);
+    assert_int_equal(fq_store_token_create(store, NULL, wrong, 8), FQ_EINVAL);
+    fq_store_destroy(&store);
+}
+
+static void test_request_counters_and_rejects(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    assert_int_equal(fq_store_tenant_put(store, &(fq_tenant_spec_t){.name = "req-a"}, NULL), 0);
+    int64_t id = s_submit(store, "req-a",
+                          "[{\"to\":\"a@x.example\"},{\"to\":\"bad\\r\\nb@x.example\"},"
+                          "{\"fields\":{}},{\"to\":\"c@x.example\"}]",
+                          NULL);
+    fq_request_info_t info;
+    assert_int_equal(fq_store_request_get(store, id, &info), 0);
+    assert_string_equal(info.status, "accepted");
+    assert_string_equal(info.tenant, "req-a");
+    assert_int_equal(info.total, 4);
+    assert_int_equal(info.pending, 4);
+    assert_true(info.created_at > 0 && info.send_at >= info.created_at);
+    assert_int_equal(info.finished_at, 0);
+
+    fq_split_result_t split;
+    assert_int_equal(fq_store_split_chunk(store, id, NULL, 0, &split), 1);
+    int64_t ids[4];
+    assert_int_equal(fq_store_next_ready(store, id, 0, 4, ids), 2);
+    assert_int_equal(fq_store_ack_batch(store, ids, 1), 1);
+    assert_int_equal(fq_store_request_get(store, id, &info), 0);
+    assert_int_equal(info.sent, 1);
+    assert_int_equal(info.rejected, 2);
+    assert_int_equal(info.pending, 1);
+    assert_int_equal(info.pending + info.failed + info.sent + info.dead + info.cancelled +
+                         info.rejected,
+                     info.total);
+
+    fq_reject_page_t page;
+    assert_int_equal(fq_store_rejects(store, id, -1, 10, &page), 2);
+    assert_int_equal(page.rows[0].position, 1);
+    assert_string_equal(page.rows[0].recipient, "bad\r\nb@x.example");
+    assert_non_null(page.rows[0].reason);
+    assert_int_equal(page.rows[1].position, 2);
+    assert_null(page.rows[1].recipient);
+    fq_reject_page_free(&page);
+    assert_int_equal(fq_store_rejects(store, id, 1, 10, &page), 1);
+    assert_int_equal(page.rows[0].position, 2);
+    fq_reject_page_free(&page);
+    assert_int_equal(fq_store_rejects(store, id, -1, 0, &page), FQ_EINVAL);
+
+    assert_int_equal(fq_store_request_get(store, id + 1000, &info), FQ_ENOTFOUND);
+    fq_store_destroy(&store);
+}
+
+static void test_list_pages_newest_first(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    int64_t tenant_a, tenant_b;
+    assert_int_equal(fq_store_tenant_put(store, &(fq_tenant_spec_t){.name = "list-a"}, &tenant_a),
+                     0);
+    assert_int_equal(fq_store_tenant_put(store, &(fq_tenant_spec_t){.name = "list-b"}, &tenant_b),
+                     0);
+    int64_t a[5];
+    for (int i = 0; i < 5; i++) {
+        a[i] = s_submit(store, "list-a", "[{\"to\":\"a@x.example\"}]", NULL);
+        s_submit(store, "list-b", "[{\"to\":\"b@x.example\"}]", NULL);
+    }
+    assert_int_equal(fq_store_request_pause(store, a[1]), 1);
+
+    fq_request_list_t list;
+    assert_int_equal(fq_store_request_list(store, tenant_a, NULL, 0, 3, &list), 3);
+    assert_int_equal(list.rows[0].id, a[4]);
+    assert_int_equal(list.rows[2].id, a[2]);
+    int64_t before = list.rows[2].id;
+    fq_request_list_free(&list);
+    assert_int_equal(fq_store_request_list(store, tenant_a, NULL, before, 3, &list), 2);
+    assert_int_equal(list.rows[0].id, a[1]);
+    assert_int_equal(list.rows[1].id, a[0]);
+    fq_request_list_free(&list);
+
+    assert_int_equal(fq_store_request_list(store, tenant_a, "paused", 0, 10, &list), 1);
+    assert_int_equal(list.rows[0].id, a[1]);
+    fq_request_list_free(&list);
+    assert_int_equal(fq_store_request_list(store, tenant_b, "paused", 0, 10, &list), 0);
+    fq_request_list_free(&list);
+
+    assert_int_equal(fq_store_request_list(store, 0, "bogus", 0, 10, &list), FQ_EINVAL);
+    assert_int_equal(fq_store_request_list(store, 0, NULL, 0, 0, &list), FQ_EINVAL);
+    assert_int_equal(fq_store_request_list(store, 0, NULL, 0, FQ_STORE_PAGE_MAX + 1, &list),
+                     FQ_EINVAL);
+
+    int64_t found;
+    char name[65];
+    assert_int_equal(fq_store_tenant_id(store, "list-b", &found), 0);
+    assert_int_equal(found, tenant_b);
+    assert_int_equal(fq_store_tenant_name(store, tenant_b, name), 0);
+    assert_string_equal(name, "list-b");
+    assert_int_equal(fq_store_tenant_id(store, "list-zz", &found), FQ_ENOTFOUND);
+    assert_int_equal(fq_store_tenant_name(store, 999999, name), FQ_ENOTFOUND);
+    fq_store_destroy(&store);
+}
+
+//  With retention 0, a finished request is pruned at once, unless it was
+//  submitted with an idempotency key less than a day ago: the key must
+//  answer the same request for a day (api/API.md).
+static void test_idempotency_key_outlives_retention(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    assert_int_equal(fq_store_tenant_put(store, &(fq_tenant_spec_t){.name = "idem"}, NULL), 0);
+    int64_t keyed = s_submit(store, "idem", "[{\"to\":\"a@x.example\"}]", "campaign-42");
+    int64_t plain = s_submit(store, "idem", "[{\"to\":\"a@x.example\"}]", NULL);
+    assert_true(fq_store_request_cancel(store, keyed) >= 0);
+    assert_true(fq_store_request_cancel(store, plain) >= 0);
+    PGconn *conn = fq_test_connect(s_conninfo);
+    fq_test_exec(conn, "UPDATE fairq.requests SET finished_at = now() - interval '1 hour'", 0);
+    fq_prune_result_t result;
+    do
+        assert_int_equal(fq_store_prune(store, 0, 1000, &result), 0);
+    while (result.more);
+    fq_request_info_t info;
+    assert_int_equal(fq_store_request_get(store, plain, &info), FQ_ENOTFOUND);
+    assert_int_equal(fq_store_request_get(store, keyed, &info), 0);
+    assert_int_equal(s_submit(store, "idem", "[{\"to\":\"b@x.example\"}]", "campaign-42"), keyed);
+
+    //  A day later the key has done its job
+    fq_test_exec(conn, "UPDATE fairq.requests SET created_at = now() - interval '25 hours'", 0);
+    do
+        assert_int_equal(fq_store_prune(store, 0, 1000, &result), 0);
+    while (result.more);
+    assert_int_equal(fq_store_request_get(store, keyed, &info), FQ_ENOTFOUND);
+    PQfinish(conn);
+    fq_store_destroy(&store);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tokens_are_hashed_and_owned),
+        cmocka_unit_test(test_request_counters_and_rejects),
+        cmocka_unit_test(test_list_pages_newest_first),
+        cmocka_unit_test(test_idempotency_key_outlives_retention),
+    };
+    return cmocka_run_group_tests(tests, s_group_setup, s_group_teardown);
+}

@@ -25,8 +25,9 @@
 typedef struct {
     char conninfo[128];
     fq_system_t *sys;
-    fq_client_t *sender; //  The test, as a sender worker
-    fq_store_t *store;   //  The test's own connection, to submit and check
+    fq_metrics_t *metrics; //  What fairqd's /metrics shows
+    fq_client_t *sender;   //  The test, as a sender worker
+    fq_store_t *store;     //  The test's own connection, to submit and check
     PGconn *conn;
 } s_fixture_t;
 
@@ -39,6 +40,7 @@ static int s_setup(void **state)
         return -1;
     fq_system_config_t config = {.name = "fairqd-test"};
     self->sys = fq_system_new(&config);
+    self->metrics = fq_metrics_new();
     fq_pipeline_config_t pipeline = {.database = self->conninfo,
                                      .name = "fairqd-test",
                                      .prefetch = 8,
@@ -47,8 +49,9 @@ static int s_setup(void **state)
                                      .ack_batch = 10,
                                      .ack_flush_ms = 5,
                                      .retry = {100, 1000},
-                                     .retention_s = 3600};
-    if (!self->sys || fq_pipeline_start(self->sys, &pipeline) != 0)
+                                     .retention_s = 3600,
+                                     .metrics = self->metrics};
+    if (!self->sys || !self->metrics || fq_pipeline_start(self->sys, &pipeline) != 0)
         return -1;
     self->sender = fq_client_new(self->sys);
     self->store = fq_test_store(self->conninfo);
@@ -62,6 +65,7 @@ static int s_teardown(void **state)
     s_fixture_t *self = *state;
     fq_client_destroy(&self->sender);
     fq_system_destroy(&self->sys);
+    fq_metrics_destroy(&self->metrics);
     fq_store_destroy(&self->store);
     PQfinish(self->conn);
     fq_test_db_drop();
@@ -365,6 +369,61 @@ static void test_cancelled_request_stops(void **state)
         fq_test_int(self->conn, "SELECT sent FROM fairq.requests WHERE id = $1", 1, id), 0);
 }
 
+//  Waits until the metrics' exposition holds line (a whole line).
+static void s_wait_metric(s_fixture_t *self, const char *line)
+{
+    int64_t deadline = fq_test_now_ms() + S_WAIT_MS;
+    char *text = NULL;
+    while (fq_test_now_ms() < deadline) {
+        free(text);
+        text = fq_metrics_render(self->metrics, self->sys, NULL);
+        assert_non_null(text);
+        const char *at = strstr(text, line);
+        if (at && (at == text || at[-1] == '\n') && at[strlen(line)] == '\n') {
+            free(text);
+            return;
+        }
+        fq_test_sleep_ms(20);
+    }
+    fail_msg("metrics never showed \"%s\":\n%s", line, text);
+}
+
+//  What the actors record is what /metrics and the API's live fields show:
+//  messages in flight while a sender holds them, then what became of them.
+static void test_metrics_follow_the_messages(void **state)
+{
+    s_fixture_t *self = *state;
+    int64_t request = s_submit(self, "acme", "S", "B", false,
+                               "[{\"to\": \"a@example.com\"}, {\"to\": \"b@example.com\"},"
+                               " {\"to\": \"c@example.com\"}]");
+    s_join(self, 3);
+    s_got_t got[3];
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(s_receive(self, S_WAIT_MS, &got[i]), 0);
+    s_wait_metric(self, "fairq_tenant_inflight{tenant=\"acme\"} 3");
+    assert_int_equal(fq_metrics_request_inflight(self->metrics, request), 3);
+    int64_t inflight = 0;
+    double rate = -1;
+    fq_metrics_tenant_live(self->metrics, "acme", &inflight, &rate);
+    assert_int_equal(inflight, 3);
+    assert_true(rate == 0);
+
+    s_ack(self, got[0].id);
+    s_ack(self, got[1].id);
+    fq_sender_nack_t nack = {.id = got[2].id, .permanent = true, .error = "550 no"};
+    assert_int_equal(fq_client_tell(self->sender, FQ_PATH_DISPATCHER, &fq_sender_nack_desc, &nack),
+                     0);
+    s_wait_metric(self, "fairq_tenant_inflight{tenant=\"acme\"} 0");
+    s_wait_metric(self, "fairq_tenant_sent_total{tenant=\"acme\"} 2");
+    s_wait_metric(self, "fairq_tenant_dead_total{tenant=\"acme\"} 1");
+    s_wait_metric(self, "fairq_tenant_dispatched_total{tenant=\"acme\"} 3");
+    s_wait_metric(self, "fairq_dispatch_latency_seconds_count{tenant=\"acme\"} 3");
+    assert_int_equal(fq_metrics_request_inflight(self->metrics, request), 0);
+    fq_metrics_tenant_live(self->metrics, "acme", &inflight, &rate);
+    assert_int_equal(inflight, 0);
+    assert_true(rate > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +433,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bye_keeps_what_is_held, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_bad_messages_are_dropped, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_cancelled_request_stops, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_follow_the_messages, s_setup, s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

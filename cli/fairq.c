@@ -1,0 +1,317 @@
+/*  fairq.c — fairq, the command-line client of fairqd's HTTP API
+    (api/API.md).
+
+        fairq [--url URL] [--token TOKEN] [--json] [--timeout-s N] COMMAND [ARGS]
+
+    The global options may also follow the command. --url and --token may
+    come from the environment (FAIRQ_URL, FAIRQ_TOKEN; better than a flag,
+    which other users see in ps), --timeout-s from FAIRQ_TIMEOUT_S; flags
+    win. The token is never printed.
+
+    Output is for people (aligned tables, the API's times as they are),
+    or with --json the API's JSON answer, one document, for scripts.
+    Errors go to stderr as "fairq: ..." with the API's detail.
+
+    Exit codes (FQ_CLI_EXITS in fq_cli.h, printed by --help):
+      0 success
+      1 the API refused the request (400, 405, 413, another 4xx), or a
+        request followed with status --watch finished with dead, rejected
+        or cancelled messages
+      2 usage error: bad arguments, an unreadable or malformed file
+      3 not found (404)
+      4 no token or an unknown one (401), or not allowed (403)
+      5 server or connection problem: refused, timed out, 5xx, 503
+      6 conflict (409): the change does not apply in that state
+      7 rate limited (429)
+*/
+#include "fq_cli.h"
+#include "fq_cli_args.h"
+#include "fq_cli_commands.h"
+#include <curl/curl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef FQ_VERSION
+#define FQ_VERSION "unknown"
+#endif
+
+//  fairqd's default http_listen (api/API.md)
+#define S_DEFAULT_URL "http://127.0.0.1:8080"
+
+//  Long enough for a submission of a million recipients over a slow link,
+//  short enough that a script does not hang on a server that never answers
+#define S_DEFAULT_TIMEOUT_S 30
+#define S_TIMEOUT_MAX_S     86400
+
+#define S_PREFIX_SIZE 64
+
+//  ASCII DEL, a control character like those below ' '
+#define S_DEL 0x7F
+
+//  The help's layout: items indented, their texts in a column, wrapped
+//  to fit a terminal of the usual width
+#define S_HELP_COLUMNS  80
+#define S_HELP_INDENT   2
+#define S_COMMAND_WIDTH 15
+#define S_OPTION_WIDTH  22
+#define S_CODE_WIDTH    2
+
+//  The commands, in the order --help lists them
+static const fq_cli_command_t *const s_commands[] = {&fq_cli_cmd_submit,
+                                                     &fq_cli_cmd_status,
+                                                     &fq_cli_cmd_list,
+                                                     &fq_cli_cmd_search,
+                                                     &fq_cli_cmd_message,
+                                                     &fq_cli_cmd_cancel,
+                                                     &fq_cli_cmd_pause,
+                                                     &fq_cli_cmd_resume,
+                                                     &fq_cli_cmd_reschedule,
+                                                     &fq_cli_cmd_retry,
+                                                     &fq_cli_cmd_rejects,
+                                                     &fq_cli_cmd_tenants,
+                                                     &fq_cli_cmd_tenants_show,
+                                                     &fq_cli_cmd_tenants_set,
+                                                     &fq_cli_cmd_tenants_token,
+                                                     &fq_cli_cmd_top,
+                                                     &fq_cli_cmd_health,
+                                                     &fq_cli_cmd_token_create,
+                                                     NULL};
+
+static const fq_cli_option_t s_global_options[] = {
+    {"url", "URL", "fairqd's API (default $FAIRQ_URL, else " S_DEFAULT_URL ")"},
+    {"token", "TOKEN", "bearer token (default $FAIRQ_TOKEN; never printed)"},
+    {"json", NULL, "print the API's JSON answer as it is, one document, for scripts"},
+    {"timeout-s", "N",
+     "longest one HTTP exchange may take (default $FAIRQ_TIMEOUT_S, else 30; 1..86400)"},
+    {NULL, NULL, NULL}};
+
+//  Prints "  LEFT  text" with text wrapped at S_HELP_COLUMNS, its
+//  continuation lines indented under its start.
+static void s_print_item(FILE *out, const char *left, int left_width, const char *text)
+{
+    int indent = S_HELP_INDENT + left_width + 1;
+    int column = fprintf(out, "%*s%-*s ", S_HELP_INDENT, "", left_width, left);
+    bool first = true;
+    while (*text) {
+        while (*text == ' ')
+            text++;
+        int word = (int)strcspn(text, " ");
+        if (!word)
+            break;
+        if (!first && column + 1 + word > S_HELP_COLUMNS)
+            column = fprintf(out, "\n%*s", indent, "") - 1;
+        else if (!first)
+            column += fprintf(out, " ");
+        column += fprintf(out, "%.*s", word, text);
+        text += word;
+        first = false;
+    }
+    fputc('\n', out);
+}
+
+static void s_print_options(FILE *out, const fq_cli_option_t *options)
+{
+    for (size_t i = 0; options && options[i].name; i++) {
+        char left[S_PREFIX_SIZE];
+        snprintf(left, sizeof left, "--%s%s%s", options[i].name, options[i].value ? " " : "",
+                 options[i].value ? options[i].value : "");
+        s_print_item(out, left, S_OPTION_WIDTH, options[i].help);
+    }
+}
+
+static void s_usage(FILE *out)
+{
+    fprintf(out,
+            "Usage: %s [--url URL] [--token TOKEN] [--json] [--timeout-s N] COMMAND [ARGS]\n\n"
+            "The command-line client of fairqd's HTTP API.\n\nCommands:\n",
+            FQ_CLI_PROGRAM);
+    for (size_t i = 0; s_commands[i]; i++)
+        s_print_item(out, s_commands[i]->name, S_COMMAND_WIDTH, s_commands[i]->summary);
+    fprintf(out, "\nGlobal options (before or after the command):\n");
+    s_print_options(out, s_global_options);
+    s_print_item(out, "--help, -h", S_OPTION_WIDTH, "this text; after a command, that command's");
+    fprintf(out, "\nExit codes:\n");
+#define X(name, code, meaning) s_print_item(out, #code, S_CODE_WIDTH, meaning);
+    FQ_CLI_EXITS(X)
+#undef X
+    fprintf(out, "\n\"%s COMMAND --help\" tells more about a command.\n", FQ_CLI_PROGRAM);
+}
+
+static void s_command_usage(FILE *out, const fq_cli_command_t *command)
+{
+    fprintf(out, "Usage: %s %s%s%s\n\n%s.\n", FQ_CLI_PROGRAM, command->name,
+            *command->usage ? " " : "", command->usage, command->summary);
+    if (command->description)
+        fprintf(out, "\n%s\n", command->description);
+    if (command->options && command->options[0].name) {
+        fprintf(out, "\nOptions:\n");
+        s_print_options(out, command->options);
+    }
+    fprintf(out, "\nGlobal options (\"%s --help\" for all, and the exit codes):\n", FQ_CLI_PROGRAM);
+    s_print_options(out, s_global_options);
+}
+
+//  The command named by argv[i] (and argv[i + 1] for two words, as in
+//  "tenants set"); *words says how many it took.
+static const fq_cli_command_t *s_find(int argc, char **argv, int i, int *words)
+{
+    for (size_t c = 0; i + 1 < argc && s_commands[c]; c++) {
+        const char *name = s_commands[c]->name, *space = strchr(name, ' ');
+        if (space && strncmp(name, argv[i], (size_t)(space - name)) == 0 &&
+            argv[i][space - name] == 0 && strcmp(space + 1, argv[i + 1]) == 0) {
+            *words = 2;
+            return s_commands[c];
+        }
+    }
+    for (size_t c = 0; s_commands[c]; c++)
+        if (strcmp(s_commands[c]->name, argv[i]) == 0) {
+            *words = 1;
+            return s_commands[c];
+        }
+    return NULL;
+}
+
+//  A global option's value: the flag's, else the environment's.
+static const char *s_global(const fq_cli_args_t *args, const char *name, const char *env)
+{
+    const char *value = fq_cli_arg(args, name);
+    if (!value && env) {
+        value = getenv(env);
+        if (value && !*value)
+            value = NULL;
+    }
+    return value;
+}
+
+//  Sets up cli from the global options. Returns 0 or FQ_CLI_EXIT_USAGE.
+static int s_setup(fq_cli_t *cli, const fq_cli_args_t *args, char **url)
+{
+    const char *base = s_global(args, "url", "FAIRQ_URL");
+    if (!base)
+        base = S_DEFAULT_URL;
+    if (strncmp(base, "http://", strlen("http://")) != 0 &&
+        strncmp(base, "https://", strlen("https://")) != 0) {
+        fq_cli_error("invalid --url \"%s\" (http://HOST:PORT or https://...)", base);
+        return FQ_CLI_EXIT_USAGE;
+    }
+    *url = strdup(base);
+    if (!*url) {
+        fq_cli_error("out of memory");
+        return FQ_CLI_EXIT_USAGE;
+    }
+    //  The paths we add start with '/'
+    size_t len = strlen(*url);
+    while (len > 0 && (*url)[len - 1] == '/')
+        (*url)[--len] = 0;
+    cli->url = *url;
+    cli->token = s_global(args, "token", "FAIRQ_TOKEN");
+    //  It goes into a header line: a space or control character would
+    //  break it (or add lines); the token itself is not shown
+    for (const char *c = cli->token; c && *c; c++)
+        if (*c <= ' ' || *c == S_DEL) {
+            fq_cli_error("invalid --token (or FAIRQ_TOKEN): a space or control character in it");
+            return FQ_CLI_EXIT_USAGE;
+        }
+    cli->json = fq_cli_flag(args, "json");
+    int64_t timeout = S_DEFAULT_TIMEOUT_S;
+    const char *text = s_global(args, "timeout-s", "FAIRQ_TIMEOUT_S");
+    if (text && fq_cli_parse_int(text, "--timeout-s", 1, S_TIMEOUT_MAX_S, &timeout))
+        return FQ_CLI_EXIT_USAGE;
+    cli->timeout_s = (long)timeout;
+    return 0;
+}
+
+static int s_run(int argc, char **argv)
+{
+    fq_cli_args_t args = {.tables = {s_global_options}, .ntables = 1};
+    int next = 0;
+    int rc = fq_cli_args_parse(&args, argc, argv, true, &next, FQ_CLI_PROGRAM);
+    if (rc)
+        return rc;
+    if (next >= argc) {
+        if (args.help) {
+            s_usage(stdout);
+            return FQ_CLI_EXIT_OK;
+        }
+        fq_cli_error("no command given");
+        fprintf(stderr, "Try \"%s --help\" for more information.\n", FQ_CLI_PROGRAM);
+        return FQ_CLI_EXIT_USAGE;
+    }
+    if (strcmp(argv[next], "help") == 0 && !args.help) {
+        //  "fairq help" and "fairq help COMMAND"
+        int words = 0;
+        const fq_cli_command_t *command =
+            next + 1 < argc ? s_find(argc, argv, next + 1, &words) : NULL;
+        if (command)
+            s_command_usage(stdout, command);
+        else
+            s_usage(stdout);
+        return FQ_CLI_EXIT_OK;
+    }
+    int words = 0;
+    const fq_cli_command_t *command = s_find(argc, argv, next, &words);
+    if (!command) {
+        //  The first word of a two-word command alone ("tenants" is one
+        //  itself, "token" is not)
+        for (size_t c = 0; s_commands[c]; c++) {
+            const char *name = s_commands[c]->name, *space = strchr(name, ' ');
+            if (space && strncmp(name, argv[next], (size_t)(space - name)) == 0 &&
+                argv[next][space - name] == 0) {
+                fq_cli_error("\"%s\" needs a subcommand: %s %s", argv[next], FQ_CLI_PROGRAM, name);
+                return FQ_CLI_EXIT_USAGE;
+            }
+        }
+        fq_cli_error("unknown command \"%s\"", argv[next]);
+        fprintf(stderr, "Try \"%s --help\" for the list of commands.\n", FQ_CLI_PROGRAM);
+        return FQ_CLI_EXIT_USAGE;
+    }
+    char prefix[S_PREFIX_SIZE];
+    snprintf(prefix, sizeof prefix, "%s %s", FQ_CLI_PROGRAM, command->name);
+    args.command = command;
+    args.tables[1] = command->options;
+    args.ntables = 2;
+    //  The command's argv: its last word stands where getopt wants argv[0]
+    int first = next + words - 1;
+    rc = fq_cli_args_parse(&args, argc - first, argv + first, false, NULL, prefix);
+    if (rc)
+        return rc;
+    if (args.help) {
+        s_command_usage(stdout, command);
+        return FQ_CLI_EXIT_OK;
+    }
+    if (args.npos < command->min_args || args.npos > command->max_args) {
+        if (args.npos > command->max_args)
+            fprintf(stderr, "%s: unexpected argument \"%s\"\n", prefix,
+                    args.pos[command->max_args]);
+        else
+            fprintf(stderr, "%s: missing argument\n", prefix);
+        fprintf(stderr, "Usage: %s %s\n", prefix, command->usage);
+        return FQ_CLI_EXIT_USAGE;
+    }
+    fq_cli_t cli = {0};
+    char *url = NULL;
+    rc = s_setup(&cli, &args, &url);
+    if (rc == 0)
+        rc = command->run(&cli, &args);
+    fq_cli_http_destroy(&cli.http);
+    free(url);
+    return rc;
+}
+
+int main(int argc, char *argv[])
+{
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fq_cli_error("could not initialise libcurl");
+        return FQ_CLI_EXIT_SERVER;
+    }
+    int rc = s_run(argc, argv);
+    curl_global_cleanup();
+    //  A full disk or a closed pipe must not pass for success
+    if (fflush(stdout) != 0 && rc == FQ_CLI_EXIT_OK) {
+        fq_cli_error("could not write the output");
+        rc = FQ_CLI_EXIT_FAILED;
+    }
+    return rc;
+}

@@ -1,0 +1,57 @@
+/*  fq_cli_commands.h — the commands of fairq, each defined beside its code
+    and listed, in the order `fairq --help` shows them, by fairq.c.
+*/
+#ifndef FQ_CLI_COMMANDS_H
+#define FQ_CLI_COMMANDS_H
+
+#include "fq_cli.h"
+
+//  fq_cli_commands_submit.c
+extern const fq_cli_command_t fq_cli_cmd_submit;
+
+//  fq_cli_commands_requests.c
+extern const fq_cli_command_t fq_cli_cmd_status;
+extern const fq_cli_command_t fq_cli_cmd_list;
+extern const fq_cli_command_t fq_cli_cmd_cancel;
+extern const fq_cli_command_t fq_cli_cmd_pause;
+extern const fq_cli_command_t fq_cli_cmd_resume;
+extern const fq_cli_command_t fq_cli_cmd_reschedule;
+extern const fq_cli_command_t fq_cli_cmd_rejects;
+
+//  fq_cli_commands_messages.c
+extern const fq_cli_command_t fq_cli_cmd_search;
+extern const fq_cli_command_t fq_cli_cmd_message;
+extern const fq_cli_command_t fq_cli_cmd_retry;
+
+//  fq_cli_commands_tenants.c
+extern const fq_cli_command_t fq_cli_cmd_tenants;
+extern const fq_cli_command_t fq_cli_cmd_tenants_show;
+extern const fq_cli_command_t fq_cli_cmd_tenants_set;
+extern const fq_cli_command_t fq_cli_cmd_tenants_token;
+extern const fq_cli_command_t fq_cli_cmd_health;
+
+//  fq_cli_commands_token.c
+extern const fq_cli_command_t fq_cli_cmd_token_create;
+
+//  fq_cli_top.c
+extern const fq_cli_command_t fq_cli_cmd_top;
+
+//  ---------------------------------------------------------------------
+//  Shared by the commands (fq_cli_commands_requests.c)
+
+//  The request object, for people: one line per counter and time.
+void fq_cli_print_request(const json_t *request);
+
+//  One line: "request 42 (acme) cancelled: 1000 total, 95 sent, ...".
+void fq_cli_print_request_line(const json_t *request);
+
+//  Follows a request until it is finished (status --watch; submit
+//  --watch), polling every interval_s. Returns the exit code: 0 when
+//  every recipient was sent, FQ_CLI_EXIT_FAILED when some were not (dead,
+//  cancelled, rejected), or the code of an error that did not go away.
+int fq_cli_watch(fq_cli_t *cli, int64_t id, double interval_s);
+
+//  The path of a request or message: "/v1/requests/42" and suffix.
+void fq_cli_request_path(char *path, size_t size, const char *kind, int64_t id, const char *suffix);
+
+#endif

@@ -1,0 +1,257 @@
+/*  fq_cli_commands_tenants.c — tenants (list, show, set, token) and health. */
+#include "fq_cli_args.h"
+#include "fq_cli_commands.h"
+#include "fq_cli_table.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+//  The schema's limits (sql/migrations/0001_schema.sql): weight 1..1000,
+//  max_inflight and submit_rate positive PostgreSQL integers
+#define S_WEIGHT_MAX  1000
+#define S_INTEGER_MAX 2147483647
+
+#define S_HTTP_CREATED 201
+
+//  The path of a tenant and suffix, its name escaped; NULL when out of
+//  memory (printed). Caller frees.
+static char *s_tenant_path(const char *name, const char *suffix)
+{
+    char *escaped = fq_cli_url_escape(name);
+    char *path = NULL;
+    if (!escaped || asprintf(&path, "/v1/tenants/%s%s", escaped, suffix ? suffix : "") < 0)
+        path = NULL;
+    free(escaped);
+    if (!path)
+        fq_cli_error("out of memory");
+    return path;
+}
+
+static void s_print_tenant(const json_t *tenant)
+{
+    static const char *const fields[] = {
+        "tenant",       "name",        "weight",      "weight",        "max in flight",
+        "max_inflight", "submit rate", "submit_rate", "open requests", "open_requests",
+        "depth",        "depth",       "failed",      "failed",        "unsplit",
+        "unsplit",      "in flight",   "inflight",    "send rate",     "send_rate",
+        "oldest",       "oldest",      NULL};
+    //  A copy with the age written for people under the key "oldest"
+    json_t *shown = json_copy((json_t *)tenant);
+    char age[FQ_CLI_VALUE_SIZE];
+    fq_cli_format_age_value(age, sizeof age, json_object_get(tenant, "oldest_pending_age_s"));
+    json_object_set_new(shown, "oldest", json_string(age));
+    fq_cli_print_fields(stdout, shown ? shown : tenant, fields);
+    json_decref(shown);
+}
+
+//  ---------------------------------------------------------------------
+//  tenants
+
+static int s_tenants(fq_cli_t *cli, const fq_cli_args_t *args)
+{
+    (void)args;
+    fq_cli_answer_t answer = {0};
+    int rc = fq_cli_call(cli, "GET", "/v1/tenants", NULL, NULL, &answer);
+    if (rc == FQ_CLI_EXIT_OK && cli->json)
+        fq_cli_print_raw(&answer);
+    else if (rc == FQ_CLI_EXIT_OK) {
+        static const char *const headers[] = {"NAME",   "WEIGHT", "MAX INFLIGHT", "SUBMIT RATE",
+                                              "OPEN",   "DEPTH",  "FAILED",       "IN FLIGHT",
+                                              "RATE/S", "OLDEST"};
+        static const char *const keys[] = {"name",        "weight",        "max_inflight",
+                                           "submit_rate", "open_requests", "depth",
+                                           "failed",      "inflight",      "send_rate"};
+        fq_cli_table_t *table = fq_cli_table_new(headers, "lrrrrrrrrr");
+        size_t i;
+        json_t *tenant;
+        json_array_foreach(json_object_get(answer.json, "tenants"), i, tenant)
+        {
+            for (size_t k = 0; table && k < sizeof keys / sizeof *keys; k++)
+                fq_cli_table_add_json(table, json_object_get(tenant, keys[k]));
+            char age[FQ_CLI_VALUE_SIZE];
+            fq_cli_format_age_value(age, sizeof age,
+                                    json_object_get(tenant, "oldest_pending_age_s"));
+            if (table)
+                fq_cli_table_add(table, age);
+        }
+        if (table)
+            fq_cli_table_print(table, stdout, SIZE_MAX, "\n");
+        else {
+            fq_cli_error("out of memory");
+            rc = FQ_CLI_EXIT_FAILED;
+        }
+        fq_cli_table_destroy(&table);
+    }
+    fq_cli_answer_reset(&answer);
+    return rc;
+}
+
+const fq_cli_command_t fq_cli_cmd_tenants = {
+    .name = "tenants",
+    .usage = "",
+    .summary = "tenants with their weight, limits, depth, in flight, rate and oldest age",
+    .description = "A tenant token sees only its own tenant.",
+    .min_args = 0,
+    .max_args = 0,
+    .run = s_tenants};
+
+//  ---------------------------------------------------------------------
+//  tenants show
+
+static int s_tenants_show(fq_cli_t *cli, const fq_cli_args_t *args)
+{
+    if (fq_cli_parse_tenant(args->pos[0], "tenant name"))
+        return FQ_CLI_EXIT_USAGE;
+    char *path = s_tenant_path(args->pos[0], NULL);
+    if (!path)
+        return FQ_CLI_EXIT_FAILED;
+    fq_cli_answer_t answer = {0};
+    int rc = fq_cli_call(cli, "GET", path, NULL, NULL, &answer);
+    if (rc == FQ_CLI_EXIT_OK) {
+        if (cli->json)
+            fq_cli_print_raw(&answer);
+        else
+            s_print_tenant(answer.json);
+    }
+    fq_cli_answer_reset(&answer);
+    free(path);
+    return rc;
+}
+
+const fq_cli_command_t fq_cli_cmd_tenants_show = {.name = "tenants show",
+                                                  .usage = "NAME",
+                                                  .summary = "one tenant",
+                                                  .min_args = 1,
+                                                  .max_args = 1,
+                                                  .run = s_tenants_show};
+
+//  ---------------------------------------------------------------------
+//  tenants set
+
+static const fq_cli_option_t s_set_options[] = {
+    {"weight", "N", "share of dispatch while backlogged (1..1000; new tenants: 1)"},
+    {"max-inflight", "N", "most messages in senders' hands at once (1..2147483647; new: 1000)"},
+    {"submit-rate", "N|none", "most submits per minute, or none for no limit (new: none)"},
+    {NULL, NULL, NULL}};
+
+static int s_tenants_set(fq_cli_t *cli, const fq_cli_args_t *args)
+{
+    const char *weight = fq_cli_arg(args, "weight"), *inflight = fq_cli_arg(args, "max-inflight");
+    const char *rate = fq_cli_arg(args, "submit-rate");
+    int64_t w = 0, m = 0, r = 0;
+    bool no_rate = rate && strcmp(rate, "none") == 0;
+    if (fq_cli_parse_tenant(args->pos[0], "tenant name") ||
+        (weight && fq_cli_parse_int(weight, "--weight", 1, S_WEIGHT_MAX, &w)) ||
+        (inflight && fq_cli_parse_int(inflight, "--max-inflight", 1, S_INTEGER_MAX, &m)))
+        return FQ_CLI_EXIT_USAGE;
+    if (rate && !no_rate && fq_cli_parse_int(rate, "--submit-rate (or none)", 1, S_INTEGER_MAX, &r))
+        return FQ_CLI_EXIT_USAGE;
+    json_t *body = json_object();
+    if (weight)
+        json_object_set_new(body, "weight", json_integer(w));
+    if (inflight)
+        json_object_set_new(body, "max_inflight", json_integer(m));
+    if (rate)
+        json_object_set_new(body, "submit_rate", no_rate ? json_null() : json_integer(r));
+    char *path = s_tenant_path(args->pos[0], NULL);
+    int rc = FQ_CLI_EXIT_FAILED;
+    fq_cli_answer_t answer = {0};
+    if (path && body)
+        rc = fq_cli_call(cli, "PUT", path, body, NULL, &answer);
+    if (rc == FQ_CLI_EXIT_OK) {
+        if (cli->json)
+            fq_cli_print_raw(&answer);
+        else {
+            printf("tenant %s %s\n", args->pos[0],
+                   answer.status == S_HTTP_CREATED ? "created" : "updated");
+            s_print_tenant(answer.json);
+        }
+    }
+    fq_cli_answer_reset(&answer);
+    json_decref(body);
+    free(path);
+    return rc;
+}
+
+const fq_cli_command_t fq_cli_cmd_tenants_set = {
+    .name = "tenants set",
+    .usage = "NAME [--weight N] [--max-inflight N] [--submit-rate N|none]",
+    .summary = "create a tenant, or change its weight and limits (admin)",
+    .description = "Options left out keep their value (a new tenant gets the defaults).",
+    .options = s_set_options,
+    .min_args = 1,
+    .max_args = 1,
+    .run = s_tenants_set};
+
+//  ---------------------------------------------------------------------
+//  tenants token
+
+static int s_tenants_token(fq_cli_t *cli, const fq_cli_args_t *args)
+{
+    if (fq_cli_parse_tenant(args->pos[0], "tenant name"))
+        return FQ_CLI_EXIT_USAGE;
+    char *path = s_tenant_path(args->pos[0], "/tokens");
+    if (!path)
+        return FQ_CLI_EXIT_FAILED;
+    fq_cli_answer_t answer = {0};
+    int rc = fq_cli_call(cli, "POST", path, NULL, NULL, &answer);
+    const char *token = json_string_value(json_object_get(answer.json, "token"));
+    if (rc == FQ_CLI_EXIT_OK && !token) {
+        fq_cli_error("the server answered POST %s without a token", path);
+        rc = FQ_CLI_EXIT_SERVER;
+    }
+    if (rc == FQ_CLI_EXIT_OK) {
+        if (cli->json)
+            fq_cli_print_raw(&answer);
+        else
+            //  The token alone, so that TOKEN=$(fairq tenants token acme) works
+            puts(token);
+    }
+    fq_cli_answer_reset(&answer);
+    free(path);
+    return rc;
+}
+
+const fq_cli_command_t fq_cli_cmd_tenants_token = {
+    .name = "tenants token",
+    .usage = "NAME",
+    .summary = "issue a new API token for a tenant (admin); shown once",
+    .description = "Prints the token alone on a line. Its tenant's other tokens stay valid.",
+    .min_args = 1,
+    .max_args = 1,
+    .run = s_tenants_token};
+
+//  ---------------------------------------------------------------------
+//  health
+
+static int s_health(fq_cli_t *cli, const fq_cli_args_t *args)
+{
+    (void)args;
+    fq_cli_answer_t answer = {0};
+    //  An unhealthy answer (503) is still shown whole with --json
+    cli->quiet = true;
+    int rc = fq_cli_call(cli, "GET", "/healthz", NULL, NULL, &answer);
+    cli->quiet = false;
+    if (cli->json && answer.json)
+        fq_cli_print_raw(&answer);
+    if (rc != FQ_CLI_EXIT_OK)
+        fq_cli_report(cli, &answer);
+    else if (!cli->json) {
+        char status[FQ_CLI_VALUE_SIZE], database[FQ_CLI_VALUE_SIZE];
+        fq_cli_format_value(status, sizeof status, json_object_get(answer.json, "status"));
+        fq_cli_format_value(database, sizeof database, json_object_get(answer.json, "database"));
+        printf("%s (database %s)\n", status, database);
+    }
+    fq_cli_answer_reset(&answer);
+    return rc;
+}
+
+const fq_cli_command_t fq_cli_cmd_health = {
+    .name = "health",
+    .usage = "",
+    .summary = "is fairqd up, and can it reach its database? (no token needed)",
+    .description = "Exit 0 when healthy, 5 when fairqd cannot be reached or its database "
+                   "cannot.",
+    .min_args = 0,
+    .max_args = 0,
+    .run = s_health};

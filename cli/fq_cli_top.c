@@ -1,0 +1,279 @@
+/*  fq_cli_top.c — fairq top: a live per-tenant view of GET /v1/tenants
+    (depth, in flight, rate, oldest pending age), redrawn in the terminal
+    every interval until q or Ctrl-C.
+
+    The screen is drawn on the terminal's alternate screen, as top does,
+    and each frame is written at once over the last one (cursor home, each
+    line then "erase to its end", then "erase below"), so nothing flickers.
+    The terminal is put back on every way out but SIGKILL. Without a
+    terminal, or with --once or --json, one snapshot is printed.
+
+    A server that cannot be reached for a moment is shown in the header
+    and asked again at the next tick; an answer that will not change by
+    waiting (401, 403, 404) ends top with its exit code.
+*/
+#include "fq_cli_args.h"
+#include "fq_cli_commands.h"
+#include "fq_cli_table.h"
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+//  Every 2 s unless told: as top does, quick enough to watch a backlog
+//  drain, and a trifle for fairqd (one read of its in-memory view)
+#define S_INTERVAL_S     2.0
+#define S_INTERVAL_MIN_S 0.2
+#define S_INTERVAL_MAX_S 3600.0
+
+#define S_MS_PER_S 1000.0
+
+//  Lines above the table (title, totals, blank) and below it (a "more"
+//  line), for fitting the table in the terminal's height
+#define S_HEADER_LINES 3
+#define S_FOOTER_LINES 1
+
+//  When the terminal does not say its height
+#define S_DEFAULT_ROWS 24
+
+#define S_LINE_SIZE 1024
+#define S_TIME_SIZE 16
+#define S_KEYS_SIZE 16
+
+//  Terminal controls (ECMA-48 and xterm's alternate screen)
+#define S_ALT_SCREEN_ON  "\033[?1049h"
+#define S_ALT_SCREEN_OFF "\033[?1049l"
+#define S_CURSOR_HIDE    "\033[?25l"
+#define S_CURSOR_SHOW    "\033[?25h"
+#define S_HOME           "\033[H"
+#define S_ERASE_LINE     "\033[K"
+#define S_ERASE_BELOW    "\033[J"
+
+static volatile sig_atomic_t s_stop;
+
+static void s_on_signal(int signum)
+{
+    //  SIGWINCH only interrupts the wait, so that the next frame fits
+    if (signum != SIGWINCH)
+        s_stop = 1;
+}
+
+static const fq_cli_option_t s_top_options[] = {
+    {"interval-s", "N", "seconds between refreshes (default 2; 0.2..3600)"},
+    {"once", NULL, "print one snapshot and exit (what happens without a terminal)"},
+    {NULL, NULL, NULL}};
+
+//  Busiest first: by depth, then by name
+static int s_by_depth(const void *a, const void *b)
+{
+    const json_t *x = *(const json_t *const *)a, *y = *(const json_t *const *)b;
+    json_int_t dx = json_integer_value(json_object_get(x, "depth"));
+    json_int_t dy = json_integer_value(json_object_get(y, "depth"));
+    if (dx != dy)
+        return dx > dy ? -1 : 1;
+    const char *nx = json_string_value(json_object_get(x, "name"));
+    const char *ny = json_string_value(json_object_get(y, "name"));
+    return strcmp(nx ? nx : "", ny ? ny : "");
+}
+
+//  The table of tenants, busiest first, at most max_rows of them, each
+//  line ending with eol; then a line saying how many did not fit.
+static void s_print_table(FILE *out, const json_t *tenants, size_t max_rows, const char *eol)
+{
+    static const char *const headers[] = {"TENANT", "WEIGHT", "DEPTH",  "IN FLIGHT", "MAX",
+                                          "FAILED", "RATE/S", "OLDEST", "OPEN",      "UNSPLIT"};
+    size_t count = json_array_size(tenants);
+    json_t **sorted = calloc(count ? count : 1, sizeof *sorted);
+    fq_cli_table_t *table = fq_cli_table_new(headers, "lrrrrrrrrr");
+    if (!sorted || !table) {
+        fprintf(out, "%s: out of memory%s", FQ_CLI_PROGRAM, eol);
+        free(sorted);
+        fq_cli_table_destroy(&table);
+        return;
+    }
+    for (size_t i = 0; i < count; i++)
+        sorted[i] = json_array_get(tenants, i);
+    qsort(sorted, count, sizeof *sorted, s_by_depth);
+    static const char *const keys[] = {"name",         "weight", "depth",     "inflight",
+                                       "max_inflight", "failed", "send_rate", NULL};
+    for (size_t i = 0; i < count; i++) {
+        for (size_t k = 0; keys[k]; k++)
+            fq_cli_table_add_json(table, json_object_get(sorted[i], keys[k]));
+        char age[FQ_CLI_VALUE_SIZE];
+        fq_cli_format_age_value(age, sizeof age,
+                                json_object_get(sorted[i], "oldest_pending_age_s"));
+        fq_cli_table_add(table, age);
+        fq_cli_table_add_json(table, json_object_get(sorted[i], "open_requests"));
+        fq_cli_table_add_json(table, json_object_get(sorted[i], "unsplit"));
+    }
+    fq_cli_table_print(table, out, max_rows, eol);
+    if (count > max_rows)
+        fprintf(out, "... and %zu more tenants%s", count - max_rows, eol);
+    fq_cli_table_destroy(&table);
+    free(sorted);
+}
+
+//  The totals over every tenant.
+static void s_print_totals(FILE *out, const json_t *tenants, const char *eol)
+{
+    json_int_t depth = 0, inflight = 0, open = 0;
+    double rate = 0;
+    size_t i;
+    json_t *tenant;
+    json_array_foreach(tenants, i, tenant)
+    {
+        depth += json_integer_value(json_object_get(tenant, "depth"));
+        inflight += json_integer_value(json_object_get(tenant, "inflight"));
+        open += json_integer_value(json_object_get(tenant, "open_requests"));
+        rate += json_number_value(json_object_get(tenant, "send_rate"));
+    }
+    fprintf(out, "%zu tenants  depth %lld  in flight %lld  %.1f/s  open requests %lld%s",
+            json_array_size(tenants), (long long)depth, (long long)inflight, rate, (long long)open,
+            eol);
+}
+
+//  One frame of the live view, written at once.
+static void s_draw(const fq_cli_t *cli, const fq_cli_answer_t *answer, int rc, double interval)
+{
+    char *frame = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&frame, &size);
+    if (!out)
+        return;
+    struct winsize ws = {0};
+    int rows =
+        ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 ? ws.ws_row : S_DEFAULT_ROWS;
+    char clock[S_TIME_SIZE];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(clock, sizeof clock, "%H:%M:%S", localtime_r(&now, &tm));
+    char url[FQ_CLI_VALUE_SIZE];
+    fq_cli_escape(url, sizeof url, cli->url);
+    fprintf(out, "%sfairq top  %s  %s  every %gs  q: quit%s", S_HOME, url, clock, interval,
+            S_ERASE_LINE "\n");
+    const json_t *tenants = json_object_get(answer->json, "tenants");
+    if (rc != FQ_CLI_EXIT_OK) {
+        char text[S_LINE_SIZE], shown[FQ_CLI_VALUE_SIZE];
+        fq_cli_answer_describe(answer, text, sizeof text);
+        fq_cli_escape(shown, sizeof shown, text);
+        fprintf(out, "%s (asking again)%s", shown, S_ERASE_LINE "\n");
+    } else {
+        s_print_totals(out, tenants, S_ERASE_LINE "\n");
+        fprintf(out, "%s", S_ERASE_LINE "\n");
+        int room = rows - S_HEADER_LINES - S_FOOTER_LINES - 1;
+        s_print_table(out, tenants, room > 0 ? (size_t)room : 0, S_ERASE_LINE "\n");
+    }
+    fprintf(out, "%s", S_ERASE_BELOW);
+    fclose(out);
+    fwrite(frame, 1, size, stdout);
+    fflush(stdout);
+    free(frame);
+}
+
+//  Waits up to interval seconds for a key; returns true when it was q.
+static bool s_wait_key(bool keys, double interval)
+{
+    struct pollfd fd = {.fd = STDIN_FILENO, .events = POLLIN};
+    int ms = (int)(interval * S_MS_PER_S);
+    if (poll(&fd, keys ? 1 : 0, ms) <= 0)
+        return false;
+    char buffer[S_KEYS_SIZE];
+    ssize_t n = read(STDIN_FILENO, buffer, sizeof buffer);
+    for (ssize_t i = 0; i < n; i++)
+        if (buffer[i] == 'q' || buffer[i] == 'Q')
+            return true;
+    //  Another key (space...) refreshes now
+    return false;
+}
+
+//  A snapshot: the totals and the table, or the JSON as it came.
+static int s_once(fq_cli_t *cli)
+{
+    fq_cli_answer_t answer = {0};
+    int rc = fq_cli_call(cli, "GET", "/v1/tenants", NULL, NULL, &answer);
+    if (rc == FQ_CLI_EXIT_OK) {
+        if (cli->json)
+            fq_cli_print_raw(&answer);
+        else {
+            const json_t *tenants = json_object_get(answer.json, "tenants");
+            s_print_totals(stdout, tenants, "\n");
+            s_print_table(stdout, tenants, SIZE_MAX, "\n");
+        }
+    }
+    fq_cli_answer_reset(&answer);
+    return rc;
+}
+
+static int s_top(fq_cli_t *cli, const fq_cli_args_t *args)
+{
+    double interval = S_INTERVAL_S;
+    const char *text = fq_cli_arg(args, "interval-s");
+    if (text &&
+        fq_cli_parse_seconds(text, "--interval-s", S_INTERVAL_MIN_S, S_INTERVAL_MAX_S, &interval))
+        return FQ_CLI_EXIT_USAGE;
+    if (fq_cli_flag(args, "once") || cli->json || !isatty(STDOUT_FILENO))
+        return s_once(cli);
+
+    //  Keys without Enter and without echo; Ctrl-C still signals
+    struct termios saved, raw;
+    bool keys = isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0;
+    if (keys) {
+        raw = saved;
+        raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+        raw.c_cc[VMIN] = 0;
+        raw.c_cc[VTIME] = 0;
+        tcsetattr(STDIN_FILENO, TCSANOW, &raw);
+    }
+    //  No SA_RESTART: a signal ends the wait at once
+    struct sigaction action = {.sa_handler = s_on_signal}, old[4];
+    static const int signals[] = {SIGINT, SIGTERM, SIGHUP, SIGWINCH};
+    for (size_t i = 0; i < sizeof signals / sizeof *signals; i++)
+        sigaction(signals[i], &action, &old[i]);
+    fputs(S_ALT_SCREEN_ON S_CURSOR_HIDE, stdout);
+
+    fq_cli_answer_t answer = {0};
+    int rc = FQ_CLI_EXIT_OK;
+    cli->quiet = true;
+    while (!s_stop) {
+        rc = fq_cli_call(cli, "GET", "/v1/tenants", NULL, NULL, &answer);
+        //  Waiting will not change these: stop, and say why below
+        if (rc != FQ_CLI_EXIT_OK && rc != FQ_CLI_EXIT_SERVER)
+            break;
+        s_draw(cli, &answer, rc, interval);
+        if (s_wait_key(keys, interval))
+            break;
+    }
+    cli->quiet = false;
+
+    fputs(S_CURSOR_SHOW S_ALT_SCREEN_OFF, stdout);
+    fflush(stdout);
+    for (size_t i = 0; i < sizeof signals / sizeof *signals; i++)
+        sigaction(signals[i], &old[i], NULL);
+    if (keys)
+        tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+    if (rc != FQ_CLI_EXIT_OK && rc != FQ_CLI_EXIT_SERVER)
+        fq_cli_report(cli, &answer);
+    else
+        //  Quitting is a success, whatever the last refresh saw
+        rc = FQ_CLI_EXIT_OK;
+    fq_cli_answer_reset(&answer);
+    return rc;
+}
+
+const fq_cli_command_t fq_cli_cmd_top = {
+    .name = "top",
+    .usage = "[--interval-s N] [--once]",
+    .summary = "live per-tenant view: depth, in flight, rate, oldest pending age",
+    .description = "Refreshes every interval until q or Ctrl-C; any other key refreshes at once.\n"
+                   "Busiest tenants (deepest backlog) first. Without a terminal, with --once\n"
+                   "or with --json, prints one snapshot.",
+    .options = s_top_options,
+    .min_args = 0,
+    .max_args = 0,
+    .run = s_top};

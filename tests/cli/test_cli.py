@@ -1,0 +1,554 @@
+#!/usr/bin/python3
+"""test_cli.py: the real fairq program against a real fairqd, PostgreSQL
+and SMTP sink (the e2e harness, tests/e2e/fq_e2e.py), as a user or a
+script drives it: submitting JSON and CSV and following the request to
+its end, the lifecycle commands, search and retry, tenants and tokens,
+top, and the exit codes scripts rely on.
+
+fairq runs with its output captured (no terminal), except where a
+pseudo-terminal is given to it on purpose (the progress bar, top's live
+view). Its token comes from FAIRQ_TOKEN, its URL from FAIRQ_URL.
+
+    test_cli.py --fairqd PATH --sender PATH --admin PATH --sink PATH --fairq PATH
+"""
+
+import json
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True  # No __pycache__ in the source tree
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
+import fq_e2e  # noqa: E402
+from fq_e2e import E2ETest, free_port  # noqa: E402
+
+FAIRQ = [os.environ.get("FQ_CLI_FAIRQ", "")]
+
+# Short retry delays and a fast slow poll: retries and send_at come due
+# within a second (as in tests/e2e/test_delivery.py)
+FAIRQD = {"retry_base_ms": 200, "retry_cap_ms": 1000, "poll_ms": 200}
+
+# A small campaign's delivery, and a watch's end (ASan builds, 2 cores)
+DELIVERY_TIMEOUT_S = 60
+
+# fairq's exit codes (cli/fq_cli.h)
+OK, FAILED, USAGE, NOT_FOUND, AUTH, SERVER, CONFLICT, RATE_LIMITED = range(8)
+
+TOKEN = re.compile(r"^fq_[A-Za-z0-9_-]{43}$")
+HOUR = 3600
+
+
+def recipients(n, prefix="user", domain="example.org"):
+    return [{"to": f"{prefix}{i}@{domain}", "fields": {"name": f"{prefix}{i}"}}
+            for i in range(n)]
+
+
+def body(tenant="shop", rcpts=None, **fields):
+    out = {"tenant": tenant, "from": f"news@{tenant}.test", "subject": "Hi {{name}}",
+           "body": "Dear {{name}},\nhello.\n", "recipients": rcpts or recipients(3)}
+    out.update(fields)
+    return out
+
+
+class CliTest(E2ETest):
+
+    # -----------------------------------------------------------------
+    # Helpers
+
+    def start(self, senders=1, rules=None, tenants=("shop",), **settings):
+        h = self.h
+        self.sink = h.start_sink(rules=rules)
+        h.start_fairqd(**{**FAIRQD, **settings})
+        h.wait_schema()
+        for name in tenants:
+            h.create_tenant(name)
+        self.admin = h.make_token()
+        h.wait(self._healthy, fq_e2e.START_TIMEOUT_S, "fairqd's /healthz to answer 200")
+        for i in range(senders):
+            h.start_sender(f"s{i + 1}", self.sink, 16)
+
+    def _healthy(self):
+        try:
+            return self.h.http("GET", "/healthz", timeout=5)[0] == 200
+        except OSError:
+            return False
+
+    def env(self, token):
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("FAIRQ_")}
+        environ["FAIRQ_URL"] = self.h.http_url
+        if token:
+            environ["FAIRQ_TOKEN"] = token
+        return environ
+
+    def fairq(self, *args, expect=OK, token="admin", input_text=None, timeout=120):
+        """Runs fairq ARGS with the admin token (or token=, None for none);
+        fails unless it exits with expect. Returns the CompletedProcess."""
+        if token == "admin":
+            token = self.admin
+        done = subprocess.run([FAIRQ[0], *args], capture_output=True, text=True,
+                              timeout=timeout, env=self.env(token), input=input_text)
+        self.check_output(args, done.stdout + done.stderr, token)
+        if expect is not None and done.returncode != expect:
+            self.fail(f"fairq {' '.join(args)}: exit {done.returncode}, wanted {expect}\n"
+                      f"stdout: {done.stdout[-3000:]}\nstderr: {done.stderr[-3000:]}")
+        return done
+
+    def check_output(self, args, text, token):
+        """No sanitizer report; and the token fairq was given (not one it
+        was asked to make) never shows."""
+        self.assertIsNone(fq_e2e.SANITIZER_REPORT.search(text), f"fairq {args}: {text}")
+        if token:
+            self.assertNotIn(token, text, f"fairq {args} printed its token")
+
+    def fairq_json(self, *args, **kwargs):
+        done = self.fairq("--json", *args, **kwargs)
+        try:
+            return json.loads(done.stdout)
+        except ValueError:
+            self.fail(f"fairq --json {' '.join(args)}: not one JSON document: {done.stdout!r}")
+
+    def file(self, name, content):
+        path = os.path.join(self.h.dir, name)
+        with open(path, "wb") as f:
+            f.write(content.encode() if isinstance(content, str) else content)
+        return path
+
+    def json_file(self, name, document):
+        return self.file(name, json.dumps(document))
+
+    def run_on_pty(self, args, token="admin", keys=None, until=None, timeout=60):
+        """Runs fairq ARGS with a pseudo-terminal as its stdin and stdout;
+        once its output matches until (a regex), types keys (bytes) or
+        sends it a signal (a number). Returns (exit code, output, stderr)."""
+        if token == "admin":
+            token = self.admin
+        master, slave = pty.openpty()
+        proc = subprocess.Popen([FAIRQ[0], *args], stdin=slave, stdout=slave,
+                                stderr=subprocess.PIPE, env=self.env(token), close_fds=True)
+        os.close(slave)
+        output = b""
+        deadline = time.monotonic() + timeout
+        typed = keys is None
+        try:
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([master], [], [], 0.1)
+                if ready:
+                    try:
+                        chunk = os.read(master, 65536)
+                    except OSError:  # EIO: the other side closed
+                        chunk = b""
+                    if not chunk and proc.poll() is not None:
+                        break
+                    output += chunk
+                elif proc.poll() is not None:
+                    break
+                if not typed and until and re.search(until, output.decode("utf-8", "replace")):
+                    if isinstance(keys, bytes):
+                        os.write(master, keys)
+                    else:
+                        # A signal, as Ctrl-C sends (the pseudo-terminal is
+                        # not fairq's controlling terminal, so ^C would not)
+                        proc.send_signal(keys)
+                    typed = True
+            else:
+                proc.kill()
+                self.fail(f"fairq {' '.join(args)} on a terminal did not end in {timeout} s:"
+                          f" {output[-2000:]!r}")
+            code = proc.wait(10)
+        finally:
+            os.close(master)
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        stderr = proc.stderr.read().decode("utf-8", "replace")
+        proc.stderr.close()
+        text = output.decode("utf-8", "replace")
+        self.check_output(args, text + stderr, token)
+        return code, text, stderr
+
+    def wait_message_status(self, message_id, status, timeout=DELIVERY_TIMEOUT_S):
+        return self.h.wait(
+            lambda: self.fairq_json("message", str(message_id))["status"] == status, timeout,
+            f"message {message_id} to be {status}", interval=0.2)
+
+    # -----------------------------------------------------------------
+    # Submitting, and following a request to its end
+
+    def test_submit_json_and_watch(self):
+        """submit FILE.json (and from stdin, and with an Idempotency-Key);
+        status --watch without a terminal prints a line per change and
+        exits 0 once every message is sent; --json prints one document."""
+        self.start()
+        h = self.h
+        path = self.json_file("request.json", body(rcpts=recipients(5)))
+        done = self.fairq("submit", path)
+        m = re.match(r"request (\d+) \(shop\) \w+: total 5,", done.stdout)
+        self.assertIsNotNone(m, done.stdout)
+        rid = int(m.group(1))
+        watch = self.fairq("status", str(rid), "--watch", "--interval-s", "0.2",
+                           timeout=DELIVERY_TIMEOUT_S * 2)
+        lines = watch.stdout.splitlines()
+        self.assertTrue(lines, watch.stderr)
+        for line in lines:
+            self.assertRegex(line, rf"^request {rid} \w+: \d+/5 handled, sent \d+, failed \d+, "
+                                   r"dead \d+, pending \d+$")
+        self.assertEqual(len(lines), len(set(lines)), "a line printed twice in a row")
+        self.assertEqual(lines[-1], f"request {rid} done: 5/5 handled, sent 5, failed 0, "
+                                    "dead 0, pending 0")
+        self.assertEqual(h.request(rid)["sent"], 5)
+        self.assertEqual(len({tuple(r["to"]) for r in self.sink.records()}), 5)
+
+        # For people: one line per field; for scripts: the request object
+        shown = self.fairq("status", str(rid)).stdout
+        self.assertRegex(shown, r"(?m)^status +done$")
+        self.assertRegex(shown, r"(?m)^sent +5$")
+        self.assertRegex(shown, r"(?m)^created +\d{4}-\d\d-\d\dT")
+        request = self.fairq_json("status", str(rid))
+        self.assertEqual((request["id"], request["status"], request["sent"]), (rid, "done", 5))
+        # A finished request's watch ends at once; with --json, one document
+        request = self.fairq_json("status", str(rid), "--watch")
+        self.assertEqual(request["status"], "done")
+
+        # From stdin, with --watch right away, and --json
+        request = self.fairq_json("submit", "-", "--watch", input_text=json.dumps(
+            body(rcpts=recipients(2, prefix="stdin"))), timeout=DELIVERY_TIMEOUT_S * 2)
+        self.assertEqual((request["status"], request["sent"]), ("done", 2))
+
+        # The same Idempotency-Key answers the first request again
+        path = self.json_file("again.json", body(rcpts=recipients(1, prefix="idem")))
+        first = self.fairq_json("submit", path, "--idempotency-key", "order-42")
+        second = self.fairq_json("submit", path, "--idempotency-key", "order-42")
+        self.assertEqual(first["id"], second["id"])
+        third = self.fairq_json("submit", path, "--idempotency-key", "order-43")
+        self.assertNotEqual(first["id"], third["id"])
+
+    def test_submit_csv(self):
+        """submit --csv: the header names the fields, the "email" column is
+        the address, quoted fields keep their commas, quotes and line
+        breaks; the mail that arrives says so."""
+        self.start()
+        csv = self.file("people.csv",
+                        "\ufeffemail,name,note\r\n"
+                        "ann@example.org,\"Smith, Ann\",\"said \"\"hi\"\"\"\r\n"
+                        "bob@example.org,Bob,\"two\r\nlines\"\r\n"
+                        "\r\n"
+                        "zoe@example.org,Zo\u00eb,plain\r\n")
+        template = self.file("body.html", "<p>Dear {{name}}</p><p>{{{note}}} &amp; {{note}}"
+                                          "</p>\n")
+        send_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60))
+        request = self.fairq_json("submit", "--csv", csv, "--tenant", "shop", "--from",
+                                  "news@shop.test", "--subject", "Hi {{name}}", "--body-file",
+                                  template, "--html", "--send-at", send_at, "--priority", "5",
+                                  "--max-attempts", "3", "--idempotency-key", "csv-1")
+        rid = request["id"]
+        self.assertEqual((request["tenant"], request["total"], request["priority"]),
+                         ("shop", 3, 5))
+        self.fairq("status", str(rid), "--watch", "--interval-s", "0.2",
+                   timeout=DELIVERY_TIMEOUT_S * 2)
+        records = {r["to"][0]: r for r in self.sink.records()}
+        self.assertEqual(set(records), {"ann@example.org", "bob@example.org", "zoe@example.org"})
+        self.assertEqual(records["ann@example.org"]["subject"], "Hi Smith, Ann")
+        self.assertEqual(records["zoe@example.org"]["subject"], "Hi Zo\u00eb")
+        fields = {m["recipient"]: m["fields"] for m in self.h.messages().values()}
+        self.assertEqual(fields["ann@example.org"],
+                         {"email": "ann@example.org", "name": "Smith, Ann", "note": 'said "hi"'})
+        self.assertEqual(fields["bob@example.org"]["note"], "two\r\nlines")
+        # The same key again: the same request, nothing new
+        again = self.fairq_json("submit", "--csv", csv, "--tenant", "shop", "--from",
+                                "news@shop.test", "--subject", "Hi {{name}}", "--body-file",
+                                template, "--html", "--idempotency-key", "csv-1")
+        self.assertEqual(again["id"], rid)
+
+    def test_watch_ends_with_dead_and_rejected(self):
+        """A request that finishes with a dead message (550) and a rejected
+        recipient: status --watch exits 1 and says so; rejects lists the
+        rejected one; search finds the dead one; retry gives it another
+        attempt (then 409 once it is no longer dead)."""
+        self.start(rules={"rules": [{"match": "doomed", "reply": "550 5.1.1 no such user"}]})
+        rcpts = recipients(3) + [{"to": "doomed@example.org", "fields": {"name": "D"}},
+                                 {"to": "not an address", "fields": {"name": "X"}}]
+        rid = self.fairq_json("submit", self.json_file("r.json", body(rcpts=rcpts)))["id"]
+        watch = self.fairq("status", str(rid), "--watch", "--interval-s", "0.2",
+                           expect=FAILED, timeout=DELIVERY_TIMEOUT_S * 2)
+        self.assertIn(f"fairq: request {rid} done with 1 dead, 0 cancelled and 1 rejected of 5",
+                      watch.stderr)
+        rejects = self.fairq_json("rejects", str(rid))
+        self.assertEqual([(r["position"], r["recipient"]) for r in rejects["rejects"]],
+                         [(4, "not an address")])
+        table = self.fairq("rejects", str(rid)).stdout.splitlines()
+        self.assertRegex(table[0], r"^POSITION +RECIPIENT +REASON$")
+        self.assertRegex(table[1], r"^ +4 +not an address +\S")
+
+        dead = self.fairq_json("search", "--request", str(rid), "--status", "dead")["messages"]
+        self.assertEqual([m["to"] for m in dead], ["doomed@example.org"])
+        self.assertIn("550 5.1.1 no such user", dead[0]["last_error"])
+        mid = dead[0]["id"]
+        table = self.fairq("search", "--request", str(rid), "--status", "dead").stdout
+        self.assertRegex(table, r"^ *ID +REQUEST +TENANT +TO +STATUS +ATTEMPTS")
+        self.assertIn("doomed@example.org", table)
+        # The recipient's server takes it now: the retry delivers it
+        self.sink.set_rules({})
+        message = self.fairq_json("retry", str(mid))
+        self.assertEqual((message["id"], message["status"]), (mid, "failed"))
+        self.wait_message_status(mid, "sent")
+        done = self.fairq("retry", str(mid), expect=CONFLICT)
+        self.assertRegex(done.stderr, r"^fairq: .+\(409 conflict\)\n$")
+        self.assertIn("doomed@example.org", {r["to"][0] for r in self.sink.records()})
+
+    # -----------------------------------------------------------------
+    # The lifecycle, lists and searches
+
+    def test_lifecycle_list_and_search(self):
+        """search by request, address and domain, and every page with
+        --all; list with its filters; pause, resume, reschedule, cancel
+        (and 409 once the request is finished). No sender: the messages
+        stay pending."""
+        self.start(senders=0)
+        # Due now, but no sender: its messages stay pending
+        rcpts = recipients(3) + recipients(2, domain="Other.test")
+        rid = self.fairq_json("submit", self.json_file("now.json", body(rcpts=rcpts)))["id"]
+        other = self.fairq_json("submit", self.json_file(
+            "other.json", body(rcpts=recipients(1, prefix="x"),
+                               send_at=int(time.time()) + HOUR)))["id"]
+
+        # Search: every message of the request, by address, by domain
+        self.h.wait(lambda: len(self.fairq_json("search", "--request", str(rid))["messages"])
+                    == 5, 30, "the request's 5 messages")
+        found = self.fairq_json("search", "--to", "USER1@example.org")["messages"]
+        self.assertEqual([m["to"] for m in found], ["user1@example.org"])
+        found = self.fairq_json("search", "--domain", "other.test")["messages"]
+        self.assertEqual(len(found), 2)
+        page = self.fairq_json("search", "--request", str(rid), "--limit", "2")
+        self.assertEqual(len(page["messages"]), 2)
+        self.assertIsNotNone(page["next_after"])
+        every = self.fairq_json("search", "--request", str(rid), "--tenant", "shop", "--limit",
+                                "2", "--all")
+        self.assertEqual(len(every["messages"]), 5)
+        self.assertIsNone(every["next_after"])
+        ids = [m["id"] for m in every["messages"]]
+        self.assertEqual(ids, sorted(set(ids)))
+        table = self.fairq("search", "--request", str(rid), "--limit", "2", "--all").stdout
+        self.assertEqual(len(table.splitlines()), 6)
+        message = self.fairq("message", str(ids[0])).stdout
+        self.assertRegex(message, rf"(?m)^message +{ids[0]}$")
+        self.assertRegex(message, r"(?m)^status +pending$")
+
+        # Lists: newest first, filtered, limited
+        listed = self.fairq_json("list")
+        self.assertEqual([r["id"] for r in listed["requests"]][:2], [other, rid])
+        listed = self.fairq_json("list", "--tenant", "shop", "--limit", "1")
+        self.assertEqual([r["id"] for r in listed["requests"]], [other])
+        self.assertEqual(listed["next_before"], other)
+        older = self.fairq_json("list", "--before", str(other))
+        self.assertEqual([r["id"] for r in older["requests"]], [rid])
+        table = self.fairq("list").stdout.splitlines()
+        self.assertRegex(table[0], r"^ *ID +TENANT +STATUS +TOTAL +SENT +FAILED +DEAD +PENDING")
+        self.assertRegex(table[1], rf"^ *{other} +shop +\w+ +1 ")
+
+        # Pause, resume, reschedule
+        self.assertEqual(self.fairq_json("pause", str(rid))["status"], "paused")
+        self.assertEqual(self.fairq_json("pause", str(rid))["status"], "paused")  # Again: 0
+        self.assertRegex(self.fairq("status", str(rid)).stdout, r"(?m)^status +paused$")
+        self.assertNotEqual(self.fairq_json("resume", str(rid))["status"], "paused")
+        request = self.fairq_json("reschedule", str(rid), "--priority", "-7", "--send-at",
+                                  "+2h")
+        self.assertEqual(request["priority"], -7)
+        shown = self.fairq("reschedule", str(rid), "--priority", "9").stdout
+        self.assertRegex(shown, r"(?m)^priority +9$")
+
+        # Cancel; cancelling again changes nothing; anything else is 409
+        self.assertEqual(self.fairq_json("cancel", str(rid))["status"], "cancelled")
+        self.assertEqual(self.fairq_json("cancel", str(rid))["status"], "cancelled")
+        self.assertEqual(self.fairq_json("list", "--status", "cancelled")["requests"][0]["id"],
+                         rid)
+        for args in (("pause", str(rid)), ("resume", str(rid)),
+                     ("reschedule", str(rid), "--priority", "1")):
+            done = self.fairq(*args, expect=CONFLICT)
+            self.assertRegex(done.stderr, r"^fairq: .+\(409 conflict\)\n$")
+        done = self.fairq("status", str(rid), "--watch", expect=FAILED)
+        self.assertIn("cancelled", done.stderr)
+
+    # -----------------------------------------------------------------
+    # Tenants, tokens, top
+
+    def test_tenants_tokens_and_top(self):
+        """tenants set creates then updates; show and list; a tenant token
+        from tenants token sees only its tenant; token create makes tokens
+        straight in the database; top --once and top on a terminal."""
+        self.start(senders=0)
+        done = self.fairq("tenants", "set", "newco", "--weight", "3", "--max-inflight", "50",
+                          "--submit-rate", "10")
+        self.assertIn("tenant newco created", done.stdout)
+        self.assertRegex(done.stdout, r"(?m)^weight +3$")
+        done = self.fairq("tenants", "set", "newco", "--submit-rate", "none")
+        self.assertIn("tenant newco updated", done.stdout)
+        tenant = self.fairq_json("tenants", "show", "newco")
+        self.assertEqual((tenant["name"], tenant["weight"], tenant["max_inflight"],
+                          tenant["submit_rate"]), ("newco", 3, 50, None))
+        tenant = self.fairq_json("tenants", "set", "newco", "--weight", "1000")
+        self.assertEqual((tenant["weight"], tenant["max_inflight"]), (1000, 50))
+        names = [t["name"] for t in self.fairq_json("tenants")["tenants"]]
+        self.assertEqual(sorted(names), ["newco", "shop"])
+        table = self.fairq("tenants").stdout.splitlines()
+        self.assertRegex(table[0], r"^NAME +WEIGHT +MAX INFLIGHT +SUBMIT RATE +OPEN +DEPTH")
+        shown = self.fairq("tenants", "show", "shop").stdout
+        self.assertRegex(shown, r"(?m)^tenant +shop$")
+        self.assertRegex(shown, r"(?m)^oldest +(-|\d+s)$")
+
+        # A tenant token, printed alone; it sees its own tenant only
+        token = self.fairq("tenants", "token", "newco").stdout.strip()
+        self.assertRegex(token, TOKEN)
+        answer = self.fairq_json("tenants", "token", "newco")
+        self.assertEqual(answer["tenant"], "newco")
+        self.assertRegex(answer["token"], TOKEN)
+        names = [t["name"] for t in self.fairq_json("tenants", token=token)["tenants"]]
+        self.assertEqual(names, ["newco"])
+        rid = self.fairq_json("submit", self.json_file("own.json", {
+            "from": "a@newco.test", "subject": "Hi", "body": "Hi {{name}}",
+            "recipients": recipients(1), "send_at": int(time.time()) + HOUR}),
+            token=token)["id"]
+        self.assertEqual(self.fairq_json("status", str(rid), token=token)["tenant"], "newco")
+        # Due now, no sender: shop's three messages wait (its depth is 3)
+        shop = self.fairq_json("submit", self.json_file("shop.json", body()))["id"]
+        # Another tenant's request is "not found"; admin routes forbidden
+        self.fairq("status", str(shop), token=token, expect=NOT_FOUND)
+        done = self.fairq("tenants", "set", "newco", "--weight", "2", token=token, expect=AUTH)
+        self.assertIn("403", done.stderr)
+        self.fairq("tenants", "token", "shop", token=token, expect=AUTH)
+
+        # Bootstrap tokens, straight into the database
+        database = f"dbname={self.h.dbname}"
+        admin = self.fairq("token", "create", "--admin", "--database", database,
+                           token=None).stdout.strip()
+        self.assertRegex(admin, TOKEN)
+        self.assertEqual(len(self.fairq_json("tenants", token=admin)["tenants"]), 2)
+        answer = self.fairq_json("token", "create", "--tenant", "shop", "--database", database,
+                                 token=None)
+        self.assertEqual(answer["tenant"], "shop")
+        self.assertEqual([t["name"] for t in
+                          self.fairq_json("tenants", token=answer["token"])["tenants"]], ["shop"])
+        self.fairq("token", "create", "--tenant", "nosuch", "--database", database, token=None,
+                   expect=NOT_FOUND)
+
+        # top: a snapshot without a terminal, busiest first
+        self.h.wait(lambda: self.fairq_json("tenants", "show", "shop")["depth"] == 3, 30,
+                    "shop's 3 messages to wait")
+        done = self.fairq("top", "--once")
+        lines = done.stdout.splitlines()
+        self.assertRegex(lines[0], r"^2 tenants  depth \d+  in flight \d+ ")
+        self.assertRegex(lines[1], r"^TENANT +WEIGHT +DEPTH +IN FLIGHT +MAX +FAILED +RATE/S "
+                                   r"+OLDEST")
+        self.assertRegex(lines[2], r"^shop +1 +3 ", lines)
+        self.assertRegex(lines[3], r"^newco +1000 +0 ", lines)
+        self.assertEqual(self.fairq("top").stdout, done.stdout)
+        top = self.fairq_json("top", "--once")
+        self.assertEqual(sorted(t["name"] for t in top["tenants"]), ["newco", "shop"])
+        # top on a terminal: redrawn in place until q, the terminal put back
+        code, screen, stderr = self.run_on_pty(["top", "--interval-s", "0.2"], keys=b"q",
+                                               until=r"(?s)TENANT.*shop.*TENANT.*shop")
+        self.assertEqual(code, OK, stderr)
+        self.assertIn("\x1b[?1049h", screen)
+        self.assertTrue(screen.endswith("\x1b[?25h\x1b[?1049l"), repr(screen[-100:]))
+        self.assertGreaterEqual(screen.count("fairq top"), 2)
+        # ... and until Ctrl-C
+        code, screen, stderr = self.run_on_pty(["top"], keys=signal.SIGINT, until=r"TENANT")
+        self.assertEqual(code, OK, stderr)
+        self.assertTrue(screen.endswith("\x1b[?1049l"), repr(screen[-100:]))
+
+    def test_progress_bar_on_a_terminal(self):
+        """status --watch on a terminal redraws one line in place: a bar,
+        the counters, the rate, the ETA; then the request's summary."""
+        self.start()
+        rid = self.fairq_json("submit", self.json_file(
+            "bar.json", body(rcpts=recipients(20))))["id"]
+        code, screen, stderr = self.run_on_pty(["status", str(rid), "--watch", "--interval-s",
+                                                "0.1"], timeout=DELIVERY_TIMEOUT_S * 2)
+        self.assertEqual(code, OK, stderr)
+        self.assertIn("\r[", screen)
+        self.assertIn("\x1b[K", screen)
+        self.assertRegex(screen, r"\[#+\] 100%  sent 20  failed 0  dead 0  pending 0 ")
+        self.assertIn(f"request {rid} (shop) done: total 20, sent 20", screen)
+
+    # -----------------------------------------------------------------
+    # Exit codes
+
+    def test_exit_codes(self):
+        """404 is 3, 401 and 403 are 4, 409 is 6 (above), 429 is 7, a 400
+        is 1 with the API's detail, a refused connection is 5, bad usage
+        is 2, health is 0; errors on stderr as "fairq: ...", stdout empty."""
+        self.start(senders=0)
+        done = self.fairq("status", "999999", expect=NOT_FOUND)
+        self.assertRegex(done.stderr, r"^fairq: .+\(404 not_found\)\n$")
+        self.assertEqual(done.stdout, "")
+        self.fairq("--json", "message", "999999", expect=NOT_FOUND)
+        self.fairq("tenants", "show", "nosuch", expect=NOT_FOUND)
+        self.fairq("retry", "999999", expect=NOT_FOUND)
+
+        bad = "fq_" + "A" * 43
+        done = self.fairq("list", token=bad, expect=AUTH)
+        self.assertRegex(done.stderr, r"^fairq: .+\(401 unauthorized\)\n$")
+        done = self.fairq("list", token=None, expect=AUTH)
+        self.assertIn("no token given (--token or FAIRQ_TOKEN)", done.stderr)
+        # --token wins over FAIRQ_TOKEN
+        self.fairq("--token", self.admin, "list", token=bad)
+        self.fairq("--token", bad, "list", expect=AUTH)
+
+        # A body fairqd refuses: 1, with its detail
+        done = self.fairq("submit", self.json_file("unknown.json", body(colour="red")),
+                          expect=FAILED)
+        self.assertRegex(done.stderr, r"^fairq: .*colour.*\(400 bad_request\)\n$")
+
+        # The tenant's submit_rate holds its tokens (not an admin's): the
+        # second submit in the minute is 429
+        self.fairq("tenants", "set", "shop", "--submit-rate", "1")
+        token = self.fairq("tenants", "token", "shop").stdout.strip()
+        path = self.json_file("rate.json", body(send_at=int(time.time()) + HOUR))
+        self.fairq("submit", path, token=token)
+        done = self.fairq("submit", path, token=token, expect=RATE_LIMITED)
+        self.assertRegex(done.stderr, r"\(429 rate_limited\); retry after \d+ s\n$")
+
+        # health needs no token
+        done = self.fairq("health", token=None)
+        self.assertEqual(done.stdout, "ok (database ok)\n")
+        self.assertEqual(self.fairq_json("health", token=None)["database"], "ok")
+
+        # Nobody at that port: 5; a usage error: 2, before anything is sent
+        environ_url = f"http://127.0.0.1:{free_port()}"
+        done = self.fairq("--url", environ_url, "status", "1", expect=SERVER)
+        self.assertIn(f"fairq: could not reach {environ_url}", done.stderr)
+        self.fairq("--url", environ_url, "health", expect=SERVER)
+        self.fairq("status", "abc", expect=USAGE)
+        self.fairq("list", "--limit", "5000", expect=USAGE)
+        self.fairq("tenants", "set", "shop", "--weight", "0", expect=USAGE)
+
+
+def main():
+    """Takes --fairq PATH off the command line; the harness takes the rest."""
+    args = sys.argv[1:]
+    rest = [sys.argv[0]]
+    i = 0
+    while i < len(args):
+        if args[i] == "--fairq":
+            FAIRQ[0] = args[i + 1]
+            i += 2
+        elif args[i].startswith("--fairq="):
+            FAIRQ[0] = args[i].split("=", 1)[1]
+            i += 1
+        else:
+            rest.append(args[i])
+            i += 1
+    if not FAIRQ[0] or not os.path.exists(FAIRQ[0]):
+        print(f"test_cli: fairq not found at {FAIRQ[0]!r} (--fairq PATH)", file=sys.stderr)
+        sys.exit(2)
+    sys.argv = rest
+    fq_e2e.main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+#!/usr/bin/python3
+"""test_cli_args.py: the fairq program's command lines, with no server.
+
+Every bad argument is refused before anything is sent, with exit code 2
+and a message that says what was expected (for a bad file: FILE:LINE);
+--help works for fairq and for each command; a server that is not there
+is exit 5; the token never shows in any output.
+
+    test_cli_args.py --fairq PATH [unittest arguments]
+"""
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import unittest
+
+FAIRQ = os.environ.get("FQ_CLI_FAIRQ", "fairq")
+
+# Sanitizer findings must fail, not just print
+os.environ.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=1")
+os.environ.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+SANITIZER_REPORT = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:")
+
+SECRET = "fq_" + "s3cr3t" * 7 + "x"
+
+COMMANDS = ["submit", "status", "list", "search", "message", "cancel", "pause", "resume",
+            "reschedule", "retry", "rejects", "tenants", "tenants show", "tenants set",
+            "tenants token", "top", "health", "token create"]
+
+
+def closed_port():
+    """A port on 127.0.0.1 that nothing listens on (bound, then closed)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ArgsTest(unittest.TestCase):
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="fq_cli_args_")
+        # Nothing listens here: a command that got past its checks fails
+        # with 5, never hangs or reaches someone's fairqd
+        self.url = f"http://127.0.0.1:{closed_port()}"
+
+    def tearDown(self):
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def file(self, name, content):
+        path = os.path.join(self.dir, name)
+        with open(path, "wb") as f:
+            f.write(content.encode() if isinstance(content, str) else content)
+        return path
+
+    def run_fairq(self, *args, env=None, input_text=None):
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("FAIRQ_")}
+        environ["FAIRQ_URL"] = self.url
+        environ["FAIRQ_TOKEN"] = SECRET
+        environ.update(env or {})
+        done = subprocess.run([FAIRQ, *args], capture_output=True, text=True, timeout=60,
+                              env=environ, input=input_text)
+        for stream in (done.stdout, done.stderr):
+            self.assertIsNone(SANITIZER_REPORT.search(stream), f"fairq {args}: {stream}")
+            self.assertNotIn(SECRET, stream, f"fairq {args} printed the token")
+        return done
+
+    def expect(self, code, text, *args, **kwargs):
+        """fairq ARGS exits with code, and its stderr (or stdout) says text."""
+        done = self.run_fairq(*args, **kwargs)
+        self.assertEqual(done.returncode, code,
+                         f"fairq {' '.join(args)}: exit {done.returncode}, wanted {code}\n"
+                         f"stdout: {done.stdout}\nstderr: {done.stderr}")
+        if text is not None:
+            self.assertIn(text, done.stderr + done.stdout,
+                          f"fairq {' '.join(args)}: no {text!r} in\n{done.stderr}")
+        return done
+
+    # -----------------------------------------------------------------
+
+    def test_help(self):
+        done = self.expect(0, "Usage: fairq", "--help")
+        for command in COMMANDS:
+            self.assertIn(command, done.stdout)
+        for code in range(8):
+            self.assertRegex(done.stdout, rf"\n  {code}  \w")
+        self.expect(0, "Usage: fairq", "-h")
+        self.expect(0, "Usage: fairq", "help")
+        for command in COMMANDS:
+            done = self.expect(0, f"Usage: fairq {command}", *command.split(), "--help")
+            self.assertIn("--url", done.stdout)
+        self.expect(0, "Usage: fairq tenants set", "help", "tenants", "set")
+        self.expect(0, "--watch", "status", "--help")
+        # Help comes before checks: nothing else on the line matters
+        self.expect(0, "Usage: fairq status", "status", "abc", "--help")
+
+    def test_commands_and_options(self):
+        self.expect(2, "no command given")
+        self.expect(2, "no command given", "--json")
+        self.expect(2, "unknown command \"frobnicate\"", "frobnicate")
+        self.expect(2, "\"token\" needs a subcommand: fairq token create", "token")
+        self.expect(2, "unknown option --bogus", "--bogus", "tenants")
+        self.expect(2, "fairq status: unknown option --bogus", "status", "1", "--bogus")
+        self.expect(2, "unknown option --watch", "list", "--watch")
+        self.expect(2, "option --limit needs a value", "list", "--limit")
+        self.expect(2, "unknown option --json=yes", "list", "--json=yes")
+        self.expect(2, "missing argument", "status")
+        self.expect(2, "unexpected argument \"2\"", "status", "1", "2")
+        self.expect(2, "unexpected argument \"x\"", "tenants", "x")
+        self.expect(2, "missing argument", "tenants", "show")
+
+    def test_global_options(self):
+        self.expect(2, "invalid --url \"ftp://x\"", "--url", "ftp://x", "health")
+        self.expect(2, "invalid --url", "health", env={"FAIRQ_URL": "127.0.0.1:8080"})
+        self.expect(2, "invalid value for --timeout-s", "--timeout-s", "0", "health")
+        self.expect(2, "invalid value for --timeout-s", "health", "--timeout-s", "x")
+        self.expect(2, "invalid value for --timeout-s", "health",
+                    env={"FAIRQ_TIMEOUT_S": "-3"})
+        self.expect(2, "invalid --token", "health", env={"FAIRQ_TOKEN": "fq_x\r\nX-Evil: 1"})
+        self.expect(2, "invalid --token", "--token", "fq x", "health")
+        # Global options after the command, as well as before
+        self.expect(5, "could not reach", "health", "--timeout-s", "5", "--json")
+
+    def test_ids_and_numbers(self):
+        for command in ("status", "cancel", "pause", "resume", "reschedule", "rejects"):
+            for bad in ("abc", "0", "1.5", "12x", "99999999999999999999"):
+                self.expect(2, f"invalid request id \"{bad}\"", command, bad)
+            self.expect(2, "unknown option -1", command, "-1")
+        for bad in ("x", "0"):
+            self.expect(2, f"invalid message id \"{bad}\"", "retry", bad)
+            self.expect(2, f"invalid message id \"{bad}\"", "message", bad)
+        self.expect(2, "invalid value for --interval-s", "status", "1", "--watch",
+                    "--interval-s", "0")
+        for bad in ("0", "1001", "ten", "-5"):
+            self.expect(2, "invalid value for --limit", "list", "--limit", bad)
+            self.expect(2, "invalid value for --limit", "search", "--limit", bad)
+            self.expect(2, "invalid value for --limit", "rejects", "1", "--limit", bad)
+        self.expect(2, "invalid --before id", "list", "--before", "0")
+        self.expect(2, "invalid value for --after", "search", "--after", "x")
+        self.expect(2, "invalid --request id", "search", "--request", "-3")
+        self.expect(2, "invalid value for --interval-s", "top", "--interval-s", "0.01")
+
+    def test_words(self):
+        self.expect(2, "invalid value for --status: \"sent\" (one of accepted,", "list",
+                    "--status", "sent")
+        self.expect(2, "invalid value for --status: \"active\" (one of pending,", "search",
+                    "--status", "active")
+        self.expect(2, "invalid tenant \"Acme\"", "list", "--tenant", "Acme")
+        self.expect(2, "invalid tenant \"a b\"", "search", "--tenant", "a b")
+        self.expect(2, "invalid tenant name \"-x\"", "tenants", "show", "--", "-x")
+        self.expect(2, "invalid tenant name \"x/y\"", "tenants", "set", "x/y")
+        self.expect(2, "invalid tenant name \"UPPER\"", "tenants", "token", "UPPER")
+        self.expect(2, "invalid value for --to", "search", "--to", "")
+        self.expect(2, "invalid value for --domain", "search", "--domain", "a\tb")
+
+    def test_reschedule_and_tenants_set(self):
+        self.expect(2, "needs --send-at or --priority", "reschedule", "5")
+        for bad in ("1001", "-1001", "high"):
+            self.expect(2, "invalid value for --priority", "reschedule", "5", "--priority", bad)
+        for bad in ("tomorrow", "2026-11-21", "2026-11-21T12:00:00", "+5w", "-5m"):
+            self.expect(2, "invalid value for --send-at", "reschedule", "5", "--send-at", bad)
+        for bad in ("0", "1001", "x"):
+            self.expect(2, "invalid value for --weight", "tenants", "set", "acme", "--weight",
+                        bad)
+        self.expect(2, "invalid value for --max-inflight", "tenants", "set", "acme",
+                    "--max-inflight", "0")
+        self.expect(2, "invalid value for --max-inflight", "tenants", "set", "acme",
+                    "--max-inflight", "2147483648")
+        self.expect(2, "invalid value for --submit-rate", "tenants", "set", "acme",
+                    "--submit-rate", "0")
+        self.expect(2, "invalid value for --submit-rate", "tenants", "set", "acme",
+                    "--submit-rate", "None")
+        # Good arguments get as far as the (missing) server
+        self.expect(5, "could not reach", "reschedule", "5", "--priority", "-1000",
+                    "--send-at", "2026-11-21T12:00:00+02:00")
+        self.expect(5, "could not reach", "reschedule", "5", "--send-at", "+90m")
+        self.expect(5, "could not reach", "tenants", "set", "acme", "--weight", "1000",
+                    "--max-inflight", "2147483647", "--submit-rate", "none")
+
+    def test_submit_json_files(self):
+        self.expect(2, "needs a JSON FILE", "submit")
+        self.expect(2, "could not open \"/nonexistent/x.json\"", "submit", "/nonexistent/x.json")
+        bad = self.file("bad.json", '{"tenant": "acme",\n  "from": "a@b.c",\n  "subject": }\n')
+        self.expect(2, f"{bad}:3:", "submit", bad)
+        self.expect(2, "<stdin>:1:", "submit", "-", input_text="{nope")
+        array = self.file("array.json", "[1, 2]")
+        self.expect(2, "not a JSON object", "submit", array)
+        dup = self.file("dup.json", '{"tenant": "a", "tenant": "b"}')
+        self.expect(2, "duplicate", "submit", dup)
+        good = self.file("good.json", '{"tenant": "acme"}')
+        self.expect(2, "--from goes with --csv", "submit", good, "--from", "a@b.c")
+        self.expect(2, "--html goes with --csv", "submit", good, "--html")
+        self.expect(2, "invalid value for --idempotency-key", "submit", good,
+                    "--idempotency-key", "x" * 256)
+        self.expect(5, "could not reach", "submit", good)
+        self.expect(5, "could not reach", "submit", "-", input_text='{"tenant": "acme"}')
+
+    def test_submit_csv_files(self):
+        body = self.file("body.txt", "Dear {{name}},\nhello from {{ city }}.\n")
+        good = self.file("good.csv", "email,name,city\r\n\"ann@example.org\",\"Smith, Ann\","
+                                     "\"Paris\"\r\n")
+        csv = ["submit", "--csv"]
+        opts = ["--from", "news@acme.example", "--subject", "Hi {{name}}", "--body-file", body]
+        self.expect(2, "not both", "submit", good, "--csv", good, *opts)
+        self.expect(2, "needs --from, --subject and --body-file", *csv, good, "--from", "a@b.c")
+        self.expect(2, "could not open", *csv, os.path.join(self.dir, "none.csv"), *opts)
+        cases = {
+            "unterminated.csv": ("to,name\nann@example.org,\"Ann\n", 2,
+                                 "quoted field not closed"),
+            "ragged.csv": ("to,name,city\nann@example.org,Ann,Paris\nbob@example.org,Bob\n",
+                           3, "2 fields, the header has 3"),
+            "noname.csv": ("to,,city\n", 1, "column 2 of the header has no name"),
+            "duplicate.csv": ("to,name,name\n", 1,
+                              "column 3 of the header repeats the name \"name\" of column 2"),
+            "latin1.csv": (b"to,name,city\nzoe@example.org,Zo\xeb,Paris\n", 2,
+                           "invalid UTF-8 (byte 0xEB; save the file as UTF-8)"),
+            "nul.csv": (b"to,name,city\nzoe@example.org,Zoe\x00,Paris\n", 2, "NUL byte"),
+            "noaddress.csv": ("mail,name,city\nann@example.org,Ann,Paris\n", 1,
+                              "no address column"),
+            "emptyaddress.csv": ("to,name,city\n,Ann,Paris\n", 2, "empty address"),
+            "headeronly.csv": ("to,name,city\n", 1, "no recipients"),
+            "empty.csv": ("", 1, "no header row"),
+        }
+        for name, (content, line, text) in cases.items():
+            path = self.file(name, content)
+            self.expect(2, f"{path}:{line}: {text}", *csv, path, *opts)
+        # The templates are checked against the columns, with fairqd's parser
+        nocity = self.file("nocity.csv", "to,name\nann@example.org,Ann\n")
+        self.expect(2, "uses the field \"city\"", *csv, nocity, *opts)
+        self.expect(2, "--subject uses the field \"nom\"", *csv, good, *opts[:2], "--subject",
+                    "Hi {{nom}}", "--body-file", body)
+        self.expect(2, "--subject: ", *csv, good, *opts[:2], "--subject", "Hi {{name",
+                    "--body-file", body)
+        nul_body = self.file("nul.txt", b"Dear\x00 {{name}}")
+        self.expect(2, "NUL byte in the body template", *csv, good, *opts[:4], "--body-file",
+                    nul_body)
+        self.expect(2, "cannot both be standard input", *csv, "-", *opts[:4], "--body-file", "-")
+        self.expect(2, "invalid value for --priority", *csv, good, *opts, "--priority", "5000")
+        self.expect(2, "invalid value for --max-attempts", *csv, good, *opts, "--max-attempts",
+                    "0")
+        self.expect(2, "invalid value for --send-at", *csv, good, *opts, "--send-at", "later")
+        self.expect(2, "invalid tenant", *csv, good, *opts, "--tenant", "Big Co")
+        # A good file gets as far as the (missing) server, from stdin too
+        self.expect(5, "could not reach", *csv, good, *opts, "--tenant", "acme", "--html",
+                    "--send-at", "+1h", "--priority", "3", "--max-attempts", "7",
+                    "--idempotency-key", "k1")
+        with open(good) as f:
+            self.expect(5, "could not reach", *csv, "-", *opts, input_text=f.read())
+
+    def test_token_create_arguments(self):
+        self.expect(2, "needs --admin or --tenant NAME", "token", "create")
+        self.expect(2, "needs --admin or --tenant NAME", "token", "create", "--admin",
+                    "--tenant", "acme")
+        self.expect(2, "invalid tenant", "token", "create", "--tenant", "No Such")
+        # A database that is not there: a server problem, 5
+        self.expect(5, None, "token", "create", "--admin", "--database",
+                    f"host=127.0.0.1 port={closed_port()} connect_timeout=5")
+
+    def test_connection_refused(self):
+        done = self.expect(5, f"fairq: could not reach {self.url}", "status", "1")
+        self.assertEqual(done.stdout, "")
+        self.expect(5, "could not reach", "--json", "tenants")
+        self.expect(5, "could not reach", "top", "--once")
+        # Without a terminal, top prints one snapshot: here, the failure
+        self.expect(5, "could not reach", "top")
+        # --url wins over FAIRQ_URL, and a trailing / is fine
+        port = closed_port()
+        self.expect(5, f"could not reach http://127.0.0.1:{port}", "--url",
+                    f"http://127.0.0.1:{port}/", "list")
+        # status --watch keeps trying for --timeout-s, then gives up with 5
+        self.expect(5, "could not reach", "--timeout-s", "1", "status", "7", "--watch",
+                    "--interval-s", "0.2")
+
+
+def main():
+    global FAIRQ
+    argv = [sys.argv[0]]
+    args = sys.argv[1:]
+    i = 0
+    while i < len(args):
+        if args[i] == "--fairq":
+            FAIRQ = args[i + 1]
+            i += 2
+        elif args[i].startswith("--fairq="):
+            FAIRQ = args[i].split("=", 1)[1]
+            i += 1
+        else:
+            argv.append(args[i])
+            i += 1
+    if not os.path.exists(FAIRQ):
+        print(f"test_cli_args: fairq not found at {FAIRQ}", file=sys.stderr)
+        sys.exit(2)
+    unittest.main(argv=argv, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -17,6 +17,7 @@
 #   var/certs/       CURVE certificates: fairqd's, one per sender, and allowed/ with the
 #                    senders' public certificates only (fairqd's allow list)
 #   var/fairq.conf   fairqd's configuration, written at each start
+#   var/admin.token  an admin token of fairqd's HTTP API, made at each start (0600)
 #   var/mail.jsonl   every message the SMTP sink accepted, one JSON object a line
 #
 # The cluster and the certificates are made once and reused. Each start drops and
@@ -25,7 +26,8 @@
 # shows. A quickstart still running is stopped first, so there are never two.
 #
 # Ports (127.0.0.1 only; override when taken): QUICKSTART_GATEWAY_PORT (fairqd's gateway,
-# default 25555), QUICKSTART_SMTP_PORT (the SMTP sink, 25025), QUICKSTART_PG_PORT (only
+# default 25555), QUICKSTART_HTTP_PORT (fairqd's HTTP API, 25080), QUICKSTART_SMTP_PORT
+# (the SMTP sink, 25025), QUICKSTART_PG_PORT (only
 # names PostgreSQL's socket file, 55432). QUICKSTART_PGBIN: PostgreSQL's programs.
 set -euo pipefail
 
@@ -42,6 +44,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 BUILD="$ROOT/build/release"
 FAIRQD="$BUILD/actors/fairqd"
 SENDER="$BUILD/sender/fairq-sender"
+FAIRQ="$BUILD/cli/fairq"
 SINK="$ROOT/tests/e2e/smtp_sink.py"
 PYTHON=/usr/bin/python3 # Debian's, which has aiosmtpd (DESIGN §10)
 
@@ -57,6 +60,8 @@ PGBIN=${QUICKSTART_PGBIN:-/usr/lib/postgresql/15/bin}
 PG_PORT=${QUICKSTART_PG_PORT:-55432}
 GATEWAY_PORT=${QUICKSTART_GATEWAY_PORT:-25555}
 SMTP_PORT=${QUICKSTART_SMTP_PORT:-25025}
+HTTP_PORT=${QUICKSTART_HTTP_PORT:-25080}
+ADMIN_TOKEN="$VAR/admin.token"
 
 SENDERS=(sender-1 sender-2)
 CONCURRENCY=8 # Per sender: fairq-sender's default, a typical relay's comfort zone
@@ -404,10 +409,10 @@ do_status() {
 build() {
     "$ROOT/deploy/install-deps.sh"
     mkdir -p "$BUILD" 2>/dev/null || die "cannot create $BUILD (repo not writable by $(id -un))"
-    # Only the two programs the demo runs: the tests and benchmarks stay buildable with
+    # Only the programs the demo runs: the tests and benchmarks stay buildable with
     # cmake --build build/release (deploy/test.sh builds them all).
     cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
-    cmake --build "$BUILD" -j"$(nproc)" --target fairqd fairq-sender
+    cmake --build "$BUILD" -j"$(nproc)" --target fairqd fairq-sender fairq
 }
 
 port_free() {
@@ -442,6 +447,8 @@ database = $(conf_quote "host=$(conninfo_quote "$RUN") port=$PG_PORT dbname=fair
 gateway_bind = tcp://127.0.0.1:$GATEWAY_PORT
 gateway_cert = $(conf_quote "$CERTS/fairqd")
 gateway_allow_dir = $(conf_quote "$CERTS/allowed")
+# The HTTP API and /metrics, for the fairq CLI (token in var/admin.token)
+http_listen = 127.0.0.1:$HTTP_PORT
 # A demo: a failed message comes back within seconds, not after production's minute;
 # due retries and requests are noticed within 200 ms
 retry_base_ms = 2000
@@ -462,7 +469,15 @@ start_sink() {
 start_fairqd() {
     start_bg fairqd "$FAIRQD" --config "$CONF"
     wait_log fairqd 'INFO: +ready$' 60
-    say "fairqd         gateway tcp://127.0.0.1:$GATEWAY_PORT (CURVE), config $(show "$CONF")"
+    say "fairqd         gateway tcp://127.0.0.1:$GATEWAY_PORT (CURVE), HTTP API http://127.0.0.1:$HTTP_PORT, config $(show "$CONF")"
+    # An admin token for the fairq CLI, made with the CLI itself (kept as a hash only);
+    # the database is new at each start, so is the token
+    (
+        umask 077
+        "$FAIRQ" token create --admin \
+            --database "host=$(conninfo_quote "$RUN") port=$PG_PORT dbname=fairq user=postgres" \
+            >"$ADMIN_TOKEN"
+    )
 }
 
 start_senders() {
@@ -738,6 +753,11 @@ In the background:
 The delivered mail: $(show "$MAIL"), one JSON object per message ($(group "$(wc -l <"$MAIL")") so far). One of them:
   grep -m1 @clinic.example $(printf '%q' "$(show "$MAIL")") | $PYTHON -c 'import json, sys; print(json.load(sys.stdin)["raw"])'
 
+The same through fairqd's HTTP API, with the fairq CLI (an admin token is in $(show "$ADMIN_TOKEN")):
+  export FAIRQ_URL=http://127.0.0.1:$HTTP_PORT FAIRQ_TOKEN=\$(cat $(printf '%q' "$(show "$ADMIN_TOKEN")"))
+  $(show "$FAIRQ") list             # the requests; fairq status ID --watch follows one
+  $(show "$FAIRQ") top              # live per-tenant view (q quits)
+
 Progress, straight from PostgreSQL:
   $psql_cmd -c 'SELECT r.id, t.name, r.status, r.sent, r.total FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id ORDER BY r.id'
 
@@ -779,6 +799,7 @@ do_start() {
     # Before anything starts: a taken port is found now, not halfway through
     port_free "$GATEWAY_PORT" || die "port $GATEWAY_PORT is taken: set QUICKSTART_GATEWAY_PORT to a free one"
     port_free "$SMTP_PORT" || die "port $SMTP_PORT is taken: set QUICKSTART_SMTP_PORT to a free one"
+    port_free "$HTTP_PORT" || die "port $HTTP_PORT is taken: set QUICKSTART_HTTP_PORT to a free one"
 
     # Until all of it runs, a failure (or Ctrl-C) stops what was started
     exec 3>&1 4>&2

@@ -61,7 +61,8 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
         fq_split_result_t result;
         if (names) {
             int64_t started = zclock_usecs();
-            rc = fq_store_split_chunk(store, (int64_t)request_id, names, nsubject + nbody, &result);
+            rc = fq_store_split_chunk(store, (int64_t)request_id, names, nsubject + nbody, nsubject,
+                                      &result);
             if (rc != 0)
                 fq_metrics_batch_db(self->metrics, FQ_METRICS_DB_SPLIT,
                                     rc > 0 ? (size_t)(result.split + result.rejected) : 0,

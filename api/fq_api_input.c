@@ -177,8 +177,11 @@ static int s_parse_rfc3339(const char *text, int64_t *unix_s)
         return -1;
     if (*rest)
         return -1;
+    //  timegm normalises: February 30th would quietly become March 2nd
+    struct tm given = tm;
     time_t t = timegm(&tm);
-    if (t == (time_t)-1)
+    if (t == (time_t)-1 || tm.tm_mday != given.tm_mday || tm.tm_mon != given.tm_mon ||
+        tm.tm_hour != given.tm_hour || tm.tm_min != given.tm_min)
         return -1;
     *unix_s = (int64_t)t - offset_s;
     return 0;

@@ -139,6 +139,28 @@ void fq_api_reply(fq_api_call_t *call, unsigned status, json_t *json)
     call->json = json ? json : json_object();
 }
 
+//  Replaces each byte of text that is not part of valid UTF-8 with '?':
+//  a detail may quote a path or a value as it came, and a JSON string must
+//  be UTF-8 (jansson refuses to make one of anything else).
+static void s_utf8_clean(char *text)
+{
+    unsigned char *p = (unsigned char *)text;
+    while (*p) {
+        int length = *p < 0x80           ? 1
+                     : (*p >> 5) == 0x6  ? 2
+                     : (*p >> 4) == 0xe  ? 3
+                     : (*p >> 3) == 0x1e ? 4
+                                         : 0;
+        bool valid = length > 0;
+        for (int i = 1; valid && i < length; i++)
+            valid = (p[i] & 0xc0) == 0x80;
+        if (!valid)
+            *p++ = '?';
+        else
+            p += length;
+    }
+}
+
 void fq_api_fail(fq_api_call_t *call, unsigned status, const char *format, ...)
 {
     char detail[1024];
@@ -146,6 +168,7 @@ void fq_api_fail(fq_api_call_t *call, unsigned status, const char *format, ...)
     va_start(args, format);
     vsnprintf(detail, sizeof detail, format, args);
     va_end(args);
+    s_utf8_clean(detail);
     fq_api_reply(call, status,
                  json_pack("{s:s, s:s}", "error", s_error_code(status), "detail", detail));
 }
@@ -325,11 +348,16 @@ static void s_route(fq_api_call_t *call, const char *url)
     }
     //  /healthz reports on the database itself; every other route needs it
     bool ready = true;
-    if (route->auth != S_AUTH_NONE) {
+    if (route->auth == S_AUTH_METRICS && call->server->metrics_public) {
+        //  Public /metrics: the actors' figures are worth showing without
+        //  the database (with fairq_database_up 0), so its 503 is dropped
         call->store = fq_api_store(call);
-        bool open = route->auth == S_AUTH_METRICS && call->server->metrics_public;
-        ready = call->store && (open || (s_authenticate(call) && (route->auth == S_AUTH_TOKEN ||
-                                                                  fq_api_require_admin(call))));
+        json_decref(call->json);
+        call->json = NULL;
+    } else if (route->auth != S_AUTH_NONE) {
+        call->store = fq_api_store(call);
+        ready = call->store && s_authenticate(call) &&
+                (route->auth == S_AUTH_TOKEN || fq_api_require_admin(call));
     }
     if (ready)
         route->handler(call);
@@ -546,13 +574,14 @@ fq_http_t *fq_http_new(const fq_http_config_t *config, char *error, size_t error
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_POLL;
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    //  The logger first: MHD logs about the options it reads after it
     self->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, s_access, self, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(config->threads > 0 ? config->threads : 1),
-        MHD_OPTION_NOTIFY_COMPLETED, s_completed, self, MHD_OPTION_UNESCAPE_CALLBACK, s_unescape,
-        self, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)S_CONNECTION_MEMORY,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)S_CONNECTION_TIMEOUT_S, MHD_OPTION_EXTERNAL_LOGGER,
-        s_mhd_log, self, MHD_OPTION_END);
+        flags, 0, NULL, NULL, s_access, self, MHD_OPTION_EXTERNAL_LOGGER, s_mhd_log, self,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
+        (unsigned)(config->threads > 0 ? config->threads : 1), MHD_OPTION_NOTIFY_COMPLETED,
+        s_completed, self, MHD_OPTION_UNESCAPE_CALLBACK, s_unescape, self,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)S_CONNECTION_MEMORY,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)S_CONNECTION_TIMEOUT_S, MHD_OPTION_END);
     if (!self->daemon) {
         fq_error_format(error, error_size, "could not listen on %s: %s", config->listen,
                         strerror(errno ? errno : EADDRINUSE));

@@ -546,7 +546,8 @@ static int s_utf8_prefix(const char *s, size_t max)
 
 //  Why a recipient is refused, or NULL if it is good. reason is scratch.
 static const char *s_recipient_problem(json_t *recipient, const char *const *required,
-                                       size_t nrequired, char *reason, size_t reason_size)
+                                       size_t nrequired, size_t nheader, char *reason,
+                                       size_t reason_size)
 {
     if (!json_is_object(recipient))
         return "recipient is not an object";
@@ -569,12 +570,24 @@ static const char *s_recipient_problem(json_t *recipient, const char *const *req
             return reason;
         }
     }
-    for (size_t i = 0; i < nrequired; i++)
-        if (!json_object_get(fields, required[i])) {
+    for (size_t i = 0; i < nrequired; i++) {
+        json_t *field = json_object_get(fields, required[i]);
+        if (!field) {
             snprintf(reason, reason_size, "field \"%.*s\" used by the template is missing",
                      s_utf8_prefix(required[i], S_REASON_NAME_MAX), required[i]);
             return reason;
         }
+        //  A header's value on two lines would be a header of its own (an
+        //  injected Bcc): refused here, with the recipient's other faults,
+        //  rather than found dead at send time
+        if (i < nheader && json_is_string(field) &&
+            strcspn(json_string_value(field), "\r\n") < json_string_length(field)) {
+            snprintf(reason, reason_size,
+                     "field \"%.*s\" goes into the subject and holds CR, LF or NUL",
+                     s_utf8_prefix(required[i], S_REASON_NAME_MAX), required[i]);
+            return reason;
+        }
+    }
     return NULL;
 }
 
@@ -696,8 +709,9 @@ static int s_take_chunk(fq_store_t *self, const char *request_id, s_chunk_t *chu
 //  Streams the good recipients as COPY rows; collects the others as
 //  rejects (positions, recipients and reasons as array literals).
 static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chunk_t *chunk,
-                           const char *const *required, size_t nrequired, fq_buf_t *positions,
-                           fq_buf_t *addresses, fq_buf_t *reasons, fq_split_result_t *result)
+                           const char *const *required, size_t nrequired, size_t nheader,
+                           fq_buf_t *positions, fq_buf_t *addresses, fq_buf_t *reasons,
+                           fq_split_result_t *result)
 {
     PGresult *res = PQexec(self->conn, "COPY fairq.messages (request_id, tenant_id, recipient,"
                                        " fields) FROM STDIN");
@@ -739,7 +753,8 @@ static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chu
                      s_utf8_prefix(json_error.text, 100), json_error.text);
             problem = reason;
         } else
-            problem = s_recipient_problem(recipient, required, nrequired, reason, sizeof reason);
+            problem =
+                s_recipient_problem(recipient, required, nrequired, nheader, reason, sizeof reason);
         if (problem) {
             json_t *to = json_is_object(recipient) ? json_object_get(recipient, "to") : NULL;
             mem |= fq_buf_add(positions, positions->size > 1 ? "," : "", positions->size > 1);
@@ -808,7 +823,7 @@ static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chu
 }
 
 int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const *required_fields,
-                         size_t nrequired, fq_split_result_t *result)
+                         size_t nrequired, size_t nheader, fq_split_result_t *result)
 {
     *result = (fq_split_result_t){0};
     char id[32];
@@ -824,7 +839,7 @@ int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const
             fq_buf_add(&reasons, "{", 1))
             rc = fq_store_fail(self, FQ_ENOMEM, "out of memory");
         if (rc == 0)
-            rc = s_copy_messages(self, id, &chunk, required_fields, nrequired, &positions,
+            rc = s_copy_messages(self, id, &chunk, required_fields, nrequired, nheader, &positions,
                                  &addresses, &reasons, result);
         if (rc == 0 && (fq_buf_add(&positions, "}", 1) | fq_buf_add(&addresses, "}", 1) |
                         fq_buf_add(&reasons, "}", 1)))

@@ -105,11 +105,13 @@ typedef struct {
 //  in one transaction with the chunk's deletion and the counters. A bad
 //  recipient (missing "to", invalid address, CR or LF anywhere in it, a
 //  field of a template missing, a field that is not a string, number or
-//  boolean) is rejected alone, with its reason; the others go on.
-//  required_fields are the fields the request's templates use. Returns 1
-//  when a chunk was split, 0 when none was left, or a negative code.
+//  boolean, a field of the subject whose text holds CR, LF or NUL) is
+//  rejected alone, with its reason; the others go on. required_fields are
+//  the fields the request's templates use, the subject's first: the first
+//  nheader of them go into a mail header. Returns 1 when a chunk was
+//  split, 0 when none was left, or a negative code.
 int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const *required_fields,
-                         size_t nrequired, fq_split_result_t *result);
+                         size_t nrequired, size_t nheader, fq_split_result_t *result);
 
 //  ---------------------------------------------------------------------
 //  Status writes, in batches: one transaction each
@@ -537,7 +539,7 @@ typedef struct {
     int64_t failed;  //  Waiting for a retry
     int64_t sent;
     int64_t dead;
-    int64_t cancelled;
+    int64_t cancelled; //  Of a cancelled request: every recipient not sent, dead or rejected
     int64_t rejected;
     int64_t created_at;
     int64_t send_at;

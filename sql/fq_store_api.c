@@ -142,6 +142,13 @@ static void s_request_row(const PGresult *res, int row, fq_request_info_t *out)
     snprintf(out->status, sizeof out->status, "%s", PQgetvalue(res, row, 3));
     int64_t pending =
         out->total - out->failed - out->sent - out->dead - out->cancelled - out->rejected;
+    //  The stored counter counts message rows; a cancel also drops the
+    //  recipients not yet split, which never became rows: they are
+    //  cancelled as well
+    if (strcmp(out->status, "cancelled") == 0) {
+        out->cancelled += pending;
+        pending = 0;
+    }
     out->pending = pending > 0 ? pending : 0;
 }
 

@@ -349,7 +349,7 @@ static int s_split_run(s_bench_t *self, const s_options_t *opts, double *rate)
     int rc;
     uint64_t start = fq_bench_now_ns();
     while ((rc = fq_store_split_chunk(self->store, self->request_id, s_required_fields, S_NREQUIRED,
-                                      &result)) == 1) {
+                                      0, &result)) == 1) {
         split += (uint64_t)result.split;
         rejected += (uint64_t)result.rejected;
     }

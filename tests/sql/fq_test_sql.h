@@ -175,7 +175,7 @@ static inline int64_t fq_test_submit_split(fq_store_t *store, const fq_submit_t 
         fail_msg("submit: %s", fq_store_error(store));
     fq_split_result_t split;
     int rc;
-    while ((rc = fq_store_split_chunk(store, id, required, nrequired, &split)) == 1)
+    while ((rc = fq_store_split_chunk(store, id, required, nrequired, 0, &split)) == 1)
         if (split.last)
             break;
     if (rc < 0)

@@ -164,7 +164,7 @@ static int64_t s_request(const char *tenant, const char *const *to, size_t n, in
     if (rc)
         fail_msg("submit: %s", fq_store_error(s_store));
     fq_split_result_t result;
-    while (split && (rc = fq_store_split_chunk(s_store, id, NULL, 0, &result)) == 1)
+    while (split && (rc = fq_store_split_chunk(s_store, id, NULL, 0, 0, &result)) == 1)
         ;
     if (rc < 0)
         fail_msg("split: %s", fq_store_error(s_store));
@@ -554,7 +554,7 @@ static void test_cancel_request(void **unused)
     //  One recipient more than a chunk holds: split the first chunk only
     int64_t request = s_request("cancelreq", NULL, 10001, 0, S_NO_SPLIT);
     fq_split_result_t split;
-    assert_int_equal(fq_store_split_chunk(s_store, request, NULL, 0, &split), 1);
+    assert_int_equal(fq_store_split_chunk(s_store, request, NULL, 0, 0, &split), 1);
     assert_int_equal(split.split, 10000);
     assert_false(split.last);
     s_request_status(request, "splitting");
@@ -579,7 +579,7 @@ static void test_cancel_request(void **unused)
     //  Again: nothing to do
     assert_int_equal(fq_store_request_cancel(s_store, request), 0);
     //  The splitter finds nothing left
-    assert_int_equal(fq_store_split_chunk(s_store, request, NULL, 0, &split), 0);
+    assert_int_equal(fq_store_split_chunk(s_store, request, NULL, 0, 0, &split), 0);
     s_request_status(request, "cancelled");
     //  A cancelled request cannot be paused, resumed into life or changed
     s_assert_fails(fq_store_request_pause(s_store, request), FQ_EINVAL);

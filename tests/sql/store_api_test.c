@@ -108,7 +108,7 @@ static void test_request_counters_and_rejects(void **unused)
     assert_int_equal(info.finished_at, 0);
 
     fq_split_result_t split;
-    assert_int_equal(fq_store_split_chunk(store, id, NULL, 0, &split), 1);
+    assert_int_equal(fq_store_split_chunk(store, id, NULL, 0, 0, &split), 1);
     int64_t ids[4];
     assert_int_equal(fq_store_next_ready(store, id, 0, 4, ids), 2);
     assert_int_equal(fq_store_ack_batch(store, ids, 1), 1);

@@ -48,7 +48,7 @@ static void test_request_lifecycle(void **unused)
         fail_msg("%s", fq_store_error(store));
     fq_split_result_t split;
     const char *required[] = {"name"};
-    rc = fq_store_split_chunk(store, id, required, 1, &split);
+    rc = fq_store_split_chunk(store, id, required, 1, 0, &split);
     if (rc != 1)
         fail_msg("%d %s", rc, fq_store_error(store));
     assert_int_equal(split.split, 1);

@@ -102,7 +102,7 @@ static void test_split_keeps_order_and_fields(void **unused)
     fq_split_result_t split;
     int expect_split[] = {S_CHUNK_SIZE, S_CHUNK_SIZE, S_BIG - 2 * S_CHUNK_SIZE};
     for (int chunk = 0; chunk < 3; chunk++) {
-        int rc = fq_store_split_chunk(store, id, S_NAME, 1, &split);
+        int rc = fq_store_split_chunk(store, id, S_NAME, 1, 0, &split);
         if (rc != 1)
             fail_msg("chunk %d: %d %s", chunk, rc, fq_store_error(store));
         assert_int_equal(split.split, expect_split[chunk]);
@@ -118,7 +118,7 @@ static void test_split_keeps_order_and_fields(void **unused)
         }
     }
     //  Nothing left: 0, and nothing changes
-    assert_int_equal(fq_store_split_chunk(store, id, S_NAME, 1, &split), 0);
+    assert_int_equal(fq_store_split_chunk(store, id, S_NAME, 1, 0, &split), 0);
     assert_int_equal(split.split, 0);
     assert_true(split.last);
     s_expect_status(conn, id_text, "active");
@@ -231,6 +231,10 @@ static void test_bad_recipients_are_rejected_alone(void **unused)
          "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
          "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\":{}}}",
          "not a string"},
+        //  name goes into the subject (nheader 1 below): no line breaks there
+        {"{\"to\":\"hdr@example.com\",\"fields\":{\"name\":\"x\\r\\nBcc: all@example.com\"}}",
+         "subject"},
+        {"{\"to\":\"hdr2@example.com\",\"fields\":{\"name\":\"two\\nlines\"}}", "subject"},
         {"{\"to\":\"o'neil+tag@sub.example.com\",\"fields\":{\"name\":1.5}}", NULL},
         {"{\"to\":\"last@example.com\",\"fields\":{\"name\":true}}", NULL},
     };
@@ -255,7 +259,7 @@ static void test_bad_recipients_are_rejected_alone(void **unused)
     char id_text[32];
     fq_test_param(id_text, sizeof id_text, id);
     fq_split_result_t split;
-    int rc = fq_store_split_chunk(store, id, S_NAME, 1, &split);
+    int rc = fq_store_split_chunk(store, id, S_NAME, 1, 1, &split);
     if (rc != 1)
         fail_msg("split: %d %s", rc, fq_store_error(store));
     assert_int_equal(split.split, good);
@@ -325,7 +329,7 @@ static void test_all_bad_request_is_done(void **unused)
         char id_text[32];
         fq_test_param(id_text, sizeof id_text, id);
         fq_split_result_t split;
-        int rc = fq_store_split_chunk(store, id, S_NAME, 1, &split);
+        int rc = fq_store_split_chunk(store, id, S_NAME, 1, 0, &split);
         assert_int_equal(rc, rejected[k] ? 1 : 0);
         assert_int_equal(split.split, 0);
         assert_int_equal(split.rejected, rejected[k]);
@@ -367,7 +371,7 @@ static void test_cancelled_request_splits_into_nothing(void **unused)
     fq_test_exec(conn, "UPDATE fairq.requests SET status = 'cancelled' WHERE id = $1", 1, id_text);
     fq_split_result_t split;
     int chunks = 0, rc;
-    while ((rc = fq_store_split_chunk(store, id, S_NAME, 1, &split)) == 1) {
+    while ((rc = fq_store_split_chunk(store, id, S_NAME, 1, 0, &split)) == 1) {
         assert_int_equal(split.split, 0);
         assert_int_equal(split.rejected, 0);
         chunks++;
@@ -417,7 +421,7 @@ static void test_failed_split_leaves_chunk_for_retry(void **unused)
                  0);
 
     fq_split_result_t split = {.split = -1};
-    int rc = fq_store_split_chunk(store, id, S_NAME, 1, &split);
+    int rc = fq_store_split_chunk(store, id, S_NAME, 1, 0, &split);
     assert_int_equal(rc, FQ_EDB);
     print_message("%s\n", fq_store_error(store));
     assert_non_null(strstr(fq_store_error(store), "injected fault at row 5000"));
@@ -441,7 +445,7 @@ static void test_failed_split_leaves_chunk_for_retry(void **unused)
     //  The retry, on the same connection, splits everything once
     fq_test_exec(conn, "DROP TRIGGER fq_test_fault ON fairq.messages", 0);
     int chunks = 0;
-    while ((rc = fq_store_split_chunk(store, id, S_NAME, 1, &split)) == 1)
+    while ((rc = fq_store_split_chunk(store, id, S_NAME, 1, 0, &split)) == 1)
         chunks++;
     if (rc)
         fail_msg("retry: %s", fq_store_error(store));
@@ -502,7 +506,7 @@ static void test_killed_split_leaves_chunk_for_retry(void **unused)
                                  " END $$"),
                      1);
     fq_split_result_t split;
-    int rc = fq_store_split_chunk(store, id, S_NAME, 1, &split);
+    int rc = fq_store_split_chunk(store, id, S_NAME, 1, 0, &split);
     print_message("%d %s\n", rc, fq_store_error(store));
     assert_int_equal(rc, FQ_EDB);
     PGresult *res;
@@ -523,7 +527,7 @@ static void test_killed_split_leaves_chunk_for_retry(void **unused)
                                  1, id_text),
                      1);
     assert_int_equal(fq_store_reconnect(store), 0);
-    assert_int_equal(fq_store_split_chunk(store, id, S_NAME, 1, &split), 1);
+    assert_int_equal(fq_store_split_chunk(store, id, S_NAME, 1, 0, &split), 1);
     assert_int_equal(split.split, S_CHUNK_SIZE);
     assert_true(split.last);
     assert_int_equal(

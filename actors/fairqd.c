@@ -316,7 +316,7 @@ static int s_start_http(s_daemon_t *self)
 {
     const char *listen = fq_config_str(self->config, FQ_CONFIG_HTTP_LISTEN);
     if (!*listen) {
-        fq_log(FQ_LOG_INFO, "no http_listen: HTTP API not started");
+        fq_log(FQ_LOG_INFO, "no http_listen: http api not started");
         return S_EXIT_OK;
     }
     fq_http_config_t config = {
@@ -333,7 +333,7 @@ static int s_start_http(s_daemon_t *self)
         fq_log(FQ_LOG_FATAL, "%s", error);
         return S_EXIT_FAILURE;
     }
-    fq_log(FQ_LOG_INFO, "HTTP API listening on %s (port %d)", listen, fq_http_port(self->http));
+    fq_log(FQ_LOG_INFO, "http api listening on %s (port %d)", listen, fq_http_port(self->http));
     return S_EXIT_OK;
 }
 

@@ -880,7 +880,9 @@ static int s_fairqd_start(s_bench_t *self, const char *log, int port)
     snprintf(bind, sizeof bind, "--gateway_bind=tcp://127.0.0.1:%d", port);
     snprintf(poll, sizeof poll, "--poll_ms=%d", S_FAIRQD_POLL_MS);
     snprintf(batch, sizeof batch, "--ack_batch=%d", S_FAIRQD_ACK_BATCH);
-    char *argv[] = {self->fairqd_link, database, bind, "--gateway_insecure", poll, batch, NULL};
+    //  No HTTP API: the benchmark measures the pipeline, and 8080 may be taken
+    char *argv[] = {self->fairqd_link, database, bind, "--gateway_insecure", poll, batch,
+                    "--http_listen=",  NULL};
     if (s_proc_start(&self->fairqd_proc, "fairqd", self->fairqd_link, argv, log))
         return -1;
     return s_proc_wait_log(&self->fairqd_proc, S_FAIRQD_READY, S_READY_TIMEOUT_MS);

@@ -131,9 +131,12 @@ static void s_start(s_fairqd_t *self, const char *const *args, const char *const
     size_t nenv = 0;
     while (environ[nenv])
         nenv++;
-    char **envp = calloc(nenv + S_ENV_EXTRA + 1, sizeof *envp);
+    char **envp = calloc(nenv + S_ENV_EXTRA + 2, sizeof *envp);
     assert_non_null(envp);
     memcpy(envp, environ, nenv * sizeof *envp);
+    //  The HTTP API on a port of its own: tests run side by side, and the
+    //  default 8080 may be anyone's
+    envp[nenv++] = "FAIRQ_HTTP_LISTEN=127.0.0.1:0";
     for (int i = 0; env_extra && env_extra[i]; i++) {
         assert_true(i < S_ENV_EXTRA);
         envp[nenv++] = (char *)env_extra[i];

@@ -193,7 +193,8 @@ static int s_lifecycle(fq_cli_t *cli, const fq_cli_args_t *args, const char *act
     int64_t id;
     if (fq_cli_parse_id(args->pos[0], "request id", &id))
         return FQ_CLI_EXIT_USAGE;
-    char path[S_PATH_SIZE], suffix[S_PATH_SIZE];
+    //  The action's word ("cancel") is the CLI's own, so the path fits
+    char path[S_PATH_SIZE], suffix[S_PATH_SIZE / 4];
     snprintf(suffix, sizeof suffix, "/%s", action);
     fq_cli_request_path(path, sizeof path, "requests", id, suffix);
     fq_cli_answer_t answer = {0};

@@ -388,7 +388,7 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
                             req->idempotency_key};
     int rc;
     PGresult *res = fq_store_query(self,
-                                   "SELECT fairq.submit($1, $2, $3, $4, $5::jsonb, $6::boolean,"
+                                   "SELECT fairq.submit_json($1, $2, $3, $4, $5::json, $6::boolean,"
                                    " CASE WHEN $7::bigint > 0 THEN to_timestamp($7::bigint)"
                                    " ELSE now() END, $8::int, $9::int, $10)",
                                    10, params, PGRES_TUPLES_OK, "submit request", &rc);

@@ -72,8 +72,9 @@ typedef struct {
     const char *idempotency_key; //  NULL = none
 } fq_submit_t;
 
-//  Submits a request through fairq.submit (the same function applications
-//  call in their own transactions). A repeated idempotency key answers the
+//  Submits a request through fairq.submit_json (the function applications
+//  call in their own transactions, as fairq.submit_json with the
+//  recipients as json, or fairq.submit with them as jsonb). A repeated idempotency key answers the
 //  first request's id and creates nothing. Returns 0, FQ_EINVAL (bad
 //  input: the message says what) or FQ_EDB.
 int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_id);

@@ -68,6 +68,10 @@ typedef enum {
 //  it: fairqd then exits, and systemd restarts it (fq_system.h).
 #define S_SIGNAL_ESCALATED SIGUSR1
 
+//  How long one attempt to connect to PostgreSQL may take, unless the
+//  environment (PGCONNECT_TIMEOUT) or the connection string says.
+#define S_CONNECT_TIMEOUT_S "10"
+
 //  Room for an error message from the configuration or the store.
 #define S_ERROR_MAX 1024
 
@@ -426,6 +430,12 @@ int main(int argc, char *argv[])
         return S_EXIT_OK;
     }
 
+    //  libpq waits for an unreachable database host as long as TCP does
+    //  (minutes) unless told otherwise: every connection of fairqd (the
+    //  actors', the HTTP API's) gives up after this, retries, and stays
+    //  responsive. A connect_timeout in the connection string wins.
+    //  Set before any thread starts (setenv is not thread-safe).
+    setenv("PGCONNECT_TIMEOUT", S_CONNECT_TIMEOUT_S, 0);
     fq_log_level_t level = FQ_LOG_INFO;
     fq_log_level_parse(fq_config_str(fairqd.config, FQ_CONFIG_LOG_LEVEL), &level);
     fq_log_set_level(level);

@@ -118,7 +118,7 @@
       "message ids the scheduler keeps ready per active request")                                  \
     X(ACK_BATCH, ack_batch, INT, "500", 1, 10000, NULL,                                            \
       "most acks and nacks the store writes in one transaction")                                   \
-    X(ACK_FLUSH_MS, ack_flush_ms, INT, "20", 1, 10000, NULL,                                        \
+    X(ACK_FLUSH_MS, ack_flush_ms, INT, "20", 1, 10000, NULL,                                       \
       "longest an ack waits for its batch to fill before it is written")                           \
     X(RETRY_BASE_MS, retry_base_ms, INT, "60000", 1, 86400000, NULL,                               \
       "first retry delay of a failed message; doubles with each attempt")                          \

@@ -150,9 +150,17 @@ json_t *fq_api_time(int64_t unix_s)
 //  "...05.250+02:00" (a fraction is dropped). Returns 0 or -1.
 static int s_parse_rfc3339(const char *text, int64_t *unix_s)
 {
+    //  RFC 3339 allows "t" for "T", and a space where readers prefer one
+    char copy[S_TIME_TEXT * 2];
+    size_t length = strlen(text);
+    if (length < strlen("2026-11-21T10:04:05Z") || length >= sizeof copy)
+        return -1;
+    memcpy(copy, text, length + 1);
+    if (copy[10] == 't' || copy[10] == ' ')
+        copy[10] = 'T';
     struct tm tm = {0};
-    const char *rest = strptime(text, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!rest || strlen(text) < strlen("2026-11-21T10:04:05Z"))
+    const char *rest = strptime(copy, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!rest)
         return -1;
     if (*rest == '.') {
         rest++;
@@ -177,6 +185,10 @@ static int s_parse_rfc3339(const char *text, int64_t *unix_s)
         return -1;
     if (*rest)
         return -1;
+    //  A leap second (:60) is taken as the second before it: a send time a
+    //  second early harms nobody
+    if (tm.tm_sec == 60)
+        tm.tm_sec = 59;
     //  timegm normalises: February 30th would quietly become March 2nd
     struct tm given = tm;
     time_t t = timegm(&tm);

@@ -14,6 +14,7 @@
 #include "fq_store.h"
 #include <jansson.h>
 #include <microhttpd.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -30,8 +31,9 @@ struct fq_http {
     bool metrics_public;
     fq_metrics_t *metrics;
     fq_system_t *system;
-    fq_rate_limit_t *submits; //  Per tenant submits per minute
-    pthread_key_t store_key;  //  Each pool thread's fq_store_t
+    fq_rate_limit_t *submits;        //  Per tenant submits per minute
+    pthread_key_t store_key;         //  Each pool thread's connection (fq_http.c)
+    _Atomic int64_t connected_at_ms; //  When a pool thread last connected
     int port;
 };
 

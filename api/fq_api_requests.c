@@ -155,7 +155,23 @@ void fq_api_request_submit(fq_api_call_t *call)
         !s_int(call, body, "max_attempts", S_MAX_ATTEMPTS_MIN, S_MAX_ATTEMPTS_MAX,
                &submit.max_attempts) ||
         !s_idempotency_key(call, &submit.idempotency_key) ||
-        !(submit.tenant = s_submit_tenant(call, body)) || !s_rate_allows(call))
+        !(submit.tenant = s_submit_tenant(call, body)))
+        goto done;
+    //  A client retrying with its key gets the first request, without
+    //  spending its submit rate on it
+    int64_t id;
+    int rc = submit.idempotency_key
+                 ? fq_store_request_by_key(call->store, submit.tenant, submit.idempotency_key, &id)
+                 : FQ_ENOTFOUND;
+    if (rc == 0) {
+        s_reply_request(call, MHD_HTTP_ACCEPTED, id);
+        goto done;
+    }
+    if (rc != FQ_ENOTFOUND) {
+        fq_api_fail_store(call, rc);
+        goto done;
+    }
+    if (!s_rate_allows(call))
         goto done;
     //  The recipients go to fairq.submit as they are; each one is checked
     //  by the splitter, which refuses a bad one alone (API.md)
@@ -165,8 +181,9 @@ void fq_api_request_submit(fq_api_call_t *call)
         goto done;
     }
     submit.recipients_json = recipients_json;
-    int64_t id;
-    int rc = fq_store_submit(call->store, &submit, &id);
+    rc = fq_store_submit(call->store, &submit, &id);
+    if (rc && !call->owner.admin && call->owner.submit_rate > 0)
+        fq_rate_limit_give_back(call->server->submits, call->owner.tenant, call->owner.submit_rate);
     if (rc)
         fq_api_fail_store(call, rc);
     else

@@ -1,5 +1,6 @@
 /*  fq_api_system.c — /healthz and /metrics (api/API.md). */
 #include "fq_api_internal.h"
+#include "fq_log.h"
 #include <stdlib.h>
 
 #define S_PROMETHEUS_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -23,13 +24,14 @@ void fq_api_healthz(fq_api_call_t *call)
             json_pack("{s:s, s:s, s:i}", "status", "ok", "database", "ok", "schema", version));
         return;
     }
-    const char *detail = call->store ? fq_store_error(call->store) : "could not connect";
-    if (call->json) //  fq_api_store answered 503 already: keep its detail
-        detail = json_string_value(json_object_get(call->json, "detail"));
+    //  The database's own words go to the log only: they name hosts and
+    //  users, and /healthz needs no token
+    if (rc && call->store)
+        fq_log(FQ_LOG_WARNING, "http: healthz: %s", fq_store_error(call->store));
     fq_api_reply(call, MHD_HTTP_SERVICE_UNAVAILABLE,
                  json_pack("{s:s, s:s, s:s, s:s}", "error", "database_unavailable", "status",
                            "degraded", "database", "unreachable", "detail",
-                           detail ? detail : "could not connect"));
+                           "the database cannot be reached; fairqd keeps trying"));
 }
 
 void fq_api_metrics(fq_api_call_t *call)
@@ -38,7 +40,12 @@ void fq_api_metrics(fq_api_call_t *call)
         return;
     //  Without the database, the figures the actors hold still count
     fq_tenant_list_t tenants = {0};
-    bool have_tenants = call->store && fq_store_tenant_list(call->store, &tenants) >= 0;
+    int rc = call->store ? fq_store_tenant_list(call->store, &tenants) : -1;
+    //  A connection cut by a restart of the database: one more try
+    if (rc < 0 && call->store && !fq_store_connected(call->store) &&
+        fq_store_reconnect(call->store) == 0)
+        rc = fq_store_tenant_list(call->store, &tenants);
+    bool have_tenants = rc >= 0;
     char *text = fq_metrics_render(call->server->metrics, call->server->system,
                                    have_tenants ? &tenants : NULL);
     fq_tenant_list_free(&tenants);

@@ -24,6 +24,13 @@
 
 #define S_CONTENT_JSON "application/json"
 
+//  After failing to connect to the database, a pool thread answers 503 at
+//  once for this long before it tries again.
+#define S_RECONNECT_PAUSE_MS 1000
+
+//  A body's buffer starts at this and doubles as pieces come.
+#define S_BODY_FIRST 4096
+
 //  Longest "host" of http_listen, and of the port's digits.
 #define S_HOST_MAX 256
 #define S_PORT_MAX 8
@@ -103,6 +110,15 @@ static bool s_route_matches(const char *pattern, const char *path, char *scratch
     return at_s == '\0';
 }
 
+//  A pool thread's own: its database connection, and when it last failed
+//  to connect.
+typedef struct {
+    fq_store_t *store;
+    int64_t failed_at_ms; //  0: not failing
+} s_thread_t;
+
+static void s_unavailable(fq_api_call_t *call, s_thread_t *thread, const char *reason);
+
 //  ---------------------------------------------------------------------
 //  Answers
 
@@ -139,6 +155,26 @@ void fq_api_reply(fq_api_call_t *call, unsigned status, json_t *json)
     call->json = json ? json : json_object();
 }
 
+//  How many bytes of valid UTF-8 (RFC 3629: no overlong forms, no
+//  surrogates, nothing past U+10FFFF) start at p; 0 when none do.
+static int s_utf8_char(const unsigned char *p)
+{
+    if (p[0] < 0x80)
+        return 1;
+    int length = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
+                 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+                 : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
+                                                : 0;
+    for (int i = 1; i < length; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    //  The second byte's range where the first allows less than 80..BF
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+        return 0;
+    return length;
+}
+
 //  Replaces each byte of text that is not part of valid UTF-8 with '?':
 //  a detail may quote a path or a value as it came, and a JSON string must
 //  be UTF-8 (jansson refuses to make one of anything else).
@@ -146,18 +182,11 @@ static void s_utf8_clean(char *text)
 {
     unsigned char *p = (unsigned char *)text;
     while (*p) {
-        int length = *p < 0x80           ? 1
-                     : (*p >> 5) == 0x6  ? 2
-                     : (*p >> 4) == 0xe  ? 3
-                     : (*p >> 3) == 0x1e ? 4
-                                         : 0;
-        bool valid = length > 0;
-        for (int i = 1; valid && i < length; i++)
-            valid = (p[i] & 0xc0) == 0x80;
-        if (!valid)
-            *p++ = '?';
-        else
+        int length = s_utf8_char(p);
+        if (length)
             p += length;
+        else
+            *p++ = '?';
     }
 }
 
@@ -180,12 +209,15 @@ void fq_api_fail_store(fq_api_call_t *call, int rc)
         fq_api_fail(call, MHD_HTTP_NOT_FOUND, "%s", message);
     else if (rc == FQ_EINVAL)
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "%s", message);
-    else if (!fq_store_connected(call->store)) {
-        fq_log(FQ_LOG_WARNING, "http: %s", message);
-        fq_api_fail(call, MHD_HTTP_SERVICE_UNAVAILABLE, "database unreachable: %s", message);
-    } else {
+    else if (rc == FQ_ECONFLICT)
+        fq_api_fail(call, MHD_HTTP_CONFLICT, "%s", message);
+    else if (!fq_store_connected(call->store))
+        s_unavailable(call, pthread_getspecific(call->server->store_key), message);
+    else {
+        //  The database's own words stay in the log: they may name tables,
+        //  hosts and users
         fq_log(FQ_LOG_ERROR, "http: %s %.200s: %s", call->method, call->url, message);
-        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s", message);
+        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error; fairqd's log says more");
     }
 }
 
@@ -245,32 +277,71 @@ static enum MHD_Result s_send(fq_api_call_t *call)
 //  ---------------------------------------------------------------------
 //  Each pool thread's database connection
 
-static void s_store_free(void *store)
+static void s_thread_free(void *thread)
 {
-    fq_store_t *self = store;
-    fq_store_destroy(&self);
+    s_thread_t *self = thread;
+    fq_store_destroy(&self->store);
+    free(self);
+}
+
+static int64_t s_now_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+//  Answers 503 for a database that cannot be reached. The reason (libpq's
+//  text names hosts, users, what failed) goes to the log, once per
+//  outage of each thread, not to callers, who may not even have a token.
+static void s_unavailable(fq_api_call_t *call, s_thread_t *thread, const char *reason)
+{
+    if (thread && !thread->failed_at_ms)
+        fq_log(FQ_LOG_WARNING, "http: %s", reason);
+    if (thread)
+        thread->failed_at_ms = s_now_ms();
+    fq_api_fail(call, MHD_HTTP_SERVICE_UNAVAILABLE,
+                "the database cannot be reached; fairqd keeps trying");
 }
 
 fq_store_t *fq_api_store(fq_api_call_t *call)
 {
     fq_http_t *self = call->server;
-    fq_store_t *store = pthread_getspecific(self->store_key);
-    if (store && fq_store_connected(store))
-        return store;
-    if (store) {
-        if (fq_store_reconnect(store) == 0)
-            return store;
-        fq_api_fail(call, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", fq_store_error(store));
+    s_thread_t *thread = pthread_getspecific(self->store_key);
+    if (!thread) {
+        thread = calloc(1, sizeof *thread);
+        if (!thread || pthread_setspecific(self->store_key, thread) != 0) {
+            free(thread);
+            fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+            return NULL;
+        }
+    }
+    if (thread->store && fq_store_connected(thread->store))
+        return thread->store;
+    //  A database that just failed is not tried again at once: each try
+    //  may take connect_timeout, and this thread serves other calls too.
+    //  Unless another thread has connected since: then it is back
+    int64_t connected_at = atomic_load(&self->connected_at_ms);
+    if (thread->failed_at_ms && connected_at < thread->failed_at_ms &&
+        s_now_ms() - thread->failed_at_ms < S_RECONNECT_PAUSE_MS) {
+        fq_api_fail(call, MHD_HTTP_SERVICE_UNAVAILABLE,
+                    "the database cannot be reached; fairqd keeps trying");
         return NULL;
     }
     char error[1024];
-    store = fq_store_new(self->database, error, sizeof error);
-    if (!store) {
-        fq_api_fail(call, MHD_HTTP_SERVICE_UNAVAILABLE, "%s", error);
+    if (thread->store && fq_store_reconnect(thread->store) != 0) {
+        s_unavailable(call, thread, fq_store_error(thread->store));
         return NULL;
     }
-    pthread_setspecific(self->store_key, store);
-    return store;
+    if (!thread->store && !(thread->store = fq_store_new(self->database, error, sizeof error))) {
+        s_unavailable(call, thread, error);
+        return NULL;
+    }
+    if (thread->failed_at_ms)
+        fq_log(FQ_LOG_INFO, "http: connected to database again");
+    thread->failed_at_ms = 0;
+    atomic_store(&self->connected_at_ms, s_now_ms());
+    return thread->store;
 }
 
 //  ---------------------------------------------------------------------
@@ -307,20 +378,43 @@ static bool s_authenticate(fq_api_call_t *call)
 }
 
 //  ---------------------------------------------------------------------
-//  Routing
+//  A call's admission and its body
 
-static void s_route(fq_api_call_t *call, const char *url)
+//  What a connection's call collects between libmicrohttpd's rounds: who
+//  it is and where it goes (settled from the headers, before any body is
+//  read), then the body.
+typedef struct {
+    const s_route_t *route; //  NULL when the call was answered at once
+    char *path;             //  A copy of the URL cut into segments: params point into it
+    const char *params[FQ_API_PARAMS_MAX];
+    fq_token_owner_t owner;
+    char *body;
+    size_t size;
+    size_t capacity;
+    bool too_large; //  Over body_max: the rest is read and dropped
+} s_upload_t;
+
+static void s_upload_free(s_upload_t *upload)
 {
-    //  Copies of the path for matching; params point into the matching one
-    size_t size = strlen(url) + 1;
-    char *scratch = malloc(size), *matched = malloc(size);
-    if (!scratch || !matched) {
-        free(scratch);
-        free(matched);
-        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-        return;
+    if (upload) {
+        free(upload->path);
+        free(upload->body);
+        free(upload);
     }
-    const s_route_t *route = NULL;
+}
+
+//  Finds the route of the call's method and url into upload; false after
+//  answering 404 or 405 (with the methods the path has).
+static bool s_find_route(fq_api_call_t *call, const char *url, s_upload_t *upload)
+{
+    size_t size = strlen(url) + 1;
+    char *scratch = malloc(size);
+    upload->path = malloc(size);
+    if (!scratch || !upload->path) {
+        free(scratch);
+        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return false;
+    }
     char allow[sizeof call->allow] = "";
     for (size_t i = 0; i < S_ROUTE_COUNT; i++) {
         const char *params[FQ_API_PARAMS_MAX] = {0};
@@ -328,55 +422,54 @@ static void s_route(fq_api_call_t *call, const char *url)
             continue;
         size_t used = strlen(allow);
         snprintf(allow + used, sizeof allow - used, "%s%s", used ? ", " : "", s_routes[i].method);
-        if (!route && strcmp(s_routes[i].method, call->method) == 0) {
-            route = &s_routes[i];
-            memcpy(matched, scratch, size);
+        if (!upload->route && strcmp(s_routes[i].method, call->method) == 0) {
+            upload->route = &s_routes[i];
+            memcpy(upload->path, scratch, size);
             for (int p = 0; p < FQ_API_PARAMS_MAX; p++)
-                call->params[p] = params[p] ? matched + (params[p] - scratch) : NULL;
+                upload->params[p] = params[p] ? upload->path + (params[p] - scratch) : NULL;
         }
     }
     free(scratch);
-    if (!route) {
-        free(matched);
-        if (*allow) {
-            fq_api_fail(call, MHD_HTTP_METHOD_NOT_ALLOWED, "%s is not allowed here; use %s",
-                        call->method, allow);
-            snprintf(call->allow, sizeof call->allow, "%s", allow);
-        } else
-            fq_api_fail(call, MHD_HTTP_NOT_FOUND, "no such route: %s %.200s", call->method, url);
-        return;
-    }
-    //  /healthz reports on the database itself; every other route needs it
-    bool ready = true;
-    if (route->auth == S_AUTH_METRICS && call->server->metrics_public) {
-        //  Public /metrics: the actors' figures are worth showing without
-        //  the database (with fairq_database_up 0), so its 503 is dropped
-        call->store = fq_api_store(call);
-        json_decref(call->json);
-        call->json = NULL;
-    } else if (route->auth != S_AUTH_NONE) {
-        call->store = fq_api_store(call);
-        ready = call->store && s_authenticate(call) &&
-                (route->auth == S_AUTH_TOKEN || fq_api_require_admin(call));
-    }
-    if (ready)
-        route->handler(call);
-    free(matched);
+    if (upload->route)
+        return true;
+    if (*allow) {
+        fq_api_fail(call, MHD_HTTP_METHOD_NOT_ALLOWED, "%s is not allowed here; use %s",
+                    call->method, allow);
+        snprintf(call->allow, sizeof call->allow, "%s", allow);
+    } else
+        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "no such route: %s %.200s", call->method, url);
+    return false;
 }
 
-//  ---------------------------------------------------------------------
-//  libmicrohttpd's callbacks
-
-//  What a connection's call collects between the handler's rounds.
-typedef struct {
-    char *body;
-    size_t size;
-    size_t capacity;
-    bool too_large; //  Over body_max: the rest is read and dropped
-} s_upload_t;
+//  From the headers alone: the route, and the caller's token. A call that
+//  may not go on is answered before a byte of its body is read, so nobody
+//  without a token can make fairqd hold bodies. False after answering.
+static bool s_admit(fq_api_call_t *call, const char *url, s_upload_t *upload)
+{
+    const char *length = MHD_lookup_connection_value(call->connection, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (length && strtoull(length, NULL, 10) > call->server->body_max) {
+        fq_api_fail(call, MHD_HTTP_CONTENT_TOO_LARGE,
+                    "the body is larger than %zu bytes (http_body_max)", call->server->body_max);
+        return false;
+    }
+    if (!s_find_route(call, url, upload))
+        return false;
+    s_auth_t auth = upload->route->auth;
+    //  /healthz and a public /metrics report on the database themselves
+    if (auth == S_AUTH_NONE || (auth == S_AUTH_METRICS && call->server->metrics_public))
+        return true;
+    call->store = fq_api_store(call);
+    if (!call->store || !s_authenticate(call) ||
+        (auth != S_AUTH_TOKEN && !fq_api_require_admin(call)))
+        return false;
+    upload->owner = call->owner;
+    return true;
+}
 
 //  Appends a piece of body; false when it would pass max (or memory ran
 //  out, which is answered as too large too: the body cannot be taken).
+//  The buffer doubles, but never beyond what max needs.
 static bool s_upload_add(s_upload_t *upload, const char *data, size_t size, size_t max)
 {
     if (upload->too_large || size > max - upload->size) {
@@ -384,9 +477,11 @@ static bool s_upload_add(s_upload_t *upload, const char *data, size_t size, size
         return false;
     }
     if (upload->size + size + 1 > upload->capacity) {
-        size_t capacity = upload->capacity ? upload->capacity : 4096;
+        size_t capacity = upload->capacity ? upload->capacity : S_BODY_FIRST;
         while (capacity < upload->size + size + 1)
             capacity *= 2;
+        if (capacity > max + 1)
+            capacity = max + 1;
         char *body = realloc(upload->body, capacity);
         if (!body) {
             upload->too_large = true;
@@ -401,24 +496,27 @@ static bool s_upload_add(s_upload_t *upload, const char *data, size_t size, size
     return true;
 }
 
-static void s_upload_free(s_upload_t *upload)
+//  Runs the admitted call's handler, once its body is complete.
+static void s_run(fq_api_call_t *call, s_upload_t *upload)
 {
-    if (upload) {
-        free(upload->body);
-        free(upload);
-    }
+    memcpy(call->params, upload->params, sizeof call->params);
+    call->owner = upload->owner;
+    call->body = upload->body ? upload->body : "";
+    call->body_size = upload->size;
+    s_auth_t auth = upload->route->auth;
+    if (auth == S_AUTH_METRICS && call->server->metrics_public) {
+        //  Public /metrics: the actors' figures are worth showing without
+        //  the database (with fairq_database_up 0), so its 503 is dropped
+        call->store = fq_api_store(call);
+        json_decref(call->json);
+        call->json = NULL;
+    } else if (auth != S_AUTH_NONE && !(call->store = fq_api_store(call)))
+        return;
+    upload->route->handler(call);
 }
 
-//  Answers a call right away, before or without its handler.
-static enum MHD_Result s_answer_now(fq_http_t *self, struct MHD_Connection *connection,
-                                    const char *method, unsigned status, const char *detail)
-{
-    fq_api_call_t call = {.server = self, .connection = connection, .method = method, .url = ""};
-    fq_api_fail(&call, status, "%s", detail);
-    enum MHD_Result rc = s_send(&call);
-    json_decref(call.json);
-    return rc;
-}
+//  ---------------------------------------------------------------------
+//  libmicrohttpd's callbacks
 
 static enum MHD_Result s_access(void *cls, struct MHD_Connection *connection, const char *url,
                                 const char *method, const char *version, const char *upload_data,
@@ -427,41 +525,25 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *connection, co
     (void)version;
     fq_http_t *self = cls;
     s_upload_t *upload = *con_cls;
+    fq_api_call_t call = {.server = self, .connection = connection, .method = method, .url = url};
     if (!upload) {
-        //  First round: headers only. A body announced too large is
-        //  refused before a byte of it is read.
-        const char *length = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
-                                                         MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (length && strtoull(length, NULL, 10) > self->body_max) {
-            char detail[128];
-            snprintf(detail, sizeof detail, "the body is larger than %zu bytes (http_body_max)",
-                     self->body_max);
-            return s_answer_now(self, connection, method, MHD_HTTP_CONTENT_TOO_LARGE, detail);
-        }
+        //  First round: the headers only
         upload = calloc(1, sizeof *upload);
         if (!upload)
             return MHD_NO;
         *con_cls = upload;
-        return MHD_YES;
-    }
-    if (*upload_data_size) {
+        if (s_admit(&call, url, upload))
+            return MHD_YES;
+        upload->route = NULL;
+    } else if (*upload_data_size) {
         s_upload_add(upload, upload_data, *upload_data_size, self->body_max);
         *upload_data_size = 0;
         return MHD_YES;
-    }
-    if (upload->too_large) {
-        char detail[128];
-        snprintf(detail, sizeof detail, "the body is larger than %zu bytes (http_body_max)",
-                 self->body_max);
-        return s_answer_now(self, connection, method, MHD_HTTP_CONTENT_TOO_LARGE, detail);
-    }
-    fq_api_call_t call = {.server = self,
-                          .connection = connection,
-                          .method = method,
-                          .url = url,
-                          .body = upload->body ? upload->body : "",
-                          .body_size = upload->size};
-    s_route(&call, url);
+    } else if (upload->too_large)
+        fq_api_fail(&call, MHD_HTTP_CONTENT_TOO_LARGE,
+                    "the body is larger than %zu bytes (http_body_max)", self->body_max);
+    else
+        s_run(&call, upload);
     enum MHD_Result rc = s_send(&call);
     json_decref(call.json);
     free(call.text);
@@ -558,7 +640,7 @@ fq_http_t *fq_http_new(const fq_http_config_t *config, char *error, size_t error
     fq_http_t *self = calloc(1, sizeof *self);
     if (!self || !(self->database = strdup(config->database ? config->database : "")) ||
         !(self->submits = fq_rate_limit_new()) ||
-        pthread_key_create(&self->store_key, s_store_free) != 0) {
+        pthread_key_create(&self->store_key, s_thread_free) != 0) {
         fq_error_format(error, error_size, "could not start the HTTP server: out of memory");
         if (self) {
             fq_rate_limit_destroy(&self->submits);

@@ -78,3 +78,12 @@ bool fq_rate_limit_take(fq_rate_limit_t *self, const char *key, int rate, int64_
     pthread_mutex_unlock(&self->lock);
     return allowed;
 }
+
+void fq_rate_limit_give_back(fq_rate_limit_t *self, const char *key, int rate)
+{
+    pthread_mutex_lock(&self->lock);
+    s_bucket_t *bucket = zhashx_lookup(self->buckets, key);
+    if (bucket && bucket->tokens + 1.0 <= rate)
+        bucket->tokens += 1.0;
+    pthread_mutex_unlock(&self->lock);
+}

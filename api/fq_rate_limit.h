@@ -23,4 +23,8 @@ void fq_rate_limit_destroy(fq_rate_limit_t **self_p);
 bool fq_rate_limit_take(fq_rate_limit_t *self, const char *key, int rate, int64_t now_ms,
                         int *retry_after_s);
 
+//  Gives back the token a take got, when what it paid for did not happen
+//  (a submit the database refused). Never fills past the rate.
+void fq_rate_limit_give_back(fq_rate_limit_t *self, const char *key, int rate);
+
 #endif

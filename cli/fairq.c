@@ -309,7 +309,7 @@ int main(int argc, char *argv[])
     int rc = s_run(argc, argv);
     curl_global_cleanup();
     //  A full disk or a closed pipe must not pass for success
-    if (fflush(stdout) != 0 && rc == FQ_CLI_EXIT_OK) {
+    if ((fflush(stdout) != 0 || ferror(stdout)) && rc == FQ_CLI_EXIT_OK) {
         fq_cli_error("could not write the output");
         rc = FQ_CLI_EXIT_FAILED;
     }

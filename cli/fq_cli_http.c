@@ -1,11 +1,15 @@
 /*  fq_cli_http.c — the fairq client's HTTP exchanges over libcurl. */
 #include "fq_cli_http.h"
+#include "fq_cli_table.h"
 #include <ctype.h>
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+//  Room for the server's detail as shown, escaped
+#define S_DETAIL_SHOWN 1024
 
 #ifndef FQ_VERSION
 #define FQ_VERSION "unknown"
@@ -172,6 +176,9 @@ int fq_cli_http_request(fq_cli_http_t *self, const char *method, const char *pat
             curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
     }
     CURLcode rc = curl_easy_perform(curl);
+    //  The handle outlives this call: it must not keep pointers to them
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, NULL);
     curl_slist_free_all(list);
     free(url);
     if (rc != CURLE_OK) {
@@ -202,10 +209,15 @@ void fq_cli_answer_describe(const fq_cli_answer_t *answer, char *text, size_t si
     }
     const char *code = json_string_value(json_object_get(answer->json, "error"));
     const char *detail = json_string_value(json_object_get(answer->json, "detail"));
+    //  Shown on a terminal: the server's text (or a man in the middle of
+    //  plain http) must not bring escape sequences along
+    char shown_detail[S_DETAIL_SHOWN], shown_code[S_DETAIL_SHOWN];
+    fq_cli_escape(shown_detail, sizeof shown_detail, detail ? detail : "");
+    fq_cli_escape(shown_code, sizeof shown_code, code ? code : "");
     if (detail && code)
-        snprintf(text, size, "%s (%ld %s)", detail, answer->status, code);
+        snprintf(text, size, "%s (%ld %s)", shown_detail, answer->status, shown_code);
     else if (detail || code)
-        snprintf(text, size, "%s (%ld)", detail ? detail : code, answer->status);
+        snprintf(text, size, "%s (%ld)", detail ? shown_detail : shown_code, answer->status);
     else
         //  Not the API's error document: a proxy, or not fairqd at all
         snprintf(text, size, "the server answered %ld without an error document", answer->status);

@@ -28,7 +28,8 @@
     X(EHEADER, "header value holds CR, LF or NUL")                                                 \
     X(EDB, "database error")                                                                       \
     X(ESCHEMA, "database schema is newer than this program")                                       \
-    X(ENOTFOUND, "not found")
+    X(ENOTFOUND, "not found")                                                                      \
+    X(ECONFLICT, "changed by someone else meanwhile")
 
 typedef enum {
     FQ_OK = 0,

@@ -365,7 +365,8 @@ int fq_store_release_claims(fq_store_t *self, const fq_message_filter_t *filter)
 //  with NOTIFY fairq_requests (payload: the request id), as a submit does,
 //  so it reloads the request. Unknown request: FQ_ENOTFOUND. A finished
 //  request (done, cancelled, rejected) cannot change: FQ_EINVAL, with a
-//  message saying which state it is in.
+//  message saying which state it is in. A request changed by someone else
+//  between the change's two statements: FQ_ECONFLICT (try again).
 
 //  Cancels a request: its recipients not yet split are dropped, its
 //  pending and failed messages cancelled (counters kept), its status set
@@ -591,6 +592,11 @@ void fq_reject_page_free(fq_reject_page_t *page);
 //  A tenant's name by id, into name (65 bytes). Returns 0, FQ_ENOTFOUND or
 //  FQ_EDB.
 int fq_store_tenant_name(fq_store_t *self, int64_t tenant_id, char name[65]);
+
+//  The request a tenant submitted with an idempotency key, if any.
+//  Returns 0 with its id, FQ_ENOTFOUND or FQ_EDB.
+int fq_store_request_by_key(fq_store_t *self, const char *tenant, const char *key,
+                            int64_t *request_id);
 
 //  A tenant's id by name. Returns 0, FQ_ENOTFOUND or FQ_EDB.
 int fq_store_tenant_id(fq_store_t *self, const char *name, int64_t *tenant_id);

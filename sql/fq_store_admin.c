@@ -532,8 +532,8 @@ static int s_request_refusal(fq_store_t *self, const char *id, bool (*already)(c
     if (s_finished(status))
         return fq_store_fail(self, FQ_EINVAL, "could not %s: request %s is %s", what, id, status);
     //  It changed between the UPDATE and this read
-    return fq_store_fail(self, FQ_EDB, "could not %s: request %s changed meanwhile, try again",
-                         what, id);
+    return fq_store_fail(self, FQ_ECONFLICT,
+                         "could not %s: request %s changed meanwhile, try again", what, id);
 }
 
 int fq_store_request_cancel(fq_store_t *self, int64_t request_id)
@@ -575,7 +575,7 @@ int fq_store_request_cancel(fq_store_t *self, int64_t request_id)
         rc = changed < 0 ? changed
              : changed > 0
                  ? 0
-                 : fq_store_fail(self, FQ_EDB,
+                 : fq_store_fail(self, FQ_ECONFLICT,
                                  "could not %s: request %s changed meanwhile, try again", what, id);
     }
     if (rc == 0)

@@ -318,3 +318,23 @@ int fq_store_tenant_id(fq_store_t *self, const char *name, int64_t *tenant_id)
     PQclear(res);
     return rc;
 }
+
+int fq_store_request_by_key(fq_store_t *self, const char *tenant, const char *key,
+                            int64_t *request_id)
+{
+    const char *params[] = {tenant, key};
+    int rc;
+    PGresult *res = fq_store_query(self,
+                                   "SELECT r.id FROM fairq.requests r"
+                                   " JOIN fairq.tenants t ON t.id = r.tenant_id"
+                                   " WHERE t.name = $1 AND r.idempotency_key = $2",
+                                   2, params, PGRES_TUPLES_OK, "find request by key", &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 1)
+        *request_id = fq_store_int64(res, 0, 0);
+    else
+        rc = fq_store_fail(self, FQ_ENOTFOUND, "no request with that idempotency key");
+    PQclear(res);
+    return rc;
+}

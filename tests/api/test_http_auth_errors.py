@@ -272,6 +272,18 @@ class AuthErrorsTest(APITest):
         self.assertEqual(self.get_request(rid)["priority"], 0)
         self.healthz_ok()
 
+    def test_no_token_no_body(self):
+        """A call without a valid token is answered 401 from its headers
+        alone: a body announced within http_body_max is never waited for,
+        so nobody without a token can make fairqd hold bodies."""
+        self.start(**FAIRQD)
+        for auth in (b"", b"Authorization: Bearer fq_nope\r\n"):
+            answer = self.raw(b"POST /v1/requests HTTP/1.1\r\nHost: x\r\n" + auth +
+                              b"Content-Type: application/json\r\n"
+                              b"Content-Length: 10000000\r\n\r\n{", timeout=5)
+            self.assert_raw_error(answer, 401, f"a tokenless 10 MB body ({auth!r})")
+        self.healthz_ok()
+
     def test_submit_rate(self):
         """A tenant with submit_rate 3 gets three submits at once, then 429
         with Retry-After, and the refused submit stores nothing; other
@@ -293,7 +305,19 @@ class AuthErrorsTest(APITest):
             self.assertRegex(retry_after, r"^\d+$", "Retry-After is not delta-seconds")
             self.assertTrue(1 <= int(retry_after) <= 60, f"Retry-After {retry_after}")
         self.assertEqual(self.count("fairq.requests"), 3, "a 429 stored a request")
-        # The admin's submits for acme (API.md does not say whether they count)
+        # A retry with the key of a submit that got through is answered with
+        # that request, not a 429: it costs nothing
+        self.put_tenant("acme", submit_rate=1)
+        self.h.sql("UPDATE fairq.requests SET idempotency_key = 'k-1' WHERE id ="
+                   " (SELECT min(id) FROM fairq.requests)")
+        first = int(self.h.scalar("SELECT min(id) FROM fairq.requests"))
+        for _ in range(3):
+            answer = self.api("POST", "/v1/requests", submit_body("acme", send_at=later),
+                              token=acme, headers={"Idempotency-Key": "k-1"})
+            self.assertEqual(answer[0], 202, answer)
+            self.assertEqual(answer[2]["id"], first, answer)
+        self.put_tenant("acme", submit_rate=3)
+        # The admin's submits for acme (API.md: an operator's own, not limited)
         admin_status = self.submit(submit_body("acme", send_at=later))[0]
         self.note(f"an admin's submit for a tenant over its rate answers {admin_status}")
         for _ in range(6):

@@ -125,7 +125,10 @@ static void test_defaults(void **unused)
                      FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS);
     assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 64);
     assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_BATCH), 500);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_FLUSH_MS), 5);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_FLUSH_MS), 20);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_THREADS), 4);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_BODY_MAX), 32 * 1024 * 1024);
+    assert_false(fq_config_bool(config, FQ_CONFIG_METRICS_PUBLIC));
     assert_int_equal(fq_config_int(config, FQ_CONFIG_RETRY_BASE_MS), 60000);
     assert_int_equal(fq_config_int(config, FQ_CONFIG_RETRY_CAP_MS), 3600000);
     assert_string_equal(fq_config_str(config, FQ_CONFIG_LOG_LEVEL), "info");
@@ -184,7 +187,7 @@ static void test_precedence(void **unused)
     s_expect_ok(config, argv, envp);
     assert_string_equal(fq_config_file(config), path);
 
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_FLUSH_MS), 5); //  Default only
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_FLUSH_MS), 20); //  Default only
     assert_int_equal(fq_config_source(config, FQ_CONFIG_ACK_FLUSH_MS), FQ_CONFIG_FROM_DEFAULT);
     assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 10); //  File
     assert_int_equal(fq_config_source(config, FQ_CONFIG_PREFETCH), FQ_CONFIG_FROM_FILE);

@@ -123,7 +123,7 @@ static void test_defaults(void **unused)
     assert_int_equal(fq_config_int(config, FQ_CONFIG_HEARTBEAT_MS), FQ_GATEWAY_HEARTBEAT_MS);
     assert_int_equal(fq_config_int(config, FQ_CONFIG_HEARTBEAT_TIMEOUT_MS),
                      FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 64);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 256);
     assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_BATCH), 500);
     assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_FLUSH_MS), 20);
     assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_THREADS), 4);
@@ -141,7 +141,7 @@ static void test_defaults(void **unused)
     s_expect_ok(config, argv, s_no_env);
     assert_int_equal(fq_config_action(config), FQ_CONFIG_RUN);
     assert_null(fq_config_file(config));
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 64);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 256);
     fq_config_destroy(&config);
     fq_config_destroy(&config); //  Safe twice
     assert_null(config);
@@ -207,7 +207,7 @@ static void test_precedence(void **unused)
     //  A later load starts over: nothing of the first is left
     char *plain[] = {"fairqd", NULL};
     s_expect_ok(config, plain, s_no_env);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 64);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 256);
     assert_int_equal(fq_config_source(config, FQ_CONFIG_PREFETCH), FQ_CONFIG_FROM_DEFAULT);
     assert_null(fq_config_file(config));
     fq_config_destroy(&config);

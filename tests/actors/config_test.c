@@ -831,7 +831,7 @@ static void test_help(void **unused)
         assert_non_null(strstr(text, flag));
         assert_non_null(strstr(text, fq_config_key_env(key)));
     }
-    assert_non_null(strstr(text, "--prefetch=1..10000  (FAIRQ_PREFETCH, default 64)\n"));
+    assert_non_null(strstr(text, "--prefetch=1..10000  (FAIRQ_PREFETCH, default 256)\n"));
     assert_non_null(
         strstr(text, "--http_listen=TEXT  (FAIRQ_HTTP_LISTEN, default \"127.0.0.1:8080\")\n"));
     assert_non_null(strstr(text, "--gateway_insecure=true|false  (FAIRQ_GATEWAY_INSECURE, "

@@ -148,16 +148,21 @@ static bool s_load(fq_api_call_t *call, fq_message_page_t *page)
     return true;
 }
 
+//  Answers the one message of page, and frees the page.
+static void s_reply_message(fq_api_call_t *call, fq_message_page_t *page)
+{
+    s_names_t names = {0};
+    json_t *row = s_message_json(call, &names, &page->rows[0]);
+    if (row)
+        fq_api_reply(call, MHD_HTTP_OK, row);
+    fq_message_page_free(page);
+}
+
 void fq_api_message_get(fq_api_call_t *call)
 {
     fq_message_page_t page;
-    if (!s_load(call, &page))
-        return;
-    s_names_t names = {0};
-    json_t *row = s_message_json(call, &names, &page.rows[0]);
-    if (row)
-        fq_api_reply(call, MHD_HTTP_OK, row);
-    fq_message_page_free(&page);
+    if (s_load(call, &page))
+        s_reply_message(call, &page);
 }
 
 void fq_api_message_retry(fq_api_call_t *call)
@@ -194,9 +199,5 @@ void fq_api_message_retry(fq_api_call_t *call)
                         (long long)message.id);
         return;
     }
-    s_names_t names = {0};
-    json_t *row = s_message_json(call, &names, &page.rows[0]);
-    if (row)
-        fq_api_reply(call, MHD_HTTP_OK, row);
-    fq_message_page_free(&page);
+    s_reply_message(call, &page);
 }

@@ -102,26 +102,14 @@ static int s_search(fq_cli_t *cli, const fq_cli_args_t *args)
                                           "STATUS", "ATTEMPTS", "NEXT ATTEMPT", "LAST ERROR"};
     static const char *const keys[] = {"id",     "request",  "tenant",          "to",
                                        "status", "attempts", "next_attempt_at", "last_error"};
-    fq_cli_table_t *table = fq_cli_table_new(headers, "rrllrrll");
-    if (!table) {
-        json_decref(list);
-        fq_cli_error("out of memory");
-        return FQ_CLI_EXIT_FAILED;
-    }
-    size_t i;
-    json_t *message;
-    json_array_foreach(json_object_get(list, "messages"), i, message)
-    {
-        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
-            fq_cli_table_add_json(table, json_object_get(message, keys[k]));
-    }
-    fq_cli_table_print(table, stdout, SIZE_MAX, "\n");
-    json_t *next = json_object_get(list, "next_after");
-    if (json_is_integer(next))
-        fprintf(stderr, "(more: --after %lld, or --all)\n", (long long)json_integer_value(next));
-    fq_cli_table_destroy(&table);
-    json_decref(list);
-    return rc;
+    static const fq_cli_page_view_t view = {.array_key = "messages",
+                                            .headers = headers,
+                                            .keys = keys,
+                                            .columns = sizeof keys / sizeof *keys,
+                                            .align = "rrllrrll",
+                                            .next_key = "next_after",
+                                            .more = "(more: --after %lld, or --all)"};
+    return fq_cli_pages_print(list, &view);
 }
 
 const fq_cli_command_t fq_cli_cmd_search = {

@@ -65,6 +65,24 @@ void fq_cli_print_request_line(const json_t *request)
     putchar('\n');
 }
 
+//  METHOD /v1/requests/ID (with body, if any) and the request it answers,
+//  as the API gave it (--json) or for people. Returns the exit code.
+static int s_show_request(fq_cli_t *cli, const char *method, int64_t id, json_t *body)
+{
+    char path[S_PATH_SIZE];
+    fq_cli_request_path(path, sizeof path, "requests", id, NULL);
+    fq_cli_answer_t answer = {0};
+    int rc = fq_cli_call(cli, method, path, body, NULL, &answer);
+    if (rc == FQ_CLI_EXIT_OK) {
+        if (cli->json)
+            fq_cli_print_raw(&answer);
+        else
+            fq_cli_print_request(answer.json);
+    }
+    fq_cli_answer_reset(&answer);
+    return rc;
+}
+
 //  ---------------------------------------------------------------------
 //  status
 
@@ -86,18 +104,7 @@ static int s_status(fq_cli_t *cli, const fq_cli_args_t *args)
         return FQ_CLI_EXIT_USAGE;
     if (fq_cli_flag(args, "watch"))
         return fq_cli_watch(cli, id, interval);
-    char path[S_PATH_SIZE];
-    fq_cli_request_path(path, sizeof path, "requests", id, NULL);
-    fq_cli_answer_t answer = {0};
-    int rc = fq_cli_call(cli, "GET", path, NULL, NULL, &answer);
-    if (rc == FQ_CLI_EXIT_OK) {
-        if (cli->json)
-            fq_cli_print_raw(&answer);
-        else
-            fq_cli_print_request(answer.json);
-    }
-    fq_cli_answer_reset(&answer);
-    return rc;
+    return s_show_request(cli, "GET", id, NULL);
 }
 
 const fq_cli_command_t fq_cli_cmd_status = {
@@ -153,26 +160,14 @@ static int s_list(fq_cli_t *cli, const fq_cli_args_t *args)
                                           "FAILED", "DEAD",   "PENDING", "CREATED", "SEND AT"};
     static const char *const keys[] = {"id",     "tenant", "status",  "total",      "sent",
                                        "failed", "dead",   "pending", "created_at", "send_at"};
-    fq_cli_table_t *table = fq_cli_table_new(headers, "rllrrrrrll");
-    if (!table) {
-        json_decref(list);
-        fq_cli_error("out of memory");
-        return FQ_CLI_EXIT_FAILED;
-    }
-    size_t i;
-    json_t *request;
-    json_array_foreach(json_object_get(list, "requests"), i, request)
-    {
-        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
-            fq_cli_table_add_json(table, json_object_get(request, keys[k]));
-    }
-    fq_cli_table_print(table, stdout, SIZE_MAX, "\n");
-    json_t *next = json_object_get(list, "next_before");
-    if (json_is_integer(next))
-        fprintf(stderr, "(older requests: --before %lld)\n", (long long)json_integer_value(next));
-    fq_cli_table_destroy(&table);
-    json_decref(list);
-    return rc;
+    static const fq_cli_page_view_t view = {.array_key = "requests",
+                                            .headers = headers,
+                                            .keys = keys,
+                                            .columns = sizeof keys / sizeof *keys,
+                                            .align = "rllrrrrrll",
+                                            .next_key = "next_before",
+                                            .more = "(older requests: --before %lld)"};
+    return fq_cli_pages_print(list, &view);
 }
 
 const fq_cli_command_t fq_cli_cmd_list = {.name = "list",
@@ -281,18 +276,8 @@ static int s_reschedule(fq_cli_t *cli, const fq_cli_args_t *args)
         json_object_set_new(body, "send_at", when);
     if (prio)
         json_object_set_new(body, "priority", json_integer(priority));
-    char path[S_PATH_SIZE];
-    fq_cli_request_path(path, sizeof path, "requests", id, NULL);
-    fq_cli_answer_t answer = {0};
-    int rc = fq_cli_call(cli, "PATCH", path, body, NULL, &answer);
+    int rc = s_show_request(cli, "PATCH", id, body);
     json_decref(body);
-    if (rc == FQ_CLI_EXIT_OK) {
-        if (cli->json)
-            fq_cli_print_raw(&answer);
-        else
-            fq_cli_print_request(answer.json);
-    }
-    fq_cli_answer_reset(&answer);
     return rc;
 }
 
@@ -338,26 +323,14 @@ static int s_rejects(fq_cli_t *cli, const fq_cli_args_t *args)
     }
     static const char *const headers[] = {"POSITION", "RECIPIENT", "REASON"};
     static const char *const keys[] = {"position", "recipient", "reason"};
-    fq_cli_table_t *table = fq_cli_table_new(headers, "rll");
-    if (!table) {
-        json_decref(list);
-        fq_cli_error("out of memory");
-        return FQ_CLI_EXIT_FAILED;
-    }
-    size_t i;
-    json_t *reject;
-    json_array_foreach(json_object_get(list, "rejects"), i, reject)
-    {
-        for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
-            fq_cli_table_add_json(table, json_object_get(reject, keys[k]));
-    }
-    fq_cli_table_print(table, stdout, SIZE_MAX, "\n");
-    json_t *next = json_object_get(list, "next_after");
-    if (json_is_integer(next))
-        fprintf(stderr, "(more: --after %lld, or --all)\n", (long long)json_integer_value(next));
-    fq_cli_table_destroy(&table);
-    json_decref(list);
-    return rc;
+    static const fq_cli_page_view_t view = {.array_key = "rejects",
+                                            .headers = headers,
+                                            .keys = keys,
+                                            .columns = sizeof keys / sizeof *keys,
+                                            .align = "rll",
+                                            .next_key = "next_after",
+                                            .more = "(more: --after %lld, or --all)"};
+    return fq_cli_pages_print(list, &view);
 }
 
 const fq_cli_command_t fq_cli_cmd_rejects = {

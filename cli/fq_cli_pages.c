@@ -1,5 +1,7 @@
 /*  fq_cli_pages.c — paged lists of the API. */
 #include "fq_cli_pages.h"
+#include "fq_cli_table.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,4 +93,30 @@ int fq_cli_pages(fq_cli_t *cli, const char *path, const fq_cli_query_t *query,
     }
     *document = first;
     return rc;
+}
+
+int fq_cli_pages_print(json_t *document, const fq_cli_page_view_t *view)
+{
+    fq_cli_table_t *table = fq_cli_table_new(view->headers, view->align);
+    if (!table) {
+        json_decref(document);
+        fq_cli_error("out of memory");
+        return FQ_CLI_EXIT_FAILED;
+    }
+    size_t i;
+    json_t *item;
+    json_array_foreach(json_object_get(document, view->array_key), i, item)
+    {
+        for (size_t k = 0; k < view->columns; k++)
+            fq_cli_table_add_json(table, json_object_get(item, view->keys[k]));
+    }
+    fq_cli_table_print(table, stdout, SIZE_MAX, "\n");
+    json_t *next = json_object_get(document, view->next_key);
+    if (json_is_integer(next)) {
+        fprintf(stderr, view->more, (long long)json_integer_value(next));
+        fputc('\n', stderr);
+    }
+    fq_cli_table_destroy(&table);
+    json_decref(document);
+    return FQ_CLI_EXIT_OK;
 }

@@ -6,6 +6,7 @@
 #define FQ_CLI_PAGES_H
 
 #include "fq_cli.h"
+#include <stddef.h>
 #include <jansson.h>
 #include <stdbool.h>
 
@@ -31,5 +32,21 @@ char *fq_cli_query_path(const char *path, const fq_cli_query_t *query);
 int fq_cli_pages(fq_cli_t *cli, const char *path, const fq_cli_query_t *query,
                  const char *array_key, const char *next_key, const char *param, bool all,
                  json_t **document);
+
+//  How a page is shown to people: a column per key of each item.
+typedef struct {
+    const char *array_key;      //  The items ("requests")
+    const char *const *headers; //  One per column
+    const char *const *keys;    //  The item's key of each column
+    size_t columns;
+    const char *align;    //  "l" or "r" per column
+    const char *next_key; //  The page's cursor ("next_after")
+    const char *more;     //  printf format of the hint, with %lld for the cursor
+} fq_cli_page_view_t;
+
+//  Prints document's items as an aligned table on stdout and, when the
+//  page has a next cursor, the view's hint on stderr. Takes document.
+//  Returns the exit code.
+int fq_cli_pages_print(json_t *document, const fq_cli_page_view_t *view);
 
 #endif

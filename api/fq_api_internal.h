@@ -63,6 +63,12 @@ typedef void(fq_api_handler_fn)(fq_api_call_t *call);
 //  lost); NULL after answering 503.
 fq_store_t *fq_api_store(fq_api_call_t *call);
 
+//  After a store call failed: when the thread's connection turns out to be
+//  cut (a database restart), connects again. Returns true when it did, so
+//  the call may be tried once more; false when the connection was not the
+//  matter, or it cannot be made (the thread then pauses before trying).
+bool fq_api_reconnect(fq_api_call_t *call);
+
 //  Answers status with json (taken over; NULL answers {}).
 void fq_api_reply(fq_api_call_t *call, unsigned status, json_t *json);
 
@@ -128,6 +134,6 @@ fq_api_handler_fn fq_api_request_cancel, fq_api_request_pause, fq_api_request_re
 fq_api_handler_fn fq_api_request_patch, fq_api_request_rejects;
 fq_api_handler_fn fq_api_message_search, fq_api_message_get, fq_api_message_retry; //  messages
 fq_api_handler_fn fq_api_tenant_list, fq_api_tenant_get, fq_api_tenant_put;        //  tenants
-fq_api_handler_fn fq_api_tenant_token;
+fq_api_handler_fn fq_api_tenant_token, fq_api_tenant_tokens, fq_api_tenant_token_revoke;
 
 #endif

@@ -15,8 +15,7 @@ void fq_api_healthz(fq_api_call_t *call)
     int version = 0;
     int rc = call->store ? fq_store_schema_version(call->store, &version) : -1;
     //  A connection cut by a restart of the database: one more try
-    if (rc && call->store && !fq_store_connected(call->store) &&
-        fq_store_reconnect(call->store) == 0)
+    if (rc && call->store && fq_api_reconnect(call))
         rc = fq_store_schema_version(call->store, &version);
     if (rc == 0) {
         fq_api_reply(
@@ -42,8 +41,7 @@ void fq_api_metrics(fq_api_call_t *call)
     fq_tenant_list_t tenants = {0};
     int rc = call->store ? fq_store_tenant_list(call->store, &tenants) : -1;
     //  A connection cut by a restart of the database: one more try
-    if (rc < 0 && call->store && !fq_store_connected(call->store) &&
-        fq_store_reconnect(call->store) == 0)
+    if (rc < 0 && call->store && fq_api_reconnect(call))
         rc = fq_store_tenant_list(call->store, &tenants);
     bool have_tenants = rc >= 0;
     char *text = fq_metrics_render(call->server->metrics, call->server->system,

@@ -146,12 +146,52 @@ void fq_api_tenant_token(fq_api_call_t *call)
     if (!fq_api_query_allowed(call, NULL) || !s_load(call, &tenant))
         return;
     char token[FQ_STORE_TOKEN_SIZE];
-    int rc = fq_store_token_create(call->store, tenant.name, token, sizeof token);
+    int64_t id = 0;
+    int rc = fq_store_token_create(call->store, tenant.name, token, sizeof token, &id);
     if (rc) {
         fq_api_fail_store(call, rc);
         return;
     }
-    fq_api_reply(call, MHD_HTTP_CREATED,
-                 json_pack("{s:s, s:s}", "tenant", tenant.name, "token", token));
+    fq_api_reply(
+        call, MHD_HTTP_CREATED,
+        json_pack("{s:s, s:I, s:s}", "tenant", tenant.name, "id", (json_int_t)id, "token", token));
     memset(token, 0, sizeof token);
+}
+
+void fq_api_tenant_tokens(fq_api_call_t *call)
+{
+    fq_tenant_info_t tenant;
+    if (!fq_api_query_allowed(call, NULL) || !s_load(call, &tenant))
+        return;
+    fq_token_list_t list;
+    int rc = fq_store_token_list(call->store, tenant.name, &list);
+    if (rc < 0) {
+        fq_api_fail_store(call, rc);
+        return;
+    }
+    json_t *rows = json_array();
+    for (size_t i = 0; i < list.count; i++)
+        json_array_append_new(rows, json_pack("{s:I, s:o}", "id", (json_int_t)list.rows[i].id,
+                                              "created_at", fq_api_time(list.rows[i].created_at)));
+    fq_token_list_free(&list);
+    fq_api_reply(call, MHD_HTTP_OK, json_pack("{s:s, s:o}", "tenant", tenant.name, "tokens", rows));
+}
+
+void fq_api_tenant_token_revoke(fq_api_call_t *call)
+{
+    fq_tenant_info_t tenant;
+    int64_t id;
+    if (!fq_api_query_allowed(call, NULL) || !s_load(call, &tenant) ||
+        !fq_api_parse_id(call, call->params[1], "token", false, &id))
+        return;
+    int rc = fq_store_token_revoke(call->store, tenant.name, id);
+    if (rc == FQ_ENOTFOUND)
+        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "tenant \"%s\" has no token %lld", tenant.name,
+                    (long long)id);
+    else if (rc)
+        fq_api_fail_store(call, rc);
+    else
+        fq_api_reply(call, MHD_HTTP_OK,
+                     json_pack("{s:s, s:I, s:b}", "tenant", tenant.name, "id", (json_int_t)id,
+                               "revoked", 1));
 }

@@ -74,6 +74,8 @@ static const s_route_t s_routes[] = {
     {"GET", "/v1/tenants/{}", fq_api_tenant_get, S_AUTH_TOKEN},
     {"PUT", "/v1/tenants/{}", fq_api_tenant_put, S_AUTH_ADMIN},
     {"POST", "/v1/tenants/{}/tokens", fq_api_tenant_token, S_AUTH_ADMIN},
+    {"GET", "/v1/tenants/{}/tokens", fq_api_tenant_tokens, S_AUTH_ADMIN},
+    {"DELETE", "/v1/tenants/{}/tokens/{}", fq_api_tenant_token_revoke, S_AUTH_ADMIN},
 };
 #define S_ROUTE_COUNT (sizeof s_routes / sizeof s_routes[0])
 
@@ -291,15 +293,32 @@ static int64_t s_now_ms(void)
     return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
-//  Answers 503 for a database that cannot be reached. The reason (libpq's
-//  text names hosts, users, what failed) goes to the log, once per
-//  outage of each thread, not to callers, who may not even have a token.
+//  Notes that the thread could not reach the database. The reason
+//  (libpq's text names hosts, users, what failed) goes to the log, once
+//  per outage of each thread, never to callers, who may not even have a
+//  token.
+static void s_failed(s_thread_t *thread, const char *reason)
+{
+    if (!thread->failed_at_ms)
+        fq_log(FQ_LOG_WARNING, "http: %s", reason);
+    thread->failed_at_ms = s_now_ms();
+}
+
+//  Notes that the thread is connected: others stop pausing before they
+//  try again.
+static void s_connected(fq_http_t *self, s_thread_t *thread)
+{
+    if (thread->failed_at_ms)
+        fq_log(FQ_LOG_INFO, "http: connected to database again");
+    thread->failed_at_ms = 0;
+    atomic_store(&self->connected_at_ms, s_now_ms());
+}
+
+//  Answers 503 for a database that cannot be reached.
 static void s_unavailable(fq_api_call_t *call, s_thread_t *thread, const char *reason)
 {
-    if (thread && !thread->failed_at_ms)
-        fq_log(FQ_LOG_WARNING, "http: %s", reason);
     if (thread)
-        thread->failed_at_ms = s_now_ms();
+        s_failed(thread, reason);
     fq_api_fail(call, MHD_HTTP_SERVICE_UNAVAILABLE,
                 "the database cannot be reached; fairqd keeps trying");
 }
@@ -337,11 +356,21 @@ fq_store_t *fq_api_store(fq_api_call_t *call)
         s_unavailable(call, thread, error);
         return NULL;
     }
-    if (thread->failed_at_ms)
-        fq_log(FQ_LOG_INFO, "http: connected to database again");
-    thread->failed_at_ms = 0;
-    atomic_store(&self->connected_at_ms, s_now_ms());
+    s_connected(self, thread);
     return thread->store;
+}
+
+bool fq_api_reconnect(fq_api_call_t *call)
+{
+    s_thread_t *thread = pthread_getspecific(call->server->store_key);
+    if (!thread || !thread->store || fq_store_connected(thread->store))
+        return false;
+    if (fq_store_reconnect(thread->store) != 0) {
+        s_failed(thread, fq_store_error(thread->store));
+        return false;
+    }
+    s_connected(call->server, thread);
+    return true;
 }
 
 //  ---------------------------------------------------------------------
@@ -364,7 +393,7 @@ static bool s_authenticate(fq_api_call_t *call)
     int rc = fq_store_token_lookup(call->store, token, &call->owner);
     //  The first query after the database restarted finds the connection
     //  cut: connect again once, so this call does not fail for it
-    if (rc == FQ_EDB && !fq_store_connected(call->store) && fq_store_reconnect(call->store) == 0)
+    if (rc == FQ_EDB && fq_api_reconnect(call))
         rc = fq_store_token_lookup(call->store, token, &call->owner);
     if (rc == FQ_ENOTFOUND) {
         fq_api_fail(call, MHD_HTTP_UNAUTHORIZED, "unknown token");

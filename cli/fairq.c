@@ -59,25 +59,14 @@
 #define S_CODE_WIDTH    2
 
 //  The commands, in the order --help lists them
-static const fq_cli_command_t *const s_commands[] = {&fq_cli_cmd_submit,
-                                                     &fq_cli_cmd_status,
-                                                     &fq_cli_cmd_list,
-                                                     &fq_cli_cmd_search,
-                                                     &fq_cli_cmd_message,
-                                                     &fq_cli_cmd_cancel,
-                                                     &fq_cli_cmd_pause,
-                                                     &fq_cli_cmd_resume,
-                                                     &fq_cli_cmd_reschedule,
-                                                     &fq_cli_cmd_retry,
-                                                     &fq_cli_cmd_rejects,
-                                                     &fq_cli_cmd_tenants,
-                                                     &fq_cli_cmd_tenants_show,
-                                                     &fq_cli_cmd_tenants_set,
-                                                     &fq_cli_cmd_tenants_token,
-                                                     &fq_cli_cmd_top,
-                                                     &fq_cli_cmd_health,
-                                                     &fq_cli_cmd_token_create,
-                                                     NULL};
+static const fq_cli_command_t *const s_commands[] = {
+    &fq_cli_cmd_submit,         &fq_cli_cmd_status,         &fq_cli_cmd_list,
+    &fq_cli_cmd_search,         &fq_cli_cmd_message,        &fq_cli_cmd_cancel,
+    &fq_cli_cmd_pause,          &fq_cli_cmd_resume,         &fq_cli_cmd_reschedule,
+    &fq_cli_cmd_retry,          &fq_cli_cmd_rejects,        &fq_cli_cmd_tenants,
+    &fq_cli_cmd_tenants_show,   &fq_cli_cmd_tenants_set,    &fq_cli_cmd_tenants_token,
+    &fq_cli_cmd_tenants_tokens, &fq_cli_cmd_tenants_revoke, &fq_cli_cmd_top,
+    &fq_cli_cmd_health,         &fq_cli_cmd_token_create,   NULL};
 
 static const fq_cli_option_t s_global_options[] = {
     {"url", "URL", "fairqd's API (default $FAIRQ_URL, else " S_DEFAULT_URL ")"},

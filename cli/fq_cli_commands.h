@@ -28,6 +28,8 @@ extern const fq_cli_command_t fq_cli_cmd_tenants;
 extern const fq_cli_command_t fq_cli_cmd_tenants_show;
 extern const fq_cli_command_t fq_cli_cmd_tenants_set;
 extern const fq_cli_command_t fq_cli_cmd_tenants_token;
+extern const fq_cli_command_t fq_cli_cmd_tenants_tokens;
+extern const fq_cli_command_t fq_cli_cmd_tenants_revoke;
 extern const fq_cli_command_t fq_cli_cmd_health;
 
 //  fq_cli_commands_token.c

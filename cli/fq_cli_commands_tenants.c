@@ -1,6 +1,7 @@
 /*  fq_cli_commands_tenants.c — tenants (list, show, set, token) and health. */
 #include "fq_cli_args.h"
 #include "fq_cli_commands.h"
+#include "fq_cli_pages.h"
 #include "fq_cli_table.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,10 +217,85 @@ const fq_cli_command_t fq_cli_cmd_tenants_token = {
     .name = "tenants token",
     .usage = "NAME",
     .summary = "issue a new API token for a tenant (admin); shown once",
-    .description = "Prints the token alone on a line. Its tenant's other tokens stay valid.",
+    .description = "Prints the token alone on a line. Its tenant's other tokens stay valid\n"
+                   "(\"fairq tenants tokens NAME\" lists them, \"fairq tenants revoke\" ends one).",
     .min_args = 1,
     .max_args = 1,
     .run = s_tenants_token};
+
+//  ---------------------------------------------------------------------
+//  tenants tokens, tenants revoke
+
+static int s_tenants_tokens(fq_cli_t *cli, const fq_cli_args_t *args)
+{
+    if (fq_cli_parse_tenant(args->pos[0], "tenant name"))
+        return FQ_CLI_EXIT_USAGE;
+    char *path = s_tenant_path(args->pos[0], "/tokens");
+    if (!path)
+        return FQ_CLI_EXIT_FAILED;
+    json_t *list = NULL;
+    int rc = fq_cli_pages(cli, path, NULL, "tokens", "next_after", "after", false, &list);
+    free(path);
+    if (rc != FQ_CLI_EXIT_OK)
+        return rc;
+    if (cli->json) {
+        fq_cli_print_json(list);
+        json_decref(list);
+        return rc;
+    }
+    static const char *const headers[] = {"ID", "CREATED"};
+    static const char *const keys[] = {"id", "created_at"};
+    static const fq_cli_page_view_t view = {.array_key = "tokens",
+                                            .headers = headers,
+                                            .keys = keys,
+                                            .columns = sizeof keys / sizeof *keys,
+                                            .align = "rl",
+                                            .next_key = "next_after",
+                                            .more = "(more: %lld)"};
+    return fq_cli_pages_print(list, &view);
+}
+
+const fq_cli_command_t fq_cli_cmd_tenants_tokens = {
+    .name = "tenants tokens",
+    .usage = "NAME",
+    .summary = "a tenant's API tokens: their ids and ages, never the tokens (admin)",
+    .min_args = 1,
+    .max_args = 1,
+    .run = s_tenants_tokens};
+
+static int s_tenants_revoke(fq_cli_t *cli, const fq_cli_args_t *args)
+{
+    int64_t id;
+    if (fq_cli_parse_tenant(args->pos[0], "tenant name") ||
+        fq_cli_parse_id(args->pos[1], "token id", &id))
+        return FQ_CLI_EXIT_USAGE;
+    char suffix[64];
+    snprintf(suffix, sizeof suffix, "/tokens/%lld", (long long)id);
+    char *path = s_tenant_path(args->pos[0], suffix);
+    if (!path)
+        return FQ_CLI_EXIT_FAILED;
+    fq_cli_answer_t answer = {0};
+    int rc = fq_cli_call(cli, "DELETE", path, NULL, NULL, &answer);
+    if (rc == FQ_CLI_EXIT_OK) {
+        if (cli->json)
+            fq_cli_print_raw(&answer);
+        else
+            printf("token %lld of tenant %s revoked\n", (long long)id, args->pos[0]);
+    }
+    fq_cli_answer_reset(&answer);
+    free(path);
+    return rc;
+}
+
+const fq_cli_command_t fq_cli_cmd_tenants_revoke = {
+    .name = "tenants revoke",
+    .usage = "NAME TOKEN_ID",
+    .summary = "revoke one of a tenant's API tokens by its id (admin)",
+    .description = "Calls with the token answer 401 from then on. \"fairq tenants tokens NAME\" "
+                   "lists the ids.",
+    .min_args = 2,
+    .max_args = 2,
+    .run = s_tenants_revoke};
 
 //  ---------------------------------------------------------------------
 //  health

@@ -66,7 +66,7 @@ static int s_token_create(fq_cli_t *cli, const fq_cli_args_t *args)
         return s_exit_for(rc);
     }
     char token[FQ_STORE_TOKEN_SIZE];
-    rc = fq_store_token_create(store, tenant, token, sizeof token);
+    rc = fq_store_token_create(store, tenant, token, sizeof token, NULL);
     if (rc != 0) {
         if (rc == FQ_ENOTFOUND)
             fq_cli_error("no tenant \"%s\" (create it first: fairq tenants set %s)", tenant,

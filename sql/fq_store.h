@@ -510,10 +510,31 @@ void fq_tenant_list_free(fq_tenant_list_t *list);
 
 //  Makes a new bearer token for tenant (NULL: an admin token), keeps only
 //  its SHA-256 in fairq.api_tokens and writes the token itself, shown
-//  this once, into token (FQ_STORE_TOKEN_SIZE bytes at least). Returns 0,
-//  FQ_ENOTFOUND (no such tenant), FQ_EINVAL (token_size too small) or
-//  FQ_EDB.
-int fq_store_token_create(fq_store_t *self, const char *tenant, char *token, size_t token_size);
+//  this once, into token (FQ_STORE_TOKEN_SIZE bytes at least), and its id
+//  (what revokes it) into *id unless id is NULL. Returns 0, FQ_ENOTFOUND
+//  (no such tenant), FQ_EINVAL (token_size too small) or FQ_EDB.
+int fq_store_token_create(fq_store_t *self, const char *tenant, char *token, size_t token_size,
+                          int64_t *id);
+
+typedef struct {
+    int64_t id;
+    int64_t created_at; //  Unix seconds
+} fq_token_info_t;
+
+typedef struct {
+    fq_token_info_t *rows; //  Owned by the caller: fq_token_list_free
+    size_t count;
+} fq_token_list_t;
+
+//  The tokens of tenant (NULL: the admin tokens), oldest first: their ids
+//  and ages, never the tokens. Returns how many, or a negative code.
+int fq_store_token_list(fq_store_t *self, const char *tenant, fq_token_list_t *list);
+void fq_token_list_free(fq_token_list_t *list);
+
+//  Revokes token id of tenant (NULL: an admin token): calls with it answer
+//  401 from now on. Returns 0, FQ_ENOTFOUND (no such token of that
+//  tenant) or FQ_EDB.
+int fq_store_token_revoke(fq_store_t *self, const char *tenant, int64_t id);
 
 //  Whose token this is.
 typedef struct {

@@ -51,7 +51,8 @@ static void s_token_hash(const char *token, char hex[S_HASH_TEXT])
     sodium_bin2hex(hex + 2, S_HASH_TEXT - 2, digest, sizeof digest);
 }
 
-int fq_store_token_create(fq_store_t *self, const char *tenant, char *token, size_t token_size)
+int fq_store_token_create(fq_store_t *self, const char *tenant, char *token, size_t token_size,
+                          int64_t *id)
 {
     if (token_size < FQ_STORE_TOKEN_SIZE)
         return fq_store_fail(self, FQ_EINVAL, "could not create token: buffer too small");
@@ -70,10 +71,12 @@ int fq_store_token_create(fq_store_t *self, const char *tenant, char *token, siz
     PGresult *res = fq_store_query(
         self,
         tenant ? "INSERT INTO fairq.api_tokens (hash, tenant_id)"
-                 " SELECT $1::bytea, t.id FROM fairq.tenants t WHERE t.name = $2 RETURNING 1"
+                 " SELECT $1::bytea, t.id FROM fairq.tenants t WHERE t.name = $2 RETURNING id"
                : "INSERT INTO fairq.api_tokens (hash, tenant_id) VALUES ($1::bytea, NULL)"
-                 " RETURNING 1",
+                 " RETURNING id",
         tenant ? 2 : 1, params, PGRES_TUPLES_OK, "create token", &rc);
+    if (res && PQntuples(res) == 1 && id)
+        *id = fq_store_int64(res, 0, 0);
     if (res && PQntuples(res) == 0)
         rc = fq_store_fail(self, FQ_ENOTFOUND,
                            "could not create token: tenant \"%.64s\" does not exist", tenant);
@@ -335,6 +338,64 @@ int fq_store_request_by_key(fq_store_t *self, const char *tenant, const char *ke
         *request_id = fq_store_int64(res, 0, 0);
     else
         rc = fq_store_fail(self, FQ_ENOTFOUND, "no request with that idempotency key");
+    PQclear(res);
+    return rc;
+}
+
+int fq_store_token_list(fq_store_t *self, const char *tenant, fq_token_list_t *list)
+{
+    *list = (fq_token_list_t){0};
+    const char *params[] = {tenant};
+    int rc;
+    PGresult *res = fq_store_query(
+        self,
+        tenant ? "SELECT k.id, extract(epoch FROM k.created_at)::bigint FROM fairq.api_tokens k"
+                 " JOIN fairq.tenants t ON t.id = k.tenant_id WHERE t.name = $1 ORDER BY k.id"
+               : "SELECT k.id, extract(epoch FROM k.created_at)::bigint FROM fairq.api_tokens k"
+                 " WHERE k.tenant_id IS NULL ORDER BY k.id",
+        tenant ? 1 : 0, params, PGRES_TUPLES_OK, "list tokens", &rc);
+    if (!res)
+        return rc;
+    size_t n = (size_t)PQntuples(res);
+    list->rows = n ? calloc(n, sizeof *list->rows) : NULL;
+    if (n && !list->rows) {
+        PQclear(res);
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        list->rows[i] = (fq_token_info_t){.id = fq_store_int64(res, (int)i, 0),
+                                          .created_at = fq_store_int64(res, (int)i, 1)};
+    list->count = n;
+    PQclear(res);
+    return (int)n;
+}
+
+void fq_token_list_free(fq_token_list_t *list)
+{
+    free(list->rows);
+    *list = (fq_token_list_t){0};
+}
+
+int fq_store_token_revoke(fq_store_t *self, const char *tenant, int64_t id)
+{
+    char text[S_INT_TEXT];
+    snprintf(text, sizeof text, "%lld", (long long)id);
+    const char *params[] = {text, tenant};
+    int rc;
+    //  The tenant must match: one tenant's name cannot revoke another's
+    //  token, nor an admin's
+    PGresult *res = fq_store_query(
+        self,
+        tenant ? "DELETE FROM fairq.api_tokens k USING fairq.tenants t"
+                 " WHERE k.id = $1::bigint AND t.id = k.tenant_id AND t.name = $2 RETURNING k.id"
+               : "DELETE FROM fairq.api_tokens k WHERE k.id = $1::bigint AND k.tenant_id IS NULL"
+                 " RETURNING k.id",
+        tenant ? 2 : 1, params, PGRES_TUPLES_OK, "revoke token", &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 0)
+        rc = fq_store_fail(self, FQ_ENOTFOUND, "could not revoke token: token %s does not exist",
+                           text);
     PQclear(res);
     return rc;
 }

@@ -199,7 +199,7 @@ class AuthErrorsTest(APITest):
                  ("GET", m + "/retry", {"POST"}),
                  ("POST", "/v1/tenants", {"GET"}), ("DELETE", "/v1/tenants/acme", {"GET", "PUT"}),
                  ("PATCH", "/v1/tenants/acme", {"GET", "PUT"}),
-                 ("GET", "/v1/tenants/acme/tokens", {"POST"}),
+                 ("PUT", "/v1/tenants/acme/tokens", {"POST", "GET"}),
                  ("POST", "/healthz", {"GET"}), ("POST", "/metrics", {"GET"}),
                  ("DELETE", "/metrics", {"GET"})]
         for method, path, allowed in cases:

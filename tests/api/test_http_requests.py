@@ -7,6 +7,7 @@ rejects of recipients with CR or LF (which never reach a mail header),
 message search, the retry of a dead message, tenants and their tokens.
 """
 
+import json
 import sys
 import threading
 import time
@@ -512,6 +513,34 @@ class RequestRoutesTest(APITest):
         dump = " ".join(" ".join(row) for row in self.h.sql(
             "SELECT encode(hash, 'escape'), encode(hash, 'hex') FROM fairq.api_tokens"))
         self.assertNotIn(first[3:20], dump, "a token is stored in the clear")
+
+        # Listed by id and age, never shown again; revoked by id: that token
+        # answers 401 at once, the other goes on working
+        listed = self.ok(self.api("GET", "/v1/tenants/acme/tokens"), 200, "acme's tokens")
+        self.assertEqual(set(listed), {"tenant", "tokens"})
+        ids = [t["id"] for t in listed["tokens"]]
+        self.assertEqual(len(ids), 2)
+        for t in listed["tokens"]:
+            self.assertEqual(set(t), {"id", "created_at"}, t)
+            self.assertRegex(t["created_at"], fq_api.RFC3339_UTC)
+        self.assertNotIn(first, json.dumps(listed))
+        self.assert_error(self.api("GET", "/v1/tenants/acme/tokens", token=first), 403,
+                          "a tenant listing tokens")
+        self.assert_error(self.api("DELETE", f"/v1/tenants/acme/tokens/{ids[0]}", token=second),
+                          403, "a tenant revoking a token")
+        self.put_tenant("bravo")
+        self.assert_error(self.api("DELETE", f"/v1/tenants/bravo/tokens/{ids[0]}"), 404,
+                          "revoking acme's token as bravo's")
+        self.assert_error(self.api("DELETE", "/v1/tenants/acme/tokens/abc"), 400,
+                          "a token id that is not a number")
+        revoked = self.ok(self.api("DELETE", f"/v1/tenants/acme/tokens/{ids[0]}"), 200, "revoke")
+        self.assertEqual(revoked, {"tenant": "acme", "id": ids[0], "revoked": True})
+        self.assert_error(self.api("GET", "/v1/tenants", token=first), 401, "a revoked token")
+        self.ok(self.api("GET", "/v1/tenants", token=second), 200, "the other token")
+        self.assert_error(self.api("DELETE", f"/v1/tenants/acme/tokens/{ids[0]}"), 404,
+                          "revoking it again")
+        self.assertEqual([t["id"] for t in self.ok(self.api("GET", "/v1/tenants/acme/tokens"), 200,
+                                                   "acme's tokens")["tokens"]], ids[1:])
 
 
 if __name__ == "__main__":

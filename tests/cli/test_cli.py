@@ -422,6 +422,19 @@ class CliTest(E2ETest):
         self.assertIn("403", done.stderr)
         self.fairq("tenants", "token", "shop", token=token, expect=AUTH)
 
+        # Tokens are listed by id, and one is revoked by its id
+        listed = self.fairq("tenants", "tokens", "newco").stdout
+        ids = re.findall(r"(?m)^ *(\d+) ", listed)
+        self.assertEqual(len(ids), 2, listed)
+        self.assertNotIn(token, listed)
+        mine = self.fairq_json("tenants", "tokens", "newco")["tokens"]
+        self.assertEqual([str(t["id"]) for t in mine], ids)
+        done = self.fairq("tenants", "revoke", "newco", ids[0])
+        self.assertIn(f"token {ids[0]} of tenant newco revoked", done.stdout)
+        self.fairq("tenants", token=token, expect=AUTH)
+        self.fairq("tenants", "revoke", "newco", ids[0], expect=NOT_FOUND)
+        self.fairq("tenants", "revoke", "newco", "x1", expect=USAGE)
+
         # Bootstrap tokens, straight into the database
         database = f"dbname={self.h.dbname}"
         admin = self.fairq("token", "create", "--admin", "--database", database,

@@ -48,8 +48,11 @@ static void test_tokens_are_hashed_and_owned(void **unused)
         fq_store_tenant_put(store, &(fq_tenant_spec_t){.name = "tok-a", .submit_rate = 7}, NULL),
         0);
     char admin[FQ_STORE_TOKEN_SIZE], tenant[FQ_STORE_TOKEN_SIZE];
-    assert_int_equal(fq_store_token_create(store, NULL, admin, sizeof admin), 0);
-    assert_int_equal(fq_store_token_create(store, "tok-a", tenant, sizeof tenant), 0);
+    assert_int_equal(fq_store_token_create(store, NULL, admin, sizeof admin, NULL), 0);
+    int64_t tenant_token_id = 0;
+    assert_int_equal(fq_store_token_create(store, "tok-a", tenant, sizeof tenant, &tenant_token_id),
+                     0);
+    assert_true(tenant_token_id > 0);
     assert_int_equal(strlen(admin), FQ_STORE_TOKEN_SIZE - 1);
     assert_memory_equal(admin, "fq_", 3);
     assert_string_not_equal(admin, tenant);
@@ -84,8 +87,25 @@ static void test_tokens_are_hashed_and_owned(void **unused)
     assert_int_equal(fq_store_token_lookup(store, wrong, &owner), FQ_ENOTFOUND);
     assert_int_equal(fq_store_token_lookup(store, "", &owner), FQ_ENOTFOUND);
     assert_int_equal(fq_store_token_lookup(store, "fq_' OR 1=1 --", &owner), FQ_ENOTFOUND);
-    assert_int_equal(fq_store_token_create(store, "nobody", wrong, sizeof wrong), FQ_ENOTFOUND);
-    assert_int_equal(fq_store_token_create(store, NULL, wrong, 8), FQ_EINVAL);
+    assert_int_equal(fq_store_token_create(store, "nobody", wrong, sizeof wrong, NULL),
+                     FQ_ENOTFOUND);
+    assert_int_equal(fq_store_token_create(store, NULL, wrong, 8, NULL), FQ_EINVAL);
+
+    //  Listed by id, never shown; revoked by id, by its own tenant only
+    fq_token_list_t list;
+    assert_int_equal(fq_store_token_list(store, "tok-a", &list), 1);
+    assert_int_equal(list.rows[0].id, tenant_token_id);
+    assert_true(list.rows[0].created_at > 0);
+    fq_token_list_free(&list);
+    assert_int_equal(fq_store_token_list(store, NULL, &list), 1);
+    fq_token_list_free(&list);
+    assert_int_equal(fq_store_token_revoke(store, NULL, tenant_token_id), FQ_ENOTFOUND);
+    assert_int_equal(fq_store_token_revoke(store, "tok-a", tenant_token_id + 1000), FQ_ENOTFOUND);
+    assert_int_equal(fq_store_token_lookup(store, tenant, &owner), 0);
+    assert_int_equal(fq_store_token_revoke(store, "tok-a", tenant_token_id), 0);
+    assert_int_equal(fq_store_token_lookup(store, tenant, &owner), FQ_ENOTFOUND);
+    assert_int_equal(fq_store_token_revoke(store, "tok-a", tenant_token_id), FQ_ENOTFOUND);
+    assert_int_equal(fq_store_token_lookup(store, admin, &owner), 0);
     fq_store_destroy(&store);
 }
 

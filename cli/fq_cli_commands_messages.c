@@ -93,11 +93,6 @@ static int s_search(fq_cli_t *cli, const fq_cli_args_t *args)
                           fq_cli_flag(args, "all"), &list);
     if (rc != FQ_CLI_EXIT_OK)
         return rc;
-    if (cli->json) {
-        fq_cli_print_json(list);
-        json_decref(list);
-        return rc;
-    }
     static const char *const headers[] = {"ID",     "REQUEST",  "TENANT",       "TO",
                                           "STATUS", "ATTEMPTS", "NEXT ATTEMPT", "LAST ERROR"};
     static const char *const keys[] = {"id",     "request",  "tenant",          "to",
@@ -109,7 +104,7 @@ static int s_search(fq_cli_t *cli, const fq_cli_args_t *args)
                                             .align = "rrllrrll",
                                             .next_key = "next_after",
                                             .more = "(more: --after %lld, or --all)"};
-    return fq_cli_pages_print(list, &view);
+    return fq_cli_pages_print(cli, list, &view);
 }
 
 const fq_cli_command_t fq_cli_cmd_search = {

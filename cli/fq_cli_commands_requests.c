@@ -151,11 +151,6 @@ static int s_list(fq_cli_t *cli, const fq_cli_args_t *args)
         fq_cli_pages(cli, "/v1/requests", query, "requests", "next_before", "before", false, &list);
     if (rc != FQ_CLI_EXIT_OK)
         return rc;
-    if (cli->json) {
-        fq_cli_print_json(list);
-        json_decref(list);
-        return rc;
-    }
     static const char *const headers[] = {"ID",     "TENANT", "STATUS",  "TOTAL",   "SENT",
                                           "FAILED", "DEAD",   "PENDING", "CREATED", "SEND AT"};
     static const char *const keys[] = {"id",     "tenant", "status",  "total",      "sent",
@@ -167,7 +162,7 @@ static int s_list(fq_cli_t *cli, const fq_cli_args_t *args)
                                             .align = "rllrrrrrll",
                                             .next_key = "next_before",
                                             .more = "(older requests: --before %lld)"};
-    return fq_cli_pages_print(list, &view);
+    return fq_cli_pages_print(cli, list, &view);
 }
 
 const fq_cli_command_t fq_cli_cmd_list = {.name = "list",
@@ -316,11 +311,6 @@ static int s_rejects(fq_cli_t *cli, const fq_cli_args_t *args)
                           fq_cli_flag(args, "all"), &list);
     if (rc != FQ_CLI_EXIT_OK)
         return rc;
-    if (cli->json) {
-        fq_cli_print_json(list);
-        json_decref(list);
-        return rc;
-    }
     static const char *const headers[] = {"POSITION", "RECIPIENT", "REASON"};
     static const char *const keys[] = {"position", "recipient", "reason"};
     static const fq_cli_page_view_t view = {.array_key = "rejects",
@@ -330,7 +320,7 @@ static int s_rejects(fq_cli_t *cli, const fq_cli_args_t *args)
                                             .align = "rll",
                                             .next_key = "next_after",
                                             .more = "(more: --after %lld, or --all)"};
-    return fq_cli_pages_print(list, &view);
+    return fq_cli_pages_print(cli, list, &view);
 }
 
 const fq_cli_command_t fq_cli_cmd_rejects = {

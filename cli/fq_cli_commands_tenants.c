@@ -238,11 +238,6 @@ static int s_tenants_tokens(fq_cli_t *cli, const fq_cli_args_t *args)
     free(path);
     if (rc != FQ_CLI_EXIT_OK)
         return rc;
-    if (cli->json) {
-        fq_cli_print_json(list);
-        json_decref(list);
-        return rc;
-    }
     static const char *const headers[] = {"ID", "CREATED"};
     static const char *const keys[] = {"id", "created_at"};
     static const fq_cli_page_view_t view = {.array_key = "tokens",
@@ -252,7 +247,7 @@ static int s_tenants_tokens(fq_cli_t *cli, const fq_cli_args_t *args)
                                             .align = "rl",
                                             .next_key = "next_after",
                                             .more = "(more: %lld)"};
-    return fq_cli_pages_print(list, &view);
+    return fq_cli_pages_print(cli, list, &view);
 }
 
 const fq_cli_command_t fq_cli_cmd_tenants_tokens = {

@@ -95,8 +95,13 @@ int fq_cli_pages(fq_cli_t *cli, const char *path, const fq_cli_query_t *query,
     return rc;
 }
 
-int fq_cli_pages_print(json_t *document, const fq_cli_page_view_t *view)
+int fq_cli_pages_print(fq_cli_t *cli, json_t *document, const fq_cli_page_view_t *view)
 {
+    if (cli->json) {
+        fq_cli_print_json(document);
+        json_decref(document);
+        return FQ_CLI_EXIT_OK;
+    }
     fq_cli_table_t *table = fq_cli_table_new(view->headers, view->align);
     if (!table) {
         json_decref(document);

@@ -44,9 +44,9 @@ typedef struct {
     const char *more;     //  printf format of the hint, with %lld for the cursor
 } fq_cli_page_view_t;
 
-//  Prints document's items as an aligned table on stdout and, when the
-//  page has a next cursor, the view's hint on stderr. Takes document.
-//  Returns the exit code.
-int fq_cli_pages_print(json_t *document, const fq_cli_page_view_t *view);
+//  Prints document as the API gave it (--json), or its items as an aligned
+//  table on stdout and, when the page has a next cursor, the view's hint
+//  on stderr. Takes document. Returns the exit code.
+int fq_cli_pages_print(fq_cli_t *cli, json_t *document, const fq_cli_page_view_t *view);
 
 #endif

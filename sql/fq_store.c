@@ -171,6 +171,22 @@ void fq_store_rollback(fq_store_t *self)
         PQclear(PQexec(self->conn, "ROLLBACK"));
 }
 
+int fq_store_rows(fq_store_t *self, PGresult *res, size_t item_size, fq_store_row_fn *fill,
+                  void **rows)
+{
+    size_t n = (size_t)PQntuples(res);
+    char *items = n ? calloc(n, item_size) : NULL;
+    *rows = items;
+    if (n && !items) {
+        PQclear(res);
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        fill(res, (int)i, items + i * item_size);
+    PQclear(res);
+    return (int)n;
+}
+
 int64_t fq_store_int64(const PGresult *res, int row, int col)
 {
     return PQgetisnull(res, row, col) ? 0 : strtoll(PQgetvalue(res, row, col), NULL, 10);

@@ -854,8 +854,9 @@ int fq_store_prune(fq_store_t *self, int retention_s, int batch, fq_prune_result
     "  FROM fairq.requests WHERE status IN " S_UNFINISHED " GROUP BY tenant_id) s"                 \
     " ON s.tenant_id = t.id"
 
-static void s_tenant_row(const PGresult *res, int row, fq_tenant_info_t *out)
+static void s_tenant_row(const PGresult *res, int row, void *item)
 {
+    fq_tenant_info_t *out = item;
     *out = (fq_tenant_info_t){.id = fq_store_int64(res, row, 0),
                               .weight = (int)fq_store_int64(res, row, 2),
                               .max_inflight = (int)fq_store_int64(res, row, 3),
@@ -894,17 +895,11 @@ int fq_store_tenant_list(fq_store_t *self, fq_tenant_list_t *list)
                                    PGRES_TUPLES_OK, "list tenants", &rc);
     if (!res)
         return rc;
-    size_t n = (size_t)PQntuples(res);
-    list->rows = n ? calloc(n, sizeof *list->rows) : NULL;
-    if (n && !list->rows) {
-        PQclear(res);
-        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < n; i++)
-        s_tenant_row(res, (int)i, &list->rows[i]);
-    list->count = n;
-    PQclear(res);
-    return (int)n;
+    void *rows;
+    rc = fq_store_rows(self, res, sizeof *list->rows, s_tenant_row, &rows);
+    list->rows = rows;
+    list->count = rc > 0 ? (size_t)rc : 0;
+    return rc;
 }
 
 void fq_tenant_list_free(fq_tenant_list_t *list)

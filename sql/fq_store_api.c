@@ -126,8 +126,9 @@ int fq_store_token_lookup(fq_store_t *self, const char *token, fq_token_owner_t 
     " extract(epoch FROM r.finished_at)::bigint"                                                   \
     " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
 
-static void s_request_row(const PGresult *res, int row, fq_request_info_t *out)
+static void s_request_row(const PGresult *res, int row, void *item)
 {
+    fq_request_info_t *out = item;
     *out = (fq_request_info_t){.id = fq_store_int64(res, row, 0),
                                .tenant_id = fq_store_int64(res, row, 1),
                                .priority = (int)fq_store_int64(res, row, 4),
@@ -206,17 +207,11 @@ int fq_store_request_list(fq_store_t *self, int64_t tenant_id, const char *statu
                        4, params, PGRES_TUPLES_OK, "list requests", &rc);
     if (!res)
         return rc;
-    size_t n = (size_t)PQntuples(res);
-    list->rows = n ? calloc(n, sizeof *list->rows) : NULL;
-    if (n && !list->rows) {
-        PQclear(res);
-        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < n; i++)
-        s_request_row(res, (int)i, &list->rows[i]);
-    list->count = n;
-    PQclear(res);
-    return (int)n;
+    void *rows;
+    rc = fq_store_rows(self, res, sizeof *list->rows, s_request_row, &rows);
+    list->rows = rows;
+    list->count = rc > 0 ? (size_t)rc : 0;
+    return rc;
 }
 
 void fq_request_list_free(fq_request_list_t *list)
@@ -342,6 +337,12 @@ int fq_store_request_by_key(fq_store_t *self, const char *tenant, const char *ke
     return rc;
 }
 
+static void s_token_row(const PGresult *res, int row, void *item)
+{
+    *(fq_token_info_t *)item = (fq_token_info_t){.id = fq_store_int64(res, row, 0),
+                                                 .created_at = fq_store_int64(res, row, 1)};
+}
+
 int fq_store_token_list(fq_store_t *self, const char *tenant, fq_token_list_t *list)
 {
     *list = (fq_token_list_t){0};
@@ -356,18 +357,11 @@ int fq_store_token_list(fq_store_t *self, const char *tenant, fq_token_list_t *l
         tenant ? 1 : 0, params, PGRES_TUPLES_OK, "list tokens", &rc);
     if (!res)
         return rc;
-    size_t n = (size_t)PQntuples(res);
-    list->rows = n ? calloc(n, sizeof *list->rows) : NULL;
-    if (n && !list->rows) {
-        PQclear(res);
-        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < n; i++)
-        list->rows[i] = (fq_token_info_t){.id = fq_store_int64(res, (int)i, 0),
-                                          .created_at = fq_store_int64(res, (int)i, 1)};
-    list->count = n;
-    PQclear(res);
-    return (int)n;
+    void *rows;
+    rc = fq_store_rows(self, res, sizeof *list->rows, s_token_row, &rows);
+    list->rows = rows;
+    list->count = rc > 0 ? (size_t)rc : 0;
+    return rc;
 }
 
 void fq_token_list_free(fq_token_list_t *list)

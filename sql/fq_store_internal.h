@@ -55,6 +55,15 @@ PGresult *fq_store_query(fq_store_t *self, const char *sql, int nparams, const c
 //  Rolls back an open transaction, if any.
 void fq_store_rollback(fq_store_t *self);
 
+//  Fills one item of a list from a row of a result.
+typedef void(fq_store_row_fn)(const PGresult *res, int row, void *item);
+
+//  Turns every row of res into an item of item_size bytes with fill, all
+//  in one calloc'd array written to *rows (NULL when there is none), and
+//  clears res. Returns how many rows, or FQ_ENOMEM (then *rows is NULL).
+int fq_store_rows(fq_store_t *self, PGresult *res, size_t item_size, fq_store_row_fn *fill,
+                  void **rows);
+
 //  A column as an integer, 0 when NULL.
 int64_t fq_store_int64(const PGresult *res, int row, int col);
 

@@ -246,6 +246,8 @@ static int s_start_gateway(s_daemon_t *self)
         .cert_file = insecure ? NULL : cert,
         .allow_dir = insecure ? NULL : allow_dir,
         .insecure = insecure,
+        .admit = fq_protocol_fairqd_admit,
+        .admit_count = fq_protocol_fairqd_admit_count,
         .heartbeat_ms = fq_config_int(self->config, FQ_CONFIG_HEARTBEAT_MS),
         .heartbeat_timeout_ms = fq_config_int(self->config, FQ_CONFIG_HEARTBEAT_TIMEOUT_MS)};
     int rc = fq_gateway_start(self->system, &gateway);

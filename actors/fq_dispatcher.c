@@ -103,10 +103,8 @@ typedef struct {
     bool draining;
     fq_metrics_batch_t *metrics; //  NULL without metrics
     bool senders_changed;        //  A sender's credit or in flight changed since the last record
-    uint64_t sent, acked, nacked, malformed, unknown_peer, render_failed;
+    uint64_t sent, acked, nacked, malformed, unknown_peer, render_failed, stray;
 } s_self_t;
-
-#define S_KEY(id) ((void *)(uintptr_t)(id))
 
 //  ---------------------------------------------------------------------
 //  Settling
@@ -196,6 +194,23 @@ static void s_malformed(s_self_t *self)
                (unsigned long long)self->malformed);
 }
 
+//  An ACK or NACK for a message this sender does not hold right now: one
+//  it was never given, given to another sender, or given back meanwhile (it
+//  said HELLO again or was declared dead, and the message went to the
+//  scheduler). Only the holder's answer is written: a sender may not mark
+//  as sent, failed or dead what it never held. A late answer of an honest
+//  sender is dropped too; the message is still pending, so it goes out
+//  again (at least once, as after any sender's death).
+static void s_stray(s_self_t *self, const s_sender_t *sender, uint64_t id, const char *what)
+{
+    self->stray++;
+    if ((self->stray & (self->stray - 1)) == 0)
+        fq_log(FQ_LOG_WARNING,
+               "dispatcher: dropped %s of message %llu from sender \"%s\", which does not hold "
+               "it (%llu such answers so far)",
+               what, (unsigned long long)id, sender->name, (unsigned long long)self->stray);
+}
+
 //  ---------------------------------------------------------------------
 //  Senders
 
@@ -221,14 +236,15 @@ static void s_sender_gone(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, con
         for (s_flight_t *flight = zhashx_first(self->inflight); flight && back;
              flight = zhashx_next(self->inflight))
             if (flight->sender == sender)
-                zlistx_add_end(back, (void *)zhashx_cursor(self->inflight));
-        for (void *key = back ? zlistx_first(back) : NULL; key; key = zlistx_next(back)) {
-            s_flight_t *flight = zhashx_lookup(self->inflight, key);
-            s_settle_add(&self->requeue, (uint64_t)(uintptr_t)key, (uint64_t)flight->request_id,
+                zlistx_add_end(back, (void *)(uintptr_t)fq_intkey_cursor(self->inflight));
+        for (void *item = back ? zlistx_first(back) : NULL; item; item = zlistx_next(back)) {
+            uint64_t id = (uint64_t)(uintptr_t)item;
+            s_flight_t *flight = fq_intkey_lookup(self->inflight, id);
+            s_settle_add(&self->requeue, id, (uint64_t)flight->request_id,
                          (uint64_t)flight->tenant_id, 0);
             fq_metrics_batch_settled(self->metrics, flight->tenant_id, flight->request_id,
                                      sender->metrics_id, FQ_METRICS_REQUEUED);
-            zhashx_delete(self->inflight, key);
+            fq_intkey_delete(self->inflight, id);
         }
         zlistx_destroy(&back);
     }
@@ -351,12 +367,12 @@ static void s_credit(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 //  An ACK or NACK: the message leaves flight and its credit comes back.
 //  outcome: FQ_METRICS_SENT, or for a nack FQ_METRICS_DEAD (permanent) or
 //  FQ_METRICS_FAILED (dead too at the last attempt, as the store decides).
-//  Returns false if the message was not in flight with this sender (a late
-//  answer after it was given back: the outcome is still written).
+//  Returns false if the message is not in flight with this sender right now
+//  (see s_stray).
 static bool s_answered(s_self_t *self, s_sender_t *sender, uint64_t id,
                        fq_metrics_outcome_t outcome)
 {
-    s_flight_t *flight = id ? zhashx_lookup(self->inflight, S_KEY(id)) : NULL;
+    s_flight_t *flight = id ? fq_intkey_lookup(self->inflight, id) : NULL;
     if (!flight || flight->sender != sender)
         return false;
     if (outcome == FQ_METRICS_FAILED && flight->last_attempt)
@@ -370,7 +386,7 @@ static bool s_answered(s_self_t *self, s_sender_t *sender, uint64_t id,
     sender->credit += credit_back;
     s_settle_add(&self->done, id, (uint64_t)flight->request_id, (uint64_t)flight->tenant_id,
                  credit_back && !self->draining);
-    zhashx_delete(self->inflight, S_KEY(id));
+    fq_intkey_delete(self->inflight, id);
     return true;
 }
 
@@ -384,7 +400,10 @@ static void s_ack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     s_sender_t *sender = s_known_sender(self, msg);
     if (!sender)
         return;
-    s_answered(self, sender, ack.id, FQ_METRICS_SENT);
+    if (!s_answered(self, sender, ack.id, FQ_METRICS_SENT)) {
+        s_stray(self, sender, ack.id, "an ACK");
+        return;
+    }
     self->acked++;
     if (self->acks_held == self->acks_capacity) {
         uint32_t capacity = self->acks_capacity ? self->acks_capacity * 2 : S_ANSWER_BATCH;
@@ -415,7 +434,10 @@ static void s_nack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     s_sender_t *sender = s_known_sender(self, msg);
     if (!sender)
         return;
-    s_answered(self, sender, nack.id, nack.permanent ? FQ_METRICS_DEAD : FQ_METRICS_FAILED);
+    if (!s_answered(self, sender, nack.id, nack.permanent ? FQ_METRICS_DEAD : FQ_METRICS_FAILED)) {
+        s_stray(self, sender, nack.id, "a NACK");
+        return;
+    }
     self->nacked++;
     fq_store_nack_t store = {.id = nack.id, .permanent = nack.permanent, .error = nack.error};
     fq_tell(ctx, FQ_PATH_STORE, &fq_store_nack_desc, &store);
@@ -445,7 +467,7 @@ static void s_templates_free(void **item)
 static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t request_id, int *rc,
                                   char *error, size_t error_size)
 {
-    s_templates_t *templates = zhashx_lookup(self->templates, S_KEY(request_id));
+    s_templates_t *templates = fq_intkey_lookup(self->templates, request_id);
     if (templates)
         return templates;
     fq_request_templates_t loaded;
@@ -482,7 +504,7 @@ static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t req
         zhashx_purge(self->templates);
         self->template_bytes = 0;
     }
-    zhashx_insert(self->templates, S_KEY(request_id), templates);
+    fq_intkey_insert(self->templates, request_id, templates);
     self->template_bytes += templates->bytes;
     return templates;
 }
@@ -573,7 +595,7 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
         } else {
             *flight = (s_flight_t){sender, row->request_id, row->tenant_id,
                                    row->try_count + 1 >= templates->max_attempts};
-            zhashx_insert(self->inflight, S_KEY(id), flight);
+            fq_intkey_insert(self->inflight, id, flight);
             sender->credit--;
             sender->inflight++;
             self->sent++;
@@ -616,11 +638,11 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     for (uint32_t i = 0; i < n; i++) {
         //  Already in flight (its request was paged again), or twice in this
         //  batch (a retry claimed again): sent once is enough
-        if (messages[i] == 0 || zhashx_lookup(self->inflight, S_KEY(messages[i])) ||
-            zhashx_lookup(batch, S_KEY(messages[i])))
+        if (messages[i] == 0 || fq_intkey_lookup(self->inflight, messages[i]) ||
+            fq_intkey_lookup(batch, messages[i]))
             s_settle_add(&self->done, messages[i], requests[i], tenants[i], 1);
         else {
-            zhashx_insert(batch, S_KEY(messages[i]), (void *)(uintptr_t)(i + 1));
+            fq_intkey_insert(batch, messages[i], (void *)(uintptr_t)(i + 1));
             ids[nids++] = (int64_t)messages[i];
         }
     }
@@ -635,8 +657,8 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
         fq_db_failed(self->db, loaded);
     int64_t now_ms = zclock_time();
     for (int i = 0; i < loaded; i++)
-        if (zhashx_lookup(batch, S_KEY(rows.rows[i].id))) {
-            zhashx_delete(batch, S_KEY(rows.rows[i].id));
+        if (fq_intkey_lookup(batch, rows.rows[i].id)) {
+            fq_intkey_delete(batch, rows.rows[i].id);
             s_send_row(ctx, self, store, &rows.rows[i], now_ms);
         }
     //  What is left was not sent: held while the database fails (or the
@@ -729,8 +751,8 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
 
 static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
-    const char *const keys[] = {"senders", "inflight",  "sent",         "acked",
-                                "nacked",  "malformed", "unknown_peer", "render_failed"};
+    const char *const keys[] = {"senders",   "inflight",     "sent",          "acked", "nacked",
+                                "malformed", "unknown_peer", "render_failed", "stray"};
     const uint64_t values[] = {zhashx_size(self->senders),
                                zhashx_size(self->inflight),
                                self->sent,
@@ -738,7 +760,8 @@ static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
                                self->nacked,
                                self->malformed,
                                self->unknown_peer,
-                               self->render_failed};
+                               self->render_failed,
+                               self->stray};
     fq_stats_reply(ctx, msg, keys, values, sizeof keys / sizeof keys[0]);
 }
 

@@ -126,8 +126,6 @@ void fq_fairness_destroy(fq_fairness_t **self_p)
     *self_p = NULL;
 }
 
-#define S_KEY(id) ((void *)(uintptr_t)(id))
-
 //  Ids are database keys, from 1 up. Id 0 would be a NULL key, on which
 //  zhashx asserts: refused (or not found) instead, as ids come from SQL
 //  results and untrusted input never hits an assert.
@@ -138,7 +136,7 @@ static bool s_valid_id(int64_t id)
 
 static s_request_t *s_request_find(const fq_fairness_t *self, int64_t request_id)
 {
-    return s_valid_id(request_id) ? zhashx_lookup(self->requests, S_KEY(request_id)) : NULL;
+    return s_valid_id(request_id) ? fq_intkey_lookup(self->requests, request_id) : NULL;
 }
 
 //  ---------------------------------------------------------------------
@@ -256,7 +254,7 @@ static void s_tenant_update(fq_fairness_t *self, s_tenant_t *tenant)
 
 static s_tenant_t *s_tenant_get(fq_fairness_t *self, int64_t tenant_id)
 {
-    s_tenant_t *tenant = zhashx_lookup(self->tenants, S_KEY(tenant_id));
+    s_tenant_t *tenant = fq_intkey_lookup(self->tenants, tenant_id);
     if (tenant)
         return tenant;
     tenant = calloc(1, sizeof *tenant);
@@ -265,7 +263,7 @@ static s_tenant_t *s_tenant_get(fq_fairness_t *self, int64_t tenant_id)
     tenant->id = tenant_id;
     tenant->weight = S_DEFAULT_WEIGHT;
     tenant->max_inflight = S_DEFAULT_MAX_INFLIGHT;
-    if (zhashx_insert(self->tenants, S_KEY(tenant_id), tenant) != 0) {
+    if (fq_intkey_insert(self->tenants, tenant_id, tenant) != 0) {
         free(tenant);
         return NULL;
     }
@@ -384,7 +382,7 @@ static s_request_t *s_request_new(fq_fairness_t *self, int64_t request_id, int64
     request->tenant = tenant;
     request->level = s_level_get(tenant, priority);
     if (!request->level || s_buffer_grow(request, self->prefetch) ||
-        zhashx_insert(self->requests, S_KEY(request_id), request) != 0) {
+        fq_intkey_insert(self->requests, request_id, request) != 0) {
         if (request->level) {
             request->level->members++;
             s_level_release(tenant, request->level);
@@ -444,7 +442,7 @@ void fq_fairness_request_remove(fq_fairness_t *self, int64_t request_id)
     s_unqueue_refill(self, request);
     self->prefetched -= (size_t)request->count;
     s_level_release(tenant, request->level);
-    zhashx_delete(self->requests, S_KEY(request_id));
+    fq_intkey_delete(self->requests, request_id);
     s_tenant_update(self, tenant);
 }
 
@@ -586,8 +584,7 @@ int fq_fairness_next(fq_fairness_t *self, fq_pick_t *pick)
 
 void fq_fairness_done(fq_fairness_t *self, int64_t tenant_id)
 {
-    s_tenant_t *tenant =
-        s_valid_id(tenant_id) ? zhashx_lookup(self->tenants, S_KEY(tenant_id)) : NULL;
+    s_tenant_t *tenant = s_valid_id(tenant_id) ? fq_intkey_lookup(self->tenants, tenant_id) : NULL;
     if (!tenant || tenant->inflight == 0)
         return;
     tenant->inflight--;

@@ -5,6 +5,25 @@
 #define FQ_SCHEMA_FILE "fq_messages.def"
 #include "fq_schema_define.h"
 
+const fq_gateway_admit_t fq_protocol_fairqd_admit[] = {
+    {FQ_MSG_HELLO, FQ_PROTOCOL_DISPATCHER_PATH, FQ_ADMIT_ASK},
+    {FQ_MSG_CREDIT, FQ_PROTOCOL_DISPATCHER_PATH, FQ_ADMIT_TELL},
+    {FQ_MSG_ACK, FQ_PROTOCOL_DISPATCHER_PATH, FQ_ADMIT_TELL},
+    {FQ_MSG_NACK, FQ_PROTOCOL_DISPATCHER_PATH, FQ_ADMIT_TELL},
+    {FQ_MSG_BYE, FQ_PROTOCOL_DISPATCHER_PATH, FQ_ADMIT_TELL},
+};
+const size_t fq_protocol_fairqd_admit_count =
+    sizeof fq_protocol_fairqd_admit / sizeof fq_protocol_fairqd_admit[0];
+
+const fq_gateway_admit_t fq_protocol_sender_admit[] = {
+    {FQ_MSG_MESSAGE, FQ_PROTOCOL_SENDER_PATH, FQ_ADMIT_TELL},
+    {FQ_MSG_WELCOME, FQ_PROTOCOL_SENDER_PATH, FQ_ADMIT_REPLY},
+    //  An ask of HELLO that fairqd's gateway or dispatcher could not take
+    {FQ_MSG_ERROR, FQ_PROTOCOL_SENDER_PATH, FQ_ADMIT_REPLY},
+};
+const size_t fq_protocol_sender_admit_count =
+    sizeof fq_protocol_sender_admit / sizeof fq_protocol_sender_admit[0];
+
 //  Most counters one STATS reply carries.
 #define S_STATS_MAX 32
 

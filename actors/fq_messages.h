@@ -3,6 +3,7 @@
 #ifndef FQ_MESSAGES_H
 #define FQ_MESSAGES_H
 
+#include "fq_gateway.h"
 #include "fq_sysmsg.h"
 #include "fq_system.h"
 
@@ -12,6 +13,19 @@
 
 //  The sender protocol's version, said in WELCOME (sender/PROTOCOL.md).
 #define FQ_SENDER_PROTOCOL 1
+
+//  The protocol's two ends: fairqd's dispatcher and a sender's actor.
+#define FQ_PROTOCOL_DISPATCHER_PATH "/user/dispatcher"
+#define FQ_PROTOCOL_SENDER_PATH     "/user/sender"
+
+//  The admission tables of the two gateways (fq_gateway.h): all that a
+//  sender may send into fairqd (HELLO, CREDIT, ACK, NACK, BYE to the
+//  dispatcher), and all that fairqd may send into a sender (MSG, and the
+//  replies to its HELLO). Nothing else from the other side reaches an actor.
+extern const fq_gateway_admit_t fq_protocol_fairqd_admit[];
+extern const size_t fq_protocol_fairqd_admit_count;
+extern const fq_gateway_admit_t fq_protocol_sender_admit[];
+extern const size_t fq_protocol_sender_admit_count;
 
 //  Answers a STATS_QUERY with count counters: keys[i] = values[i].
 void fq_stats_reply(fq_ctx_t *ctx, const fq_msg_t *query, const char *const *keys,

@@ -58,7 +58,6 @@
 #define S_DOUBLE_SHORT 15
 #define S_DOUBLE_EXACT 17
 
-#define S_KEY(id)      ((void *)(uintptr_t)(id))
 #define S_COUNT(array) (sizeof(array) / sizeof((array)[0]))
 
 //  ---------------------------------------------------------------------
@@ -265,13 +264,13 @@ static s_tenant_t *s_tenant(fq_metrics_t *self, int64_t id)
 {
     if (id <= 0)
         return NULL;
-    s_tenant_t *tenant = zhashx_lookup(self->tenants, S_KEY(id));
+    s_tenant_t *tenant = fq_intkey_lookup(self->tenants, id);
     if (!tenant) {
         tenant = calloc(1, sizeof *tenant);
         if (!tenant)
             return NULL;
         tenant->id = id;
-        zhashx_insert(self->tenants, S_KEY(id), tenant);
+        fq_intkey_insert(self->tenants, id, tenant);
     }
     return tenant;
 }
@@ -314,17 +313,17 @@ static void s_request_add(fq_metrics_t *self, int64_t request_id, int64_t delta)
 {
     if (request_id <= 0)
         return;
-    int64_t n = (int64_t)(uintptr_t)zhashx_lookup(self->requests, S_KEY(request_id)) + delta;
+    int64_t n = (int64_t)(uintptr_t)fq_intkey_lookup(self->requests, request_id) + delta;
     if (n > 0)
-        zhashx_update(self->requests, S_KEY(request_id), (void *)(uintptr_t)n);
+        fq_intkey_update(self->requests, request_id, (void *)(uintptr_t)n);
     else
-        zhashx_delete(self->requests, S_KEY(request_id));
+        fq_intkey_delete(self->requests, request_id);
 }
 
 static void s_apply(fq_metrics_t *self, const s_event_t *event, int64_t second)
 {
     s_tenant_t *tenant = s_tenant(self, event->tenant_id);
-    s_sender_t *sender = event->sender ? zhashx_lookup(self->senders, S_KEY(event->sender)) : NULL;
+    s_sender_t *sender = event->sender ? fq_intkey_lookup(self->senders, event->sender) : NULL;
     switch (event->kind) {
     case S_SUBMITTED:
         if (tenant)
@@ -436,7 +435,7 @@ static void s_forget_gone(fq_metrics_t *self)
         if (!sender->counts.up)
             gone[n++] = sender->id;
     for (size_t i = 0; i < n; i++)
-        zhashx_delete(self->senders, S_KEY(gone[i]));
+        fq_intkey_delete(self->senders, gone[i]);
     self->senders_gone -= n;
 }
 
@@ -461,7 +460,7 @@ uint64_t fq_metrics_sender_join(fq_metrics_t *self, const char *name, const char
         *sender = (s_sender_t){.id = ++self->last_sender, .name = label, .address = where};
         sender->counts.up = 1;
         label = where = NULL;
-        zhashx_insert(self->senders, S_KEY(sender->id), sender);
+        fq_intkey_insert(self->senders, sender->id, sender);
         id = sender->id;
     }
     pthread_mutex_unlock(&self->lock);
@@ -475,7 +474,7 @@ void fq_metrics_sender_leave(fq_metrics_t *self, uint64_t id)
     if (!self || !id)
         return;
     pthread_mutex_lock(&self->lock);
-    s_sender_t *sender = zhashx_lookup(self->senders, S_KEY(id));
+    s_sender_t *sender = fq_intkey_lookup(self->senders, id);
     if (sender && sender->counts.up) {
         sender->counts.up = 0;
         sender->counts.inflight = 0;
@@ -494,7 +493,7 @@ int64_t fq_metrics_request_inflight(fq_metrics_t *self, int64_t request_id)
     if (!self || request_id <= 0)
         return 0;
     pthread_mutex_lock(&self->lock);
-    int64_t n = (int64_t)(uintptr_t)zhashx_lookup(self->requests, S_KEY(request_id));
+    int64_t n = (int64_t)(uintptr_t)fq_intkey_lookup(self->requests, request_id);
     pthread_mutex_unlock(&self->lock);
     return n;
 }

@@ -20,7 +20,7 @@
 
 #define FQ_PATH_INTAKE     "/user/intake"
 #define FQ_PATH_SCHEDULER  "/user/scheduler"
-#define FQ_PATH_DISPATCHER "/user/dispatcher"
+#define FQ_PATH_DISPATCHER FQ_PROTOCOL_DISPATCHER_PATH
 #define FQ_PATH_STORE      "/user/store"
 #define FQ_PATH_REAPER     "/user/reaper"
 //  Splitters are FQ_PATH_SPLITTER_PREFIX "1", "2", ...

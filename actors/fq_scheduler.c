@@ -110,8 +110,6 @@ typedef struct {
     uint64_t dispatched, requeued, retries_claimed;
 } s_self_t;
 
-#define S_KEY(id) ((void *)(uintptr_t)(id))
-
 static void s_known_free(void **item)
 {
     free(*item);
@@ -214,7 +212,7 @@ static void s_split_queue(s_self_t *self, int64_t request_id, s_known_t *known)
 {
     if (known->queued || known->splitter >= 0)
         return;
-    if (zlistx_add_end(known->small ? self->express : self->queue, S_KEY(request_id)))
+    if (zlistx_add_end(known->small ? self->express : self->queue, (void *)(uintptr_t)request_id))
         known->queued = true;
 }
 
@@ -224,21 +222,22 @@ static void s_split_feed(fq_ctx_t *ctx, s_self_t *self)
     for (int i = 0; i < self->config->splitters; i++) {
         while (!self->splitting[i]) {
             zlistx_t *from = zlistx_size(self->express) ? self->express : self->queue;
-            void *key = zlistx_first(from);
-            if (!key)
+            void *item = zlistx_first(from);
+            if (!item)
                 return;
+            uint64_t request_id = (uint64_t)(uintptr_t)item;
             zlistx_delete(from, zlistx_cursor(from));
-            s_known_t *known = zhashx_lookup(self->known, key);
+            s_known_t *known = fq_intkey_lookup(self->known, request_id);
             if (!known || !known->queued)
                 continue; //  Gone meanwhile
             known->queued = false;
             char path[64];
             snprintf(path, sizeof path, FQ_PATH_SPLITTER_PREFIX "%d", i + 1);
-            fq_split_t split = {.request = (uint64_t)(uintptr_t)key};
+            fq_split_t split = {.request = request_id};
             if (fq_tell(ctx, path, &fq_split_desc, &split) != 0)
                 return; //  The splitter is away: the next poll queues it again
             known->splitter = i;
-            self->splitting[i] = (int64_t)(uintptr_t)key;
+            self->splitting[i] = (int64_t)request_id;
         }
     }
 }
@@ -249,7 +248,7 @@ static void s_split_over(s_self_t *self, int64_t request_id)
     for (int i = 0; i < self->config->splitters; i++)
         if (self->splitting[i] == request_id)
             self->splitting[i] = 0;
-    s_known_t *known = zhashx_lookup(self->known, S_KEY(request_id));
+    s_known_t *known = fq_intkey_lookup(self->known, request_id);
     if (known)
         known->splitter = -1;
 }
@@ -257,22 +256,22 @@ static void s_split_over(s_self_t *self, int64_t request_id)
 //  Counts a request taken up as submitted, once in this process's life.
 static void s_count_submitted(s_self_t *self, const fq_due_request_t *due)
 {
-    if (!self->metrics || zhashx_lookup(self->counted, S_KEY(due->id)))
+    if (!self->metrics || fq_intkey_lookup(self->counted, due->id))
         return;
     if (zhashx_size(self->counted) >= S_COUNTED_MAX) {
         zlistx_t *gone = zlistx_new();
         for (void *item = zhashx_first(self->counted); item && gone;
              item = zhashx_next(self->counted)) {
-            const void *key = zhashx_cursor(self->counted);
-            if (!zhashx_lookup(self->known, key))
-                zlistx_add_end(gone, (void *)key);
+            uint64_t id = fq_intkey_cursor(self->counted);
+            if (!fq_intkey_lookup(self->known, id))
+                zlistx_add_end(gone, (void *)(uintptr_t)id);
         }
-        for (void *key = gone ? zlistx_first(gone) : NULL; key; key = zlistx_next(gone))
-            zhashx_delete(self->counted, key);
+        for (void *item = gone ? zlistx_first(gone) : NULL; item; item = zlistx_next(gone))
+            fq_intkey_delete(self->counted, (uint64_t)(uintptr_t)item);
         zlistx_destroy(&gone);
     }
     //  The value only has to be non-NULL
-    zhashx_insert(self->counted, S_KEY(due->id), S_KEY(1));
+    fq_intkey_insert(self->counted, due->id, (void *)(uintptr_t)1);
     fq_metrics_batch_submitted(self->metrics, due->tenant_id, due->total);
 }
 
@@ -280,13 +279,13 @@ static void s_count_submitted(s_self_t *self, const fq_due_request_t *due)
 static void s_open(s_self_t *self, const fq_due_request_t *due)
 {
     fq_fairness_tenant_set(self->fairness, due->tenant_id, due->weight, due->max_inflight);
-    s_known_t *known = zhashx_lookup(self->known, S_KEY(due->id));
+    s_known_t *known = fq_intkey_lookup(self->known, due->id);
     if (known && known->priority != due->priority) {
         //  Its priority changed: it takes its new place in its tenant's
         //  order (paged again from scan_from; the dispatcher skips the
         //  messages already in flight)
         fq_fairness_request_remove(self->fairness, due->id);
-        zhashx_delete(self->known, S_KEY(due->id));
+        fq_intkey_delete(self->known, due->id);
         known = NULL;
     }
     if (!known) {
@@ -298,7 +297,7 @@ static void s_open(s_self_t *self, const fq_due_request_t *due)
                              .splitter = -1,
                              .small = due->total <= S_SMALL_SPLIT,
                              .split_done = due->split_done};
-        zhashx_insert(self->known, S_KEY(due->id), known);
+        fq_intkey_insert(self->known, due->id, known);
         s_count_submitted(self, due);
         fq_fairness_request_add(self->fairness, due->id, due->tenant_id, due->priority,
                                 due->scan_from, due->split_done);
@@ -350,10 +349,11 @@ static void s_poll_now(fq_ctx_t *ctx, s_self_t *self)
     for (s_known_t *known = zhashx_first(self->known); known && gone;
          known = zhashx_next(self->known))
         if (known->epoch != self->epoch)
-            zlistx_add_end(gone, (void *)zhashx_cursor(self->known));
-    for (void *key = gone ? zlistx_first(gone) : NULL; key; key = zlistx_next(gone)) {
-        fq_fairness_request_remove(self->fairness, (int64_t)(uintptr_t)key);
-        zhashx_delete(self->known, key);
+            zlistx_add_end(gone, (void *)(uintptr_t)fq_intkey_cursor(self->known));
+    for (void *item = gone ? zlistx_first(gone) : NULL; item; item = zlistx_next(gone)) {
+        uint64_t id = (uint64_t)(uintptr_t)item;
+        fq_fairness_request_remove(self->fairness, (int64_t)id);
+        fq_intkey_delete(self->known, id);
     }
     zlistx_destroy(&gone);
 
@@ -383,7 +383,11 @@ static void s_settled(s_self_t *self, const fq_settled_t *settled)
     for (uint32_t i = 0; i < n; i++) {
         int64_t tenant = (int64_t)settled->tenants.items[i];
         fq_fairness_done(self->fairness, tenant);
-        if (settled->requeue) {
+        //  Given back unsent (its sender died, say): it goes out again only
+        //  if its request is still open. One paused, cancelled or moved to
+        //  later meanwhile left the open set at the last poll; its message
+        //  stays pending and is paged again from scan_from if it reopens.
+        if (settled->requeue && fq_intkey_lookup(self->known, settled->requests.items[i])) {
             fq_fairness_push(self->fairness, (int64_t)settled->requests.items[i], tenant,
                              (int64_t)settled->messages.items[i]);
             self->requeued++;
@@ -398,7 +402,7 @@ static void s_split_done(fq_ctx_t *ctx, s_self_t *self, const fq_split_done_t *d
     if (done->request == 0)
         return;
     s_split_over(self, (int64_t)done->request);
-    s_known_t *known = zhashx_lookup(self->known, S_KEY(done->request));
+    s_known_t *known = fq_intkey_lookup(self->known, done->request);
     if (known && !*done->error) {
         if (done->last)
             known->split_done = true;

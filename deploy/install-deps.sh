@@ -11,6 +11,7 @@ PACKAGES=(
     libcurl4-openssl-dev libmicrohttpd-dev libjansson-dev
     postgresql-15 postgresql-common postgresql-client-15
     python3-aiosmtpd python3-prometheus-client ca-certificates procps
+    python3-zmq python3-msgpack clang libclang-rt-14-dev
 )
 
 # Only "install ok installed" counts: a removed package can leave "deinstall ok config-files".

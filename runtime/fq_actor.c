@@ -25,6 +25,7 @@ typedef struct {
     fq_ask_fn *fn;
     void *arg;
     int timer;
+    bool remote; //  Asked of an actor in another system, through the gateway
 } s_ask_t;
 
 typedef struct {
@@ -253,13 +254,18 @@ static void s_child_exited(fq_ctx_t *ctx, fq_cell_t *cell)
 
 static void s_complete_ask(fq_ctx_t *ctx, const fq_msg_t *msg)
 {
-    s_ask_t *ask = zhashx_lookup(ctx->asks, (void *)(uintptr_t)msg->corr);
+    s_ask_t *ask = fq_intkey_lookup(ctx->asks, msg->corr);
     if (!ask)
         return; //  A reply after its time-out: the asker has moved on
+    //  A peer may answer only what was asked of a peer: correlation ids
+    //  are easy to guess, and a forged reply must not complete (or cut
+    //  short) an ask between local actors
+    if ((msg->flags & FQ_ENV_REMOTE) && !ask->remote)
+        return;
     fq_ask_fn *fn = ask->fn;
     void *arg = ask->arg;
     fq_timers_cancel(ctx->timers, ask->timer);
-    zhashx_delete(ctx->asks, (void *)(uintptr_t)msg->corr);
+    fq_intkey_delete(ctx->asks, msg->corr);
     if (msg->type == FQ_MSG_ERROR) {
         fq_error_t error;
         int status = fq_msg_decode(msg, &fq_error_desc, &error);
@@ -367,11 +373,11 @@ static void s_fire_timers(fq_ctx_t *ctx)
             s_dispatch(ctx, frame->data, frame->size);
         } else if (timer->kind == S_TIMER_ASK) {
             uint64_t corr = (uint64_t)(uintptr_t)timer->payload;
-            s_ask_t *ask = zhashx_lookup(ctx->asks, (void *)(uintptr_t)corr);
+            s_ask_t *ask = fq_intkey_lookup(ctx->asks, corr);
             if (ask) {
                 fq_ask_fn *fn = ask->fn;
                 void *arg = ask->arg;
-                zhashx_delete(ctx->asks, (void *)(uintptr_t)corr);
+                fq_intkey_delete(ctx->asks, corr);
                 fn(ctx, ctx->state, FQ_ETIMEDOUT, NULL, arg);
             }
         } else if (timer->kind == S_TIMER_RESTART)
@@ -480,7 +486,7 @@ static void s_teardown(fq_ctx_t *ctx)
     while ((ask = zhashx_first(ctx->asks))) {
         fq_ask_fn *fn = ask->fn;
         void *arg = ask->arg;
-        zhashx_delete(ctx->asks, (void *)(uintptr_t)ask->corr);
+        fq_intkey_delete(ctx->asks, ask->corr);
         fn(ctx, ctx->started ? ctx->state : NULL, FQ_ECLOSED, NULL, arg);
     }
     if (ctx->started && ctx->cell->behaviour->stop)
@@ -583,10 +589,10 @@ int fq_ask(fq_ctx_t *ctx, const char *to, const fq_msgdesc_t *desc, const void *
     s_ask_t *ask = calloc(1, sizeof *ask);
     if (!ask)
         return FQ_ENOMEM;
-    *ask = (s_ask_t){.corr = corr, .fn = fn, .arg = arg};
+    *ask = (s_ask_t){.corr = corr, .fn = fn, .arg = arg, .remote = to[0] != '/'};
     ask->timer = fq_timers_add(ctx->timers, zclock_mono(), timeout_ms, 0, S_TIMER_ASK,
                                (void *)(uintptr_t)corr, NULL);
-    if (ask->timer < 0 || zhashx_insert(ctx->asks, (void *)(uintptr_t)corr, ask) != 0) {
+    if (ask->timer < 0 || fq_intkey_insert(ctx->asks, corr, ask) != 0) {
         fq_timers_cancel(ctx->timers, ask->timer);
         free(ask);
         return FQ_ENOMEM;

@@ -1,19 +1,14 @@
 /*  fq_gateway.c — the remote transport actor (see fq_gateway.h). */
 #include "fq_gateway.h"
 #include "fq_system_internal.h"
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 //  The reason given when a peer leaves with BYE.
 #define S_GOODBYE          "said goodbye"
 #define S_PROTOCOL_VERSION 1
 #define S_ZAP_DOMAIN       "fairq"
-
-//  The path of every runtime message below FQ_MSG_USER_FIRST is the
-//  runtime's own business: a peer may not inject them (a forged STOP or
-//  TERMINATED), except replies carrying an ERROR.
-static bool s_remote_type_allowed(uint32_t type)
-{
-    return type >= FQ_MSG_USER_FIRST || type == FQ_MSG_ERROR;
-}
 
 typedef struct {
     char *target; //  Remote address as the watcher wrote it
@@ -39,6 +34,8 @@ typedef struct {
     char *server_key;
     zcert_t *cert;
     bool insecure;
+    fq_gateway_admit_t *admit; //  Paths owned
+    size_t admit_count;
     int heartbeat_ms;
     int heartbeat_timeout_ms;
     int reconnect_min_ms;
@@ -80,6 +77,9 @@ static void s_config_free(void *arg)
     free(cfg->connect);
     free(cfg->allow_dir);
     free(cfg->server_key);
+    for (size_t i = 0; i < cfg->admit_count; i++)
+        free((char *)cfg->admit[i].path);
+    free(cfg->admit);
     zcert_destroy(&cfg->cert);
     free(cfg);
 }
@@ -290,6 +290,67 @@ static s_peer_t *s_peer_for(s_self_t *self, const char *system)
     return NULL;
 }
 
+//  ---------------------------------------------------------------------
+//  Admission
+
+//  How a frame comes, as an FQ_ADMIT_* kind; 0 for flags no peer sends (a
+//  claim to be REMOTE already, or an ask and a reply at once).
+static unsigned s_kind(uint32_t flags)
+{
+    switch (flags) {
+    case 0:
+        return FQ_ADMIT_TELL;
+    case FQ_ENV_ASK:
+        return FQ_ADMIT_ASK;
+    case FQ_ENV_REPLY:
+        return FQ_ADMIT_REPLY;
+    default:
+        return 0;
+    }
+}
+
+static bool s_row_matches_path(const fq_gateway_admit_t *row, const char *path)
+{
+    return !row->path || streq(row->path, path);
+}
+
+//  Whether the admission table lets a peer send type to path as kind. The
+//  runtime's own messages never pass: a peer's STOP, TERMINATED or watch
+//  request would be obeyed by the actor runtime itself. An ERROR is
+//  admitted as a reply only, where a row names it.
+static bool s_admitted(const s_config_t *cfg, uint32_t type, unsigned kind, const char *path)
+{
+    if (!kind || (type < FQ_MSG_USER_FIRST && !(type == FQ_MSG_ERROR && kind == FQ_ADMIT_REPLY)))
+        return false;
+    for (size_t i = 0; i < cfg->admit_count; i++) {
+        const fq_gateway_admit_t *row = &cfg->admit[i];
+        bool type_matches = row->type == type || (row->type == 0 && type >= FQ_MSG_USER_FIRST);
+        if (type_matches && (row->kinds & kind) && s_row_matches_path(row, path))
+            return true;
+    }
+    return false;
+}
+
+//  Whether a peer may watch path: only an actor it may send to.
+static bool s_watch_admitted(const s_config_t *cfg, const char *path)
+{
+    for (size_t i = 0; i < cfg->admit_count; i++)
+        if (s_row_matches_path(&cfg->admit[i], path))
+            return true;
+    return false;
+}
+
+//  Counts a frame the table refused. Logged at the 1st, 2nd, 4th, 8th, ...
+//  so that a hostile peer cannot flood the log.
+static void s_refused(s_self_t *self, s_peer_t *peer, uint32_t type, const char *to)
+{
+    self->refused++;
+    if ((self->refused & (self->refused - 1)) == 0)
+        zsys_warning("fairq gateway: refused message type %u to %.*s from peer %s (%llu refused so "
+                     "far)",
+                     type, FQ_PATH_MAX, to, peer->name, (unsigned long long)self->refused);
+}
+
 static void s_reply_error(s_self_t *self, s_peer_t *peer, const fq_envelope_t *env, int code)
 {
     //  Only a path of the peer's own can be answered (see s_deliver)
@@ -317,8 +378,9 @@ static void s_deliver(s_self_t *self, s_peer_t *peer, const fq_envelope_t *env)
     bool answerable = fq_path_valid(env->sender);
     //  The system part, if any, named us; a bare path is ours as well
     if (fq_address_split(env->to, system, sizeof system, &path) < 0 ||
-        !s_remote_type_allowed(env->type) || (!answerable && !(env->flags & FQ_ENV_REPLY))) {
-        self->refused++;
+        !s_admitted(self->cfg, env->type, s_kind(env->flags), path) ||
+        (!answerable && !(env->flags & FQ_ENV_REPLY))) {
+        s_refused(self, peer, env->type, env->to);
         s_reply_error(self, peer, env, FQ_EINVAL);
         return;
     }
@@ -339,6 +401,13 @@ static void s_on_gw_watch(s_self_t *self, s_peer_t *peer, const fq_msg_t *msg)
     fq_gw_watch_t req;
     if (fq_msg_decode(msg, &fq_gw_watch_desc, &req) || !fq_path_valid(req.path)) {
         self->malformed++;
+        return;
+    }
+    if (!s_watch_admitted(self->cfg, req.path)) {
+        //  As for an absent actor: the watcher hears at once that it is gone
+        s_refused(self, peer, FQ_MSG_GW_WATCH, req.path);
+        fq_gw_terminated_t refused = {.path = req.path, .failed = true, .reason = "not admitted"};
+        s_send_control(self, peer, &fq_gw_terminated_desc, &refused, S_SEND_DONTWAIT);
         return;
     }
     zlistx_t *names = zhashx_lookup(self->remote_watchers, req.path);
@@ -785,6 +854,62 @@ static int s_default(int value, int fallback)
     return value > 0 ? value : fallback;
 }
 
+//  Copies the admission table into cfg. Returns NULL, or what is wrong.
+static const char *s_admit_copy(s_config_t *cfg, const fq_gateway_admit_t *admit, size_t count)
+{
+    if (count == 0 || !admit)
+        return NULL;
+    cfg->admit = calloc(count, sizeof *cfg->admit);
+    if (!cfg->admit)
+        return "out of memory";
+    for (size_t i = 0; i < count; i++) {
+        const fq_gateway_admit_t *row = &admit[i];
+        if (row->path && !fq_path_valid(row->path))
+            return "an admission row names an invalid path";
+        if (!row->kinds ||
+            (row->kinds & ~(unsigned)(FQ_ADMIT_TELL | FQ_ADMIT_ASK | FQ_ADMIT_REPLY)))
+            return "an admission row has no valid kinds";
+        cfg->admit[i] = (fq_gateway_admit_t){row->type, NULL, row->kinds};
+        cfg->admit_count = i + 1;
+        if (row->path && !(cfg->admit[i].path = strdup(row->path)))
+            return "out of memory";
+    }
+    return NULL;
+}
+
+//  Whether cert holds a secret key: zcert_load reads the secret from the
+//  "_secret" file beside the public one and leaves it all zeros when that
+//  file is missing. Such a certificate cannot complete a CURVE handshake:
+//  fairqd would start and no sender could ever join.
+static bool s_cert_has_secret(zcert_t *cert)
+{
+    const byte *secret = zcert_secret_key(cert);
+    for (int i = 0; i < 32; i++)
+        if (secret[i])
+            return true;
+    return false;
+}
+
+//  Checks the allow directory as zauth will read it. Returns NULL, or what
+//  is wrong: zauth fails closed on a missing or unreadable directory
+//  (every peer refused) without a word, so it is refused here, loudly.
+static const char *s_allow_dir_problem(const char *dir, char *problem, size_t size)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        snprintf(problem, size, "allow_dir %s: %s", dir, strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        snprintf(problem, size, "allow_dir %s is not a directory", dir);
+    else {
+        DIR *listing = opendir(dir);
+        if (!listing)
+            snprintf(problem, size, "allow_dir %s cannot be read: %s", dir, strerror(errno));
+        else
+            closedir(listing);
+    }
+    return *problem ? problem : NULL;
+}
+
 int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *in)
 {
     if (!in || (!in->bind && !in->connect)) {
@@ -799,24 +924,34 @@ int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *in)
     cfg->allow_dir = s_strdup_or_null(in->allow_dir);
     cfg->server_key = s_strdup_or_null(in->server_key);
     cfg->insecure = in->insecure;
+    const char *problem = s_admit_copy(cfg, in->admit, in->admit_count);
+    char allow_problem[FQ_PATH_MAX + 128] = "";
     cfg->heartbeat_ms = s_default(in->heartbeat_ms, FQ_GATEWAY_HEARTBEAT_MS);
     cfg->heartbeat_timeout_ms =
         s_default(in->heartbeat_timeout_ms, FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS);
     cfg->reconnect_min_ms = s_default(in->reconnect_min_ms, FQ_GATEWAY_RECONNECT_MIN_MS);
     cfg->reconnect_max_ms = s_default(in->reconnect_max_ms, FQ_GATEWAY_RECONNECT_MAX_MS);
-    const char *problem = NULL;
-    if (cfg->insecure)
+    if (!problem && cfg->insecure)
         zsys_warning("fairq gateway: INSECURE MODE - no CURVE authentication or encryption; "
                      "any host that reaches %s can act as a peer. Never use this in production.",
                      cfg->bind ? cfg->bind : cfg->connect);
-    else {
+    else if (!problem) {
         cfg->cert = in->cert        ? zcert_dup(in->cert)
                     : in->cert_file ? zcert_load(in->cert_file)
                                     : NULL;
+        if (!cfg->cert && in->cert_file)
+            snprintf(allow_problem, sizeof allow_problem,
+                     "could not load the CURVE certificate %.*s", FQ_PATH_MAX, in->cert_file);
         if (!cfg->cert)
-            problem = "a CURVE certificate (cert or cert_file) is required";
+            problem = *allow_problem ? allow_problem
+                                     : "a CURVE certificate (cert or cert_file) is required";
+        else if (!s_cert_has_secret(cfg->cert))
+            problem = "the CURVE certificate has no secret key (its _secret file is missing)";
         else if (cfg->bind && !cfg->allow_dir)
             problem = "binding needs allow_dir, the directory of allowed peer certificates";
+        else if (cfg->bind &&
+                 s_allow_dir_problem(cfg->allow_dir, allow_problem, sizeof allow_problem))
+            problem = allow_problem;
         else if (cfg->connect && (!cfg->server_key || strlen(cfg->server_key) != 40))
             problem = "connecting needs server_key, the server's 40-character Z85 public key";
         else if (cfg->bind && atomic_exchange(&s_zap_claimed, true))

@@ -13,6 +13,14 @@
     peer whose key is not listed never completes its handshake. Insecure
     mode (no CURVE) exists for development only and says so loudly.
 
+    Admission: a peer is a remote party, not one of our actors. Of what it
+    sends, only the rows of the admission table (message type, local path,
+    and whether as a tell, an ask or a reply) reach an actor; everything
+    else is refused and counted, and an ask is answered with an ERROR
+    reply. The runtime's own messages (STOP, TERMINATED, watches, ...) never
+    reach an actor from a peer, whatever the table says; a peer may watch
+    only a path it may send to. Without a table nothing is admitted.
+
     Liveness (the Paranoid Pirate pattern): both sides send HEARTBEAT when
     idle; a peer silent for heartbeat_timeout_ms is dead, and every local
     watcher of its actors gets TERMINATED. The connecting side then drops
@@ -22,6 +30,23 @@
 #define FQ_GATEWAY_H
 
 #include "fq_system.h"
+
+//  How a peer's message may come, in fq_gateway_admit_t.kinds.
+enum {
+    FQ_ADMIT_TELL = 1,  //  A plain tell
+    FQ_ADMIT_ASK = 2,   //  An ask, which the actor answers
+    FQ_ADMIT_REPLY = 4, //  A reply to an ask of ours (FQ_MSG_ERROR may be one)
+};
+
+//  One row of the admission table: type may come to path as kinds. For
+//  tests and meshes of trusted systems only, type 0 stands for every
+//  application message (FQ_MSG_USER_FIRST and up) and a NULL path for every
+//  path; a table that faces untrusted peers names each one.
+typedef struct {
+    uint32_t type;
+    const char *path;
+    unsigned kinds;
+} fq_gateway_admit_t;
 
 typedef struct {
     const char *bind;    //  Endpoint to accept peers on, e.g. "tcp://*:5555"; or NULL
@@ -34,7 +59,10 @@ typedef struct {
     zcert_t *cert;
     const char *allow_dir;
     const char *server_key;
-    bool insecure;            //  No CURVE at all: development only
+    bool insecure; //  No CURVE at all: development only
+    //  What peers may send here (copied); NULL or empty: nothing
+    const fq_gateway_admit_t *admit;
+    size_t admit_count;
     int heartbeat_ms;         //  Idle interval between heartbeats; 0 = default
     int heartbeat_timeout_ms; //  Silence after which a peer is dead; 0 = default
     int reconnect_min_ms;     //  First reconnect delay; 0 = default
@@ -46,8 +74,11 @@ typedef struct {
 #define FQ_GATEWAY_RECONNECT_MIN_MS     100
 #define FQ_GATEWAY_RECONNECT_MAX_MS     5000
 
-//  Validates cfg, loads keys and spawns /system/gateway. Strings in cfg are
-//  copied. Returns 0, FQ_EINVAL (with a logged reason) or FQ_EEXIST. The
+//  Validates cfg, loads keys and spawns /system/gateway. Strings and the
+//  admission table in cfg are copied. Returns 0, FQ_EINVAL (with a logged
+//  reason: a certificate that is missing or lacks its secret key, an allow
+//  directory that is missing, not a directory or unreadable, a malformed
+//  admission row) or FQ_EEXIST. The
 //  bind itself happens later, in the gateway's own thread: a failed bind
 //  fails the actor (restarts, then escalation), so wait for it with
 //  fq_gateway_wait_connected and watch fq_system_failed.

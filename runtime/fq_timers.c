@@ -121,7 +121,7 @@ int fq_timers_add(fq_timers_t *self, int64_t now, int delay_ms, int interval_ms,
     //  Ids wrap after 2^31 timers; an id still in use is skipped.
     do
         self->last_id = self->last_id == INT32_MAX ? 1 : self->last_id + 1;
-    while (zhashx_lookup(self->live, (void *)(uintptr_t)self->last_id));
+    while (fq_intkey_lookup(self->live, self->last_id));
     timer->id = self->last_id;
     timer->kind = kind;
     timer->deadline = now + (delay_ms > 0 ? delay_ms : 0);
@@ -132,7 +132,7 @@ int fq_timers_add(fq_timers_t *self, int64_t now, int delay_ms, int interval_ms,
         fq_timer_free(&timer); //  Not in the heap: nobody else would free it
         return FQ_ENOMEM;
     }
-    if (zhashx_insert(self->live, (void *)(uintptr_t)timer->id, timer) != 0) {
+    if (fq_intkey_insert(self->live, timer->id, timer) != 0) {
         //  In the heap but not cancellable: leave it cancelled, freed when due
         timer->cancelled = true;
         return FQ_ENOMEM;
@@ -144,10 +144,10 @@ void fq_timers_cancel(fq_timers_t *self, int id)
 {
     if (id <= 0)
         return; //  No timer has such an id, and 0 would be a NULL key to zhashx
-    fq_timer_t *timer = zhashx_lookup(self->live, (void *)(uintptr_t)id);
+    fq_timer_t *timer = fq_intkey_lookup(self->live, id);
     if (timer) {
         timer->cancelled = true;
-        zhashx_delete(self->live, (void *)(uintptr_t)id);
+        fq_intkey_delete(self->live, id);
     }
 }
 
@@ -176,13 +176,13 @@ fq_timer_t *fq_timers_pop_due(fq_timers_t *self, int64_t now)
             //  handler does not cause a burst of back-to-back ticks.
             timer->deadline = now + timer->interval_ms;
             if (s_push(self, timer)) {
-                zhashx_delete(self->live, (void *)(uintptr_t)timer->id);
+                fq_intkey_delete(self->live, timer->id);
                 fq_timer_free(&timer);
                 continue;
             }
             return timer;
         }
-        zhashx_delete(self->live, (void *)(uintptr_t)timer->id);
+        fq_intkey_delete(self->live, timer->id);
         return timer;
     }
     return NULL;

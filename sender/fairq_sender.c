@@ -40,7 +40,7 @@ enum { S_EXIT_OK = 0, S_EXIT_FAILURE = 1, S_EXIT_USAGE = 2 };
 //  tripping its per-client connection limits; 10 s covers an SMTP answer.
 #define S_DEFAULT_CONCURRENCY      8
 #define S_DEFAULT_DRAIN_TIMEOUT_MS 10000
-#define S_DISPATCHER_PATH          "/user/dispatcher"
+#define S_DISPATCHER_PATH          FQ_PROTOCOL_DISPATCHER_PATH
 
 //  ZeroMQ sockets per delivery worker (its pipe pair, mailbox and outbox,
 //  with room to spare), and for everything else (the gateway, the sender
@@ -297,6 +297,8 @@ int main(int argc, char *argv[])
                                    .cert_file = insecure ? NULL : s_value(values, S_OPT_CERT),
                                    .server_key = insecure ? NULL : server_key,
                                    .insecure = insecure,
+                                   .admit = fq_protocol_sender_admit,
+                                   .admit_count = fq_protocol_sender_admit_count,
                                    .heartbeat_ms = heartbeat_ms,
                                    .heartbeat_timeout_ms = heartbeat_timeout_ms};
     int rc = sys ? fq_gateway_start(sys, &gateway) : FQ_ENOMEM;

@@ -14,7 +14,6 @@
     old session gives its credit back with an explicit CREDIT 1 when done,
     since fairqd no longer counts that message as this sender's. */
 #include "fq_sender.h"
-#include "fq_intkeys.h"
 #include "fq_log.h"
 #include <stdlib.h>
 #include <string.h>

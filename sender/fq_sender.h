@@ -14,7 +14,7 @@
 #include "fq_system.h"
 #include "fq_transport.h"
 
-#define FQ_SENDER_PATH "/user/sender"
+#define FQ_SENDER_PATH FQ_PROTOCOL_SENDER_PATH
 //  Most delivery workers (the concurrency). Each is an actor with a few
 //  ZeroMQ sockets and an SMTP connection, and each socket holds a file
 //  descriptor: a few hundred stay well inside the usual 1,024 descriptors.

@@ -28,7 +28,14 @@ int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
         fq_store_query(self,
                        "SELECT m.id, m.request_id, m.tenant_id, m.recipient, m.fields, m.try_count"
                        " FROM fairq.messages m WHERE m.id = ANY($1::bigint[])"
-                       " AND m.status IN ('pending', 'failed')",
+                       " AND m.status IN ('pending', 'failed')"
+                       //  Only while its request may send: a pick of a request
+                       //  paused, cancelled or moved to a later send_at since
+                       //  it was paged (or given back by a sender that died)
+                       //  is not handed out; it stays pending for later
+                       " AND EXISTS (SELECT 1 FROM fairq.requests r WHERE r.id = m.request_id"
+                       " AND r.status IN ('accepted', 'splitting', 'active')"
+                       " AND r.send_at <= now())",
                        1, params, PGRES_TUPLES_OK, "load messages", &rc);
     fq_buf_free(&array);
     if (!res)

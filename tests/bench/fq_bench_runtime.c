@@ -93,6 +93,14 @@ enum { S_ENVELOPE_FIELDS = 6, S_BODY_FIELDS = 2 };
 #define S_ECHO     "/user/echo"
 #define S_SINK     "/user/sink"
 
+//  What the joining system may send into the bound one: the stream, and
+//  the notice that it is over.
+static const fq_gateway_admit_t s_sink_admit[] = {
+    {FQ_MSG_BENCH_MSG, S_SINK, FQ_ADMIT_TELL},
+    {FQ_MSG_BENCH_DONE, S_SINK, FQ_ADMIT_TELL},
+};
+#define S_SINK_ADMIT_COUNT (sizeof s_sink_admit / sizeof s_sink_admit[0])
+
 static uint64_t s_now_ns(void)
 {
     struct timespec ts;
@@ -627,7 +635,9 @@ static int s_remote_setup(s_bench_t *self)
         fq_system_spawn(self->joining, "producer", &s_producer, NULL, NULL) ||
         fq_gateway_start(self->bound, &(fq_gateway_config_t){.bind = endpoint,
                                                              .cert = self->server_cert,
-                                                             .allow_dir = self->cert_dir}) ||
+                                                             .allow_dir = self->cert_dir,
+                                                             .admit = s_sink_admit,
+                                                             .admit_count = S_SINK_ADMIT_COUNT}) ||
         fq_gateway_start(self->joining, &(fq_gateway_config_t){.connect = endpoint,
                                                                .cert = self->client_cert,
                                                                .server_key = zcert_public_txt(

@@ -20,6 +20,7 @@
     Heartbeats are short (100 ms, dead after 600 ms), as the test's own.
 */
 #include "fq_gateway.h"
+#include "fq_test_admit.h"
 #include "fq_test_msgs.h"
 #include <signal.h>
 #include <stdio.h>
@@ -114,6 +115,8 @@ int main(int argc, char *argv[])
                               .allow_dir = bind && !insecure ? key_or_dir : NULL,
                               .server_key = !bind && !insecure ? key_or_dir : NULL,
                               .insecure = insecure,
+                              .admit = fq_test_admit_mesh,
+                              .admit_count = FQ_TEST_ADMIT_MESH_COUNT,
                               .heartbeat_ms = S_HEARTBEAT_MS,
                               .heartbeat_timeout_ms = S_HEARTBEAT_TIMEOUT_MS,
                               .reconnect_min_ms = S_RECONNECT_MIN_MS,

@@ -1,5 +1,6 @@
 /*  gateway_smoke_test.c — two systems in one process joined by the gateway. */
 #include "fq_gateway.h"
+#include "fq_test_admit.h"
 #include "fq_test_msgs.h"
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,13 +35,17 @@ static void test_remote_ask(void **unused)
     assert_int_equal(
         fq_gateway_start(server, &(fq_gateway_config_t){.bind = "tcp://127.0.0.1:47311",
                                                         .cert = server_cert,
-                                                        .allow_dir = dir}),
+                                                        .allow_dir = dir,
+                                                        .admit = fq_test_admit_mesh,
+                                                        .admit_count = FQ_TEST_ADMIT_MESH_COUNT}),
         0);
     assert_int_equal(
         fq_gateway_start(client,
                          &(fq_gateway_config_t){.connect = "tcp://127.0.0.1:47311",
                                                 .cert = client_cert,
-                                                .server_key = zcert_public_txt(server_cert)}),
+                                                .server_key = zcert_public_txt(server_cert),
+                                                .admit = fq_test_admit_mesh,
+                                                .admit_count = FQ_TEST_ADMIT_MESH_COUNT}),
         0);
     assert_int_equal(fq_gateway_wait_connected(client, 5000), 0);
     fq_client_t *asker = fq_client_new(client);

@@ -14,6 +14,7 @@
     the process-wide ZAP endpoint; see test_one_curve_server_per_process).
 */
 #include "fq_gateway.h"
+#include "fq_test_admit.h"
 #include "fq_test_msgs.h"
 #include <errno.h>
 #include <arpa/inet.h>
@@ -437,7 +438,9 @@ static fq_system_t *s_system(const char *name)
 
 static fq_gateway_config_t s_gateway_config(void)
 {
-    return (fq_gateway_config_t){.heartbeat_ms = S_HEARTBEAT_MS,
+    return (fq_gateway_config_t){.admit = fq_test_admit_mesh,
+                                 .admit_count = FQ_TEST_ADMIT_MESH_COUNT,
+                                 .heartbeat_ms = S_HEARTBEAT_MS,
                                  .heartbeat_timeout_ms = S_HEARTBEAT_TIMEOUT_MS,
                                  .reconnect_min_ms = S_RECONNECT_MIN_MS,
                                  .reconnect_max_ms = S_RECONNECT_MAX_MS};
@@ -1168,6 +1171,181 @@ static void test_hostile_input(void **unused)
 }
 
 //  ---------------------------------------------------------------------
+//  6a. The admission table: of a peer's messages only the rows of the
+//  table reach an actor (type, path, and tell, ask or reply); everything
+//  else is refused and counted, an ask is answered with an ERROR, and a
+//  peer may watch only what it may send to. A reply with correlation id 0
+//  (a NULL key for CZMQ's hash tables) harms nothing.
+
+static void test_admission(void **unused)
+{
+    (void)unused;
+    int port = s_free_port();
+    s_keys_t keys;
+    s_keys_new(&keys);
+    char raw_file[256];
+    zcert_t *raw_cert = s_keys_add(&keys, "raw", true, raw_file, sizeof raw_file);
+    fq_system_t *hub = s_system("hub");
+    assert_int_equal(fq_system_spawn(hub, "victim", &s_echo, NULL, NULL), 0);
+    //  PING may be asked of /user/echo, and nothing else comes in
+    const fq_gateway_admit_t admit[] = {{FQ_MSG_PING, "/user/echo", FQ_ADMIT_ASK}};
+    char endpoint[64];
+    fq_gateway_config_t cfg = s_gateway_config();
+    cfg.bind = s_address(endpoint, sizeof endpoint, port, "");
+    cfg.cert = keys.server;
+    cfg.allow_dir = keys.allow;
+    cfg.admit = admit;
+    cfg.admit_count = 1;
+    assert_int_equal(fq_gateway_start(hub, &cfg), 0);
+    fq_client_t *watcher = fq_client_new(hub);
+    assert_int_equal(fq_client_watch(watcher, "/user/victim"), 0);
+
+    zsock_t *raw = s_raw_new(port, raw_cert, zcert_public_txt(keys.server));
+    s_raw_hello(raw, "raw");
+    zframe_t *frame = s_raw_expect(raw, FQ_MSG_GW_WELCOME, 0, S_CONNECT_TIMEOUT_MS);
+    assert_non_null(frame);
+    zframe_destroy(&frame);
+    uint64_t refused_before = s_status(hub).refused;
+    fq_ping_t ping = {.seq = 1, .text = "not admitted"};
+    //  The right type to the wrong path, and the wrong type to the right one
+    s_raw_envelope(raw, FQ_ENV_ASK, 10, "/user/victim", &fq_ping_desc, &ping);
+    assert_int_equal(s_raw_expect_error(raw, 10), FQ_EINVAL);
+    s_raw_envelope(raw, FQ_ENV_ASK, 11, "/user/echo", &fq_count_desc, &(fq_count_t){0});
+    assert_int_equal(s_raw_expect_error(raw, 11), FQ_EINVAL);
+    //  The right type and path, but told, or as a reply (corr 0 and not)
+    s_raw_envelope(raw, 0, 0, "/user/echo", &fq_ping_desc, &ping);
+    s_raw_envelope(raw, FQ_ENV_REPLY, 0, "/user/echo", &fq_ping_desc, &ping);
+    s_raw_envelope(raw, FQ_ENV_REPLY, 1, "/user/echo", &fq_ping_desc, &ping);
+    //  Flags no peer sends: ask and reply at once, or REMOTE already
+    s_raw_envelope(raw, FQ_ENV_ASK | FQ_ENV_REPLY, 12, "/user/echo", &fq_ping_desc, &ping);
+    s_raw_envelope(raw, FQ_ENV_ASK | FQ_ENV_REMOTE, 13, "/user/echo", &fq_ping_desc, &ping);
+    //  An ERROR reply that no row names
+    fq_error_t error = {.code = FQ_EFAILED, .text = "forged"};
+    s_raw_envelope(raw, FQ_ENV_REPLY, 0, "/user/echo", &fq_error_desc, &error);
+    const int refused = 8;
+    //  A watch of an actor it may not send to ends at once
+    s_raw_envelope(raw, 0, 0, NULL, &fq_gw_watch_desc, &(fq_gw_watch_t){.path = "/user/victim"});
+    frame = s_raw_expect(raw, FQ_MSG_GW_TERMINATED, 0, S_ASK_TIMEOUT_MS);
+    assert_non_null(frame);
+    zframe_destroy(&frame);
+    //  What the table names is answered, after all of the above was handled
+    s_raw_ping(raw, "/user/echo", 200);
+    fq_gw_status_t status = s_status(hub);
+    print_message("refused %llu -> %llu\n", (unsigned long long)refused_before,
+                  (unsigned long long)status.refused);
+    assert_true(status.refused >= refused_before + refused + 1);
+    fq_actor_stats_t stats;
+    assert_int_equal(fq_system_stats(hub, "/user/victim", &stats), 0);
+    assert_int_equal(stats.handled, 0);
+    assert_int_equal(fq_system_stats(hub, "/user/echo", &stats), 0);
+    assert_int_equal(stats.handled, 1);
+    assert_int_equal(stats.failures, 0);
+    assert_false(fq_system_failed(hub, NULL, 0));
+    fq_msg_t msg;
+    assert_int_equal(fq_client_recv(watcher, 0, &msg), FQ_ETIMEDOUT);
+
+    zsock_destroy(&raw);
+    fq_client_destroy(&watcher);
+    fq_system_destroy(&hub);
+    zcert_destroy(&raw_cert);
+    s_keys_destroy(&keys);
+}
+
+//  Replies that answer no ask of ours, admitted by a mesh table: the
+//  correlation id 0 (never an ask's id, and a NULL key to CZMQ) and ids
+//  that no ask of the actor holds complete nothing and break nothing.
+static void test_reply_forgeries(void **unused)
+{
+    (void)unused;
+    int port = s_free_port();
+    fq_system_t *hub = s_system("hub");
+    fq_gateway_config_t cfg = s_gateway_config();
+    char endpoint[64];
+    cfg.bind = s_address(endpoint, sizeof endpoint, port, "");
+    cfg.insecure = true;
+    assert_int_equal(fq_gateway_start(hub, &cfg), 0);
+    zsock_t *raw = zsock_new(ZMQ_DEALER);
+    assert_non_null(raw);
+    zsock_set_linger(raw, 0);
+    zsock_set_rcvtimeo(raw, S_HEARTBEAT_MS);
+    assert_int_equal(zsock_connect(raw, "%s", endpoint), 0);
+    s_raw_hello(raw, "raw");
+    zframe_t *frame = s_raw_expect(raw, FQ_MSG_GW_WELCOME, 0, S_CONNECT_TIMEOUT_MS);
+    assert_non_null(frame);
+    zframe_destroy(&frame);
+    fq_pong_t pong = {.seq = 1, .text = "forged"};
+    const uint64_t corrs[] = {0, 1, 2, 3, UINT64_MAX};
+    for (size_t i = 0; i < sizeof corrs / sizeof corrs[0]; i++) {
+        s_raw_envelope(raw, FQ_ENV_REPLY, corrs[i], "/user/echo", &fq_pong_desc, &pong);
+        s_raw_envelope(raw, FQ_ENV_REPLY, corrs[i], "/user/echo", &fq_error_desc,
+                       &(fq_error_t){.code = FQ_EFAILED, .text = "forged"});
+    }
+    s_raw_ping(raw, "/user/echo", 300);
+    assert_false(fq_system_failed(hub, NULL, 0));
+    //  A local client still gets its own answers
+    fq_client_t *asker = fq_client_new(hub);
+    assert_int_equal(s_ping(asker, "/user/echo", 301), 0);
+    fq_client_destroy(&asker);
+    zsock_destroy(&raw);
+    fq_system_destroy(&hub);
+}
+
+//  A gateway with CURVE material it cannot use refuses to start, saying
+//  why, rather than starting to let nobody in: a certificate without its
+//  secret file, an allow directory that is missing or a plain file, and a
+//  malformed admission row.
+static void test_unusable_configuration(void **unused)
+{
+    (void)unused;
+    s_keys_t keys;
+    s_keys_new(&keys);
+    char cert_file[256], public_only[256], plain_file[256], missing[256];
+    zcert_t *cert = s_keys_add(&keys, "server", false, cert_file, sizeof cert_file);
+    snprintf(public_only, sizeof public_only, "%s/public-only.cert", keys.dir);
+    assert_int_equal(zcert_save_public(cert, public_only), 0);
+    snprintf(plain_file, sizeof plain_file, "%s/plain", keys.dir);
+    FILE *plain = fopen(plain_file, "w");
+    assert_non_null(plain);
+    fclose(plain);
+    snprintf(missing, sizeof missing, "%s/missing", keys.dir);
+    fq_system_t *hub = s_system("hub");
+    char endpoint[64];
+    fq_gateway_config_t cfg = s_gateway_config();
+    cfg.bind = s_address(endpoint, sizeof endpoint, s_free_port(), "");
+    cfg.allow_dir = keys.allow;
+    cfg.cert_file = public_only;
+    assert_int_equal(fq_gateway_start(hub, &cfg), FQ_EINVAL);
+    cfg.cert_file = missing;
+    assert_int_equal(fq_gateway_start(hub, &cfg), FQ_EINVAL);
+    cfg.cert_file = cert_file;
+    cfg.allow_dir = missing;
+    assert_int_equal(fq_gateway_start(hub, &cfg), FQ_EINVAL);
+    cfg.allow_dir = plain_file;
+    assert_int_equal(fq_gateway_start(hub, &cfg), FQ_EINVAL);
+    cfg.allow_dir = keys.allow;
+    const fq_gateway_admit_t bad_path[] = {{FQ_MSG_PING, "user/echo", FQ_ADMIT_TELL}};
+    const fq_gateway_admit_t no_kinds[] = {{FQ_MSG_PING, "/user/echo", 0}};
+    cfg.admit = bad_path;
+    cfg.admit_count = 1;
+    assert_int_equal(fq_gateway_start(hub, &cfg), FQ_EINVAL);
+    cfg.admit = no_kinds;
+    assert_int_equal(fq_gateway_start(hub, &cfg), FQ_EINVAL);
+    //  A connecting side needs its own secret key too
+    fq_gateway_config_t join = s_gateway_config();
+    join.connect = endpoint;
+    join.cert_file = public_only;
+    join.server_key = zcert_public_txt(cert);
+    assert_int_equal(fq_gateway_start(hub, &join), FQ_EINVAL);
+    //  With everything right it starts
+    cfg.admit = fq_test_admit_mesh;
+    cfg.admit_count = FQ_TEST_ADMIT_MESH_COUNT;
+    assert_int_equal(fq_gateway_start(hub, &cfg), 0);
+    fq_system_destroy(&hub);
+    zcert_destroy(&cert);
+    s_keys_destroy(&keys);
+}
+
+//  ---------------------------------------------------------------------
 //  6b. A peer that sends without ever reading what it is answered: the
 //  gateway's answers (REHELLO here) pile up in its pipe until that is full.
 //  The gateway must drop them rather than wait on that peer, or every other
@@ -1650,6 +1828,9 @@ int main(void)
         cmocka_unit_test_teardown(test_reconnect_after_crash, s_teardown),
         cmocka_unit_test_teardown(test_remote_stop, s_teardown),
         cmocka_unit_test_teardown(test_hostile_input, s_teardown),
+        cmocka_unit_test_teardown(test_admission, s_teardown),
+        cmocka_unit_test_teardown(test_reply_forgeries, s_teardown),
+        cmocka_unit_test_teardown(test_unusable_configuration, s_teardown),
         cmocka_unit_test_teardown(test_flood_without_reading, s_teardown),
         cmocka_unit_test_teardown(test_stalled_peer_dropped, s_teardown),
         cmocka_unit_test_teardown(test_insecure_mode, s_teardown),

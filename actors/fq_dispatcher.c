@@ -201,9 +201,11 @@ static void s_malformed(s_self_t *self)
 //  as sent, failed or dead what it never held. A late answer of an honest
 //  sender is dropped too; the message is still pending, so it goes out
 //  again (at least once, as after any sender's death).
-static void s_stray(s_self_t *self, const s_sender_t *sender, uint64_t id, const char *what)
+static void s_stray(fq_ctx_t *ctx, s_self_t *self, const s_sender_t *sender, uint64_t id,
+                    const char *what)
 {
     self->stray++;
+    fq_count_refused(ctx);
     if ((self->stray & (self->stray - 1)) == 0)
         fq_log(FQ_LOG_WARNING,
                "dispatcher: dropped %s of message %llu from sender \"%s\", which does not hold "
@@ -329,11 +331,12 @@ static void s_hello(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 }
 
 //  The sender a message came from, or NULL (counted) if it never said HELLO.
-static s_sender_t *s_known_sender(s_self_t *self, const fq_msg_t *msg)
+static s_sender_t *s_known_sender(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
     s_sender_t *sender = zhashx_lookup(self->senders, msg->sender);
     if (!sender) {
         self->unknown_peer++;
+        fq_count_refused(ctx);
         if ((self->unknown_peer & (self->unknown_peer - 1)) == 0)
             fq_log(FQ_LOG_WARNING, "dispatcher: ignored a message from %s, which did not say HELLO",
                    *msg->sender ? msg->sender : "an unknown address");
@@ -348,7 +351,7 @@ static void s_credit(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         s_malformed(self);
         return;
     }
-    s_sender_t *sender = s_known_sender(self, msg);
+    s_sender_t *sender = s_known_sender(ctx, self, msg);
     if (!sender || sender->leaving)
         return;
     int64_t granted = credit.n;
@@ -397,11 +400,11 @@ static void s_ack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         s_malformed(self);
         return;
     }
-    s_sender_t *sender = s_known_sender(self, msg);
+    s_sender_t *sender = s_known_sender(ctx, self, msg);
     if (!sender)
         return;
     if (!s_answered(self, sender, ack.id, FQ_METRICS_SENT)) {
-        s_stray(self, sender, ack.id, "an ACK");
+        s_stray(ctx, self, sender, ack.id, "an ACK");
         return;
     }
     self->acked++;
@@ -431,11 +434,11 @@ static void s_nack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         s_malformed(self);
         return;
     }
-    s_sender_t *sender = s_known_sender(self, msg);
+    s_sender_t *sender = s_known_sender(ctx, self, msg);
     if (!sender)
         return;
     if (!s_answered(self, sender, nack.id, nack.permanent ? FQ_METRICS_DEAD : FQ_METRICS_FAILED)) {
-        s_stray(self, sender, nack.id, "a NACK");
+        s_stray(ctx, self, sender, nack.id, "a NACK");
         return;
     }
     self->nacked++;
@@ -790,7 +793,7 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
         s_hello(ctx, self, msg);
         break;
     case FQ_MSG_BYE: {
-        s_sender_t *sender = s_known_sender(self, msg);
+        s_sender_t *sender = s_known_sender(ctx, self, msg);
         if (sender)
             s_sender_bye(ctx, self, sender);
         break;

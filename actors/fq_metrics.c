@@ -864,6 +864,12 @@ static const s_family_t s_actor_families[] = {
     {"fairq_actor_restarts_total", "counter", "Times the actor was restarted after a failure",
      S_ACTOR_AT(restarts)},
     {"fairq_actor_failures_total", "counter", "Failures of the actor", S_ACTOR_AT(failures)},
+    {"fairq_actor_malformed_total", "counter",
+     "Frames the actor dropped because they did not decode", S_ACTOR_AT(malformed)},
+    {"fairq_actor_refused_total", "counter",
+     "Messages the actor refused as not allowed from where they came (a peer's message outside "
+     "the gateway's admission table, an answer from a sender that does not hold the message)",
+     S_ACTOR_AT(refused)},
 };
 
 //  As statement="..." in the database families.

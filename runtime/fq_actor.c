@@ -660,6 +660,11 @@ void fq_stop_self(fq_ctx_t *ctx)
     s_exit(ctx, FQ_EXIT_STOPPED, "stopped itself");
 }
 
+uint64_t fq_count_refused(fq_ctx_t *ctx)
+{
+    return atomic_fetch_add(&ctx->cell->entry->refused, 1) + 1;
+}
+
 const char *fq_self(fq_ctx_t *ctx)
 {
     return ctx->cell->path;

@@ -123,6 +123,12 @@ int fq_stop(fq_ctx_t *ctx, const char *address);
 //  Ends the calling actor after the current message.
 void fq_stop_self(fq_ctx_t *ctx);
 
+//  Counts, in the calling actor's refused counter (fq_actor_stats_t), a
+//  message it refused as not allowed from where it came: one the gateway's
+//  admission table refused, an answer from a peer that has no say in it.
+//  Returns the count so far, for logging at growing intervals.
+uint64_t fq_count_refused(fq_ctx_t *ctx);
+
 //  The calling actor's path; and its system.
 const char *fq_self(fq_ctx_t *ctx);
 fq_system_t *fq_ctx_system(fq_ctx_t *ctx);

@@ -345,6 +345,7 @@ static bool s_watch_admitted(const s_config_t *cfg, const char *path)
 static void s_refused(s_self_t *self, s_peer_t *peer, uint32_t type, const char *to)
 {
     self->refused++;
+    fq_count_refused(self->ctx);
     if ((self->refused & (self->refused - 1)) == 0)
         zsys_warning("fairq gateway: refused message type %u to %.*s from peer %s (%llu refused so "
                      "far)",

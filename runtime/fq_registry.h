@@ -25,6 +25,7 @@ typedef struct fq_entry {
     atomic_uint_fast64_t restarts;
     atomic_uint_fast64_t failures;
     atomic_uint_fast64_t malformed;
+    atomic_uint_fast64_t refused;
     char path[FQ_PATH_MAX + 1];
     char endpoint[FQ_PATH_MAX + 64];
     zlistx_t *watchers; //  Watcher paths (strings); guarded by the registry

@@ -113,6 +113,7 @@ static void s_stats_of(const fq_entry_t *entry, fq_actor_stats_t *stats)
     stats->restarts = atomic_load(&entry->restarts);
     stats->failures = atomic_load(&entry->failures);
     stats->malformed = atomic_load(&entry->malformed);
+    stats->refused = atomic_load(&entry->refused);
 }
 
 int fq_system_lookup(fq_system_t *self, const char *path)

@@ -52,6 +52,7 @@ typedef struct {
     uint64_t restarts;
     uint64_t failures;
     uint64_t malformed; //  Frames dropped because they did not decode
+    uint64_t refused;   //  Messages refused as not allowed from where they came
 } fq_actor_stats_t;
 
 //  Looks up a live actor by path. Returns 0, or FQ_ENOACTOR.

@@ -187,6 +187,25 @@ static void s_wait_stat(s_fixture_t *self, const char *path, const char *key, ui
                  (unsigned long long)want);
 }
 
+//  Waits until the metrics' exposition holds line (a whole line).
+static void s_wait_metric(s_fixture_t *self, const char *line)
+{
+    int64_t deadline = fq_test_now_ms() + S_WAIT_MS;
+    char *text = NULL;
+    while (fq_test_now_ms() < deadline) {
+        free(text);
+        text = fq_metrics_render(self->metrics, self->sys, NULL);
+        assert_non_null(text);
+        const char *at = strstr(text, line);
+        if (at && (at == text || at[-1] == '\n') && at[strlen(line)] == '\n') {
+            free(text);
+            return;
+        }
+        fq_test_sleep_ms(20);
+    }
+    fail_msg("metrics never showed \"%s\":\n%s", line, text);
+}
+
 //  ---------------------------------------------------------------------
 
 //  The credit bound: never more MSGs than credit granted and not given
@@ -339,6 +358,90 @@ static void test_bad_messages_are_dropped(void **state)
     assert_true(s_stat(self, FQ_PATH_SCHEDULER, "credit") <= 10000);
 }
 
+//  Only the sender holding a message may answer for it: an ACK or NACK for
+//  a message that is not out (never given to it), or out with another
+//  sender, is dropped and counted, and the message stays as it was. The
+//  holder's answer is written as before.
+static void test_outcomes_only_from_the_holder(void **state)
+{
+    s_fixture_t *self = *state;
+    char *recipients = fq_test_recipients("o", 6);
+    int64_t request = s_submit(self, "acme", "S", "B", false, recipients);
+    free(recipients);
+    char id[24];
+    fq_test_param(id, sizeof id, request);
+    s_wait_int(self, "SELECT count(*) FROM fairq.messages WHERE request_id = $1", id, 6);
+    s_join(self, 1);
+    s_got_t held;
+    assert_int_equal(s_receive(self, S_WAIT_MS, &held), 0);
+    //  A second sender that holds nothing answers for the first one's
+    //  message and for messages nobody holds
+    fq_client_t *other = fq_client_new(self->sys);
+    fq_hello_t hello = {.name = "other", .version = "0", .capabilities = "null", .concurrency = 1};
+    fq_msg_t reply;
+    assert_int_equal(
+        fq_client_ask(other, FQ_PATH_DISPATCHER, &fq_hello_desc, &hello, S_WAIT_MS, &reply), 0);
+    int64_t first =
+        fq_test_int(self->conn, "SELECT min(id) FROM fairq.messages WHERE request_id = $1", 1, id);
+    uint64_t not_out[3];
+    for (int i = 0, n = 0; n < 3; i++)
+        if ((uint64_t)(first + i) != held.id)
+            not_out[n++] = (uint64_t)(first + i);
+    fq_sender_ack_t ack = {.id = held.id};
+    assert_int_equal(fq_client_tell(other, FQ_PATH_DISPATCHER, &fq_sender_ack_desc, &ack), 0);
+    fq_sender_nack_t nack = {.id = held.id, .permanent = true, .error = "550 forged"};
+    assert_int_equal(fq_client_tell(other, FQ_PATH_DISPATCHER, &fq_sender_nack_desc, &nack), 0);
+    //  And the holder itself, for messages it was never given
+    s_ack(self, not_out[0]);
+    nack = (fq_sender_nack_t){.id = not_out[1], .permanent = true, .error = "550 forged"};
+    assert_int_equal(fq_client_tell(self->sender, FQ_PATH_DISPATCHER, &fq_sender_nack_desc, &nack),
+                     0);
+    nack = (fq_sender_nack_t){.id = not_out[2], .permanent = false, .error = "451 forged"};
+    assert_int_equal(fq_client_tell(self->sender, FQ_PATH_DISPATCHER, &fq_sender_nack_desc, &nack),
+                     0);
+    s_wait_stat(self, FQ_PATH_DISPATCHER, "stray", 5);
+    s_wait_metric(self, "fairq_actor_refused_total{actor=\"/user/dispatcher\"} 5");
+    //  Nothing was written: every message still pending, never tried
+    fq_test_sleep_ms(S_QUIET_MS);
+    assert_int_equal(fq_test_int(self->conn,
+                                 "SELECT count(*) FROM fairq.messages WHERE request_id = $1"
+                                 " AND status = 'pending' AND try_count = 0",
+                                 1, id),
+                     6);
+    //  The holder's own answer counts
+    s_ack(self, held.id);
+    s_wait_int(self, "SELECT sent FROM fairq.requests WHERE id = $1", id, 1);
+    fq_client_destroy(&other);
+}
+
+//  Messages given back unsent (their sender restarted) go out again only
+//  while their request may send: not while it is paused, and all of them
+//  once it is resumed.
+static void test_requeue_honours_pause(void **state)
+{
+    s_fixture_t *self = *state;
+    char *recipients = fq_test_recipients("p", 4);
+    int64_t request = s_submit(self, "acme", "S", "B", false, recipients);
+    free(recipients);
+    s_join(self, 2);
+    s_got_t got;
+    assert_int_equal(s_receive(self, S_WAIT_MS, &got), 0);
+    assert_int_equal(s_receive(self, S_WAIT_MS, &got), 0);
+    assert_true(fq_store_request_pause(self->store, request) >= 0);
+    //  The sender restarts: what it held goes back to the scheduler, and
+    //  it has credit for everything
+    s_join(self, 4);
+    assert_int_equal(s_receive(self, S_QUIET_MS * 3, &got), -1);
+    assert_true(fq_store_request_resume(self->store, request) >= 0);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(s_receive(self, S_WAIT_MS, &got), 0);
+        s_ack(self, got.id);
+    }
+    char id[24];
+    s_wait_int(self, "SELECT sent FROM fairq.requests WHERE id = $1",
+               fq_test_param(id, sizeof id, request), 4);
+}
+
 //  A request cancelled while its messages wait: nothing more of it goes out.
 static void test_cancelled_request_stops(void **state)
 {
@@ -367,25 +470,6 @@ static void test_cancelled_request_stops(void **state)
                id, 20);
     assert_int_equal(
         fq_test_int(self->conn, "SELECT sent FROM fairq.requests WHERE id = $1", 1, id), 0);
-}
-
-//  Waits until the metrics' exposition holds line (a whole line).
-static void s_wait_metric(s_fixture_t *self, const char *line)
-{
-    int64_t deadline = fq_test_now_ms() + S_WAIT_MS;
-    char *text = NULL;
-    while (fq_test_now_ms() < deadline) {
-        free(text);
-        text = fq_metrics_render(self->metrics, self->sys, NULL);
-        assert_non_null(text);
-        const char *at = strstr(text, line);
-        if (at && (at == text || at[-1] == '\n') && at[strlen(line)] == '\n') {
-            free(text);
-            return;
-        }
-        fq_test_sleep_ms(20);
-    }
-    fail_msg("metrics never showed \"%s\":\n%s", line, text);
 }
 
 //  What the actors record is what /metrics and the API's live fields show:
@@ -432,6 +516,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_nacks_retry_or_kill, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_bye_keeps_what_is_held, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_bad_messages_are_dropped, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_outcomes_only_from_the_holder, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_requeue_honours_pause, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_cancelled_request_stops, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_metrics_follow_the_messages, s_setup, s_teardown),
     };

@@ -300,6 +300,32 @@ static s_sender_t *s_choose(s_self_t *self)
     return NULL;
 }
 
+//  The system a sender's address names ("fq://name" of
+//  "fq://name/user/sender"), or the whole address of a local one (tests'
+//  senders), into system.
+static void s_system_of(const char *address, char *system, size_t size)
+{
+    const char *path;
+    if (fq_address_split(address, system, size, &path) != 1)
+        snprintf(system, size, "%s", address);
+}
+
+//  The sender registered from the same system as address, or NULL. A peer
+//  system is one sender: one that said HELLO from many paths would hold the
+//  credit cap many times over.
+static s_sender_t *s_sender_of_system(s_self_t *self, const char *address)
+{
+    char wanted[FQ_ADDRESS_MAX + 1], system[FQ_ADDRESS_MAX + 1];
+    s_system_of(address, wanted, sizeof wanted);
+    for (s_sender_t *sender = zlistx_first(self->turns); sender;
+         sender = zlistx_next(self->turns)) {
+        s_system_of(sender->address, system, sizeof system);
+        if (streq(system, wanted))
+            return sender;
+    }
+    return NULL;
+}
+
 static void s_hello(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
     fq_hello_t hello;
@@ -307,9 +333,13 @@ static void s_hello(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         s_malformed(self);
         return;
     }
-    s_sender_t *old = zhashx_lookup(self->senders, msg->sender);
+    //  It restarted (or another path of its system speaks for it now):
+    //  what the old registration held goes back
+    s_sender_t *old = s_sender_of_system(self, msg->sender);
     if (old)
-        s_sender_gone(ctx, self, old, "said HELLO again");
+        s_sender_gone(ctx, self, old,
+                      streq(old->address, msg->sender) ? "said HELLO again"
+                                                       : "replaced by another path of its system");
     s_sender_t *sender = calloc(1, sizeof *sender);
     if (!sender)
         return;

@@ -327,7 +327,6 @@ static bool s_admitted(uint32_t type, uint32_t flags, const char *path)
     return false;
 }
 
-
 //  ---------------------------------------------------------------------
 //  The actors
 

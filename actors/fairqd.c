@@ -6,6 +6,8 @@
 
     1. The configuration (fq_config.h). An error goes to stderr and ends
        fairqd with exit code 2; --help and --print-config print and exit 0.
+       A database connection string that libpq cannot read is such an
+       error too: no retry would ever mend it.
     2. PostgreSQL. fairqd connects, retrying with doubling waits
        (database_retry_min_ms up to database_retry_max_ms) until the
        database answers or SIGTERM/SIGINT comes, and logs each failed
@@ -13,7 +15,11 @@
        database whose schema is newer than this program is refused (exit
        3): old code must not write into a schema it does not know.
     3. The actor system, named by the key "name", and with gateway_bind
-       its gateway, which sender workers connect to.
+       its gateway, which sender workers connect to. A gateway that refuses
+       its configuration (a certificate without its secret, an allow
+       directory that is missing or unreadable) ends fairqd with exit code
+       2, its reason logged by the gateway: fairqd must not run where no
+       sender can ever join.
     4. It waits for SIGTERM or SIGINT, then stops the system (each actor
        drains its in-flight work first), closes the store, logs "stopped"
        and exits 0.
@@ -33,6 +39,7 @@
     since restarting does not mend a configuration or an old binary.
 */
 #include "fq_config.h"
+#include "fq_db.h"
 #include "fq_error.h"
 #include "fq_gateway.h"
 #include "fq_http.h"
@@ -251,6 +258,14 @@ static int s_start_gateway(s_daemon_t *self)
         .heartbeat_ms = fq_config_int(self->config, FQ_CONFIG_HEARTBEAT_MS),
         .heartbeat_timeout_ms = fq_config_int(self->config, FQ_CONFIG_HEARTBEAT_TIMEOUT_MS)};
     int rc = fq_gateway_start(self->system, &gateway);
+    if (rc == FQ_EINVAL) {
+        //  The gateway has logged what it refused
+        fq_log(FQ_LOG_FATAL,
+               "could not start the gateway on %s: invalid gateway configuration (gateway_cert "
+               "\"%s\", gateway_allow_dir \"%s\"), see the gateway's error above",
+               bind, cert, allow_dir);
+        return S_EXIT_CONFIG;
+    }
     if (rc) {
         fq_log(FQ_LOG_FATAL, "could not start the gateway on %s: %s", bind, fq_strerror(rc));
         return S_EXIT_FAILURE;
@@ -346,6 +361,61 @@ static int s_start_http(s_daemon_t *self)
 //  ---------------------------------------------------------------------
 //  Main
 
+//  Copies text into out (size bytes), every occurrence of secret replaced
+//  by mask.
+static void s_replace_all(char *out, size_t size, const char *text, const char *secret,
+                          size_t secret_len, const char *mask)
+{
+    size_t len = 0;
+    out[0] = 0;
+    while (*text && len + 1 < size) {
+        const char *found = secret_len ? strstr(text, secret) : NULL;
+        size_t plain = found ? (size_t)(found - text) : strlen(text);
+        len +=
+            (size_t)snprintf(out + len, size - len, "%.*s%s", (int)plain, text, found ? mask : "");
+        text += plain + (found ? secret_len : 0);
+        if (len >= size)
+            len = size - 1;
+    }
+}
+
+//  Checks that libpq can read the database key: a connection string it
+//  cannot read is a mistake of the configuration, never retried. Returns
+//  0, or FQ_EINVAL with "ORIGIN: invalid value for "database": REASON" in
+//  error. libpq's reason may quote the string back (a URI whole, one of
+//  its parts): what the printed form masks (fq_config_shown) is masked in
+//  it too, found as the span where the two differ.
+static int s_check_database(fq_config_t *config, char *error, size_t size)
+{
+    const char *conninfo = fq_config_str(config, FQ_CONFIG_DATABASE);
+    char reason[S_ERROR_MAX], hidden[S_ERROR_MAX];
+    if (fq_db_conninfo_check(conninfo, reason, sizeof reason) == 0)
+        return 0;
+    char *shown = fq_config_shown(config, FQ_CONFIG_DATABASE);
+    snprintf(hidden, sizeof hidden, "%s", reason);
+    if (shown && strcmp(shown, conninfo) != 0) {
+        size_t len = strlen(conninfo), shown_len = strlen(shown), head = 0, tail = 0;
+        while (head < len && head < shown_len && conninfo[head] == shown[head])
+            head++;
+        while (tail < len - head && tail < shown_len - head &&
+               conninfo[len - 1 - tail] == shown[shown_len - 1 - tail])
+            tail++;
+        char mask[S_ERROR_MAX];
+        snprintf(mask, sizeof mask, "%.*s", (int)(shown_len - head - tail), shown + head);
+        char *secret = strndup(conninfo + head, len - head - tail);
+        if (secret)
+            s_replace_all(hidden, sizeof hidden, reason, secret, strlen(secret), mask);
+        else
+            snprintf(hidden, sizeof hidden, "%s", mask);
+        free(secret);
+    }
+    free(shown);
+    snprintf(error, size, "%s: invalid value for \"%s\": %s",
+             fq_config_origin(config, FQ_CONFIG_DATABASE), fq_config_key_name(FQ_CONFIG_DATABASE),
+             hidden);
+    return FQ_EINVAL;
+}
+
 //  Runs fairqd until a signal stops it. Returns the exit code.
 static int s_run(s_daemon_t *self)
 {
@@ -416,6 +486,8 @@ int main(int argc, char *argv[])
     char error[S_ERROR_MAX];
     int rc = fairqd.config ? fq_config_load(fairqd.config, argc, argv, NULL, error, sizeof error)
                            : FQ_ENOMEM;
+    if (rc == 0 && fq_config_action(fairqd.config) != FQ_CONFIG_HELP)
+        rc = s_check_database(fairqd.config, error, sizeof error);
     if (rc) {
         fprintf(stderr, "%s: %s\n", S_PROGRAM, rc == FQ_ENOMEM ? "out of memory" : error);
         fprintf(stderr, "Try \"%s --help\" for more information.\n", S_PROGRAM);

@@ -3,6 +3,7 @@
 #include "fq_error.h"
 #include "fq_log.h"
 #include <czmq.h>
+#include <libpq-fe.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,22 @@ static void s_try_connect(fq_db_t *self)
         fq_log(FQ_LOG_INFO, "%s: connected to database again", self->who);
     self->lost = false;
     self->delay_ms = S_RETRY_MIN_MS;
+}
+
+int fq_db_conninfo_check(const char *conninfo, char *error, size_t error_size)
+{
+    char *reason = NULL;
+    PQconninfoOption *options = PQconninfoParse(conninfo, &reason);
+    if (options) {
+        PQconninfoFree(options);
+        return 0;
+    }
+    //  No reason: libpq ran out of memory
+    snprintf(error, error_size, "%s", reason ? reason : "out of memory");
+    //  libpq ends its messages with a newline; the log adds its own
+    error[strcspn(error, "\n")] = 0;
+    PQfreemem(reason);
+    return -1;
 }
 
 fq_db_t *fq_db_new(const char *conninfo, const char *who)

@@ -15,6 +15,13 @@
 
 typedef struct fq_db fq_db_t;
 
+//  Checks that libpq can read conninfo, a "key=value ..." connection
+//  string or a postgresql:// URI. Returns 0, or -1 with libpq's reason in
+//  error. Reading is not connecting: a string that reads may still name a
+//  server that is not there (retried), while one that does not read never
+//  will (a configuration error).
+int fq_db_conninfo_check(const char *conninfo, char *error, size_t error_size);
+
 //  Connects to conninfo (copied) for the actor called who (for the log).
 //  A failed first connection is retried later, like a lost one. NULL only
 //  when out of memory.

@@ -326,10 +326,26 @@ static s_sender_t *s_sender_of_system(s_self_t *self, const char *address)
     return NULL;
 }
 
+//  Longest version or capability list a HELLO may carry: they are logged.
+#define S_HELLO_TEXT_MAX 128
+
+//  A HELLO's free text: short, printable ASCII (it goes into the log).
+static bool s_hello_text_valid(const char *text)
+{
+    size_t length = 0;
+    for (; text[length]; length++)
+        if (text[length] < ' ' || text[length] > '~')
+            return false;
+    return length <= S_HELLO_TEXT_MAX;
+}
+
 static void s_hello(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
     fq_hello_t hello;
-    if (fq_msg_decode(msg, &fq_hello_desc, &hello) != 0 || !*msg->sender) {
+    //  The name is a system name, as fairq-sender checks its own
+    if (fq_msg_decode(msg, &fq_hello_desc, &hello) != 0 || !*msg->sender ||
+        !fq_name_valid(hello.name) || !s_hello_text_valid(hello.version) ||
+        !s_hello_text_valid(hello.capabilities)) {
         s_malformed(self);
         return;
     }

@@ -69,17 +69,21 @@ void fq_cli_report(const fq_cli_t *self, const fq_cli_answer_t *answer)
         fq_cli_error("%s", text);
 }
 
-int fq_cli_call_raw(fq_cli_t *self, const char *method, const char *path, const char *body,
-                    size_t body_size, const char *const *headers, fq_cli_answer_t *answer)
+//  The client's HTTP, made on first use. NULL (printed) when it cannot be.
+static fq_cli_http_t *s_http(fq_cli_t *self, fq_cli_answer_t *answer)
 {
     if (!self->http)
         self->http = fq_cli_http_new(self->url, self->token, self->timeout_s);
     if (!self->http) {
         fq_cli_answer_reset(answer);
         fq_cli_error("could not set up HTTP (libcurl): out of memory");
-        return FQ_CLI_EXIT_SERVER;
     }
-    fq_cli_http_request(self->http, method, path, body, body_size, headers, answer);
+    return self->http;
+}
+
+//  The exit code of an exchange that fq_cli_http made, reported.
+static int s_outcome(fq_cli_t *self, const char *method, const char *path, fq_cli_answer_t *answer)
+{
     int rc = s_exit_for(answer);
     if (rc == FQ_CLI_EXIT_OK && !answer->json) {
         //  A 2xx that is not JSON is not fairqd's API answering
@@ -94,6 +98,25 @@ int fq_cli_call_raw(fq_cli_t *self, const char *method, const char *path, const 
     if (rc != FQ_CLI_EXIT_OK && !self->quiet)
         fq_cli_report(self, answer);
     return rc;
+}
+
+int fq_cli_call_raw(fq_cli_t *self, const char *method, const char *path, const char *body,
+                    size_t body_size, const char *const *headers, fq_cli_answer_t *answer)
+{
+    if (!s_http(self, answer))
+        return FQ_CLI_EXIT_SERVER;
+    fq_cli_http_request(self->http, method, path, body, body_size, headers, answer);
+    return s_outcome(self, method, path, answer);
+}
+
+int fq_cli_call_stream(fq_cli_t *self, const char *method, const char *path,
+                       fq_cli_http_read_fn *read, void *arg, size_t body_size,
+                       const char *const *headers, fq_cli_answer_t *answer)
+{
+    if (!s_http(self, answer))
+        return FQ_CLI_EXIT_SERVER;
+    fq_cli_http_request_stream(self->http, method, path, read, arg, body_size, headers, answer);
+    return s_outcome(self, method, path, answer);
 }
 
 int fq_cli_call(fq_cli_t *self, const char *method, const char *path, json_t *body,

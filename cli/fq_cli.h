@@ -85,6 +85,12 @@ int fq_cli_call(fq_cli_t *self, const char *method, const char *path, json_t *bo
 int fq_cli_call_raw(fq_cli_t *self, const char *method, const char *path, const char *body,
                     size_t body_size, const char *const *headers, fq_cli_answer_t *answer);
 
+//  The same with a body of body_size bytes streamed from read (see
+//  fq_cli_http_request_stream), for a body too large to hold in memory.
+int fq_cli_call_stream(fq_cli_t *self, const char *method, const char *path,
+                       fq_cli_http_read_fn *read, void *arg, size_t body_size,
+                       const char *const *headers, fq_cli_answer_t *answer);
+
 //  Prints "fairq: ..." saying why the exchange failed, with a hint where
 //  one helps (no token given, Retry-After, the timeout).
 void fq_cli_report(const fq_cli_t *self, const fq_cli_answer_t *answer);

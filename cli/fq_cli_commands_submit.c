@@ -6,6 +6,14 @@
     a 400 about a body the user never saw: the JSON's syntax; the CSV's
     structure, and the templates against its columns (with fairqd's own
     template parser, fq_template.h).
+
+    A CSV file may be far larger than memory, so it is never held whole:
+    it is read twice, in pieces. The first reading checks it and counts
+    the bytes of the JSON it makes; the second makes that JSON again and
+    streams it to the server as the body, its length announced, so that a
+    server that will not take so much says 413 before any of it is sent.
+    Standard input, which cannot be read twice, is copied to an unnamed
+    temporary file during the first reading.
 */
 #include "fq_cli_args.h"
 #include "fq_cli_commands.h"
@@ -15,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 //  API.md: priority -1000..1000, max_attempts 1..100
 #define S_PRIORITY_MIN     -1000
@@ -34,6 +44,17 @@
 
 //  What a file read from standard input is called in messages
 #define S_STDIN_NAME "<stdin>"
+
+//  Where standard input is copied for its second reading, unless TMPDIR
+//  says; the file is unlinked at once, so nothing is left behind
+#define S_SPOOL_DIR  "/tmp"
+#define S_SPOOL_NAME "fairq-csv-XXXXXX"
+
+//  API.md: the status of a body larger than http_body_max
+#define S_HTTP_TOO_LARGE 413
+
+//  Room for the server's answer as told
+#define S_DESCRIBE_SIZE 1024
 
 //  The whole of path ("-": standard input) into *data (NUL-terminated,
 //  caller frees) and *size. Returns 0, or FQ_CLI_EXIT_USAGE (printed).
@@ -127,8 +148,238 @@ static int s_check_template(const char *text, fq_template_mode_t mode, const cha
     return rc;
 }
 
-//  The body of a CSV submission (new reference), or NULL (printed).
-static json_t *s_csv_body(const fq_cli_args_t *args)
+//  ---------------------------------------------------------------------
+//  The CSV file, read twice
+
+//  A CSV file opened for two readings: a regular file is read again from
+//  where it started; anything else (a pipe) is copied to an unnamed
+//  temporary file, the spool, as it is read the first time.
+typedef struct {
+    const char *path; //  As given ("-": standard input)
+    FILE *file;
+    off_t start;     //  Where the text starts in file (standard input may be past 0)
+    FILE *spool;     //  The copy, when file cannot be read again
+    FILE *reading;   //  What the reading under way reads
+    bool copying;    //  The first reading of a file that is spooled
+    int spool_errno; //  Why the copy failed, else 0
+} s_source_t;
+
+static void s_source_close(s_source_t *self)
+{
+    if (self->file && self->file != stdin)
+        fclose(self->file);
+    if (self->spool)
+        fclose(self->spool);
+    self->file = self->spool = self->reading = NULL;
+}
+
+//  An unnamed temporary file, read and written. NULL with errno set.
+static FILE *s_spool_new(void)
+{
+    const char *dir = getenv("TMPDIR");
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", dir && *dir ? dir : S_SPOOL_DIR, S_SPOOL_NAME) < 0) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    int fd = mkstemp(path);
+    if (fd >= 0)
+        unlink(path);
+    free(path);
+    FILE *file = fd >= 0 ? fdopen(fd, "w+b") : NULL;
+    if (fd >= 0 && !file) {
+        int errnum = errno;
+        close(fd);
+        errno = errnum;
+    }
+    return file;
+}
+
+//  Opens path ("-": standard input) for its first reading. Returns 0, or
+//  FQ_CLI_EXIT_USAGE (printed).
+static int s_source_open(s_source_t *self, const char *path)
+{
+    *self = (s_source_t){.path = path};
+    self->file = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!self->file) {
+        fq_cli_error("could not open \"%s\": %s", path, strerror(errno));
+        return FQ_CLI_EXIT_USAGE;
+    }
+    struct stat st;
+    self->start = ftello(self->file);
+    if (fstat(fileno(self->file), &st) != 0 || !S_ISREG(st.st_mode) || self->start < 0) {
+        self->spool = s_spool_new();
+        if (!self->spool) {
+            fq_cli_error("could not make a temporary copy of \"%s\" in %s: %s", s_name(path),
+                         getenv("TMPDIR") ? "$TMPDIR" : S_SPOOL_DIR, strerror(errno));
+            s_source_close(self);
+            return FQ_CLI_EXIT_USAGE;
+        }
+        self->copying = true;
+    }
+    self->reading = self->file;
+    return 0;
+}
+
+//  Back to the start, for the second reading. Returns 0, or -1 (errno).
+static int s_source_rewind(s_source_t *self)
+{
+    if (self->spool) {
+        self->copying = false;
+        self->reading = self->spool;
+        if (fflush(self->spool) != 0)
+            return -1;
+        rewind(self->spool);
+        return 0;
+    }
+    clearerr(self->file);
+    return fseeko(self->file, self->start, SEEK_SET);
+}
+
+//  fq_cli_csv_read_fn over a source.
+static ssize_t s_source_read(void *arg, char *buffer, size_t size)
+{
+    s_source_t *self = arg;
+    size_t got = fread(buffer, 1, size, self->reading);
+    if (got == 0 && ferror(self->reading))
+        return -1;
+    if (self->copying && got > 0 && fwrite(buffer, 1, got, self->spool) != got) {
+        self->spool_errno = errno ? errno : EIO;
+        return -1;
+    }
+    return (ssize_t)got;
+}
+
+//  Prints why reading the CSV failed.
+static void s_csv_failed(const s_source_t *source, const fq_cli_csv_error_t *error)
+{
+    if (source->spool_errno)
+        fq_cli_error("could not copy \"%s\" to a temporary file: %s", s_name(source->path),
+                     strerror(source->spool_errno));
+    else if (error->errnum)
+        fq_cli_error("could not read \"%s\": %s", s_name(source->path), strerror(error->errnum));
+    else
+        fq_cli_error("%s:%zu: %s", s_name(source->path), error->line, error->message);
+}
+
+//  The first reading: checks the whole file and counts the bytes of its
+//  recipients' JSON into *size. Returns the reader, past the end, for its
+//  header; or NULL (printed).
+static fq_cli_csv_t *s_csv_check(s_source_t *source, size_t *size)
+{
+    fq_cli_csv_t *csv = fq_cli_csv_new(s_source_read, source);
+    char *scratch = malloc(FQ_CLI_CSV_PIECE);
+    if (!csv || !scratch) {
+        fq_cli_error("out of memory");
+        goto fail;
+    }
+    fq_cli_csv_error_t error;
+    ssize_t got;
+    *size = 0;
+    while ((got = fq_cli_csv_recipients_read(csv, scratch, FQ_CLI_CSV_PIECE, &error)) > 0)
+        *size += (size_t)got;
+    if (got < 0) {
+        s_csv_failed(source, &error);
+        goto fail;
+    }
+    free(scratch);
+    return csv;
+fail:
+    free(scratch);
+    fq_cli_csv_destroy(&csv);
+    return NULL;
+}
+
+//  ---------------------------------------------------------------------
+//  The body, streamed
+
+//  The body of a CSV submission: prefix (the request's other members, an
+//  object left open), the recipients read from the CSV, and "}".
+typedef struct {
+    const char *prefix;
+    size_t prefix_size;
+    size_t prefix_sent;
+    fq_cli_csv_t *csv; //  The second reading
+    bool recipients_done;
+    bool closed; //  The final "}" is out
+    size_t size; //  What the first reading counted, announced as the length
+    size_t sent;
+    bool failed; //  error says why
+    fq_cli_csv_error_t error;
+    bool changed; //  The file's JSON came out of another length
+} s_upload_t;
+
+//  fq_cli_http_read_fn: the next piece of the body.
+static size_t s_upload_read(char *buffer, size_t size, void *arg)
+{
+    s_upload_t *self = arg;
+    size_t done = self->prefix_size - self->prefix_sent;
+    if (done > size)
+        done = size;
+    memcpy(buffer, self->prefix + self->prefix_sent, done);
+    self->prefix_sent += done;
+    while (done < size && !self->recipients_done) {
+        ssize_t got =
+            fq_cli_csv_recipients_read(self->csv, buffer + done, size - done, &self->error);
+        if (got < 0) {
+            self->failed = true;
+            return FQ_CLI_HTTP_ABORT;
+        }
+        self->recipients_done = got == 0;
+        done += (size_t)got;
+    }
+    if (done < size && self->recipients_done && !self->closed) {
+        buffer[done++] = '}';
+        self->closed = true;
+    }
+    self->sent += done;
+    //  The file changed between the readings: what was announced is wrong
+    if (self->sent > self->size || (done == 0 && self->sent < self->size)) {
+        self->changed = true;
+        return FQ_CLI_HTTP_ABORT;
+    }
+    return done;
+}
+
+//  The request's members other than the recipients, as the text of a
+//  JSON object left open for them: "{...,". Caller frees; NULL (printed).
+static char *s_csv_prefix(const fq_cli_args_t *args, const char *template, int64_t priority,
+                          int64_t max_attempts, json_t *when)
+{
+    const char *tenant = fq_cli_arg(args, "tenant");
+    json_t *head = json_object();
+    if (!head || (tenant && json_object_set_new(head, "tenant", json_string(tenant))) ||
+        json_object_set_new(head, "from", json_string(fq_cli_arg(args, "from"))) ||
+        json_object_set_new(head, "subject", json_string(fq_cli_arg(args, "subject"))) ||
+        json_object_set_new(head, "body", json_string(template)) ||
+        (fq_cli_flag(args, "html") && json_object_set_new(head, "html", json_true())) ||
+        (when && json_object_set(head, "send_at", when)) ||
+        (fq_cli_arg(args, "priority") &&
+         json_object_set_new(head, "priority", json_integer(priority))) ||
+        (fq_cli_arg(args, "max-attempts") &&
+         json_object_set_new(head, "max_attempts", json_integer(max_attempts)))) {
+        fq_cli_error("--from must be UTF-8 text (or out of memory)");
+        json_decref(head);
+        return NULL;
+    }
+    char *text = json_dumps(head, JSON_COMPACT);
+    json_decref(head);
+    char *prefix = NULL;
+    //  Without its closing brace, and with the name of the member to come
+    if (text && asprintf(&prefix, "%.*s%s\"recipients\":", (int)strlen(text) - 1, text,
+                         strcmp(text, "{}") == 0 ? "" : ",") < 0)
+        prefix = NULL;
+    free(text);
+    if (!prefix)
+        fq_cli_error("could not encode the request (out of memory)");
+    return prefix;
+}
+
+//  Submits a CSV of recipients: checks the options and the files, then
+//  streams the body. Returns the exit code, with answer filled when the
+//  server answered 2xx (every failure is printed).
+static int s_csv_submit(fq_cli_t *cli, const fq_cli_args_t *args, const char *const *headers,
+                        fq_cli_answer_t *answer)
 {
     const char *path = fq_cli_arg(args, "csv"), *tenant = fq_cli_arg(args, "tenant");
     const char *from = fq_cli_arg(args, "from"), *subject = fq_cli_arg(args, "subject");
@@ -137,11 +388,11 @@ static json_t *s_csv_body(const fq_cli_args_t *args)
     const char *attempts = fq_cli_arg(args, "max-attempts");
     if (!from || !subject || !body_path) {
         fq_cli_error("submit --csv needs --from, --subject and --body-file");
-        return NULL;
+        return FQ_CLI_EXIT_USAGE;
     }
     if (strcmp(path, "-") == 0 && strcmp(body_path, "-") == 0) {
         fq_cli_error("--csv and --body-file cannot both be standard input");
-        return NULL;
+        return FQ_CLI_EXIT_USAGE;
     }
     int64_t prio = 0, max_attempts = 0;
     json_t *when = NULL;
@@ -151,60 +402,80 @@ static json_t *s_csv_body(const fq_cli_args_t *args)
         (attempts &&
          fq_cli_parse_int(attempts, "--max-attempts", 1, S_ATTEMPTS_MAX, &max_attempts)) ||
         (send_at && fq_cli_parse_time(send_at, "--send-at", (int64_t)time(NULL), &when)))
-        return NULL;
-    json_t *body = json_object();
-    json_t *recipients = NULL;
-    char *text = NULL, *template = NULL;
-    size_t size = 0, template_size = 0;
+        return FQ_CLI_EXIT_USAGE;
+
+    int rc = FQ_CLI_EXIT_USAGE;
+    char *template = NULL, *prefix = NULL;
+    size_t template_size = 0, json_size = 0;
     fq_cli_csv_t *csv = NULL;
-    fq_cli_csv_error_t error;
-    if (s_read_file(path, &text, &size) || s_read_file(body_path, &template, &template_size))
-        goto fail;
-    csv = fq_cli_csv_parse(text, size, &error);
-    recipients = csv ? fq_cli_csv_recipients(csv, &error) : NULL;
-    if (!recipients) {
-        fq_cli_error("%s:%zu: %s", s_name(path), error.line, error.message);
-        goto fail;
-    }
+    s_source_t source = {0};
+    s_upload_t upload = {0};
+    if (s_source_open(&source, path) || s_read_file(body_path, &template, &template_size))
+        goto done;
+    csv = s_csv_check(&source, &json_size);
+    if (!csv)
+        goto done;
     //  The body template must be text: fq_template checks UTF-8, not NUL
     if (strlen(template) != template_size) {
         fq_cli_error("%s: NUL byte in the body template", s_name(body_path));
-        goto fail;
+        goto done;
     }
     char what[S_WHAT_SIZE];
     snprintf(what, sizeof what, "the body template (%s)", s_name(body_path));
     if (s_check_template(subject, FQ_TEMPLATE_HEADER, "--subject", csv, s_name(path)) ||
         s_check_template(template, fq_cli_flag(args, "html") ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN,
                          what, csv, s_name(path)))
-        goto fail;
-    //  recipients and when are lent to body (json_object_set), and let go
-    //  of below whatever happens
-    if ((tenant && json_object_set_new(body, "tenant", json_string(tenant))) ||
-        json_object_set_new(body, "from", json_string(from)) ||
-        json_object_set_new(body, "subject", json_string(subject)) ||
-        json_object_set_new(body, "body", json_string(template)) ||
-        (fq_cli_flag(args, "html") && json_object_set_new(body, "html", json_true())) ||
-        json_object_set(body, "recipients", recipients) ||
-        (when && json_object_set(body, "send_at", when)) ||
-        (priority && json_object_set_new(body, "priority", json_integer(prio))) ||
-        (attempts && json_object_set_new(body, "max_attempts", json_integer(max_attempts)))) {
-        fq_cli_error("--from must be UTF-8 text (or out of memory)");
-        goto fail;
+        goto done;
+    size_t recipients = fq_cli_csv_recipients_count(csv);
+    fq_cli_csv_destroy(&csv);
+    prefix = s_csv_prefix(args, template, prio, max_attempts, when);
+    if (!prefix)
+        goto done;
+
+    //  The second reading, sent as it is read
+    if (s_source_rewind(&source) != 0) {
+        fq_cli_error("could not read \"%s\" again: %s", s_name(path), strerror(errno));
+        goto done;
     }
-    json_decref(recipients);
-    json_decref(when);
-    free(text);
-    free(template);
+    csv = fq_cli_csv_new(s_source_read, &source);
+    if (!csv) {
+        fq_cli_error("out of memory");
+        goto done;
+    }
+    upload = (s_upload_t){.prefix = prefix,
+                          .prefix_size = strlen(prefix),
+                          .csv = csv,
+                          .size = strlen(prefix) + json_size + 1};
+    //  Failures are told here, with what the server cannot know
+    bool quiet = cli->quiet;
+    cli->quiet = true;
+    rc = fq_cli_call_stream(cli, "POST", "/v1/requests", s_upload_read, &upload, upload.size,
+                            headers, answer);
+    cli->quiet = quiet;
+    if (upload.failed) {
+        //  The server never got a whole body: nothing was submitted
+        s_csv_failed(&source, &upload.error);
+        if (!upload.error.errnum && !source.spool_errno)
+            fq_cli_error("\"%s\" changed while it was sent; nothing was submitted", s_name(path));
+        rc = FQ_CLI_EXIT_USAGE;
+    } else if (upload.changed) {
+        fq_cli_error("\"%s\" changed while it was sent; nothing was submitted", s_name(path));
+        rc = FQ_CLI_EXIT_USAGE;
+    } else if (answer->status == S_HTTP_TOO_LARGE) {
+        char text[S_DESCRIBE_SIZE];
+        fq_cli_answer_describe(answer, text, sizeof text);
+        fq_cli_error("%s: %zu recipients make a request of %zu bytes, more than the server takes "
+                     "(%s); split the file, or raise the server's http_body_max",
+                     s_name(path), recipients, upload.size, text);
+    } else if (rc != FQ_CLI_EXIT_OK && !quiet)
+        fq_cli_report(cli, answer);
+done:
     fq_cli_csv_destroy(&csv);
-    return body;
-fail:
-    json_decref(recipients);
+    s_source_close(&source);
     json_decref(when);
-    json_decref(body);
-    free(text);
     free(template);
-    fq_cli_csv_destroy(&csv);
-    return NULL;
+    free(prefix);
+    return rc;
 }
 
 static int s_submit(fq_cli_t *cli, const fq_cli_args_t *args)
@@ -227,19 +498,18 @@ static int s_submit(fq_cli_t *cli, const fq_cli_args_t *args)
     if (key && fq_cli_parse_idempotency_key(key))
         return FQ_CLI_EXIT_USAGE;
 
-    char *text = NULL;
-    size_t size = 0;
-    if (csv) {
-        json_t *body = s_csv_body(args);
-        text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-        if (body && !text)
-            fq_cli_error("could not encode the request (out of memory)");
-        json_decref(body);
-        if (!text)
-            return FQ_CLI_EXIT_USAGE;
-        size = strlen(text);
-    } else {
+    char header[S_HEADER_SIZE];
+    const char *headers[] = {key ? header : NULL, NULL};
+    if (key)
+        snprintf(header, sizeof header, "Idempotency-Key: %s", key);
+    fq_cli_answer_t answer = {0};
+    int rc;
+    if (csv)
+        rc = s_csv_submit(cli, args, headers, &answer);
+    else {
         const char *path = args->pos[0];
+        char *text = NULL;
+        size_t size = 0;
         if (s_read_file(path, &text, &size))
             return FQ_CLI_EXIT_USAGE;
         //  Checked, then sent as it is (the user's bytes, not our rewrite)
@@ -255,14 +525,9 @@ static int s_submit(fq_cli_t *cli, const fq_cli_args_t *args)
             return FQ_CLI_EXIT_USAGE;
         }
         json_decref(json);
+        rc = fq_cli_call_raw(cli, "POST", "/v1/requests", text, size, headers, &answer);
+        free(text);
     }
-    char header[S_HEADER_SIZE];
-    const char *headers[] = {key ? header : NULL, NULL};
-    if (key)
-        snprintf(header, sizeof header, "Idempotency-Key: %s", key);
-    fq_cli_answer_t answer = {0};
-    int rc = fq_cli_call_raw(cli, "POST", "/v1/requests", text, size, headers, &answer);
-    free(text);
     json_int_t id = json_integer_value(json_object_get(answer.json, "id"));
     if (rc == FQ_CLI_EXIT_OK && id <= 0) {
         fq_cli_error("the server accepted the request without saying its id");
@@ -290,8 +555,9 @@ const fq_cli_command_t fq_cli_cmd_submit = {
         "standard input. With --csv, the first row names the fields; the column \"to\" (else\n"
         "\"email\") is the address, and every column, that one too, is a template field\n"
         "({{name}}). RFC 4180: quote fields that hold commas, quotes (doubled) or line\n"
-        "breaks; UTF-8; empty lines are skipped. Templates are checked against the columns\n"
-        "before anything is sent.",
+        "breaks; UTF-8; empty lines are skipped; a record holds at most 1 MiB. Templates are\n"
+        "checked against the columns before anything is sent. A CSV of any size is read and\n"
+        "sent in pieces, in little memory.",
     .options = s_submit_options,
     .min_args = 0,
     .max_args = 1,

@@ -1,11 +1,24 @@
-/*  fq_cli_csv.c — RFC 4180 CSV of recipients (the rules: fq_cli_csv.h).
+/*  fq_cli_csv.c — RFC 4180 CSV of recipients, read as a stream (the rules:
+    fq_cli_csv.h).
 
-    The text is checked whole first (UTF-8, NUL bytes), then read record by
-    record with a small state machine. Fields are copied into one buffer,
-    NUL-terminated, and found by offset: a file of a million recipients
-    makes two allocations that grow, not millions.
+    The text comes in pieces of FQ_CLI_CSV_PIECE bytes and goes through
+    two small steps, byte by byte, so that where one piece ends never
+    matters (a quote, a CRLF or a UTF-8 sequence may be split anywhere):
+
+    * s_peek and s_take look at and consume the next byte, reading another
+      piece when one is used up. Every byte is checked as it is taken
+      (UTF-8, no NUL) and counted into its line and its record's size.
+    * s_read_record is the state machine of one record: it copies the
+      fields into one buffer, NUL-terminated, and finds them by offset, so
+      a record makes no allocation once the buffers have grown to fit.
+
+    The recipients' JSON is written one record at a time into a buffer
+    that the caller drains (fq_cli_csv_recipients_read), so a file of any
+    size streams through memory bounded by FQ_CLI_CSV_RECORD_MAX.
 */
 #include "fq_cli_csv.h"
+#include <assert.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,20 +33,70 @@
 #define S_BOM      "\xEF\xBB\xBF"
 #define S_BOM_SIZE 3
 
+//  What s_peek and s_take return instead of a byte
+#define S_END  (-1) //  The text is over
+#define S_FAIL (-2) //  An error, filled in
+
+//  The longest a byte becomes in a JSON string: "\u001F"
+#define S_JSON_ESCAPE_MAX 6
+
+//  The largest code point, and the UTF-16 surrogates UTF-8 may not encode
+#define S_UNICODE_MAX   0x10FFFF
+#define S_SURROGATE_MIN 0xD800
+#define S_SURROGATE_MAX 0xDFFF
+
 //  The names of the address column, first found wins (fq_cli_csv.h)
 static const char *const s_address_names[] = {"to", "email", NULL};
 
+//  Where the recipients' JSON is
+typedef enum {
+    S_JSON_START,   //  Nothing written yet
+    S_JSON_RECORDS, //  "[" and the records so far
+    S_JSON_DONE     //  "]" written too
+} s_json_state_t;
+
 struct fq_cli_csv {
-    char *text; //  Every field, each NUL-terminated
+    fq_cli_csv_read_fn *read;
+    void *arg;
+    char *piece; //  FQ_CLI_CSV_PIECE bytes of the text
+    size_t piece_len;
+    size_t piece_pos;
+    bool at_end;     //  read said the text is over
+    size_t line;     //  The line of the next byte
+    bool after_cr;   //  The last byte was CR (a LF after it is the same line end)
+    int utf8_left;   //  Continuation bytes the sequence under way still needs
+    unsigned cp;     //  Its code point so far, and the least it may be
+    unsigned cp_min; //  (a smaller one is an overlong form)
+    unsigned char utf8_lead;
+    size_t utf8_line;
+
+    //  The record being read
+    bool in_record;
+    size_t record_bytes; //  Taken since its first byte
+    size_t record_line;
+    size_t quote_line; //  Where the open quoted field starts; 0 when none is open
+    char *text;        //  Its fields, each NUL-terminated
     size_t text_size;
     size_t text_capacity;
-    size_t *fields; //  Offset in text of each field, record after record
+    size_t *fields; //  Offset in text of each field
     size_t nfields;
     size_t fields_capacity;
-    size_t *lines;   //  The line where each record starts
-    size_t nrecords; //  The header's included
-    size_t records_capacity;
-    size_t columns; //  Fields per record (the header's count)
+
+    //  The header, kept apart from the records
+    bool header_read;
+    char *header_text;
+    size_t *header_fields;
+    size_t columns;
+    size_t header_line;
+
+    //  The recipients' JSON: out[out_pos..out_size) is still to be read
+    s_json_state_t json;
+    size_t address; //  The address column
+    size_t recipients;
+    char *out;
+    size_t out_size;
+    size_t out_capacity;
+    size_t out_pos;
 };
 
 static void s_error(fq_cli_csv_error_t *error, size_t line, const char *format, ...)
@@ -42,13 +105,14 @@ static void s_error(fq_cli_csv_error_t *error, size_t line, const char *format, 
 static void s_error(fq_cli_csv_error_t *error, size_t line, const char *format, ...)
 {
     error->line = line;
+    error->errnum = 0;
     va_list args;
     va_start(args, format);
     vsnprintf(error->message, sizeof error->message, format, args);
     va_end(args);
 }
 
-//  Makes room for more items in *array (capacity counted in items).
+//  Makes room for needed items in *array (capacity counted in items).
 static bool s_grow(void **array, size_t *capacity, size_t needed, size_t item_size)
 {
     if (needed <= *capacity)
@@ -64,221 +128,20 @@ static bool s_grow(void **array, size_t *capacity, size_t needed, size_t item_si
     return true;
 }
 
-static bool s_put_char(fq_cli_csv_t *self, char c)
+fq_cli_csv_t *fq_cli_csv_new(fq_cli_csv_read_fn *read, void *arg)
 {
-    if (!s_grow((void **)&self->text, &self->text_capacity, self->text_size + 1, 1))
-        return false;
-    self->text[self->text_size++] = c;
-    return true;
-}
-
-//  Length of the valid UTF-8 sequence at s (at most n bytes), 0 if none:
-//  no overlong forms, no surrogates, nothing above U+10FFFF (RFC 3629).
-static size_t s_utf8_length(const unsigned char *s, size_t n)
-{
-    if (s[0] < 0x80)
-        return 1;
-    size_t len;
-    unsigned int min, cp;
-    if ((s[0] & 0xE0) == 0xC0)
-        len = 2, min = 0x80, cp = s[0] & 0x1F;
-    else if ((s[0] & 0xF0) == 0xE0)
-        len = 3, min = 0x800, cp = s[0] & 0x0F;
-    else if ((s[0] & 0xF8) == 0xF0)
-        len = 4, min = 0x10000, cp = s[0] & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
-//  Checks the whole text: UTF-8 throughout, no NUL byte.
-static bool s_check_text(const char *data, size_t size, fq_cli_csv_error_t *error)
-{
-    const unsigned char *s = (const unsigned char *)data;
-    size_t line = 1;
-    for (size_t i = 0; i < size;) {
-        if (s[i] == 0) {
-            s_error(error, line, "NUL byte (a CSV file is text)");
-            return false;
-        }
-        size_t len = s_utf8_length(s + i, size - i);
-        if (len == 0) {
-            s_error(error, line, "invalid UTF-8 (byte 0x%02X; save the file as UTF-8)", s[i]);
-            return false;
-        }
-        if (s[i] == '\n' || (s[i] == '\r' && (i + 1 == size || s[i + 1] != '\n')))
-            line++;
-        i += len;
-    }
-    return true;
-}
-
-//  Ends the field begun at start: NUL-terminates it and records it.
-static bool s_end_field(fq_cli_csv_t *self, size_t start)
-{
-    if (!s_put_char(self, 0) ||
-        !s_grow((void **)&self->fields, &self->fields_capacity, self->nfields + 1, sizeof(size_t)))
-        return false;
-    self->fields[self->nfields++] = start;
-    return true;
-}
-
-//  The line end at data[i], if any: its length (1 or 2), else 0.
-static size_t s_line_end(const char *data, size_t size, size_t i)
-{
-    if (data[i] == '\n')
-        return 1;
-    if (data[i] == '\r')
-        return i + 1 < size && data[i + 1] == '\n' ? 2 : 1;
-    return 0;
-}
-
-//  Reads the record at *pos (line *line), advancing both past its line
-//  end. Returns the number of fields, 0 on error (error filled).
-static size_t s_read_record(fq_cli_csv_t *self, const char *data, size_t size, size_t *pos,
-                            size_t *line, fq_cli_csv_error_t *error)
-{
-    size_t i = *pos, count = 0;
-    while (true) {
-        size_t start = self->text_size;
-        if (i < size && data[i] == '"') {
-            size_t quote_line = *line;
-            i++;
-            while (true) {
-                if (i >= size) {
-                    s_error(error, quote_line, "quoted field not closed (a '\"' is missing)");
-                    return 0;
-                }
-                if (data[i] == '"') {
-                    if (i + 1 < size && data[i + 1] == '"') {
-                        if (!s_put_char(self, '"'))
-                            goto nomem;
-                        i += 2;
-                        continue;
-                    }
-                    i++;
-                    break;
-                }
-                size_t end = s_line_end(data, size, i);
-                if (end)
-                    (*line)++;
-                //  Line breaks inside quotes are kept as written
-                for (size_t k = 0; k < (end ? end : 1); k++)
-                    if (!s_put_char(self, data[i + k]))
-                        goto nomem;
-                i += end ? end : 1;
-            }
-            if (i < size && data[i] != ',' && !s_line_end(data, size, i)) {
-                s_error(error, *line,
-                        "text after the closing quote of field %zu (write a quote inside a "
-                        "quoted field as \"\")",
-                        count + 1);
-                return 0;
-            }
-        } else {
-            while (i < size && data[i] != ',' && !s_line_end(data, size, i)) {
-                if (data[i] == '"') {
-                    s_error(error, *line,
-                            "quote inside unquoted field %zu (quote the whole field and "
-                            "write the quote as \"\")",
-                            count + 1);
-                    return 0;
-                }
-                if (!s_put_char(self, data[i++]))
-                    goto nomem;
-            }
-        }
-        if (!s_end_field(self, start))
-            goto nomem;
-        count++;
-        if (i < size && data[i] == ',') {
-            i++;
-            continue;
-        }
-        if (i < size) {
-            i += s_line_end(data, size, i);
-            (*line)++;
-        }
-        *pos = i;
-        return count;
-    }
-nomem:
-    s_error(error, *line, "out of memory");
-    return 0;
-}
-
-fq_cli_csv_t *fq_cli_csv_parse(const char *data, size_t size, fq_cli_csv_error_t *error)
-{
-    if (!s_check_text(data, size, error))
-        return NULL;
     fq_cli_csv_t *self = calloc(1, sizeof *self);
-    if (!self) {
-        s_error(error, 1, "out of memory");
+    if (!self)
+        return NULL;
+    self->piece = malloc(FQ_CLI_CSV_PIECE);
+    if (!self->piece) {
+        free(self);
         return NULL;
     }
-    size_t pos = 0, line = 1;
-    if (size >= S_BOM_SIZE && memcmp(data, S_BOM, S_BOM_SIZE) == 0)
-        pos = S_BOM_SIZE;
-    while (pos < size) {
-        size_t blank = s_line_end(data, size, pos);
-        if (blank) {
-            pos += blank;
-            line++;
-            continue;
-        }
-        size_t record_line = line;
-        size_t first = self->nfields;
-        size_t count = s_read_record(self, data, size, &pos, &line, error);
-        if (count == 0)
-            goto fail;
-        if (self->nrecords == 0)
-            self->columns = count;
-        else if (count != self->columns) {
-            s_error(error, record_line, "%zu field%s, the header has %zu", count,
-                    count == 1 ? "" : "s", self->columns);
-            goto fail;
-        }
-        if (!s_grow((void **)&self->lines, &self->records_capacity, self->nrecords + 1,
-                    sizeof(size_t))) {
-            s_error(error, record_line, "out of memory");
-            goto fail;
-        }
-        self->lines[self->nrecords++] = record_line;
-        if (self->nrecords > 1)
-            continue;
-        //  The header: every column named, each name once
-        for (size_t c = 0; c < count; c++) {
-            const char *name = self->text + self->fields[first + c];
-            if (!*name) {
-                s_error(error, record_line, "column %zu of the header has no name", c + 1);
-                goto fail;
-            }
-            for (size_t d = 0; d < c; d++)
-                if (strcmp(name, self->text + self->fields[first + d]) == 0) {
-                    s_error(error, record_line,
-                            "column %zu of the header repeats the name \"%s\" of column %zu", c + 1,
-                            name, d + 1);
-                    goto fail;
-                }
-        }
-    }
-    if (self->nrecords == 0) {
-        s_error(error, line > 1 ? line - 1 : 1, "no header row (the file is empty)");
-        goto fail;
-    }
+    self->read = read;
+    self->arg = arg;
+    self->line = 1;
     return self;
-fail:
-    fq_cli_csv_destroy(&self);
-    return NULL;
 }
 
 void fq_cli_csv_destroy(fq_cli_csv_t **self_p)
@@ -286,11 +149,413 @@ void fq_cli_csv_destroy(fq_cli_csv_t **self_p)
     if (!self_p || !*self_p)
         return;
     fq_cli_csv_t *self = *self_p;
+    free(self->piece);
     free(self->text);
     free(self->fields);
-    free(self->lines);
+    free(self->header_text);
+    free(self->header_fields);
+    free(self->out);
     free(self);
     *self_p = NULL;
+}
+
+//  ---------------------------------------------------------------------
+//  Bytes
+
+//  Appends what read gives to the piece (there must be room). Returns 0,
+//  S_END, or S_FAIL (error filled).
+static int s_read_more(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
+{
+    if (self->at_end)
+        return S_END;
+    ssize_t got;
+    do
+        got = self->read(self->arg, self->piece + self->piece_len,
+                         FQ_CLI_CSV_PIECE - self->piece_len);
+    while (got < 0 && errno == EINTR);
+    if (got < 0) {
+        int errnum = errno;
+        s_error(error, self->line, "could not read: %s", strerror(errnum));
+        error->errnum = errnum;
+        return S_FAIL;
+    }
+    if (got == 0) {
+        self->at_end = true;
+        return S_END;
+    }
+    self->piece_len += (size_t)got;
+    return 0;
+}
+
+static bool s_utf8_error(const fq_cli_csv_t *self, fq_cli_csv_error_t *error)
+{
+    s_error(error, self->utf8_line, "invalid UTF-8 (byte 0x%02X; save the file as UTF-8)",
+            self->utf8_lead);
+    return false;
+}
+
+//  The next byte, not taken: S_END at the end of the text. A byte that
+//  cannot continue the UTF-8 sequence under way is an error already.
+static int s_peek(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
+{
+    if (self->piece_pos == self->piece_len) {
+        self->piece_pos = self->piece_len = 0;
+        int rc = s_read_more(self, error);
+        if (rc == S_END && self->utf8_left) {
+            s_utf8_error(self, error);
+            return S_FAIL;
+        }
+        if (rc)
+            return rc;
+    }
+    int c = (unsigned char)self->piece[self->piece_pos];
+    if (self->utf8_left && (c & 0xC0) != 0x80) {
+        s_utf8_error(self, error);
+        return S_FAIL;
+    }
+    return c;
+}
+
+//  Checks byte c, the next of the text: no NUL, and UTF-8 (RFC 3629: no
+//  overlong forms, no surrogates, nothing above U+10FFFF).
+static bool s_check_byte(fq_cli_csv_t *self, unsigned char c, fq_cli_csv_error_t *error)
+{
+    if (self->utf8_left) {
+        //  A continuation byte (s_peek saw to that)
+        self->cp = (self->cp << 6) | (c & 0x3F);
+        if (--self->utf8_left == 0 &&
+            (self->cp < self->cp_min || self->cp > S_UNICODE_MAX ||
+             (self->cp >= S_SURROGATE_MIN && self->cp <= S_SURROGATE_MAX)))
+            return s_utf8_error(self, error);
+        return true;
+    }
+    if (c == 0) {
+        s_error(error, self->line, "NUL byte (a CSV file is text)");
+        return false;
+    }
+    if (c < 0x80)
+        return true;
+    self->utf8_lead = c;
+    self->utf8_line = self->line;
+    if ((c & 0xE0) == 0xC0)
+        self->utf8_left = 1, self->cp_min = 0x80, self->cp = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0)
+        self->utf8_left = 2, self->cp_min = 0x800, self->cp = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0)
+        self->utf8_left = 3, self->cp_min = 0x10000, self->cp = c & 0x07;
+    else
+        return s_utf8_error(self, error);
+    return true;
+}
+
+static void s_too_long(const fq_cli_csv_t *self, fq_cli_csv_error_t *error)
+{
+    if (self->quote_line)
+        s_error(error, self->quote_line,
+                "quoted field runs past %d bytes, the most one record may hold (a closing "
+                "'\"' missing?)",
+                FQ_CLI_CSV_RECORD_MAX);
+    else
+        s_error(error, self->record_line,
+                "record longer than %d bytes, the most one record may hold", FQ_CLI_CSV_RECORD_MAX);
+}
+
+//  Takes the next byte: returns it, S_END, or S_FAIL.
+static int s_take(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
+{
+    int c = s_peek(self, error);
+    if (c < 0)
+        return c;
+    self->piece_pos++;
+    if (!s_check_byte(self, (unsigned char)c, error))
+        return S_FAIL;
+    if (self->in_record && ++self->record_bytes > FQ_CLI_CSV_RECORD_MAX) {
+        s_too_long(self, error);
+        return S_FAIL;
+    }
+    //  CRLF, LF and a lone CR each end one line
+    if (c == '\n' ? !self->after_cr : c == '\r')
+        self->line++;
+    self->after_cr = c == '\r';
+    return c;
+}
+
+//  Takes the line end ahead (CR, LF or CRLF). Returns 0 or -1.
+static int s_take_line_end(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
+{
+    int c = s_take(self, error);
+    if (c == '\r') {
+        int next = s_peek(self, error);
+        if (next == S_FAIL)
+            return -1;
+        if (next == '\n')
+            c = s_take(self, error);
+    }
+    return c == S_FAIL ? -1 : 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Records
+
+static bool s_put(fq_cli_csv_t *self, char c)
+{
+    if (self->text_size == self->text_capacity &&
+        !s_grow((void **)&self->text, &self->text_capacity, self->text_size + 1, 1))
+        return false;
+    self->text[self->text_size++] = c;
+    return true;
+}
+
+//  Takes the run of bytes ahead that need nothing but copying into the
+//  field: ASCII other than NUL, line ends, quotes and (outside quotes)
+//  commas. The byte-by-byte path does the same more slowly; this one makes
+//  a file of millions of records quick to read. Returns 0, or -1 (error
+//  filled).
+static int s_take_run(fq_cli_csv_t *self, bool quoted, fq_cli_csv_error_t *error)
+{
+    if (self->utf8_left)
+        return 0;
+    const char *start = self->piece + self->piece_pos;
+    size_t left = self->piece_len - self->piece_pos, run = 0;
+    //  Up to the limit: the byte past it goes the slow way, and fails
+    if (left > FQ_CLI_CSV_RECORD_MAX - self->record_bytes)
+        left = FQ_CLI_CSV_RECORD_MAX - self->record_bytes;
+    while (run < left) {
+        unsigned char c = (unsigned char)start[run];
+        if (c >= 0x80 || c == 0 || c == '"' || c == '\n' || c == '\r' || (c == ',' && !quoted))
+            break;
+        run++;
+    }
+    if (run == 0)
+        return 0;
+    if (!s_grow((void **)&self->text, &self->text_capacity, self->text_size + run, 1)) {
+        s_error(error, self->line, "out of memory");
+        return -1;
+    }
+    memcpy(self->text + self->text_size, start, run);
+    self->text_size += run;
+    self->piece_pos += run;
+    self->record_bytes += run;
+    self->after_cr = false;
+    return 0;
+}
+
+//  Ends the field begun at start: NUL-terminates it and records it.
+static bool s_end_field(fq_cli_csv_t *self, size_t start)
+{
+    if (!s_put(self, 0) ||
+        !s_grow((void **)&self->fields, &self->fields_capacity, self->nfields + 1, sizeof(size_t)))
+        return false;
+    self->fields[self->nfields++] = start;
+    return true;
+}
+
+static bool s_is_field_end(int c)
+{
+    return c == S_END || c == ',' || c == '\n' || c == '\r';
+}
+
+//  Reads an unquoted field, up to the comma or line end after it.
+static int s_read_plain(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
+{
+    while (true) {
+        if (s_take_run(self, false, error) != 0)
+            return -1;
+        int c = s_peek(self, error);
+        if (c == S_FAIL)
+            return -1;
+        if (s_is_field_end(c))
+            return 0;
+        if (c == '"') {
+            s_error(error, self->line,
+                    "quote inside unquoted field %zu (quote the whole field and write the quote "
+                    "as \"\")",
+                    self->nfields + 1);
+            return -1;
+        }
+        c = s_take(self, error);
+        if (c == S_FAIL)
+            return -1;
+        if (!s_put(self, (char)c)) {
+            s_error(error, self->line, "out of memory");
+            return -1;
+        }
+    }
+}
+
+//  Reads a quoted field, from its opening quote up to the comma or line
+//  end after the closing one.
+static int s_read_quoted(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
+{
+    if (s_take(self, error) == S_FAIL)
+        return -1;
+    self->quote_line = self->line;
+    while (true) {
+        if (s_take_run(self, true, error) != 0)
+            return -1;
+        int c = s_take(self, error);
+        if (c == S_FAIL)
+            return -1;
+        if (c == S_END) {
+            s_error(error, self->quote_line, "quoted field not closed (a '\"' is missing)");
+            return -1;
+        }
+        if (c == '"') {
+            int next = s_peek(self, error);
+            if (next == S_FAIL)
+                return -1;
+            if (next != '"')
+                break;
+            if (s_take(self, error) == S_FAIL)
+                return -1;
+        }
+        //  Line breaks inside quotes are kept as written
+        if (!s_put(self, (char)c)) {
+            s_error(error, self->line, "out of memory");
+            return -1;
+        }
+    }
+    self->quote_line = 0;
+    int c = s_peek(self, error);
+    if (c == S_FAIL)
+        return -1;
+    if (s_is_field_end(c))
+        return 0;
+    //  Taken first, so that a byte that is not UTF-8 is reported as such
+    if (s_take(self, error) == S_FAIL)
+        return -1;
+    s_error(error, self->line,
+            "text after the closing quote of field %zu (write a quote inside a quoted field "
+            "as \"\")",
+            self->nfields + 1);
+    return -1;
+}
+
+//  Reads the next record into text and fields, skipping empty lines.
+//  Returns 1, 0 at the end of the text, or -1 (error filled).
+static int s_read_record(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
+{
+    int c;
+    while ((c = s_peek(self, error)) == '\n' || c == '\r')
+        if (s_take_line_end(self, error) != 0)
+            return -1;
+    if (c < 0)
+        return c == S_END ? 0 : -1;
+    self->text_size = self->nfields = 0;
+    self->record_line = self->line;
+    self->record_bytes = 0;
+    self->in_record = true;
+    while (true) {
+        size_t start = self->text_size;
+        c = s_peek(self, error);
+        if (c == S_FAIL || (c == '"' ? s_read_quoted(self, error) : s_read_plain(self, error)))
+            return -1;
+        if (!s_end_field(self, start)) {
+            s_error(error, self->line, "out of memory");
+            return -1;
+        }
+        c = s_peek(self, error);
+        if (c != ',')
+            break;
+        if (s_take(self, error) == S_FAIL)
+            return -1;
+    }
+    //  The line end is not the record's: a record may hold all it allows
+    self->in_record = false;
+    if (c == S_FAIL || (c != S_END && s_take_line_end(self, error) != 0))
+        return -1;
+    return 1;
+}
+
+//  The first column whose name was already used by a column before it:
+//  its index in *repeat and the first user's in *first. False if none.
+//  Sorted by name then column, so that a header of many columns is
+//  checked in n log n.
+typedef struct {
+    const char *name;
+    size_t column;
+} s_name_t;
+
+static int s_name_compare(const void *a, const void *b)
+{
+    const s_name_t *x = a, *y = b;
+    int rc = strcmp(x->name, y->name);
+    return rc ? rc : (x->column > y->column) - (x->column < y->column);
+}
+
+static int s_find_repeat(const fq_cli_csv_t *self, bool *found, size_t *repeat, size_t *first)
+{
+    *found = false;
+    s_name_t *names = malloc(self->nfields * sizeof *names);
+    if (!names)
+        return -1;
+    for (size_t c = 0; c < self->nfields; c++)
+        names[c] = (s_name_t){self->text + self->fields[c], c};
+    qsort(names, self->nfields, sizeof *names, s_name_compare);
+    for (size_t i = 1; i < self->nfields; i++) {
+        //  The second of each name is the first repeat of it
+        bool second = strcmp(names[i].name, names[i - 1].name) == 0 &&
+                      (i == 1 || strcmp(names[i - 1].name, names[i - 2].name) != 0);
+        if (second && (!*found || names[i].column < *repeat)) {
+            *found = true;
+            *repeat = names[i].column;
+            *first = names[i - 1].column;
+        }
+    }
+    free(names);
+    return 0;
+}
+
+int fq_cli_csv_read_header(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
+{
+    assert(!self->header_read);
+    //  A byte order mark is looked for in the first bytes, however the
+    //  text is cut into pieces
+    int rc = 0;
+    while (rc == 0 && self->piece_len < S_BOM_SIZE)
+        rc = s_read_more(self, error);
+    if (rc == S_FAIL)
+        return -1;
+    if (self->piece_len >= S_BOM_SIZE && memcmp(self->piece, S_BOM, S_BOM_SIZE) == 0)
+        self->piece_pos = S_BOM_SIZE;
+
+    rc = s_read_record(self, error);
+    if (rc < 0)
+        return -1;
+    if (rc == 0) {
+        s_error(error, self->line > 1 ? self->line - 1 : 1, "no header row (the file is empty)");
+        return -1;
+    }
+    //  Every column named, each name once: the first column at fault is told
+    size_t unnamed = self->nfields, repeat = 0, first = 0;
+    bool repeated;
+    for (size_t c = 0; unnamed == self->nfields && c < self->nfields; c++)
+        if (!self->text[self->fields[c]])
+            unnamed = c;
+    if (s_find_repeat(self, &repeated, &repeat, &first) != 0) {
+        s_error(error, self->record_line, "out of memory");
+        return -1;
+    }
+    if (unnamed < self->nfields && (!repeated || unnamed < repeat)) {
+        s_error(error, self->record_line, "column %zu of the header has no name", unnamed + 1);
+        return -1;
+    }
+    if (repeated) {
+        s_error(error, self->record_line,
+                "column %zu of the header repeats the name \"%s\" of column %zu", repeat + 1,
+                self->text + self->fields[repeat], first + 1);
+        return -1;
+    }
+    //  The header keeps these buffers; the records grow new ones
+    self->header_text = self->text;
+    self->header_fields = self->fields;
+    self->columns = self->nfields;
+    self->header_line = self->record_line;
+    self->text = NULL;
+    self->fields = NULL;
+    self->text_size = self->text_capacity = self->nfields = self->fields_capacity = 0;
+    self->header_read = true;
+    return 0;
 }
 
 size_t fq_cli_csv_columns(const fq_cli_csv_t *self)
@@ -300,25 +565,38 @@ size_t fq_cli_csv_columns(const fq_cli_csv_t *self)
 
 const char *fq_cli_csv_header(const fq_cli_csv_t *self, size_t column)
 {
-    return column < self->columns ? self->text + self->fields[column] : NULL;
+    return column < self->columns ? self->header_text + self->header_fields[column] : NULL;
 }
 
-size_t fq_cli_csv_rows(const fq_cli_csv_t *self)
+size_t fq_cli_csv_header_line(const fq_cli_csv_t *self)
 {
-    return self->nrecords - 1;
+    return self->header_line;
 }
 
-const char *fq_cli_csv_cell(const fq_cli_csv_t *self, size_t row, size_t column)
+int fq_cli_csv_next(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
 {
-    if (row + 1 >= self->nrecords || column >= self->columns)
-        return NULL;
-    return self->text + self->fields[(row + 1) * self->columns + column];
+    assert(self->header_read);
+    int rc = s_read_record(self, error);
+    if (rc == 1 && self->nfields != self->columns) {
+        s_error(error, self->record_line, "%zu field%s, the header has %zu", self->nfields,
+                self->nfields == 1 ? "" : "s", self->columns);
+        return -1;
+    }
+    return rc;
 }
 
-size_t fq_cli_csv_line(const fq_cli_csv_t *self, size_t row)
+const char *fq_cli_csv_field(const fq_cli_csv_t *self, size_t column)
 {
-    return row + 1 < self->nrecords ? self->lines[row + 1] : 0;
+    return column < self->nfields ? self->text + self->fields[column] : NULL;
 }
+
+size_t fq_cli_csv_line(const fq_cli_csv_t *self)
+{
+    return self->record_line;
+}
+
+//  ---------------------------------------------------------------------
+//  The recipients' JSON
 
 //  The address column: the first name of s_address_names that a column
 //  has (in any case). Returns 0 with *column, or -1 with error filled.
@@ -330,7 +608,7 @@ static int s_address_column(const fq_cli_csv_t *self, size_t *column, fq_cli_csv
             if (strcasecmp(fq_cli_csv_header(self, c), s_address_names[n]) != 0)
                 continue;
             if (found++) {
-                s_error(error, self->lines[0],
+                s_error(error, self->header_line,
                         "columns %zu and %zu are both named \"%s\" (in some case): which is the "
                         "address?",
                         *column + 1, c + 1, s_address_names[n]);
@@ -341,47 +619,146 @@ static int s_address_column(const fq_cli_csv_t *self, size_t *column, fq_cli_csv
         if (found)
             return 0;
     }
-    s_error(error, self->lines[0], "no address column (name one \"to\" or \"email\")");
+    s_error(error, self->header_line, "no address column (name one \"to\" or \"email\")");
     return -1;
 }
 
-json_t *fq_cli_csv_recipients(const fq_cli_csv_t *self, fq_cli_csv_error_t *error)
+static bool s_out_reserve(fq_cli_csv_t *self, size_t more)
 {
-    size_t address;
-    if (s_address_column(self, &address, error) != 0)
-        return NULL;
-    if (fq_cli_csv_rows(self) == 0) {
-        s_error(error, self->lines[0], "no recipients (only a header row)");
-        return NULL;
-    }
-    json_t *recipients = json_array();
-    if (!recipients)
-        goto nomem;
-    for (size_t row = 0; row < fq_cli_csv_rows(self); row++) {
-        const char *to = fq_cli_csv_cell(self, row, address);
-        if (!*to) {
-            s_error(error, fq_cli_csv_line(self, row), "empty address in column \"%s\"",
-                    fq_cli_csv_header(self, address));
-            json_decref(recipients);
-            return NULL;
+    return s_grow((void **)&self->out, &self->out_capacity, self->out_size + more, 1);
+}
+
+static bool s_out_add(fq_cli_csv_t *self, const char *text)
+{
+    size_t len = strlen(text);
+    if (!s_out_reserve(self, len))
+        return false;
+    memcpy(self->out + self->out_size, text, len);
+    self->out_size += len;
+    return true;
+}
+
+//  Appends text as a JSON string (RFC 8259: quote, backslash and control
+//  characters escaped; the text is valid UTF-8 already).
+static bool s_out_string(fq_cli_csv_t *self, const char *text)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t len = strlen(text);
+    if (!s_out_reserve(self, len * S_JSON_ESCAPE_MAX + 2))
+        return false;
+    char *o = self->out + self->out_size;
+    *o++ = '"';
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c >= ' ' && *c != '"' && *c != '\\') {
+            *o++ = (char)*c;
+            continue;
         }
-        //  Each new object is handed to its parent at once, so that one
-        //  json_decref(recipients) frees everything made so far
-        json_t *recipient = json_object();
-        if (json_array_append_new(recipients, recipient) != 0)
-            goto nomem;
-        json_t *fields = json_object();
-        if (json_object_set_new(recipient, "to", json_string(to)) != 0 ||
-            json_object_set_new(recipient, "fields", fields) != 0)
-            goto nomem;
-        for (size_t c = 0; c < self->columns; c++)
-            if (json_object_set_new(fields, fq_cli_csv_header(self, c),
-                                    json_string(fq_cli_csv_cell(self, row, c))) != 0)
-                goto nomem;
+        const char *short_escape = *c == '"'    ? "\\\""
+                                   : *c == '\\' ? "\\\\"
+                                   : *c == '\n' ? "\\n"
+                                   : *c == '\r' ? "\\r"
+                                   : *c == '\t' ? "\\t"
+                                   : *c == '\b' ? "\\b"
+                                   : *c == '\f' ? "\\f"
+                                                : NULL;
+        if (short_escape) {
+            *o++ = short_escape[0];
+            *o++ = short_escape[1];
+        } else {
+            memcpy(o, "\\u00", 4);
+            o[4] = hex[*c >> 4];
+            o[5] = hex[*c & 0x0F];
+            o += S_JSON_ESCAPE_MAX;
+        }
     }
-    return recipients;
-nomem:
-    json_decref(recipients);
-    s_error(error, 1, "out of memory");
-    return NULL;
+    *o++ = '"';
+    self->out_size = (size_t)(o - self->out);
+    return true;
+}
+
+//  Writes the record just read as {"to": ..., "fields": {...}}.
+static bool s_out_recipient(fq_cli_csv_t *self)
+{
+    if ((self->recipients > 0 && !s_out_add(self, ",")) || !s_out_add(self, "{\"to\":") ||
+        !s_out_string(self, fq_cli_csv_field(self, self->address)) ||
+        !s_out_add(self, ",\"fields\":{"))
+        return false;
+    for (size_t c = 0; c < self->columns; c++)
+        if ((c > 0 && !s_out_add(self, ",")) || !s_out_string(self, fq_cli_csv_header(self, c)) ||
+            !s_out_add(self, ":") || !s_out_string(self, fq_cli_csv_field(self, c)))
+            return false;
+    return s_out_add(self, "}}");
+}
+
+//  Fills out with the next part of the JSON: "[", a record, or "]".
+//  Returns 0, 1 when everything is out, or -1 (error filled).
+static int s_json_next(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
+{
+    self->out_size = self->out_pos = 0;
+    bool ok = true;
+    switch (self->json) {
+    case S_JSON_START:
+        if ((!self->header_read && fq_cli_csv_read_header(self, error) != 0) ||
+            s_address_column(self, &self->address, error) != 0)
+            return -1;
+        ok = s_out_add(self, "[");
+        self->json = S_JSON_RECORDS;
+        break;
+    case S_JSON_RECORDS: {
+        int rc = fq_cli_csv_next(self, error);
+        if (rc < 0)
+            return -1;
+        if (rc == 0) {
+            if (self->recipients == 0) {
+                s_error(error, self->header_line, "no recipients (only a header row)");
+                return -1;
+            }
+            ok = s_out_add(self, "]");
+            self->json = S_JSON_DONE;
+            break;
+        }
+        if (!*fq_cli_csv_field(self, self->address)) {
+            s_error(error, self->record_line, "empty address in column \"%s\"",
+                    fq_cli_csv_header(self, self->address));
+            return -1;
+        }
+        ok = s_out_recipient(self);
+        self->recipients++;
+        break;
+    }
+    case S_JSON_DONE:
+        return 1;
+    }
+    if (!ok) {
+        s_error(error, self->line, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+ssize_t fq_cli_csv_recipients_read(fq_cli_csv_t *self, char *buffer, size_t size,
+                                   fq_cli_csv_error_t *error)
+{
+    size_t done = 0;
+    while (done < size) {
+        if (self->out_pos == self->out_size) {
+            int rc = s_json_next(self, error);
+            if (rc < 0)
+                return -1;
+            if (rc > 0)
+                break;
+        }
+        size_t n = self->out_size - self->out_pos;
+        if (n > size - done)
+            n = size - done;
+        memcpy(buffer + done, self->out + self->out_pos, n);
+        self->out_pos += n;
+        done += n;
+    }
+    return (ssize_t)done;
+}
+
+size_t fq_cli_csv_recipients_count(const fq_cli_csv_t *self)
+{
+    return self->recipients;
 }

@@ -113,8 +113,24 @@ static size_t s_on_header(char *data, size_t size, size_t nmemb, void *arg)
     return len;
 }
 
-int fq_cli_http_request(fq_cli_http_t *self, const char *method, const char *path, const char *body,
-                        size_t body_size, const char *const *headers, fq_cli_answer_t *answer)
+//  A request's body: bytes in memory, or a stream of a known size.
+typedef struct {
+    const char *data; //  NULL: none (or a stream)
+    size_t size;
+    fq_cli_http_read_fn *read; //  Set: a stream
+    void *arg;
+} s_body_t;
+
+//  libcurl's read callback, for a streamed body.
+static size_t s_on_read(char *buffer, size_t size, size_t nitems, void *arg)
+{
+    const s_body_t *body = arg;
+    size_t got = body->read(buffer, size * nitems, body->arg);
+    return got == FQ_CLI_HTTP_ABORT ? CURL_READFUNC_ABORT : got;
+}
+
+static int s_perform(fq_cli_http_t *self, const char *method, const char *path,
+                     const s_body_t *body, const char *const *headers, fq_cli_answer_t *answer)
 {
     fq_cli_answer_reset(answer);
     size_t url_size = strlen(self->base_url) + strlen(path) + 1;
@@ -135,10 +151,12 @@ int fq_cli_http_request(fq_cli_http_t *self, const char *method, const char *pat
     } while (0)
     S_APPEND("Accept: application/json");
     S_APPEND("User-Agent: fairq/" FQ_VERSION);
-    //  No "Expect: 100-continue" on large submissions: fairqd reads the
-    //  body anyway, and the wait for a 100 would only add a round trip
-    S_APPEND("Expect:");
-    if (body)
+    //  A body in memory goes at once: fairqd reads it anyway, and a wait
+    //  for "100 Continue" would only add a round trip. A streamed one is
+    //  large: the server may refuse it from its headers (413) before a
+    //  byte of it has been read from the file and sent.
+    S_APPEND(body->read ? "Expect: 100-continue" : "Expect:");
+    if (body->data || body->read)
         S_APPEND("Content-Type: application/json");
     if (self->authorization)
         S_APPEND(self->authorization);
@@ -169,9 +187,14 @@ int fq_cli_http_request(fq_cli_http_t *self, const char *method, const char *pat
     if (strcmp(method, "GET") == 0)
         curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
     else {
-        //  POST without a body (cancel, pause...) sends an empty one
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body ? body : "");
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(body ? body_size : 0));
+        if (body->read) {
+            curl_easy_setopt(curl, CURLOPT_POST, 1L);
+            curl_easy_setopt(curl, CURLOPT_READFUNCTION, s_on_read);
+            curl_easy_setopt(curl, CURLOPT_READDATA, (void *)body);
+        } else
+            //  POST without a body (cancel, pause...) sends an empty one
+            curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body->data ? body->data : "");
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->size);
         if (strcmp(method, "POST") != 0)
             curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
     }
@@ -179,6 +202,7 @@ int fq_cli_http_request(fq_cli_http_t *self, const char *method, const char *pat
     //  The handle outlives this call: it must not keep pointers to them
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, NULL);
+    curl_easy_setopt(curl, CURLOPT_READDATA, NULL);
     curl_slist_free_all(list);
     free(url);
     if (rc != CURLE_OK) {
@@ -199,6 +223,21 @@ int fq_cli_http_request(fq_cli_http_t *self, const char *method, const char *pat
     }
     answer->json = json_loadb(answer->body, answer->body_size, 0, NULL);
     return 0;
+}
+
+int fq_cli_http_request(fq_cli_http_t *self, const char *method, const char *path, const char *body,
+                        size_t body_size, const char *const *headers, fq_cli_answer_t *answer)
+{
+    s_body_t in_memory = {.data = body, .size = body ? body_size : 0};
+    return s_perform(self, method, path, &in_memory, headers, answer);
+}
+
+int fq_cli_http_request_stream(fq_cli_http_t *self, const char *method, const char *path,
+                               fq_cli_http_read_fn *read, void *arg, size_t body_size,
+                               const char *const *headers, fq_cli_answer_t *answer)
+{
+    s_body_t stream = {.size = body_size, .read = read, .arg = arg};
+    return s_perform(self, method, path, &stream, headers, answer);
 }
 
 void fq_cli_answer_describe(const fq_cli_answer_t *answer, char *text, size_t size)

@@ -42,6 +42,21 @@ void fq_cli_http_destroy(fq_cli_http_t **self_p);
 int fq_cli_http_request(fq_cli_http_t *self, const char *method, const char *path, const char *body,
                         size_t body_size, const char *const *headers, fq_cli_answer_t *answer);
 
+//  Where a streamed body comes from: at most size bytes into buffer.
+//  Returns how many (0 at the end), or FQ_CLI_HTTP_ABORT to give up the
+//  exchange (the server then never sees a whole body).
+typedef size_t(fq_cli_http_read_fn)(char *buffer, size_t size, void *arg);
+#define FQ_CLI_HTTP_ABORT ((size_t)-1)
+
+//  The same with a body of exactly body_size bytes that read (with arg)
+//  yields as it is sent, so that a body of any size takes no more memory
+//  than a piece of it. It says "Expect: 100-continue": a server that
+//  refuses the body from its headers (413, 401) answers before any of it
+//  is sent.
+int fq_cli_http_request_stream(fq_cli_http_t *self, const char *method, const char *path,
+                               fq_cli_http_read_fn *read, void *arg, size_t body_size,
+                               const char *const *headers, fq_cli_answer_t *answer);
+
 //  Frees what answer holds and empties it; safe on an empty answer.
 void fq_cli_answer_reset(fq_cli_answer_t *answer);
 

@@ -878,6 +878,14 @@ static const char *s_admit_copy(s_config_t *cfg, const fq_gateway_admit_t *admit
     return NULL;
 }
 
+//  Whether key is a CURVE public key in Z85: libzmq asserts on one that
+//  does not decode, so it is checked before it gets there.
+static bool s_z85_key_valid(const char *key)
+{
+    uint8_t decoded[32];
+    return key && strlen(key) == 40 && zmq_z85_decode(decoded, key) != NULL;
+}
+
 //  Whether cert holds a secret key: zcert_load reads the secret from the
 //  "_secret" file beside the public one and leaves it all zeros when that
 //  file is missing. Such a certificate cannot complete a CURVE handshake:
@@ -953,7 +961,7 @@ int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *in)
         else if (cfg->bind &&
                  s_allow_dir_problem(cfg->allow_dir, allow_problem, sizeof allow_problem))
             problem = allow_problem;
-        else if (cfg->connect && (!cfg->server_key || strlen(cfg->server_key) != 40))
+        else if (cfg->connect && !s_z85_key_valid(cfg->server_key))
             problem = "connecting needs server_key, the server's 40-character Z85 public key";
         else if (cfg->bind && atomic_exchange(&s_zap_claimed, true))
             problem = "another CURVE-bound gateway runs in this process (zauth serves one)";

@@ -16,7 +16,10 @@
 
     SIGTERM or SIGINT: BYE to fairqd, finish the messages being delivered
     (up to --drain-timeout-ms), send their outcomes, exit 0. Exit 2 for a
-    usage error, 1 when it cannot start. --make-cert writes a new CURVE
+    usage error, CURVE material that cannot work included: a --cert that
+    cannot be read or has no _secret file beside it (the gateway refuses
+    it, saying why), a --server-cert or --server-key that holds no public
+    key. Exit 1 when it cannot start. --make-cert writes a new CURVE
     certificate (PATH, public, and PATH_secret) and exits. */
 #include "fq_gateway.h"
 #include "fq_log.h"
@@ -48,8 +51,9 @@ enum { S_EXIT_OK = 0, S_EXIT_FAILURE = 1, S_EXIT_USAGE = 2 };
 #define S_SOCKETS_PER_WORKER 8
 #define S_SOCKETS_BASE       256
 
-//  A CURVE public key in Z85 text.
+//  A CURVE public key in Z85 text, and in bytes.
 #define S_Z85_KEY_LEN 40
+#define S_KEY_SIZE    32
 
 //  The options, in one table: name, whether it takes a value, help.
 #define S_OPTIONS(X)                                                                               \
@@ -146,6 +150,15 @@ static int s_int(char *const values[], s_opt_t opt, int fallback, int min, int m
     }
     *out = (int)n;
     return 0;
+}
+
+//  Whether key is a CURVE public key in Z85 text: 40 characters that
+//  decode. libzmq asserts when handed one that does not, deep in the
+//  gateway's thread, so it is checked here, as the option it came from.
+static bool s_public_key_valid(const char *key)
+{
+    uint8_t decoded[S_KEY_SIZE];
+    return key && strlen(key) == S_Z85_KEY_LEN && zmq_z85_decode(decoded, key) != NULL;
 }
 
 static int s_make_cert(const char *path)
@@ -271,7 +284,7 @@ int main(int argc, char *argv[])
         //  a host that runs both), and a sender has no business holding it
         server_cert = zconfig_load(s_value(values, S_OPT_SERVER_CERT));
         server_key = server_cert ? zconfig_get(server_cert, "curve/public-key", NULL) : NULL;
-        if (!server_key || strlen(server_key) != S_Z85_KEY_LEN) {
+        if (!s_public_key_valid(server_key)) {
             fprintf(stderr, "%s: could not read a public key from --server-cert \"%s\"\n",
                     S_PROGRAM, s_value(values, S_OPT_SERVER_CERT));
             zconfig_destroy(&server_cert);
@@ -281,6 +294,13 @@ int main(int argc, char *argv[])
     if (!insecure && (!server_key || !s_value(values, S_OPT_CERT))) {
         fprintf(stderr, "%s: CURVE needs --cert and --server-cert (or --insecure)\n", S_PROGRAM);
         zconfig_destroy(&server_cert);
+        return S_EXIT_USAGE;
+    }
+    if (!insecure && !s_public_key_valid(server_key)) {
+        fprintf(stderr,
+                "%s: invalid value for --server-key: not a CURVE public key (%d characters of "
+                "Z85)\n",
+                S_PROGRAM, S_Z85_KEY_LEN);
         return S_EXIT_USAGE;
     }
 
@@ -303,6 +323,16 @@ int main(int argc, char *argv[])
                                    .heartbeat_timeout_ms = heartbeat_timeout_ms};
     int rc = sys ? fq_gateway_start(sys, &gateway) : FQ_ENOMEM;
     zconfig_destroy(&server_cert);
+    if (rc == FQ_EINVAL) {
+        //  The gateway has logged what it refused: a sender that started
+        //  anyway would knock at fairqd's door for ever, never let in
+        fprintf(stderr,
+                "%s: invalid CURVE configuration (--cert, --server-cert, --server-key), see the "
+                "gateway's error above\n",
+                S_PROGRAM);
+        fq_system_destroy(&sys);
+        return S_EXIT_USAGE;
+    }
     if (rc == 0)
         rc = fq_sender_start(sys, &config);
     if (rc) {

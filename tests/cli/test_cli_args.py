@@ -223,6 +223,14 @@ class ArgsTest(unittest.TestCase):
             "emptyaddress.csv": ("to,name,city\n,Ann,Paris\n", 2, "empty address"),
             "headeronly.csv": ("to,name,city\n", 1, "no recipients"),
             "empty.csv": ("", 1, "no header row"),
+            # One record may hold 1 MiB (FQ_CLI_CSV_RECORD_MAX): a longer
+            # line, or a quote left open, is refused at its line
+            "longline.csv": ("to,name,city\nann@example.org,Ann,Paris\nbob@example.org,Bob,"
+                             + "x" * (1024 * 1024) + "\n", 3,
+                             "record longer than 1048576 bytes, the most one record may hold"),
+            "openquote.csv": ("to,name,city\nann@example.org,\"Ann,Paris\n"
+                              + "bob@example.org,Bob,Paris\n" * 50000, 2,
+                              "quoted field runs past 1048576 bytes"),
         }
         for name, (content, line, text) in cases.items():
             path = self.file(name, content)
@@ -249,6 +257,9 @@ class ArgsTest(unittest.TestCase):
                     "--idempotency-key", "k1")
         with open(good) as f:
             self.expect(5, "could not reach", *csv, "-", *opts, input_text=f.read())
+        # From standard input, a mistake is found before anything is sent too
+        self.expect(2, "<stdin>:3: 2 fields, the header has 3", *csv, "-", *opts,
+                    input_text="to,name,city\nann@example.org,Ann,Paris\nbob@example.org,Bob\n")
 
     def test_token_create_arguments(self):
         self.expect(2, "needs --admin or --tenant NAME", "token", "create")

@@ -22,7 +22,12 @@ Each test (an E2ETest method) gets a Harness of its own:
     and fqe2e-sender, so that someone's `pkill fairq-sender` on the same
     machine does not stop them (a child that ends unasked fails the test);
   * restart_postgres() restarts the server under fairqd;
-  * sql() through psql -At, wait_for() with deadlines, and the sink's jsonl.
+  * make_cert / allow_cert / curve_settings: CURVE certificates made with
+    `fairq-sender --make-cert`, fairqd's allow directory, and the settings
+    of a CURVE gateway (start_sender(cert=...) then connects with CURVE);
+  * sql() through psql -At, wait_for() with deadlines, the sink's jsonl,
+    and api_request() for a request as GET /v1/requests/ID shows it (with
+    the messages in a sender's hands, which the database does not know).
 
 When a test fails, the tail of every log is printed and the directory kept.
 A child that stops with a sanitizer report, or exits non-zero when the
@@ -285,6 +290,7 @@ class Harness:
         # fairqd's HTTP API (api/API.md), on a port of this test's own
         self.http_port = free_port()
         self.http_url = f"http://127.0.0.1:{self.http_port}"
+        self._admin_token = None  # api_request's, made on first use
         self.problems = []
         # The programs run through links of their own names, so that a broad
         # `pkill fairq-sender` or `pkill fairqd` by someone else on the same
@@ -490,18 +496,94 @@ class Harness:
         return proc
 
     def start_sender(self, name, sink=None, concurrency=16, wait=True, smtp_url=None,
-                     extra=()):
+                     extra=(), cert=None):
         """Starts fairq-sender NAME delivering to sink over SMTP (EHLO
         NAME.test, so the sink's "helo" tells who delivered); with wait,
-        returns once fairqd welcomed it."""
-        argv = [self.bin["sender"], "--connect", f"tcp://127.0.0.1:{self.gateway_port}",
-                "--insecure", "--transport", "smtp", "--smtp-url", smtp_url or sink.url,
-                "--concurrency", str(concurrency), "--name", name, "--helo", f"{name}.test",
-                "--drain-timeout-ms", "2000"] + list(extra)
+        returns once fairqd welcomed it. cert: its CURVE certificate
+        (make_cert), for a fairqd started with curve_settings(); without
+        it the sender connects in insecure mode."""
+        security = ["--cert", cert, "--server-cert", self.curve_server_cert()] if cert else \
+            ["--insecure"]
+        argv = ([self.bin["sender"], "--connect", f"tcp://127.0.0.1:{self.gateway_port}"]
+                + security
+                + ["--transport", "smtp", "--smtp-url", smtp_url or sink.url,
+                   "--concurrency", str(concurrency), "--name", name, "--helo", f"{name}.test",
+                   "--drain-timeout-ms", "2000"]
+                + list(extra))
         proc = self._proc(name, argv)
         if wait:
             proc.wait_log(r"welcomed by")
         return proc
+
+    # -----------------------------------------------------------------
+    # CURVE: certificates as an operator makes them (README, fairq-sender)
+
+    def make_cert(self, name):
+        """A new CURVE certificate, written by `fairq-sender --make-cert`:
+        CERTS/NAME (the public part) and CERTS/NAME_secret. Returns the
+        path of the public part."""
+        certs = os.path.join(self.dir, "certs")
+        os.makedirs(certs, exist_ok=True)
+        path = os.path.join(certs, name)
+        self._run([self.bin["sender"], "--make-cert", path], check=True)
+        return path
+
+    def allow_cert(self, path):
+        """Lets a certificate's owner into fairqd's gateway: copies the
+        public part into gateway_allow_dir, as the README says."""
+        os.makedirs(self.allow_dir(), exist_ok=True)
+        shutil.copy(path, os.path.join(self.allow_dir(), os.path.basename(path)))
+
+    def allow_dir(self):
+        return os.path.join(self.dir, "allowed")
+
+    def curve_server_cert(self):
+        """fairqd's own certificate (made on first use)."""
+        path = os.path.join(self.dir, "certs", "fairqd")
+        if not os.path.exists(path):
+            self.make_cert("fairqd")
+        return path
+
+    def curve_settings(self):
+        """fairqd settings for a CURVE gateway: its certificate and the
+        allow directory (made here, empty until allow_cert)."""
+        os.makedirs(self.allow_dir(), exist_ok=True)
+        return {"gateway_insecure": "false", "gateway_cert": self.curve_server_cert(),
+                "gateway_allow_dir": self.allow_dir()}
+
+    @staticmethod
+    def cert_keys(path):
+        """(public, secret) Z85 keys of a CZMQ certificate file; secret is
+        read from PATH_secret, None when that file is absent."""
+        def key(file, name):
+            with open(file, encoding="utf-8") as f:
+                m = re.search(rf'^\s*{name}\s*=\s*"([^"]{{40}})"', f.read(), re.M)
+            if not m:
+                raise AssertionError(f"no {name} in certificate {file}")
+            return m.group(1)
+        secret_path = path + "_secret"
+        return (key(path, "public-key"),
+                key(secret_path, "secret-key") if os.path.exists(secret_path) else None)
+
+    # -----------------------------------------------------------------
+    # The HTTP API's view of a request
+
+    def api_request(self, request_id):
+        """The request object of GET /v1/requests/ID (api/API.md), with an
+        admin token of this harness's own."""
+        if not self._admin_token:
+            self._admin_token = self.make_token()
+        # 503: fairqd could not reach PostgreSQL just then (a loaded machine);
+        # it reconnects by itself, so the question is asked again
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            status, _, body = self.http("GET", f"/v1/requests/{int(request_id)}",
+                                        token=self._admin_token)
+            if status == 200:
+                return body
+            if status != 503 or time.monotonic() >= deadline:
+                raise AssertionError(f"GET /v1/requests/{request_id} answered {status}: {body}")
+            time.sleep(0.2)
 
     def admin(self, command, request_id):
         """fq_e2e_admin cancel|pause|resume REQUEST_ID; returns its output."""

@@ -40,12 +40,11 @@ static void test_remote_ask(void **unused)
                                                         .admit_count = FQ_TEST_ADMIT_MESH_COUNT}),
         0);
     assert_int_equal(
-        fq_gateway_start(client,
-                         &(fq_gateway_config_t){.connect = "tcp://127.0.0.1:47311",
-                                                .cert = client_cert,
-                                                .server_key = zcert_public_txt(server_cert),
-                                                .admit = fq_test_admit_mesh,
-                                                .admit_count = FQ_TEST_ADMIT_MESH_COUNT}),
+        fq_gateway_start(client, &(fq_gateway_config_t){.connect = "tcp://127.0.0.1:47311",
+                                                        .cert = client_cert,
+                                                        .server_key = zcert_public_txt(server_cert),
+                                                        .admit = fq_test_admit_mesh,
+                                                        .admit_count = FQ_TEST_ADMIT_MESH_COUNT}),
         0);
     assert_int_equal(fq_gateway_wait_connected(client, 5000), 0);
     fq_client_t *asker = fq_client_new(client);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# fairq_sender_args_test.sh — fairq-sender refuses bad command lines with a
-# clear message and exit code 2 before it connects anywhere, and --help and
-# --make-cert work. Usage: fairq_sender_args_test.sh PATH-TO-fairq-sender
+# fairq_sender_args_test.sh — fairq-sender refuses bad command lines, CURVE
+# material that cannot work among them, with a clear message and exit code 2
+# before it connects anywhere, and --help and --make-cert work. Usage: fairq_sender_args_test.sh PATH-TO-fairq-sender
 set -u
 SENDER=$1
 WORK=$(mktemp -d)
@@ -41,6 +41,30 @@ expect 2 "for more information" "${C[@]}" --no-such-option
 expect 2 "CURVE needs --cert and --server-cert" "${C[@]}" --transport null
 expect 2 "could not read a public key" "${C[@]}" --transport null --cert "$WORK/none" \
     --server-cert "$WORK/none"
+# CURVE material that cannot work is refused before anything is started
+# (a sender that started would knock at fairqd's door for ever): a --cert
+# that is not there, one without its _secret file, a server key that is
+# not 40 characters of Z85
+"$SENDER" --make-cert "$WORK/server" >/dev/null
+"$SENDER" --make-cert "$WORK/me" >/dev/null
+mkdir "$WORK/public"
+cp "$WORK/me" "$WORK/public/me"
+S=(--server-cert "$WORK/server")
+expect 2 "could not load the CURVE certificate $WORK/none" "${C[@]}" --transport null \
+    --cert "$WORK/none" "${S[@]}"
+expect 2 "invalid CURVE configuration (--cert, --server-cert, --server-key)" "${C[@]}" \
+    --transport null --cert "$WORK/none" "${S[@]}"
+expect 2 "the CURVE certificate has no secret key (its _secret file is missing)" "${C[@]}" \
+    --transport null --cert "$WORK/public/me" "${S[@]}"
+expect 2 "invalid value for --server-key: not a CURVE public key" "${C[@]}" --transport null \
+    --cert "$WORK/me" --server-key abc
+expect 2 "invalid value for --server-key: not a CURVE public key" "${C[@]}" --transport null \
+    --cert "$WORK/me" --server-key "$(printf '%40s' '')"
+sed 's/public-key = "./public-key = " /' "$WORK/server" >"$WORK/server.bad"
+expect 2 "could not read a public key from --server-cert" "${C[@]}" --transport null \
+    --cert "$WORK/me" --server-cert "$WORK/server.bad"
+expect 2 "could not read a public key from --server-cert" "${C[@]}" --transport null \
+    --cert "$WORK/me" --server-cert "$WORK"
 # An option from the environment is checked like a flag
 FAIRQ_SENDER_CONCURRENCY=-3 expect 2 "invalid value for --concurrency" "${C[@]}" --insecure \
     --transport null

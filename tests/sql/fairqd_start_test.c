@@ -8,12 +8,16 @@
       stray SIGUSR1, and SIGINT stops it as well;
     * a database newer than the binary is refused (exit 3, the store's
       error in the log);
-    * a configuration error ends it with exit 2 and the message on stderr;
+    * a configuration error ends it with exit 2 and the message on stderr,
+      a database connection string libpq cannot read among them (with
+      libpq's reason, its password masked), never retried;
     * an unreachable database is retried, with doubling waits, until
       SIGTERM; a database that appears meanwhile is used;
     * --help and --print-config print and exit 0;
-    * the gateway: insecure, with CURVE (an allowed sender joins), and one
-      that cannot start (exit 1).
+    * the gateway: insecure, with CURVE (an allowed sender joins), one
+      that cannot start (exit 1), and one whose configuration it refuses
+      (exit 2): a certificate that is missing or lacks its _secret file,
+      an allow directory that is missing, a plain file or unreadable.
 
     fairqd is found by the path compiled in (FQ_FAIRQD overrides it). */
 #include "fq_gateway.h"
@@ -28,6 +32,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <setjmp.h>
@@ -529,6 +534,75 @@ static void test_config_errors_exit_2(void **unused)
                           "is not one of debug|info|warning|error");
 }
 
+//  What libpq says of a connection string it cannot read (the test links
+//  the libpq fairqd does), without its newline.
+static void s_libpq_reason(const char *conninfo, char *reason, size_t size)
+{
+    char *error = NULL;
+    PQconninfoOption *options = PQconninfoParse(conninfo, &error);
+    assert_null(options);
+    assert_non_null(error);
+    snprintf(reason, size, "%.*s", (int)strcspn(error, "\n"), error);
+    PQfreemem(error);
+}
+
+//  A connection string libpq cannot read is a configuration error, from
+//  a flag, the environment or a file: exit 2 at once with libpq's reason
+//  and where the string came from, not a retry for ever. A password in it
+//  is masked in the message, as in the log.
+static void test_malformed_database_exits_2(void **unused)
+{
+    (void)unused;
+    char flag[S_PATH_SIZE], wanted[S_LINE_SIZE], reason[S_PATH_SIZE], path[S_PATH_SIZE];
+    //  Retries would come every 20 ms: a start that retried would never end
+    const char *args[] = {flag, "--database_retry_min_ms=" S_RETRY_MIN_MS,
+                          "--database_retry_max_ms=" S_RETRY_MAX_MS, NULL};
+
+    snprintf(flag, sizeof flag, "--database=%s", "host=db dbname");
+    s_libpq_reason("host=db dbname", reason, sizeof reason);
+    assert_non_null(strstr(reason, "\"dbname\""));
+    snprintf(wanted, sizeof wanted, "flag --database: invalid value for \"database\": %s", reason);
+    s_expect_config_error(args, NULL, wanted);
+
+    snprintf(flag, sizeof flag, "--database=%s", "host=db colour=red");
+    s_libpq_reason("host=db colour=red", reason, sizeof reason);
+    assert_non_null(strstr(reason, "\"colour\""));
+    snprintf(wanted, sizeof wanted, "flag --database: invalid value for \"database\": %s", reason);
+    s_expect_config_error(args, NULL, wanted);
+
+    const char *env[] = {"FAIRQ_DATABASE=postgresql://[::1", NULL};
+    const char *none[] = {"--database_retry_min_ms=" S_RETRY_MIN_MS, NULL};
+    s_libpq_reason("postgresql://[::1", reason, sizeof reason);
+    snprintf(wanted, sizeof wanted,
+             "environment FAIRQ_DATABASE: invalid value for \"database\": %s", reason);
+    s_expect_config_error(none, env, wanted);
+
+    //  libpq quotes a URI back whole: its password is masked
+    snprintf(flag, sizeof flag, "--database=%s", "postgresql://fq:hunter2@[::1/fairq");
+    s_expect_config_error(args, NULL,
+                          "flag --database: invalid value for \"database\": end of string "
+                          "reached when looking for matching \"]\" in IPv6 host address in URI: "
+                          "\"postgresql://fq:********@[::1/fairq\"");
+
+    assert_true(snprintf(path, sizeof path, "%s/fairq.conf", s_make_temp_dir()) < (int)sizeof path);
+    FILE *file = fopen(path, "w");
+    assert_non_null(file);
+    fprintf(file, "name = hub\ndatabase = \"host=db colour=red\"\n");
+    fclose(file);
+    const char *file_args[] = {"--config", path, NULL};
+    s_libpq_reason("host=db colour=red", reason, sizeof reason);
+    snprintf(wanted, sizeof wanted, "config %s:2: invalid value for \"database\": %s", path,
+             reason);
+    s_expect_config_error(file_args, NULL, wanted);
+
+    //  --help still helps
+    s_fairqd_t fairqd;
+    const char *help[] = {"--help", "--database=host=db dbname", NULL};
+    s_start(&fairqd, help, NULL);
+    assert_int_equal(s_wait(&fairqd, S_STEP_TIMEOUT_MS), S_EXIT_OK);
+    s_destroy(&fairqd);
+}
+
 //  --help and --print-config print on stdout and exit 0, touching no
 //  database; the printout masks the password.
 static void test_help_and_print_config(void **unused)
@@ -695,8 +769,8 @@ static void test_curve_gateway_lets_an_allowed_sender_in(void **unused)
     fq_test_db_drop_named("curve");
 }
 
-//  A gateway that cannot start (its port is taken, its certificate
-//  missing) ends fairqd with exit 1 and says why.
+//  A gateway that cannot start (its port is taken) ends fairqd with exit
+//  1 and says why.
 static void test_gateway_that_cannot_start(void **unused)
 {
     (void)unused;
@@ -725,16 +799,92 @@ static void test_gateway_that_cannot_start(void **unused)
     assert_null(strstr(fairqd.seen, "INFO:  ready"));
     s_destroy(&fairqd);
     close(taken);
-
-    const char *missing[] = {
-        s_database_flag(database, sizeof database, conninfo), "--gateway_bind=tcp://127.0.0.1:1",
-        "--gateway_cert=/nonexistent/server.cert", "--gateway_allow_dir=/nonexistent", NULL};
-    s_start(&fairqd, missing, NULL);
-    s_expect(&fairqd, "FATAL:  could not start the gateway on tcp://127.0.0.1:1: invalid argument",
-             S_STEP_TIMEOUT_MS, NULL, 0);
-    assert_int_equal(s_wait(&fairqd, S_STEP_TIMEOUT_MS), S_EXIT_FAILURE);
-    s_destroy(&fairqd);
     fq_test_db_drop_named("nogw");
+}
+
+//  Starts fairqd with a CURVE gateway from cert and allow_dir, which the
+//  gateway must refuse saying reason: fairqd logs it, exits 2 (no
+//  restart mends a configuration) and never says it is ready.
+static void s_expect_gateway_refused(const char *conninfo, const char *cert, const char *allow_dir,
+                                     const char *reason)
+{
+    char database[160], bind_flag[64], cert_flag[S_PATH_SIZE + 32], allow_flag[S_PATH_SIZE + 32];
+    char wanted[S_LINE_SIZE];
+    int port = s_free_port();
+    snprintf(bind_flag, sizeof bind_flag, "--gateway_bind=tcp://127.0.0.1:%d", port);
+    snprintf(cert_flag, sizeof cert_flag, "--gateway_cert=%s", cert);
+    snprintf(allow_flag, sizeof allow_flag, "--gateway_allow_dir=%s", allow_dir);
+    const char *args[] = {s_database_flag(database, sizeof database, conninfo), bind_flag,
+                          cert_flag, allow_flag, NULL};
+    s_fairqd_t fairqd;
+    s_start(&fairqd, args, NULL);
+    s_expect(&fairqd, reason, S_STEP_TIMEOUT_MS, NULL, 0);
+    snprintf(wanted, sizeof wanted,
+             "FATAL:  could not start the gateway on tcp://127.0.0.1:%d: invalid gateway "
+             "configuration (gateway_cert \"%s\", gateway_allow_dir \"%s\")",
+             port, cert, allow_dir);
+    s_expect(&fairqd, wanted, S_STEP_TIMEOUT_MS, NULL, 0);
+    assert_int_equal(s_wait(&fairqd, S_STEP_TIMEOUT_MS), S_EXIT_CONFIG);
+    assert_non_null(strstr(fairqd.seen, "INFO:  stopped, exit code 2\n"));
+    assert_null(strstr(fairqd.seen, "listening"));
+    assert_null(strstr(fairqd.seen, "INFO:  ready"));
+    assert_false(s_port_open(port));
+    s_expect_quiet_stderr(&fairqd);
+    s_destroy(&fairqd);
+}
+
+//  CURVE material with which no sender could ever join: fairqd refuses to
+//  start (exit 2) and says why, rather than run where every handshake
+//  fails without a word. A certificate that is not there, or without its
+//  _secret file; an allow directory that is missing, a plain file, or
+//  unreadable.
+static void test_gateway_configuration_refused_exits_2(void **unused)
+{
+    (void)unused;
+    char conninfo[128], cert[S_PATH_SIZE], public_only[S_PATH_SIZE], allow_dir[S_PATH_SIZE];
+    char missing[S_PATH_SIZE], plain[S_PATH_SIZE], closed[S_PATH_SIZE], wanted[S_LINE_SIZE];
+    assert_int_equal(fq_test_db_create_named("badgw", true, conninfo, sizeof conninfo), 0);
+    const char *dir = s_make_temp_dir();
+    assert_true(snprintf(cert, sizeof cert, "%s/server.cert", dir) < (int)sizeof cert);
+    assert_true(snprintf(public_only, sizeof public_only, "%s/public.cert", dir) <
+                (int)sizeof public_only);
+    assert_true(snprintf(allow_dir, sizeof allow_dir, "%s/allow", dir) < (int)sizeof allow_dir);
+    assert_true(snprintf(missing, sizeof missing, "%s/missing", dir) < (int)sizeof missing);
+    assert_true(snprintf(plain, sizeof plain, "%s/plain", dir) < (int)sizeof plain);
+    assert_true(snprintf(closed, sizeof closed, "%s/closed", dir) < (int)sizeof closed);
+    assert_int_equal(zsys_dir_create("%s", allow_dir), 0);
+    assert_int_equal(zsys_dir_create("%s", closed), 0);
+    zcert_t *server = zcert_new();
+    assert_int_equal(zcert_save(server, cert), 0);
+    //  The public half alone: what is left when the _secret file is lost
+    assert_int_equal(zcert_save_public(server, public_only), 0);
+    zcert_destroy(&server);
+    FILE *file = fopen(plain, "w");
+    assert_non_null(file);
+    fclose(file);
+
+    snprintf(wanted, sizeof wanted, "could not load the CURVE certificate %s/nothere.cert", dir);
+    char nothere[S_PATH_SIZE];
+    assert_true(snprintf(nothere, sizeof nothere, "%s/nothere.cert", dir) < (int)sizeof nothere);
+    s_expect_gateway_refused(conninfo, nothere, allow_dir, wanted);
+    s_expect_gateway_refused(conninfo, public_only, allow_dir,
+                             "the CURVE certificate has no secret key (its _secret file is "
+                             "missing)");
+    snprintf(wanted, sizeof wanted, "allow_dir %s: No such file or directory", missing);
+    s_expect_gateway_refused(conninfo, cert, missing, wanted);
+    snprintf(wanted, sizeof wanted, "allow_dir %s is not a directory", plain);
+    s_expect_gateway_refused(conninfo, cert, plain, wanted);
+    //  Permissions do not stop root from reading a directory
+    if (geteuid() == 0)
+        print_message("skipped the unreadable allow directory: running as root, who reads "
+                      "it anyway\n");
+    else {
+        assert_int_equal(chmod(closed, 0), 0);
+        snprintf(wanted, sizeof wanted, "allow_dir %s cannot be read: Permission denied", closed);
+        s_expect_gateway_refused(conninfo, cert, closed, wanted);
+        assert_int_equal(chmod(closed, S_IRWXU), 0);
+    }
+    fq_test_db_drop_named("badgw");
 }
 
 int main(void)
@@ -744,12 +894,14 @@ int main(void)
         cmocka_unit_test_teardown(test_second_start_applies_nothing, s_teardown),
         cmocka_unit_test_teardown(test_newer_schema_is_refused, s_teardown),
         cmocka_unit_test_teardown(test_config_errors_exit_2, s_teardown),
+        cmocka_unit_test_teardown(test_malformed_database_exits_2, s_teardown),
         cmocka_unit_test_teardown(test_help_and_print_config, s_teardown),
         cmocka_unit_test_teardown(test_unreachable_database_is_retried_until_sigterm, s_teardown),
         cmocka_unit_test_teardown(test_database_that_appears_is_used, s_teardown),
         cmocka_unit_test_teardown(test_insecure_gateway, s_teardown),
         cmocka_unit_test_teardown(test_curve_gateway_lets_an_allowed_sender_in, s_teardown),
         cmocka_unit_test_teardown(test_gateway_that_cannot_start, s_teardown),
+        cmocka_unit_test_teardown(test_gateway_configuration_refused_exits_2, s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

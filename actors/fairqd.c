@@ -345,6 +345,9 @@ static int s_start_http(s_daemon_t *self)
         .database = fq_config_str(self->config, FQ_CONFIG_DATABASE),
         .body_max = (size_t)fq_config_int(self->config, FQ_CONFIG_HTTP_BODY_MAX),
         .threads = fq_config_int(self->config, FQ_CONFIG_HTTP_THREADS),
+        .connections_max = fq_config_int(self->config, FQ_CONFIG_HTTP_CONNECTIONS_MAX),
+        .connections_per_ip = fq_config_int(self->config, FQ_CONFIG_HTTP_CONNECTIONS_PER_IP),
+        .idle_timeout_s = fq_config_int(self->config, FQ_CONFIG_HTTP_IDLE_TIMEOUT_S),
         .metrics_public = fq_config_bool(self->config, FQ_CONFIG_METRICS_PUBLIC),
         .metrics = self->metrics,
         .system = self->system};

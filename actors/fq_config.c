@@ -597,6 +597,14 @@ static int s_check(fq_config_t *self, char *error, size_t size)
     if (rc == 0)
         rc =
             s_check_at_least(self, FQ_CONFIG_RETRY_CAP_MS, FQ_CONFIG_RETRY_BASE_MS, 1, error, size);
+    //  The HTTP server shares its connections among its threads, each
+    //  taking at least one; one address may not be allowed more than all
+    if (rc == 0)
+        rc = s_check_at_least(self, FQ_CONFIG_HTTP_CONNECTIONS_MAX, FQ_CONFIG_HTTP_THREADS, 1,
+                              error, size);
+    if (rc == 0)
+        rc = s_check_at_least(self, FQ_CONFIG_HTTP_CONNECTIONS_MAX,
+                              FQ_CONFIG_HTTP_CONNECTIONS_PER_IP, 1, error, size);
     if (rc)
         return rc;
     const s_value_t *bind = &self->values[FQ_CONFIG_GATEWAY_BIND];

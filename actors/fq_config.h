@@ -34,6 +34,7 @@
 #ifndef FQ_CONFIG_H
 #define FQ_CONFIG_H
 
+#include "../api/fq_http_policy.h"
 #include "fq_gateway.h"
 #include <stdbool.h>
 #include <stddef.h>
@@ -57,10 +58,13 @@
     * http_threads 4: API calls are short reads and writes of the database;
       four keep a slow submit (a big body parsed and stored) from holding
       up status calls, each thread costing one database connection.
-    * http_body_max 32 MiB: about 300,000 recipients with a few fields. The
-      body is parsed whole into memory (about ten times its size), so a
-      larger campaign is better sent as several requests or through
-      fairq.submit in SQL.
+    * http_body_max 32 MiB: about 300,000 recipients with a few fields. A
+      submit holds its body and libpq's copy of the recipients, about three
+      times the body (api/API.md), so a larger campaign is better sent as
+      several requests or through fairq.submit in SQL.
+    * http_connections_max 1000, http_connections_per_ip 64,
+      http_idle_timeout_s 10: the HTTP server's connection policy, whose
+      reasons are in api/fq_http_policy.h (the defaults live there).
     * metrics_public false: /metrics names every tenant and its volumes.
     * prefetch 256: ids per active request, held in memory (O(active
       requests), DESIGN §3: 2 KiB each, 20 MiB for 10,000 requests); one
@@ -115,6 +119,14 @@
       "threads serving the HTTP API, each with its own database connection")                       \
     X(HTTP_BODY_MAX, http_body_max, INT, "33554432", 1024, 268435456, NULL,                        \
       "largest HTTP request body in bytes (413 beyond)")                                           \
+    X(HTTP_CONNECTIONS_MAX, http_connections_max, INT, FQ_CONFIG_STR(FQ_HTTP_CONNECTIONS_MAX), 1,  \
+      1048576, NULL, "most HTTP connections open at once (each an open file)")                     \
+    X(HTTP_CONNECTIONS_PER_IP, http_connections_per_ip, INT,                                       \
+      FQ_CONFIG_STR(FQ_HTTP_CONNECTIONS_PER_IP), 1, 1048576, NULL,                                 \
+      "most HTTP connections open at once from one client address")                                \
+    X(HTTP_IDLE_TIMEOUT_S, http_idle_timeout_s, INT, FQ_CONFIG_STR(FQ_HTTP_IDLE_TIMEOUT_S), 1,     \
+      3600, NULL,                                                                                  \
+      "an HTTP connection silent this many seconds is closed (idle or a slow request)")            \
     X(METRICS_PUBLIC, metrics_public, BOOL, "false", 0, 0, NULL,                                   \
       "serve GET /metrics without a token (it shows every tenant's figures)")                      \
     X(PREFETCH, prefetch, INT, "256", 1, 10000, NULL,                                              \

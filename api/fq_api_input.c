@@ -14,36 +14,47 @@
 //  An RFC 3339 time: "2026-11-21T10:04:05Z" and its room.
 #define S_TIME_TEXT 32
 
+//  The last second RFC 3339 can write (9999-12-31T23:59:59Z): later times
+//  are refused here rather than by the database, in its own words.
+#define S_TIME_MAX 253402300799LL
+
 //  ---------------------------------------------------------------------
 //  Query values
 
 typedef struct {
     fq_api_call_t *call;
     const char *const *names;
-    const char *unknown; //  The first name not allowed
+    const char *unknown;  //  The first name not allowed
+    const char *not_utf8; //  The first one whose value is not UTF-8
 } s_query_check_t;
 
 static enum MHD_Result s_query_key(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value)
 {
     (void)kind;
-    (void)value;
     s_query_check_t *check = cls;
-    for (const char *const *name = check->names; name && *name; name++)
-        if (strcmp(key, *name) == 0)
-            return MHD_YES;
-    check->unknown = key;
-    return MHD_NO;
+    bool known = false;
+    for (const char *const *name = check->names; name && *name && !known; name++)
+        known = strcmp(key, *name) == 0;
+    if (!known)
+        check->unknown = key;
+    //  Values go to the database, which refuses text that is not UTF-8
+    //  in its own words
+    else if (value && !fq_api_utf8_valid(value, strlen(value)))
+        check->not_utf8 = key;
+    return known && !check->not_utf8 ? MHD_YES : MHD_NO;
 }
 
 bool fq_api_query_allowed(fq_api_call_t *call, const char *const *names)
 {
     s_query_check_t check = {.call = call, .names = names};
     MHD_get_connection_values(call->connection, MHD_GET_ARGUMENT_KIND, s_query_key, &check);
-    if (!check.unknown)
-        return true;
-    fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "unknown query parameter \"%.64s\"", check.unknown);
-    return false;
+    if (check.unknown)
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "unknown query parameter \"%.64s\"", check.unknown);
+    else if (check.not_utf8)
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "query parameter %s is not valid UTF-8",
+                    check.not_utf8);
+    return !check.unknown && !check.not_utf8;
 }
 
 const char *fq_api_query(fq_api_call_t *call, const char *name)
@@ -94,41 +105,69 @@ bool fq_api_parse_id(fq_api_call_t *call, const char *text, const char *what, bo
 //  ---------------------------------------------------------------------
 //  Bodies
 
-json_t *fq_api_body_object(fq_api_call_t *call)
+typedef struct {
+    fq_api_call_t *call;
+    const char *const *keys;
+    const char *slice_key;
+    fq_api_slice_t *slice;
+    json_t *object;
+} s_fields_t;
+
+//  Builds one member of the body into the object; -1 after answering 400.
+static int s_field(void *arg, const char *key_text, size_t key_size, const char *value,
+                   size_t value_size)
 {
-    json_error_t error;
-    //  jansson refuses invalid UTF-8, "\u0000" in strings, duplicate keys
-    //  (with the flag) and nesting deeper than 2048
-    json_t *json = json_loadb(call->body, call->body_size, JSON_REJECT_DUPLICATES, &error);
-    if (!json) {
-        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "malformed JSON at line %d, column %d: %s",
-                    error.line, error.column, error.text);
-        return NULL;
+    s_fields_t *self = arg;
+    //  The key as jansson decodes it ("\u0074enant" is "tenant")
+    json_t *key_json = json_loadb(key_text, key_size, JSON_DECODE_ANY, NULL);
+    const char *key = json_string_value(key_json);
+    bool known = false;
+    for (const char *const *k = self->keys; key && *k && !known; k++)
+        known = strcmp(key, *k) == 0;
+    int rc = -1;
+    if (!known)
+        fq_api_fail(self->call, MHD_HTTP_BAD_REQUEST, "unknown field \"%.64s\"", key ? key : "");
+    else if (json_object_get(self->object, key) ||
+             (self->slice_key && strcmp(key, self->slice_key) == 0 && self->slice->text))
+        fq_api_fail(self->call, MHD_HTTP_BAD_REQUEST, "field \"%s\" is given twice", key);
+    else if (self->slice_key && strcmp(key, self->slice_key) == 0) {
+        *self->slice = (fq_api_slice_t){value, value_size};
+        rc = 0;
+    } else {
+        json_t *built = *value == '['   ? json_array()
+                        : *value == '{' ? json_object()
+                                        : json_loadb(value, value_size, JSON_DECODE_ANY, NULL);
+        if (built && json_object_set_new(self->object, key, built) == 0)
+            rc = 0;
+        else
+            fq_api_fail(self->call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     }
-    if (!json_is_object(json)) {
-        json_decref(json);
-        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "the body must be a JSON object");
-        return NULL;
-    }
-    return json;
+    json_decref(key_json);
+    return rc;
 }
 
-bool fq_api_only_keys(fq_api_call_t *call, json_t *object, const char *const *keys)
+json_t *fq_api_body_fields(fq_api_call_t *call, const char *const *keys, const char *slice_key,
+                           fq_api_slice_t *slice)
 {
-    const char *key;
-    json_t *value;
-    json_object_foreach(object, key, value)
-    {
-        (void)value;
-        bool known = false;
-        for (const char *const *k = keys; *k && !known; k++)
-            known = strcmp(key, *k) == 0;
-        if (!known) {
-            fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "unknown field \"%.64s\"", key);
-            return false;
-        }
+    char error[JSON_ERROR_TEXT_LENGTH + 64];
+    if (slice)
+        *slice = (fq_api_slice_t){0};
+    if (!fq_api_json_valid(call->body, call->body_size, error, sizeof error)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "%s", error);
+        return NULL;
     }
-    return true;
+    s_fields_t fields = {call, keys, slice_key, slice, json_object()};
+    if (!fields.object) {
+        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return NULL;
+    }
+    int rc = fq_api_json_members(call->body, call->body_size, s_field, &fields);
+    if (rc == 0)
+        return fields.object;
+    if (rc == -1 && !call->json)
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "the body must be a JSON object");
+    json_decref(fields.object);
+    return NULL;
 }
 
 //  ---------------------------------------------------------------------
@@ -201,15 +240,17 @@ static int s_parse_rfc3339(const char *text, int64_t *unix_s)
 
 bool fq_api_parse_time(fq_api_call_t *call, json_t *value, const char *what, int64_t *unix_s)
 {
-    if (json_is_integer(value) && json_integer_value(value) >= 0) {
+    if (json_is_integer(value) && json_integer_value(value) >= 0 &&
+        json_integer_value(value) <= S_TIME_MAX) {
         *unix_s = json_integer_value(value);
         return true;
     }
     if (json_is_string(value) && s_parse_rfc3339(json_string_value(value), unix_s) == 0 &&
-        *unix_s >= 0)
+        *unix_s >= 0 && *unix_s <= S_TIME_MAX)
         return true;
     fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
-                "%s must be an RFC 3339 time with a zone (2026-11-21T10:04:05Z) or Unix seconds",
+                "%s must be an RFC 3339 time with a zone (2026-11-21T10:04:05Z) or Unix seconds,"
+                " before the year 10000",
                 what);
     return false;
 }

@@ -14,6 +14,7 @@
 #include "fq_store.h"
 #include <jansson.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -35,6 +36,12 @@ struct fq_http {
     pthread_key_t store_key;         //  Each pool thread's connection (fq_http.c)
     _Atomic int64_t connected_at_ms; //  When a pool thread last connected
     int port;
+    //  libmicrohttpd's own messages, at most a few a second (a flood of
+    //  refused connections would otherwise be a flood of log lines)
+    pthread_mutex_t log_lock;
+    int64_t log_second; //  The second being counted, monotonic
+    int log_lines;      //  Lines logged in it
+    int log_dropped;    //  Lines left out since the last one logged
 };
 
 typedef struct {
@@ -42,11 +49,13 @@ typedef struct {
     struct MHD_Connection *connection;
     fq_store_t *store; //  This thread's connection, up when a handler runs
     const char *method;
-    const char *url;                       //  The path, for the log
-    const char *params[FQ_API_PARAMS_MAX]; //  The "{}" segments, in order
+    const char *path;                      //  As it came (not decoded), for the log
+    const char *params[FQ_API_PARAMS_MAX]; //  The "{}" segments, decoded, in order
     const char *body;                      //  NUL-terminated; "" when none
     size_t body_size;
     fq_token_owner_t owner; //  Who called (set before the handler runs)
+    bool lost;              //  The database connection was lost during the call,
+                            //  and made again: the call may be run once more
 
     //  The answer
     unsigned status;
@@ -55,7 +64,15 @@ typedef struct {
     const char *text_type;
     char retry_after[16]; //  For 429: a Retry-After header, when set
     char allow[64];       //  For 405: the Allow header
+    bool close;           //  Close the connection after the answer
 } fq_api_call_t;
+
+//  A value of a JSON body left where it is, in the body (the recipients of
+//  a submit): text is NULL when the body has no such member.
+typedef struct {
+    const char *text; //  Points into the body; not NUL-terminated
+    size_t size;
+} fq_api_slice_t;
 
 typedef void(fq_api_handler_fn)(fq_api_call_t *call);
 
@@ -65,8 +82,8 @@ fq_store_t *fq_api_store(fq_api_call_t *call);
 
 //  After a store call failed: when the thread's connection turns out to be
 //  cut (a database restart), connects again. Returns true when it did, so
-//  the call may be tried once more; false when the connection was not the
-//  matter, or it cannot be made (the thread then pauses before trying).
+//  the statement may be tried once more; false when the connection was not
+//  the matter, or it cannot be made (the thread then pauses before trying).
 bool fq_api_reconnect(fq_api_call_t *call);
 
 //  Answers status with json (taken over; NULL answers {}).
@@ -78,8 +95,11 @@ void fq_api_fail(fq_api_call_t *call, unsigned status, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
 
 //  Answers the error of a store call that returned rc: 404 for
-//  FQ_ENOTFOUND, 400 for FQ_EINVAL (with the store's message), 503 when
-//  the database connection is lost, 500 otherwise (logged).
+//  FQ_ENOTFOUND, 400 for FQ_EINVAL, 409 for FQ_ECONFLICT, 503 when the
+//  database connection is lost (made again at once when it can be: then
+//  a GET is run once more), 500 otherwise. The database's own words never
+//  go into the answer: a constraint it names is said in fairq's words,
+//  and what it said is logged.
 void fq_api_fail_store(fq_api_call_t *call, int rc);
 
 //  The call's tenant token may only see tenant_id: false (and a 404 with
@@ -107,12 +127,43 @@ bool fq_api_parse_id(fq_api_call_t *call, const char *text, const char *what, bo
 bool fq_api_parse_int(fq_api_call_t *call, const char *text, const char *what, int64_t min,
                       int64_t max, int64_t def, int64_t *value);
 
-//  The body as a JSON object. Returns NULL after answering 400.
-json_t *fq_api_body_object(fq_api_call_t *call);
+//  The body as a JSON object of the keys listed (NULL-terminated; any
+//  other key, or one twice, is a 400). The body is checked whole as JSON
+//  (fq_api_json_valid) but only its top members are built, and of them
+//  only strings, numbers, booleans and null: an array or object stands in
+//  as an empty one of its kind, which the handler's type check refuses
+//  (no field but the slice takes one), so fairqd never holds a tree as
+//  large as the body. The value of slice_key (NULL: none) is not built
+//  at all but left in the body, described in *slice. Returns NULL after
+//  answering 400.
+json_t *fq_api_body_fields(fq_api_call_t *call, const char *const *keys, const char *slice_key,
+                           fq_api_slice_t *slice);
 
-//  Checks that object has only the keys listed. Returns false after
-//  answering 400 naming the first other key.
-bool fq_api_only_keys(fq_api_call_t *call, json_t *object, const char *const *keys);
+//  How many bytes of valid UTF-8 (RFC 3629: no overlong forms, no
+//  surrogates, nothing past U+10FFFF) start at p, a NUL-terminated text;
+//  0 when none do (a NUL included).
+int fq_api_utf8_char(const unsigned char *p);
+
+//  Whether the size bytes at text are valid UTF-8 without a NUL.
+bool fq_api_utf8_valid(const char *text, size_t size);
+
+//  JSON as jansson would take it (fq_api_json.c). text holds size bytes
+//  and a NUL after them. Returns false with the reason, naming the byte,
+//  in error.
+bool fq_api_json_valid(const char *text, size_t size, char *error, size_t error_size);
+
+//  Called for each member of an object: its key as it is written (quoted,
+//  escapes and all) and its value's text. Returns 0 to go on.
+typedef int(fq_api_member_fn)(void *arg, const char *key, size_t key_size, const char *value,
+                              size_t value_size);
+
+//  Calls member for each member of the top object of text, a text that
+//  fq_api_json_valid took. Returns 0, member's first other answer, or -1
+//  when the document is not an object.
+int fq_api_json_members(const char *text, size_t size, fq_api_member_fn *member, void *arg);
+
+//  Whether the JSON value of size bytes at value is an empty array.
+bool fq_api_json_array_empty(const char *value, size_t size);
 
 //  A time as RFC 3339 in UTC ("2026-11-21T10:04:05Z"), or JSON null for 0.
 json_t *fq_api_time(int64_t unix_s);

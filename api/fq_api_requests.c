@@ -3,6 +3,7 @@
     (api/API.md). */
 #include "fq_api_internal.h"
 #include "fq_error.h"
+#include "fq_template.h"
 #include <string.h>
 #include <time.h>
 
@@ -122,21 +123,49 @@ static void s_reply_request(fq_api_call_t *call, unsigned status, int64_t id)
         fq_api_reply(call, status, fq_api_request_json(call, &request));
 }
 
+//  A template of the request; false after answering 400 naming what. The
+//  database checks templates too, in its own words: checked here, a bad
+//  one is refused in fairq's (the grammar is the same: fq_template.h).
+static bool s_template(fq_api_call_t *call, const char *text, fq_template_mode_t mode,
+                       const char *what)
+{
+    char error[FQ_TEMPLATE_ERROR_SIZE];
+    fq_template_t *template = fq_template_new(text, mode, error, sizeof error);
+    if (!template) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "%s: %s", what, error);
+        return false;
+    }
+    fq_template_destroy(&template);
+    return true;
+}
+
+//  The from address: one address, by the rule recipients are split by
+//  (fairq.submit checks it too, 0008_submit_from.sql); false after
+//  answering 400.
+static bool s_from(fq_api_call_t *call, const char *from)
+{
+    const char *problem = fq_store_address_problem(from, strlen(from));
+    if (problem)
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "invalid from address: %s", problem);
+    return !problem;
+}
+
 void fq_api_request_submit(fq_api_call_t *call)
 {
     static const char *const keys[] = {"tenant",     "from",    "subject",  "body",         "html",
                                        "recipients", "send_at", "priority", "max_attempts", NULL};
     if (!fq_api_query_allowed(call, NULL))
         return;
-    json_t *body = fq_api_body_object(call);
+    //  The recipients are not built: they go to the database as the slice
+    //  of the body they are, and the splitter reads them from there
+    fq_api_slice_t recipients;
+    json_t *body = fq_api_body_fields(call, keys, "recipients", &recipients);
     if (!body)
         return;
     fq_submit_t submit = {0};
     json_t *html = json_object_get(body, "html");
-    json_t *recipients = json_object_get(body, "recipients");
     json_t *send_at = json_object_get(body, "send_at");
-    char *recipients_json = NULL;
-    if (!fq_api_only_keys(call, body, keys) || !(submit.from = s_string(call, body, "from")) ||
+    if (!(submit.from = s_string(call, body, "from")) || !s_from(call, submit.from) ||
         !(submit.subject = s_string(call, body, "subject")) ||
         !(submit.body = s_string(call, body, "body")))
         goto done;
@@ -145,9 +174,15 @@ void fq_api_request_submit(fq_api_call_t *call)
         goto done;
     }
     submit.body_is_html = json_is_true(html);
-    if (!json_is_array(recipients) || json_array_size(recipients) == 0) {
+    if (!s_template(call, submit.subject, FQ_TEMPLATE_HEADER, "subject") ||
+        !s_template(call, submit.body, submit.body_is_html ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN,
+                    "body"))
+        goto done;
+    if (!recipients.text || *recipients.text != '[' ||
+        fq_api_json_array_empty(recipients.text, recipients.size)) {
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
-                    recipients ? "recipients must be a non-empty array" : "recipients is required");
+                    recipients.text ? "recipients must be a non-empty array"
+                                    : "recipients is required");
         goto done;
     }
     if ((send_at && !fq_api_parse_time(call, send_at, "send_at", &submit.send_at)) ||
@@ -173,14 +208,10 @@ void fq_api_request_submit(fq_api_call_t *call)
     }
     if (!s_rate_allows(call))
         goto done;
-    //  The recipients go to fairq.submit as they are; each one is checked
-    //  by the splitter, which refuses a bad one alone (API.md)
-    recipients_json = json_dumps(recipients, JSON_COMPACT);
-    if (!recipients_json) {
-        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-        goto done;
-    }
-    submit.recipients_json = recipients_json;
+    //  Each recipient is checked by the splitter, which refuses a bad one
+    //  alone (API.md)
+    submit.recipients_json = recipients.text;
+    submit.recipients_size = recipients.size;
     rc = fq_store_submit(call->store, &submit, &id);
     if (rc && !call->owner.admin && call->owner.submit_rate > 0)
         fq_rate_limit_give_back(call->server->submits, call->owner.tenant, call->owner.submit_rate);
@@ -189,7 +220,6 @@ void fq_api_request_submit(fq_api_call_t *call)
     else
         s_reply_request(call, MHD_HTTP_ACCEPTED, id);
 done:
-    free(recipients_json);
     json_decref(body);
 }
 
@@ -241,8 +271,8 @@ static void s_lifecycle(fq_api_call_t *call, int (*change)(fq_store_t *, int64_t
         !s_changeable(call, &request, already))
         return;
     int rc = change(call->store, request.id);
-    //  It finished between the read and the change
-    if (rc == FQ_EINVAL)
+    //  It finished between the read and the change (the store's words)
+    if (rc == FQ_EINVAL && !*fq_store_error_sqlstate(call->store))
         fq_api_fail(call, MHD_HTTP_CONFLICT, "%s", fq_store_error(call->store));
     else if (rc < 0)
         fq_api_fail_store(call, rc);
@@ -271,15 +301,14 @@ void fq_api_request_patch(fq_api_call_t *call)
     fq_request_info_t request;
     if (!fq_api_query_allowed(call, NULL))
         return;
-    json_t *body = fq_api_body_object(call);
+    json_t *body = fq_api_body_fields(call, keys, NULL, NULL);
     if (!body)
         return;
     fq_request_change_t change = {0};
     json_t *send_at = json_object_get(body, "send_at");
     change.set_send_at = send_at != NULL;
     change.set_priority = json_object_get(body, "priority") != NULL;
-    if (!fq_api_only_keys(call, body, keys) ||
-        (send_at && !fq_api_parse_time(call, send_at, "send_at", &change.send_at)) ||
+    if ((send_at && !fq_api_parse_time(call, send_at, "send_at", &change.send_at)) ||
         !s_int(call, body, "priority", S_PRIORITY_MIN, S_PRIORITY_MAX, &change.priority))
         goto done;
     if (!change.set_send_at && !change.set_priority) {

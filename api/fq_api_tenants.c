@@ -115,13 +115,12 @@ void fq_api_tenant_put(fq_api_call_t *call)
                     "a tenant name is 1..64 of a-z 0-9 _ . - and starts with a letter or digit");
         return;
     }
-    json_t *body = fq_api_body_object(call);
+    json_t *body = fq_api_body_fields(call, keys, NULL, NULL);
     if (!body)
         return;
     fq_tenant_spec_t spec = {.name = name};
     int64_t id;
-    if (fq_api_only_keys(call, body, keys) &&
-        s_limit(call, body, "weight", S_WEIGHT_MIN, S_WEIGHT_MAX, false, &spec.weight) &&
+    if (s_limit(call, body, "weight", S_WEIGHT_MIN, S_WEIGHT_MAX, false, &spec.weight) &&
         s_limit(call, body, "max_inflight", 1, INT_MAX, false, &spec.max_inflight) &&
         s_limit(call, body, "submit_rate", 1, INT_MAX, true, &spec.submit_rate)) {
         int rc = fq_store_tenant_id(call->store, name, &id);

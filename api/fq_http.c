@@ -3,10 +3,15 @@
 
     A call goes through libmicrohttpd's access handler several times: once
     with its headers (a body announced larger than body_max is refused
-    there, before it is read), once per piece of body, and once more when
-    the body is complete, when it is authenticated and routed. The route's
-    handler runs in the pool thread with that thread's own database
-    connection.
+    there, before it is read, and so is a body whose framing is
+    ambiguous), once per piece of body, and once more when the body is
+    complete, when it is authenticated and routed. The route's handler
+    runs in the pool thread with that thread's own database connection.
+
+    Calls are routed on their path as it came, not as libmicrohttpd
+    decodes it: the path is cut at each '/' first, and each segment is
+    decoded after, so that "%2F" is a character of a segment, never a
+    separator ("/v1/tenants/acme%2Ftokens" is not the tokens route).
 */
 #include "fq_api_internal.h"
 #include "fq_error.h"
@@ -20,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #define S_CONTENT_JSON "application/json"
@@ -28,7 +35,8 @@
 //  once for this long before it tries again.
 #define S_RECONNECT_PAUSE_MS 1000
 
-//  A body's buffer starts at this and doubles as pieces come.
+//  A body's buffer starts at this and doubles as pieces come, up to the
+//  size the call announced.
 #define S_BODY_FIRST 4096
 
 //  Longest "host" of http_listen, and of the port's digits.
@@ -39,9 +47,22 @@
 //  431; bodies are limited by body_max instead.
 #define S_CONNECTION_MEMORY (64 * 1024)
 
-//  An idle keep-alive connection is closed after this many seconds, so
-//  clients that vanish do not hold a pool thread's slots for ever.
-#define S_CONNECTION_TIMEOUT_S 60
+//  Files fairqd holds open besides the HTTP connections: the database
+//  connections (one per HTTP thread and per actor), the gateway's sockets
+//  and ZeroMQ's own, libmicrohttpd's wake-up pipes, the log. A few dozen
+//  in practice; the limit of open files must leave room for this many.
+#define S_FILES_RESERVED 256
+
+//  Lines of libmicrohttpd's own a second, at most: it logs one per
+//  connection it refuses, and a flood of connections must not flood the
+//  log. The lines left out are counted in the next one.
+#define S_MHD_LOG_PER_S 5
+
+//  Room for a message of the store's (fq_store_error) or of libpq's.
+#define S_MESSAGE_MAX 1024
+
+#define S_MS_PER_S  1000
+#define S_NS_PER_MS 1000000
 
 //  ---------------------------------------------------------------------
 //  Routes (api/API.md). "{}" is a path parameter; admin routes answer 403
@@ -79,37 +100,39 @@ static const s_route_t s_routes[] = {
 };
 #define S_ROUTE_COUNT (sizeof s_routes / sizeof s_routes[0])
 
-//  Matches path against pattern, segment by segment; "{}" takes any
-//  non-empty segment, written into params (pointing into scratch, a copy
-//  of path cut at each '/'). An empty segment (a doubled or trailing '/')
-//  matches nothing.
-static bool s_route_matches(const char *pattern, const char *path, char *scratch,
-                            const char **params)
+//  A path cut into its segments, each decoded: the segments one after the
+//  other, each ended by a NUL (a decoded segment holds none: see
+//  s_path_split).
+typedef struct {
+    char *segments;
+    size_t count;
+} s_path_t;
+
+//  Matches the segments of path against pattern; "{}" takes any
+//  non-empty segment, written into params. An empty segment (a doubled or
+//  trailing '/') matches nothing.
+static bool s_route_matches(const char *pattern, const s_path_t *path, const char **params)
 {
-    strcpy(scratch, path);
-    char *s = scratch;
-    char at_s = *s; //  What scratch held at s before it was cut there
+    const char *segment = path->segments;
     const char *p = pattern;
+    size_t matched = 0;
     int nparams = 0;
     while (*p) {
-        if (*p != '/' || at_s != '/')
-            return false;
-        p++, s++;
-        size_t p_len = strcspn(p, "/"), s_len = strcspn(s, "/");
-        if (s_len == 0)
+        p++; //  The pattern's '/'
+        size_t p_len = strcspn(p, "/");
+        if (matched == path->count || !*segment)
             return false;
         if (p_len == 2 && strncmp(p, "{}", 2) == 0) {
             if (nparams == FQ_API_PARAMS_MAX)
                 return false;
-            params[nparams++] = s;
-        } else if (p_len != s_len || strncmp(p, s, p_len) != 0)
+            params[nparams++] = segment;
+        } else if (strlen(segment) != p_len || strncmp(p, segment, p_len) != 0)
             return false;
         p += p_len;
-        s += s_len;
-        at_s = *s;
-        *s = '\0';
+        segment += strlen(segment) + 1;
+        matched++;
     }
-    return at_s == '\0';
+    return matched == path->count;
 }
 
 //  A pool thread's own: its database connection, and when it last failed
@@ -157,12 +180,10 @@ void fq_api_reply(fq_api_call_t *call, unsigned status, json_t *json)
     call->json = json ? json : json_object();
 }
 
-//  How many bytes of valid UTF-8 (RFC 3629: no overlong forms, no
-//  surrogates, nothing past U+10FFFF) start at p; 0 when none do.
-static int s_utf8_char(const unsigned char *p)
+int fq_api_utf8_char(const unsigned char *p)
 {
     if (p[0] < 0x80)
-        return 1;
+        return p[0] ? 1 : 0;
     int length = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
                  : p[0] >= 0xe0 && p[0] <= 0xef ? 3
                  : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
@@ -177,6 +198,19 @@ static int s_utf8_char(const unsigned char *p)
     return length;
 }
 
+bool fq_api_utf8_valid(const char *text, size_t size)
+{
+    //  fq_api_utf8_char reads no further than a byte that is not a
+    //  continuation: at worst the NUL at size (or one before it)
+    for (size_t at = 0; at < size;) {
+        int length = fq_api_utf8_char((const unsigned char *)text + at);
+        if (!length || at + (size_t)length > size)
+            return false;
+        at += (size_t)length;
+    }
+    return true;
+}
+
 //  Replaces each byte of text that is not part of valid UTF-8 with '?':
 //  a detail may quote a path or a value as it came, and a JSON string must
 //  be UTF-8 (jansson refuses to make one of anything else).
@@ -184,7 +218,7 @@ static void s_utf8_clean(char *text)
 {
     unsigned char *p = (unsigned char *)text;
     while (*p) {
-        int length = s_utf8_char(p);
+        int length = fq_api_utf8_char(p);
         if (length)
             p += length;
         else
@@ -204,21 +238,84 @@ void fq_api_fail(fq_api_call_t *call, unsigned status, const char *format, ...)
                  json_pack("{s:s, s:s}", "error", s_error_code(status), "detail", detail));
 }
 
+//  The database's checks that a call can break, in fairq's words: a
+//  detail never quotes the database, whose words name its tables and
+//  columns (the handlers check most of this before; these are what is
+//  left to the schema, and what an older or newer schema adds).
+static const struct {
+    const char *constraint;
+    const char *words;
+} s_constraint_words[] = {
+    {"requests_from_addr_check", "from must be one address of 3..320 bytes, without control "
+                                 "characters"},
+    {"requests_subject_check", "subject must be at most 998 bytes, without control characters "
+                               "(tab, CR, LF, U+2028...)"},
+    {"requests_body_check", "body must be at most 1048576 bytes"},
+    {"requests_priority_check", "priority must be an integer within -1000..1000"},
+    {"requests_max_attempts_check", "max_attempts must be an integer within 1..100"},
+    {"requests_idempotency_key_check", "Idempotency-Key must be 1..255 bytes"},
+    {"tenants_name_check", "a tenant name is 1..64 of a-z 0-9 _ . - and starts with a letter or "
+                           "digit"},
+    {"tenants_weight_check", "weight must be an integer within 1..1000"},
+    {"tenants_max_inflight_check", "max_inflight must be a positive integer"},
+    {"tenants_submit_rate_check", "submit_rate must be a positive integer, or null"},
+};
+#define S_CONSTRAINT_COUNT (sizeof s_constraint_words / sizeof s_constraint_words[0])
+
+//  Answers 400 for data the database refused, in fairq's words; what the
+//  database said goes to the log.
+static void s_refused(fq_api_call_t *call)
+{
+    const char *constraint = fq_store_error_constraint(call->store);
+    const char *state = fq_store_error_sqlstate(call->store);
+    fq_log(FQ_LOG_WARNING, "http: %s %.200s: %s (sqlstate %s)", call->method, call->path,
+           fq_store_error(call->store), state);
+    for (size_t i = 0; i < S_CONSTRAINT_COUNT; i++)
+        if (strcmp(constraint, s_constraint_words[i].constraint) == 0) {
+            fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "%s", s_constraint_words[i].words);
+            return;
+        }
+    //  Class 22 is data the server could not take as given
+    const char *words = strcmp(state, "22008") == 0   ? "a time is out of range"
+                        : strcmp(state, "22021") == 0 ? "a text is not valid UTF-8"
+                        : strcmp(state, "22001") == 0 ? "a text is too long"
+                        : strcmp(state, "23505") == 0 ? "it exists already"
+                                                      : "a value is not acceptable";
+    fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "the database refused the call: %s", words);
+}
+
 void fq_api_fail_store(fq_api_call_t *call, int rc)
 {
+    //  The store's own messages ("request 5 does not exist") are fairq's
+    //  words; the server's (with an SQLSTATE) are not
+    bool own = !*fq_store_error_sqlstate(call->store);
     const char *message = fq_store_error(call->store);
     if (rc == FQ_ENOTFOUND)
-        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "%s", message);
-    else if (rc == FQ_EINVAL)
+        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "%s", own ? message : "not found");
+    else if (rc == FQ_EINVAL && own)
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "%s", message);
+    else if (rc == FQ_EINVAL)
+        s_refused(call);
     else if (rc == FQ_ECONFLICT)
-        fq_api_fail(call, MHD_HTTP_CONFLICT, "%s", message);
-    else if (!fq_store_connected(call->store))
-        s_unavailable(call, pthread_getspecific(call->server->store_key), message);
-    else {
+        fq_api_fail(call, MHD_HTTP_CONFLICT, "%s",
+                    own ? message : "changed by another call at the same moment: try again");
+    else if (!fq_store_connected(call->store)) {
+        //  Cut under the call (a database restart): made again now, the
+        //  next call finds it up; this one may run again (s_run)
+        char lost[S_MESSAGE_MAX];
+        snprintf(lost, sizeof lost, "%s", message);
+        if (fq_api_reconnect(call)) {
+            fq_log(FQ_LOG_WARNING, "http: %s %.200s: %s; connected again", call->method, call->path,
+                   lost);
+            call->lost = true;
+            fq_api_fail(call, MHD_HTTP_SERVICE_UNAVAILABLE,
+                        "the database connection was lost during the call; try again");
+        } else
+            s_unavailable(call, pthread_getspecific(call->server->store_key), lost);
+    } else {
         //  The database's own words stay in the log: they may name tables,
         //  hosts and users
-        fq_log(FQ_LOG_ERROR, "http: %s %.200s: %s", call->method, call->url, message);
+        fq_log(FQ_LOG_ERROR, "http: %s %.200s: %s", call->method, call->path, message);
         fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error; fairqd's log says more");
     }
 }
@@ -271,6 +368,9 @@ static enum MHD_Result s_send(fq_api_call_t *call)
         MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, call->allow);
     if (call->retry_after[0])
         MHD_add_response_header(response, MHD_HTTP_HEADER_RETRY_AFTER, call->retry_after);
+    //  libmicrohttpd closes the connection after an answer that says so
+    if (call->close)
+        MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result rc = MHD_queue_response(call->connection, call->status, response);
     MHD_destroy_response(response);
     return rc;
@@ -290,7 +390,7 @@ static int64_t s_now_ms(void)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    return (int64_t)now.tv_sec * S_MS_PER_S + now.tv_nsec / S_NS_PER_MS;
 }
 
 //  Notes that the thread could not reach the database. The reason
@@ -323,6 +423,16 @@ static void s_unavailable(fq_api_call_t *call, s_thread_t *thread, const char *r
                 "the database cannot be reached; fairqd keeps trying");
 }
 
+//  A database that just failed is not tried again at once: each try may
+//  take connect_timeout, and this thread serves other calls too. Unless
+//  another thread has connected since: then it is back.
+static bool s_pausing(fq_http_t *self, s_thread_t *thread)
+{
+    int64_t connected_at = atomic_load(&self->connected_at_ms);
+    return thread->failed_at_ms && connected_at < thread->failed_at_ms &&
+           s_now_ms() - thread->failed_at_ms < S_RECONNECT_PAUSE_MS;
+}
+
 fq_store_t *fq_api_store(fq_api_call_t *call)
 {
     fq_http_t *self = call->server;
@@ -335,19 +445,17 @@ fq_store_t *fq_api_store(fq_api_call_t *call)
             return NULL;
         }
     }
-    if (thread->store && fq_store_connected(thread->store))
+    //  A restart of the database ended the session of every thread; one
+    //  idle since finds out here, before its call's first statement
+    //  fails on it
+    if (thread->store && fq_store_alive(thread->store))
         return thread->store;
-    //  A database that just failed is not tried again at once: each try
-    //  may take connect_timeout, and this thread serves other calls too.
-    //  Unless another thread has connected since: then it is back
-    int64_t connected_at = atomic_load(&self->connected_at_ms);
-    if (thread->failed_at_ms && connected_at < thread->failed_at_ms &&
-        s_now_ms() - thread->failed_at_ms < S_RECONNECT_PAUSE_MS) {
+    if (s_pausing(self, thread)) {
         fq_api_fail(call, MHD_HTTP_SERVICE_UNAVAILABLE,
                     "the database cannot be reached; fairqd keeps trying");
         return NULL;
     }
-    char error[1024];
+    char error[S_MESSAGE_MAX];
     if (thread->store && fq_store_reconnect(thread->store) != 0) {
         s_unavailable(call, thread, fq_store_error(thread->store));
         return NULL;
@@ -363,7 +471,8 @@ fq_store_t *fq_api_store(fq_api_call_t *call)
 bool fq_api_reconnect(fq_api_call_t *call)
 {
     s_thread_t *thread = pthread_getspecific(call->server->store_key);
-    if (!thread || !thread->store || fq_store_connected(thread->store))
+    if (!thread || !thread->store || fq_store_connected(thread->store) ||
+        s_pausing(call->server, thread))
         return false;
     if (fq_store_reconnect(thread->store) != 0) {
         s_failed(thread, fq_store_error(thread->store));
@@ -376,23 +485,93 @@ bool fq_api_reconnect(fq_api_call_t *call)
 //  ---------------------------------------------------------------------
 //  Authentication
 
+//  A token's characters (RFC 6750's b64token): letters, digits and
+//  "-._~+/", then any '='s.
+static bool s_b64token(const char *token, size_t size)
+{
+    size_t length = 0;
+    while (length < size &&
+           (isalnum((unsigned char)token[length]) || strchr("-._~+/", token[length]) != NULL) &&
+           token[length])
+        length++;
+    if (length == 0)
+        return false;
+    while (length < size && token[length] == '=')
+        length++;
+    return length == size;
+}
+
+typedef struct {
+    int count;
+    const char *value;
+    size_t size;
+    const char *after;    //  One past the NUL that ends the value's text
+    const char *next_key; //  The next header's name, in the order they came
+    bool seen;            //  The last header looked at was the Authorization
+} s_header_t;
+
+static enum MHD_Result s_authorization(void *cls, enum MHD_ValueKind kind, const char *key,
+                                       size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    (void)key_size;
+    s_header_t *header = cls;
+    if (header->seen && !header->next_key)
+        header->next_key = key;
+    header->seen = strcasecmp(key, MHD_HTTP_HEADER_AUTHORIZATION) == 0;
+    if (header->seen) {
+        header->count++;
+        header->value = value;
+        header->size = value_size;
+        header->after = value + strlen(value) + 1;
+        header->next_key = NULL;
+    }
+    return MHD_YES;
+}
+
+//  Whether the header's value went on past a NUL. libmicrohttpd 0.9.75
+//  gives a value up to its first NUL and its size as strlen, so "Bearer
+//  TOKEN\0garbage" would read as "Bearer TOKEN". Its header lines lie in
+//  its read buffer one after the other, each line's CR and LF overwritten
+//  with NULs: the NUL ending the value must be the line's end, right
+//  before the next header's name (or one NUL before it, a CR LF). After
+//  the last header only the blank line may follow; there a run of NULs
+//  right before the line's end cannot be told from it (the token before
+//  them is whole).
+static bool s_value_cut(const s_header_t *header)
+{
+    if (header->size != strlen(header->value)) //  Where the size is the real one
+        return true;
+    if (header->next_key)
+        return header->next_key != header->after &&
+               !(header->after[0] == '\0' && header->next_key == header->after + 1);
+    return header->after[0] != '\0';
+}
+
 //  Takes the bearer token of the call; false after answering 401 or 503.
+//  The header is taken exactly as RFC 6750 writes it, "Bearer" (in any
+//  case, as RFC 9110 has schemes), one space and the token, whole: a
+//  token followed by anything, a NUL included, is no token.
 static bool s_authenticate(fq_api_call_t *call)
 {
-    const char *header = MHD_lookup_connection_value(call->connection, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_AUTHORIZATION);
+    s_header_t header = {0};
+    MHD_get_connection_values_n(call->connection, MHD_HEADER_KIND, s_authorization, &header);
     const char *scheme = "Bearer ";
-    if (!header || strncasecmp(header, scheme, strlen(scheme)) != 0) {
+    size_t scheme_size = strlen(scheme);
+    if (header.count != 1 || header.size < scheme_size ||
+        strncasecmp(header.value, scheme, scheme_size) != 0) {
         fq_api_fail(call, MHD_HTTP_UNAUTHORIZED,
                     "a bearer token is needed (Authorization: Bearer TOKEN)");
         return false;
     }
-    const char *token = header + strlen(scheme);
-    while (*token == ' ')
-        token++;
+    const char *token = header.value + scheme_size;
+    if (!s_b64token(token, header.size - scheme_size) || s_value_cut(&header)) {
+        fq_api_fail(call, MHD_HTTP_UNAUTHORIZED, "malformed bearer token");
+        return false;
+    }
     int rc = fq_store_token_lookup(call->store, token, &call->owner);
-    //  The first query after the database restarted finds the connection
-    //  cut: connect again once, so this call does not fail for it
+    //  A connection cut since fq_api_store looked (a database restart):
+    //  connect again once, so this call does not fail for it
     if (rc == FQ_EDB && fq_api_reconnect(call))
         rc = fq_store_token_lookup(call->store, token, &call->owner);
     if (rc == FQ_ENOTFOUND) {
@@ -409,14 +588,18 @@ static bool s_authenticate(fq_api_call_t *call)
 //  ---------------------------------------------------------------------
 //  A call's admission and its body
 
-//  What a connection's call collects between libmicrohttpd's rounds: who
-//  it is and where it goes (settled from the headers, before any body is
-//  read), then the body.
+//  What a connection's call collects between libmicrohttpd's rounds: its
+//  path as it came (taken before libmicrohttpd decodes it), who it is and
+//  where it goes (settled from the headers, before any body is read),
+//  then the body.
 typedef struct {
+    char *raw_path;         //  The request's path, not decoded, without the query
+    bool started;           //  Its headers went through the access handler
     const s_route_t *route; //  NULL when the call was answered at once
-    char *path;             //  A copy of the URL cut into segments: params point into it
+    s_path_t path;          //  The path's segments, decoded: params point into it
     const char *params[FQ_API_PARAMS_MAX];
     fq_token_owner_t owner;
+    size_t announced; //  Content-Length, when one came: the body's size
     char *body;
     size_t size;
     size_t capacity;
@@ -426,63 +609,178 @@ typedef struct {
 static void s_upload_free(s_upload_t *upload)
 {
     if (upload) {
-        free(upload->path);
+        free(upload->raw_path);
+        free(upload->path.segments);
         free(upload->body);
         free(upload);
     }
 }
 
-//  Finds the route of the call's method and url into upload; false after
-//  answering 404 or 405 (with the methods the path has).
-static bool s_find_route(fq_api_call_t *call, const char *url, s_upload_t *upload)
+static int s_hex_digit(char c)
 {
-    size_t size = strlen(url) + 1;
-    char *scratch = malloc(size);
-    upload->path = malloc(size);
-    if (!scratch || !upload->path) {
-        free(scratch);
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+//  Cuts raw (a path as it came, starting with '/') at each '/' and
+//  decodes each segment's %XX escapes (an escape that is not one stays
+//  as it is). Returns 0; 1 when a segment decodes to a '/' or a NUL,
+//  which no route, id or name may hold (and a '/' must not become a
+//  separator); -1 when memory runs out.
+static int s_path_split(const char *raw, s_path_t *path)
+{
+    *path = (s_path_t){0};
+    path->segments = malloc(strlen(raw) + 1);
+    if (!path->segments)
+        return -1;
+    char *out = path->segments;
+    for (const char *in = raw + 1;; in++) {
+        if (*in == '/' || *in == '\0') {
+            *out++ = '\0';
+            path->count++;
+            if (*in == '\0')
+                return 0;
+            continue;
+        }
+        int high = in[0] == '%' ? s_hex_digit(in[1]) : -1;
+        int low = high >= 0 ? s_hex_digit(in[2]) : -1;
+        if (low < 0) {
+            *out++ = *in;
+            continue;
+        }
+        char decoded = (char)(high * 16 + low);
+        if (decoded == '/' || decoded == '\0')
+            return 1;
+        *out++ = decoded;
+        in += 2;
+    }
+}
+
+//  Finds the route of the call's method and path into upload; false after
+//  answering 400 (a segment no route takes), 404 or 405 (with the methods
+//  the path has).
+static bool s_find_route(fq_api_call_t *call, s_upload_t *upload)
+{
+    const char *raw = upload->raw_path;
+    int rc = raw[0] == '/' ? s_path_split(raw, &upload->path) : 0;
+    if (rc < 0) {
         fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
         return false;
     }
+    if (rc > 0) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "a path segment may not hold an escaped '/' or NUL (%%2F, %%00)");
+        return false;
+    }
     char allow[sizeof call->allow] = "";
-    for (size_t i = 0; i < S_ROUTE_COUNT; i++) {
+    for (size_t i = 0; upload->path.segments && i < S_ROUTE_COUNT; i++) {
         const char *params[FQ_API_PARAMS_MAX] = {0};
-        if (!s_route_matches(s_routes[i].pattern, url, scratch, params))
+        if (!s_route_matches(s_routes[i].pattern, &upload->path, params))
             continue;
         size_t used = strlen(allow);
         snprintf(allow + used, sizeof allow - used, "%s%s", used ? ", " : "", s_routes[i].method);
         if (!upload->route && strcmp(s_routes[i].method, call->method) == 0) {
             upload->route = &s_routes[i];
-            memcpy(upload->path, scratch, size);
-            for (int p = 0; p < FQ_API_PARAMS_MAX; p++)
-                upload->params[p] = params[p] ? upload->path + (params[p] - scratch) : NULL;
+            memcpy(upload->params, params, sizeof upload->params);
         }
     }
-    free(scratch);
-    if (upload->route)
+    if (upload->route) {
+        //  A parameter is a name or an id, and goes to the database as text
+        for (int p = 0; p < FQ_API_PARAMS_MAX && upload->params[p]; p++)
+            if (!fq_api_utf8_valid(upload->params[p], strlen(upload->params[p]))) {
+                fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "a path segment is not valid UTF-8");
+                return false;
+            }
         return true;
+    }
     if (*allow) {
         fq_api_fail(call, MHD_HTTP_METHOD_NOT_ALLOWED, "%s is not allowed here; use %s",
                     call->method, allow);
         snprintf(call->allow, sizeof call->allow, "%s", allow);
     } else
-        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "no such route: %s %.200s", call->method, url);
+        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "no such route: %s %.200s", call->method, raw);
+    return false;
+}
+
+//  How the call's body is framed, from its headers.
+typedef struct {
+    int lengths;   //  Content-Length headers
+    int encodings; //  Transfer-Encoding headers
+    const char *length;
+    size_t length_size;
+    const char *encoding;
+    size_t encoding_size;
+} s_framing_t;
+
+static enum MHD_Result s_framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                        size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    (void)key_size;
+    s_framing_t *framing = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        framing->lengths++;
+        framing->length = value;
+        framing->length_size = value_size;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        framing->encodings++;
+        framing->encoding = value;
+        framing->encoding_size = value_size;
+    }
+    return MHD_YES;
+}
+
+//  The call's body must be framed one way only (RFC 9112 6.3): by one
+//  Content-Length of digits alone, or by Transfer-Encoding: chunked alone
+//  (HTTP/1.1), or not at all. A front proxy and fairqd that read an
+//  ambiguous framing differently disagree on where the request ends, and
+//  the bytes after it, a request smuggled in, would run as one of its
+//  own. So such a call is refused and its connection closed before
+//  anything after it is read. libmicrohttpd itself refuses a first
+//  Content-Length that is not a number, before fairqd sees the call; it
+//  closes the connection too. Returns false after answering 400.
+static bool s_framing_ok(fq_api_call_t *call, const char *version, s_upload_t *upload)
+{
+    s_framing_t framing = {0};
+    MHD_get_connection_values_n(call->connection, MHD_HEADER_KIND, s_framing_header, &framing);
+    const char *problem = NULL;
+    if (framing.lengths && framing.encodings)
+        problem = "both Content-Length and Transfer-Encoding";
+    else if (framing.lengths > 1)
+        problem = "more than one Content-Length";
+    else if (framing.encodings > 1)
+        problem = "more than one Transfer-Encoding";
+    else if (framing.lengths && (framing.length_size == 0 ||
+                                 strspn(framing.length, "0123456789") != framing.length_size))
+        problem = "a Content-Length that is not a number";
+    else if (framing.encodings && (framing.encoding_size != strlen("chunked") ||
+                                   strncasecmp(framing.encoding, "chunked", 7) != 0))
+        problem = "a Transfer-Encoding other than chunked";
+    else if (framing.encodings && strcmp(version, MHD_HTTP_VERSION_1_1) != 0)
+        problem = "Transfer-Encoding in a request older than HTTP/1.1";
+    if (!problem) {
+        upload->announced = framing.lengths ? strtoull(framing.length, NULL, 10) : 0;
+        return true;
+    }
+    call->close = true;
+    fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "the request's body is framed ambiguously: %s",
+                problem);
     return false;
 }
 
 //  From the headers alone: the route, and the caller's token. A call that
 //  may not go on is answered before a byte of its body is read, so nobody
 //  without a token can make fairqd hold bodies. False after answering.
-static bool s_admit(fq_api_call_t *call, const char *url, s_upload_t *upload)
+static bool s_admit(fq_api_call_t *call, s_upload_t *upload)
 {
-    const char *length = MHD_lookup_connection_value(call->connection, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (length && strtoull(length, NULL, 10) > call->server->body_max) {
+    if (upload->announced > call->server->body_max) {
         fq_api_fail(call, MHD_HTTP_CONTENT_TOO_LARGE,
                     "the body is larger than %zu bytes (http_body_max)", call->server->body_max);
         return false;
     }
-    if (!s_find_route(call, url, upload))
+    if (!s_find_route(call, upload))
         return false;
     s_auth_t auth = upload->route->auth;
     //  /healthz and a public /metrics report on the database themselves
@@ -498,7 +796,8 @@ static bool s_admit(fq_api_call_t *call, const char *url, s_upload_t *upload)
 
 //  Appends a piece of body; false when it would pass max (or memory ran
 //  out, which is answered as too large too: the body cannot be taken).
-//  The buffer doubles, but never beyond what max needs.
+//  The buffer doubles, but never beyond what the announced size or max
+//  needs: a body is held once, not in a buffer up to twice its size.
 static bool s_upload_add(s_upload_t *upload, const char *data, size_t size, size_t max)
 {
     if (upload->too_large || size > max - upload->size) {
@@ -509,8 +808,10 @@ static bool s_upload_add(s_upload_t *upload, const char *data, size_t size, size
         size_t capacity = upload->capacity ? upload->capacity : S_BODY_FIRST;
         while (capacity < upload->size + size + 1)
             capacity *= 2;
-        if (capacity > max + 1)
-            capacity = max + 1;
+        size_t needed =
+            upload->announced && upload->announced >= upload->size + size ? upload->announced : max;
+        if (capacity > needed + 1)
+            capacity = needed + 1;
         char *body = realloc(upload->body, capacity);
         if (!body) {
             upload->too_large = true;
@@ -525,7 +826,15 @@ static bool s_upload_add(s_upload_t *upload, const char *data, size_t size, size
     return true;
 }
 
-//  Runs the admitted call's handler, once its body is complete.
+//  Whether a call may run twice to the same effect: a read.
+static bool s_safe_method(const char *method)
+{
+    return strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+}
+
+//  Runs the admitted call's handler, once its body is complete. A read
+//  whose database connection was cut under it (and made again) runs once
+//  more; a change answers 503, as it may or may not have been made.
 static void s_run(fq_api_call_t *call, s_upload_t *upload)
 {
     memcpy(call->params, upload->params, sizeof call->params);
@@ -533,35 +842,63 @@ static void s_run(fq_api_call_t *call, s_upload_t *upload)
     call->body = upload->body ? upload->body : "";
     call->body_size = upload->size;
     s_auth_t auth = upload->route->auth;
-    if (auth == S_AUTH_METRICS && call->server->metrics_public) {
-        //  Public /metrics: the actors' figures are worth showing without
-        //  the database (with fairq_database_up 0), so its 503 is dropped
-        call->store = fq_api_store(call);
+    for (int attempt = 0;; attempt++) {
+        if (auth == S_AUTH_METRICS && call->server->metrics_public) {
+            //  Public /metrics: the actors' figures are worth showing
+            //  without the database (with fairq_database_up 0), so its 503
+            //  is dropped
+            call->store = fq_api_store(call);
+            json_decref(call->json);
+            call->json = NULL;
+        } else if (auth != S_AUTH_NONE && !(call->store = fq_api_store(call)))
+            return;
+        call->lost = false;
+        upload->route->handler(call);
+        if (!call->lost || attempt > 0 || !s_safe_method(call->method))
+            return;
         json_decref(call->json);
         call->json = NULL;
-    } else if (auth != S_AUTH_NONE && !(call->store = fq_api_store(call)))
-        return;
-    upload->route->handler(call);
+        free(call->text);
+        call->text = NULL;
+        call->status = 0;
+        call->allow[0] = call->retry_after[0] = '\0';
+    }
 }
 
 //  ---------------------------------------------------------------------
 //  libmicrohttpd's callbacks
 
+//  Called with each request's line, before libmicrohttpd decodes its
+//  path: keeps the path as it came for routing. What it returns is the
+//  call's state, freed by s_completed; NULL when memory runs out (the
+//  access handler then drops the connection).
+static void *s_request_started(void *cls, const char *uri, struct MHD_Connection *connection)
+{
+    (void)cls;
+    (void)connection;
+    s_upload_t *upload = calloc(1, sizeof *upload);
+    if (upload && !(upload->raw_path = strndup(uri, strcspn(uri, "?")))) {
+        free(upload);
+        upload = NULL;
+    }
+    return upload;
+}
+
 static enum MHD_Result s_access(void *cls, struct MHD_Connection *connection, const char *url,
                                 const char *method, const char *version, const char *upload_data,
                                 size_t *upload_data_size, void **con_cls)
 {
-    (void)version;
+    (void)url; //  Decoded by libmicrohttpd: routing takes the path as it came
     fq_http_t *self = cls;
     s_upload_t *upload = *con_cls;
-    fq_api_call_t call = {.server = self, .connection = connection, .method = method, .url = url};
-    if (!upload) {
+    if (!upload)
+        return MHD_NO;
+    fq_api_call_t call = {
+        .server = self, .connection = connection, .method = method, .path = upload->raw_path};
+    if (!upload->started) {
         //  First round: the headers only
-        upload = calloc(1, sizeof *upload);
-        if (!upload)
-            return MHD_NO;
-        *con_cls = upload;
-        if (s_admit(&call, url, upload))
+        upload->started = true;
+        if (s_framing_ok(&call, version, upload) && s_admit(&call, upload))
             return MHD_YES;
         upload->route = NULL;
     } else if (*upload_data_size) {
@@ -576,7 +913,7 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *connection, co
     enum MHD_Result rc = s_send(&call);
     json_decref(call.json);
     free(call.text);
-    fq_log(FQ_LOG_DEBUG, "http: %s %.200s %u", method, url, call.status);
+    fq_log(FQ_LOG_DEBUG, "http: %s %.200s %u", method, upload->raw_path, call.status);
     return rc;
 }
 
@@ -591,18 +928,18 @@ static void s_completed(void *cls, struct MHD_Connection *connection, void **con
 }
 
 //  Decodes %XX escapes in place, except %00: a NUL would cut the text
-//  short, so "/v1/requests/1%00" would read as request 1. Left as it is,
-//  it fails to parse like any other odd character.
+//  short. libmicrohttpd calls it for each query argument (and for the
+//  path, which fairq routes as it came instead: s_request_started).
 static size_t s_unescape(void *cls, struct MHD_Connection *connection, char *text)
 {
     (void)cls;
     (void)connection;
     char *out = text;
     for (const char *in = text; *in; in++) {
-        unsigned value;
-        if (in[0] == '%' && isxdigit((unsigned char)in[1]) && isxdigit((unsigned char)in[2]) &&
-            sscanf(in + 1, "%2x", &value) == 1 && value != 0) {
-            *out++ = (char)value;
+        int high = in[0] == '%' ? s_hex_digit(in[1]) : -1;
+        int low = high >= 0 ? s_hex_digit(in[2]) : -1;
+        if (low >= 0 && (high || low)) {
+            *out++ = (char)(high * 16 + low);
             in += 2;
         } else
             *out++ = *in;
@@ -613,12 +950,32 @@ static size_t s_unescape(void *cls, struct MHD_Connection *connection, char *tex
 
 static void s_mhd_log(void *cls, const char *format, va_list args)
 {
-    (void)cls;
+    fq_http_t *self = cls;
+    pthread_mutex_lock(&self->log_lock);
+    int64_t second = s_now_ms() / S_MS_PER_S;
+    if (second != self->log_second) {
+        self->log_second = second;
+        self->log_lines = 0;
+    }
+    bool logged = self->log_lines < S_MHD_LOG_PER_S;
+    int dropped = 0;
+    if (logged) {
+        self->log_lines++;
+        dropped = self->log_dropped;
+        self->log_dropped = 0;
+    } else
+        self->log_dropped++;
+    pthread_mutex_unlock(&self->log_lock);
+    if (!logged)
+        return;
     char line[512];
     vsnprintf(line, sizeof line, format, args);
     //  MHD ends its lines with a newline; fq_log adds its own
     line[strcspn(line, "\n")] = '\0';
-    fq_log(FQ_LOG_WARNING, "http: %s", line);
+    if (dropped)
+        fq_log(FQ_LOG_WARNING, "http: %s (and %d more messages left out)", line, dropped);
+    else
+        fq_log(FQ_LOG_WARNING, "http: %s", line);
 }
 
 //  ---------------------------------------------------------------------
@@ -661,10 +1018,60 @@ static int s_resolve(const char *listen, struct sockaddr_storage *addr, char *er
     return 0;
 }
 
+//  Makes room for connections_max connections in the process's limit of
+//  open files: the soft limit is raised as far as they need, never past
+//  the hard limit (which only root may raise). Returns 0, or -1 with the
+//  reason in error when the hard limit is too low.
+static int s_reserve_files(int connections_max, char *error, size_t error_size)
+{
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0)
+        return 0; //  Not known: libmicrohttpd refuses what it cannot open
+    rlim_t needed = (rlim_t)connections_max + S_FILES_RESERVED;
+    if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= needed)
+        return 0;
+    if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < needed) {
+        fq_error_format(error, error_size,
+                        "http_connections_max = %d needs %llu open files with what fairqd opens "
+                        "besides, but the hard limit of open files is %llu: lower "
+                        "http_connections_max or raise the limit (ulimit -Hn, LimitNOFILE=)",
+                        connections_max, (unsigned long long)needed,
+                        (unsigned long long)limit.rlim_max);
+        return -1;
+    }
+    rlim_t was = limit.rlim_cur;
+    limit.rlim_cur = needed;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+        fq_error_format(error, error_size, "could not raise the limit of open files to %llu: %s",
+                        (unsigned long long)needed, strerror(errno));
+        return -1;
+    }
+    fq_log(FQ_LOG_INFO, "http: open files limit raised from %llu to %llu for %d connections",
+           (unsigned long long)was, (unsigned long long)needed, connections_max);
+    return 0;
+}
+
 fq_http_t *fq_http_new(const fq_http_config_t *config, char *error, size_t error_size)
 {
     struct sockaddr_storage addr = {0};
     if (s_resolve(config->listen, &addr, error, error_size) != 0)
+        return NULL;
+    int connections_max =
+        config->connections_max > 0 ? config->connections_max : FQ_HTTP_CONNECTIONS_MAX;
+    int per_ip =
+        config->connections_per_ip > 0 ? config->connections_per_ip : FQ_HTTP_CONNECTIONS_PER_IP;
+    int idle_timeout_s =
+        config->idle_timeout_s > 0 ? config->idle_timeout_s : FQ_HTTP_IDLE_TIMEOUT_S;
+    int threads = config->threads > 0 ? config->threads : 1;
+    //  libmicrohttpd shares the total among its threads: each takes at
+    //  least one
+    if (connections_max < threads) {
+        fq_error_format(error, error_size,
+                        "http_connections_max = %d must be at least http_threads = %d",
+                        connections_max, threads);
+        return NULL;
+    }
+    if (s_reserve_files(connections_max, error, error_size) != 0)
         return NULL;
     fq_http_t *self = calloc(1, sizeof *self);
     if (!self || !(self->database = strdup(config->database ? config->database : "")) ||
@@ -678,6 +1085,7 @@ fq_http_t *fq_http_new(const fq_http_config_t *config, char *error, size_t error
         }
         return NULL;
     }
+    pthread_mutex_init(&self->log_lock, NULL);
     self->body_max = config->body_max;
     self->metrics_public = config->metrics_public;
     self->metrics = config->metrics;
@@ -689,10 +1097,11 @@ fq_http_t *fq_http_new(const fq_http_config_t *config, char *error, size_t error
     self->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, s_access, self, MHD_OPTION_EXTERNAL_LOGGER, s_mhd_log, self,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_THREAD_POOL_SIZE,
-        (unsigned)(config->threads > 0 ? config->threads : 1), MHD_OPTION_NOTIFY_COMPLETED,
-        s_completed, self, MHD_OPTION_UNESCAPE_CALLBACK, s_unescape, self,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)S_CONNECTION_MEMORY,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)S_CONNECTION_TIMEOUT_S, MHD_OPTION_END);
+        (unsigned)threads, MHD_OPTION_URI_LOG_CALLBACK, s_request_started, self,
+        MHD_OPTION_NOTIFY_COMPLETED, s_completed, self, MHD_OPTION_UNESCAPE_CALLBACK, s_unescape,
+        self, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)S_CONNECTION_MEMORY,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)connections_max, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)per_ip, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle_timeout_s, MHD_OPTION_END);
     if (!self->daemon) {
         fq_error_format(error, error_size, "could not listen on %s: %s", config->listen,
                         strerror(errno ? errno : EADDRINUSE));
@@ -713,6 +1122,7 @@ void fq_http_destroy(fq_http_t **self_p)
     if (self->daemon)
         MHD_stop_daemon(self->daemon);
     pthread_key_delete(self->store_key);
+    pthread_mutex_destroy(&self->log_lock);
     fq_rate_limit_destroy(&self->submits);
     free(self->database);
     free(self);

@@ -2,9 +2,16 @@
 
     libmicrohttpd serves the API from a small pool of threads. Each pool
     thread opens its own PostgreSQL connection the first time it needs one
-    (one fq_store_t per thread, as libpq connections are not shared) and
-    connects again after the database was lost; while it cannot, calls
-    answer 503 and the server itself stays up.
+    (one fq_store_t per thread, as libpq connections are not shared),
+    checks before each call that the server has not closed it meanwhile
+    (a database restart), and connects again after the database was lost;
+    while it cannot, calls answer 503 and the server itself stays up.
+
+    Connections are bounded in total, per client address and in how long
+    they may stay silent (fq_http_policy.h); requests whose framing is
+    ambiguous (Content-Length and Transfer-Encoding together, two lengths)
+    are refused and their connection closed, so that nothing after them is
+    read as a request of its own.
 
     The server reads what the actors know (messages in flight, send rates,
     each actor's mailbox) from the shared fq_metrics_t and the actor
@@ -14,26 +21,33 @@
 #ifndef FQ_HTTP_H
 #define FQ_HTTP_H
 
+#include "fq_http_policy.h"
 #include "fq_metrics.h"
 #include "fq_system.h"
 #include <stdbool.h>
 #include <stddef.h>
 
 typedef struct {
-    const char *listen;    //  "host:port" ("[::1]:8080" for IPv6); port 0 picks one
-    const char *database;  //  libpq connection string of the pool threads
-    size_t body_max;       //  Largest request body, in bytes (413 beyond)
-    int threads;           //  Size of the thread pool
-    bool metrics_public;   //  GET /metrics without a token
-    fq_metrics_t *metrics; //  Borrowed; may be NULL
-    fq_system_t *system;   //  Borrowed, for per-actor figures; may be NULL
+    const char *listen;     //  "host:port" ("[::1]:8080" for IPv6); port 0 picks one
+    const char *database;   //  libpq connection string of the pool threads
+    size_t body_max;        //  Largest request body, in bytes (413 beyond)
+    int threads;            //  Size of the thread pool
+    bool metrics_public;    //  GET /metrics without a token
+    fq_metrics_t *metrics;  //  Borrowed; may be NULL
+    fq_system_t *system;    //  Borrowed, for per-actor figures; may be NULL
+    int connections_max;    //  Connections open at once; 0: FQ_HTTP_CONNECTIONS_MAX
+    int connections_per_ip; //  Of them from one address; 0: FQ_HTTP_CONNECTIONS_PER_IP
+    int idle_timeout_s;     //  Silence that closes one; 0: FQ_HTTP_IDLE_TIMEOUT_S
 } fq_http_config_t;
 
 typedef struct fq_http fq_http_t;
 
-//  Starts serving. Returns NULL with the reason in error (an address that
-//  does not parse or resolve, a port in use). Borrows config's strings
-//  only during the call.
+//  Starts serving. Every connection is a file: when the process's soft
+//  limit of open files (RLIMIT_NOFILE) is too low for connections_max and
+//  what fairqd opens besides, it is raised, up to the hard limit. Returns
+//  NULL with the reason in error (an address that does not parse or
+//  resolve, a port in use, a hard limit too low for connections_max).
+//  Borrows config's strings only during the call.
 fq_http_t *fq_http_new(const fq_http_config_t *config, char *error, size_t error_size);
 
 //  Stops accepting, finishes the calls in progress and closes the pool's

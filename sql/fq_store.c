@@ -4,6 +4,8 @@
 #include "fq_migrations.h"
 #include <jansson.h>
 #include <libpq-fe.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,10 @@
 
 //  Longest recipient address (RFC 5321: 64 local + @ + 255 domain).
 #define S_ADDRESS_MAX 320
+
+//  fairq.submit_json's parameters, and the recipients' place among them.
+#define S_SUBMIT_PARAMS     10
+#define S_SUBMIT_RECIPIENTS 4
 
 int fq_buf_reserve(fq_buf_t *buf, size_t more)
 {
@@ -111,6 +117,7 @@ void fq_buf_free(fq_buf_t *buf)
 
 int fq_store_fail(fq_store_t *self, int code, const char *format, ...)
 {
+    self->sqlstate[0] = self->constraint[0] = '\0';
     va_list args;
     va_start(args, format);
     vsnprintf(self->error, sizeof self->error, format, args);
@@ -124,12 +131,32 @@ int fq_store_fail(fq_store_t *self, int code, const char *format, ...)
 
 //  Maps a failed result to a code: data the database refused (bad input,
 //  a violated check) is the caller's FQ_EINVAL, anything else FQ_EDB.
-static int s_result_code(const PGresult *res)
+static int s_result_code(const char *state)
 {
-    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     if (state && (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0))
         return FQ_EINVAL;
     return FQ_EDB;
+}
+
+//  Whether a failure with this SQLSTATE (NULL: libpq's own, no answer of
+//  the server's) leaves the connection unusable. libpq marks a connection
+//  bad only once it reads the end of it: a statement sent into a session
+//  the server ended (a restart) can fail with "server closed the
+//  connection unexpectedly" while the connection still reads as OK, and
+//  the next statement on it would fail the same way. So an error libpq
+//  made up itself (no SQLSTATE: it could not send, or read no answer),
+//  class 08 (connection exception) and the server's own shutdown and
+//  restart codes all count as a lost connection, to be made again.
+static bool s_connection_lost(PGconn *conn, const PGresult *res, const char *state)
+{
+    if (PQstatus(conn) != CONNECTION_OK)
+        return true;
+    if (res && PQresultStatus(res) != PGRES_FATAL_ERROR)
+        return false; //  Another status than the one wanted: not an error
+    return !state || strncmp(state, "08", 2) == 0 ||
+           strcmp(state, "57P01") == 0 || //  admin_shutdown
+           strcmp(state, "57P02") == 0 || //  crash_shutdown
+           strcmp(state, "57P03") == 0;   //  cannot_connect_now
 }
 
 //  Checks res against the status wanted; on failure records "could not
@@ -138,10 +165,16 @@ int fq_store_check(fq_store_t *self, PGresult *res, ExecStatusType wanted, const
 {
     if (res && PQresultStatus(res) == wanted)
         return 0;
-    int code = s_result_code(res);
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    const char *constraint = res ? PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME) : NULL;
     const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    int code = s_result_code(state);
     fq_store_fail(self, code, "could not %s: %s", what,
                   primary ? primary : PQerrorMessage(self->conn));
+    snprintf(self->sqlstate, sizeof self->sqlstate, "%s", state ? state : "");
+    snprintf(self->constraint, sizeof self->constraint, "%s", constraint ? constraint : "");
+    if (s_connection_lost(self->conn, res, state))
+        self->lost = true;
     PQclear(res);
     return code;
 }
@@ -196,11 +229,16 @@ int64_t fq_store_int64(const PGresult *res, int row, int col)
 //  Connection
 
 //  The server's notices ("schema already exists, skipping") are not errors
-//  and would only clutter fairq's log.
-static void s_ignore_notice(void *arg, const char *message)
+//  and would only clutter fairq's log. But an error the server sends while
+//  the session is idle comes this way too, and a FATAL one is its last
+//  words before it closes the session (a restart: "terminating connection
+//  due to administrator command"): the connection is lost from then on.
+static void s_notice(void *arg, const PGresult *res)
 {
-    (void)arg;
-    (void)message;
+    fq_store_t *self = arg;
+    const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+    if (severity && (strcmp(severity, "FATAL") == 0 || strcmp(severity, "PANIC") == 0))
+        self->lost = true;
 }
 
 fq_store_t *fq_store_new(const char *conninfo, char *error, size_t error_size)
@@ -238,20 +276,48 @@ const char *fq_store_error(fq_store_t *self)
     return self->error;
 }
 
+const char *fq_store_error_sqlstate(fq_store_t *self)
+{
+    return self->sqlstate;
+}
+
+const char *fq_store_error_constraint(fq_store_t *self)
+{
+    return self->constraint;
+}
+
 bool fq_store_connected(fq_store_t *self)
 {
-    return self->conn && PQstatus(self->conn) == CONNECTION_OK;
+    return self->conn && !self->lost && PQstatus(self->conn) == CONNECTION_OK;
+}
+
+bool fq_store_alive(fq_store_t *self)
+{
+    if (!fq_store_connected(self))
+        return false;
+    //  An idle session has little to say: what is readable is most likely
+    //  the server's last words (a FATAL message, s_notice, then the end of
+    //  the stream, which POLLRDHUP tells at once)
+    struct pollfd pfd = {.fd = PQsocket(self->conn), .events = POLLIN | POLLRDHUP};
+    if (poll(&pfd, 1, 0) <= 0)
+        return true;
+    if (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL) || !PQconsumeInput(self->conn))
+        self->lost = true;
+    if (!fq_store_connected(self))
+        fq_store_fail(self, FQ_EDB, "could not use the connection: the server closed it");
+    return fq_store_connected(self);
 }
 
 int fq_store_reconnect(fq_store_t *self)
 {
     if (self->conn)
         PQfinish(self->conn);
+    self->lost = false;
     self->conn = PQconnectdb(self->conninfo);
     if (!self->conn || PQstatus(self->conn) != CONNECTION_OK)
         return fq_store_fail(self, FQ_EDB, "could not connect to database: %s",
                              self->conn ? PQerrorMessage(self->conn) : "out of memory");
-    PQsetNoticeProcessor(self->conn, s_ignore_notice, NULL);
+    PQsetNoticeReceiver(self->conn, s_notice, self);
     //  Times are stored as timestamptz; the session zone only affects text.
     //  JIT is off: fairq's statements are short and many, and compiling one
     //  whose estimate crossed jit_above_cost (a stale one, after a burst of
@@ -392,6 +458,11 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
     snprintf(send_at, sizeof send_at, "%lld", (long long)req->send_at);
     snprintf(priority, sizeof priority, "%d", req->priority);
     snprintf(attempts, sizeof attempts, "%d", req->max_attempts > 0 ? req->max_attempts : 5);
+    size_t recipients_size = req->recipients_size
+                                 ? req->recipients_size
+                                 : (req->recipients_json ? strlen(req->recipients_json) : 0);
+    if (recipients_size > INT_MAX)
+        return fq_store_fail(self, FQ_EINVAL, "could not submit request: recipients too large");
     const char *params[] = {req->tenant,
                             req->from,
                             req->subject,
@@ -402,13 +473,18 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
                             priority,
                             attempts,
                             req->idempotency_key};
-    int rc;
-    PGresult *res = fq_store_query(self,
-                                   "SELECT fairq.submit_json($1, $2, $3, $4, $5::json, $6::boolean,"
-                                   " CASE WHEN $7::bigint > 0 THEN to_timestamp($7::bigint)"
-                                   " ELSE now() END, $8::int, $9::int, $10)",
-                                   10, params, PGRES_TUPLES_OK, "submit request", &rc);
-    if (!res)
+    //  The recipients in binary format, which for json is the text itself
+    //  with its length: a slice of an HTTP body goes as it is, with no
+    //  terminated copy of up to http_body_max bytes
+    int lengths[S_SUBMIT_PARAMS] = {[S_SUBMIT_RECIPIENTS] = (int)recipients_size};
+    int formats[S_SUBMIT_PARAMS] = {[S_SUBMIT_RECIPIENTS] = 1};
+    PGresult *res = PQexecParams(self->conn,
+                                 "SELECT fairq.submit_json($1, $2, $3, $4, $5::json, $6::boolean,"
+                                 " CASE WHEN $7::bigint > 0 THEN to_timestamp($7::bigint)"
+                                 " ELSE now() END, $8::int, $9::int, $10)",
+                                 S_SUBMIT_PARAMS, NULL, params, lengths, formats, 0);
+    int rc = fq_store_check(self, res, PGRES_TUPLES_OK, "submit request");
+    if (rc)
         return rc;
     *request_id = fq_store_int64(res, 0, 0);
     PQclear(res);
@@ -467,8 +543,9 @@ void fq_request_templates_free(fq_request_templates_t *templates)
 //  A deliberately plain check, for what must never reach a mail header: one
 //  @, a non-empty local part of printable ASCII without spaces, and a
 //  domain of letters, digits, hyphens and dots. No CR, LF or other
-//  control character anywhere.
-static const char *s_address_problem(const char *to, size_t len)
+//  control character anywhere. fairq.address_problem (0008_submit_from.sql)
+//  is the same rule in SQL: the two change together.
+const char *fq_store_address_problem(const char *to, size_t len)
 {
     if (len == 0)
         return "empty address";
@@ -570,7 +647,7 @@ static const char *s_recipient_problem(json_t *recipient, const char *const *req
     json_t *to = json_object_get(recipient, "to");
     if (!json_is_string(to))
         return "recipient has no \"to\" string";
-    const char *problem = s_address_problem(json_string_value(to), json_string_length(to));
+    const char *problem = fq_store_address_problem(json_string_value(to), json_string_length(to));
     if (problem)
         return problem;
     json_t *fields = json_object_get(recipient, "fields");

@@ -25,13 +25,30 @@ typedef struct fq_store fq_store_t;
 fq_store_t *fq_store_new(const char *conninfo, char *error, size_t error_size);
 void fq_store_destroy(fq_store_t **self_p);
 
-//  The last error's message; never NULL.
+//  The last error's message; never NULL. It may quote the server's own
+//  words (which name tables, columns, hosts and users): fit for a log,
+//  not for an answer to a client.
 const char *fq_store_error(fq_store_t *self);
 
-//  True while the connection is up; fq_store_reconnect re-establishes it
-//  (after a database restart). Returns 0 or FQ_EDB.
+//  When the last error came from the server: its SQLSTATE ("23514") and
+//  the constraint it names ("requests_subject_check"); "" for the store's
+//  own errors or when the server named none. For callers that answer in
+//  their own words. Static for self's life, overwritten by the next error.
+const char *fq_store_error_sqlstate(fq_store_t *self);
+const char *fq_store_error_constraint(fq_store_t *self);
+
+//  True while the connection is up: false once a statement found it cut
+//  (a database restart, a broken network), even where libpq has not
+//  noticed yet. fq_store_reconnect re-establishes it. Returns 0 or FQ_EDB.
 bool fq_store_connected(fq_store_t *self);
 int fq_store_reconnect(fq_store_t *self);
+
+//  Checks, without a round trip, that an idle connection was not closed
+//  by the server meanwhile (a database restart ends every session, and a
+//  connection unused since then only finds out with its next statement).
+//  Reads what the server sent, if anything; false when the connection is
+//  gone, and fq_store_connected is false from then on.
+bool fq_store_alive(fq_store_t *self);
 
 //  Applies the migrations the database lacks, in one transaction, under an
 //  advisory lock (two daemons starting at once apply them once). Returns
@@ -66,6 +83,8 @@ typedef struct {
     const char *body;    //  Template
     bool body_is_html;
     const char *recipients_json; //  [{"to": "...", "fields": {...}}, ...]
+    size_t recipients_size;      //  Its length; 0: up to its NUL. A slice of a
+                                 //  larger text (an HTTP body) needs no copy
     int64_t send_at;             //  Unix seconds; 0 = now
     int priority;
     int max_attempts;            //  0 = default (5)
@@ -74,10 +93,20 @@ typedef struct {
 
 //  Submits a request through fairq.submit_json (the function applications
 //  call in their own transactions, as fairq.submit_json with the
-//  recipients as json, or fairq.submit with them as jsonb). A repeated idempotency key answers the
-//  first request's id and creates nothing. Returns 0, FQ_EINVAL (bad
-//  input: the message says what) or FQ_EDB.
+//  recipients as json, or fairq.submit with them as jsonb). A repeated
+//  idempotency key answers the first request's id and creates nothing.
+//  The recipients go to the server as they are, without a copy of fairq's
+//  own (libpq's send buffer holds one). Returns 0, FQ_EINVAL (bad input:
+//  the message says what) or FQ_EDB.
 int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_id);
+
+//  Why the len bytes at address are not one mail address, or NULL when
+//  they are: one @, a non-empty local part of printable ASCII without
+//  spaces, a dotted domain of letters, digits and hyphens, at most 320
+//  bytes, no CR, LF or other control character. The rule recipients are
+//  split by and fairq.submit checks a request's from address with
+//  (0008_submit_from.sql). Static text.
+const char *fq_store_address_problem(const char *address, size_t len);
 
 typedef struct {
     int64_t id;

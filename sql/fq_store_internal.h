@@ -10,10 +10,23 @@
 #include "fq_store.h"
 #include <libpq-fe.h>
 
+//  Room for an SQLSTATE and its NUL.
+#define FQ_STORE_SQLSTATE_SIZE 6
+
+//  Room for a constraint's name (PostgreSQL's NAMEDATALEN) and its NUL.
+#define FQ_STORE_CONSTRAINT_SIZE 64
+
 struct fq_store {
     PGconn *conn;
     char *conninfo;
     char error[1024];
+    //  Of the last error, when the server gave it: its SQLSTATE and the
+    //  constraint it names; "" for the store's own errors
+    char sqlstate[FQ_STORE_SQLSTATE_SIZE];
+    char constraint[FQ_STORE_CONSTRAINT_SIZE];
+    //  A statement failed in a way that leaves the connection unusable
+    //  (the server went away), though libpq may still call it OK
+    bool lost;
 };
 
 //  A growable byte buffer for COPY rows and array literals. Its functions
@@ -36,11 +49,13 @@ int fq_buf_add_array_text(fq_buf_t *buf, const char *s);
 int fq_buf_add_id_array(fq_buf_t *buf, const int64_t *ids, size_t count, size_t stride);
 void fq_buf_free(fq_buf_t *buf);
 
-//  Records an error message (printf-style) and returns code.
+//  Records an error message of the store's own (printf-style) and returns
+//  code.
 int fq_store_fail(fq_store_t *self, int code, const char *format, ...);
 
 //  Checks res for the wanted status; on failure records "could not <what>:
-//  <server message>", clears res and returns FQ_EINVAL (data the server
+//  <server message>" with the server's SQLSTATE and constraint, notes a
+//  lost connection, clears res and returns FQ_EINVAL (data the server
 //  refused) or FQ_EDB.
 int fq_store_check(fq_store_t *self, PGresult *res, ExecStatusType wanted, const char *what);
 

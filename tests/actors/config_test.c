@@ -128,6 +128,15 @@ static void test_defaults(void **unused)
     assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_FLUSH_MS), 20);
     assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_THREADS), 4);
     assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_BODY_MAX), 32 * 1024 * 1024);
+    //  The HTTP server's own defaults (fq_http_policy.h), one value each
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_CONNECTIONS_MAX), 1000);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_CONNECTIONS_MAX),
+                     FQ_HTTP_CONNECTIONS_MAX);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_CONNECTIONS_PER_IP), 64);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_CONNECTIONS_PER_IP),
+                     FQ_HTTP_CONNECTIONS_PER_IP);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_IDLE_TIMEOUT_S), 10);
+    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_IDLE_TIMEOUT_S), FQ_HTTP_IDLE_TIMEOUT_S);
     assert_false(fq_config_bool(config, FQ_CONFIG_METRICS_PUBLIC));
     assert_int_equal(fq_config_int(config, FQ_CONFIG_RETRY_BASE_MS), 60000);
     assert_int_equal(fq_config_int(config, FQ_CONFIG_RETRY_CAP_MS), 3600000);
@@ -632,6 +641,9 @@ static void test_int_ranges(void **unused)
                             "--database_retry_max_ms=3600000",
                             "--heartbeat_ms=10",
                             "--heartbeat_timeout_ms=600000",
+                            "--http_threads=1",
+                            "--http_connections_per_ip=1",
+                            "--http_connections_max=1048576",
                             flag,
                             NULL};
             s_expect_ok(config, argv, s_no_env);
@@ -649,7 +661,7 @@ static void test_int_ranges(void **unused)
         }
         checked++;
     }
-    assert_true(checked >= 9); //  Nine integer keys today
+    assert_true(checked >= 18); //  Eighteen integer keys today
     fq_config_destroy(&config);
 }
 
@@ -672,6 +684,16 @@ static void test_checks_between_keys(void **unused)
                    "flag --database_retry_min_ms: database_retry_max_ms = 100 (environment "
                    "FAIRQ_DATABASE_RETRY_MAX_MS) must be at least database_retry_min_ms = 200 "
                    "(flag --database_retry_min_ms)");
+    char *per_ip[] = {"fairqd", "--http_connections_per_ip=5000", NULL};
+    s_expect_error(per_ip, s_no_env,
+                   "flag --http_connections_per_ip: http_connections_max = 1000 (default) must be "
+                   "at least http_connections_per_ip = 5000 (flag --http_connections_per_ip)");
+    char *threads_env[] = {"FAIRQ_HTTP_THREADS=8", NULL};
+    char *total[] = {"fairqd", "--http_connections_max=4", "--http_connections_per_ip=2", NULL};
+    s_expect_error(total, threads_env,
+                   "flag --http_connections_max: http_connections_max = 4 (flag "
+                   "--http_connections_max) must be at least http_threads = 8 (environment "
+                   "FAIRQ_HTTP_THREADS)");
     char *bind[] = {"fairqd", "--gateway_bind=tcp://*:5555", NULL};
     s_expect_error(bind, s_no_env,
                    "flag --gateway_bind: gateway_bind needs gateway_cert, the gateway's CURVE "

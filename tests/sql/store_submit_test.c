@@ -1,8 +1,9 @@
 /*  store_submit_test.c — intake against a real PostgreSQL: fairq.submit
     inside an application's own transaction (a plain libpq connection, as an
     application has), NOTIFY only on commit, idempotency keys, refused
-    input that leaves nothing behind, hostile text stored byte for byte,
-    and recipients stored in chunks. */
+    input that leaves nothing behind, a from address that is not one
+    address refused in SQL and in C alike, hostile text stored byte for
+    byte, and recipients stored in chunks. */
 #include "fq_store.h"
 #include "fq_error.h"
 #include <jansson.h>
@@ -383,11 +384,12 @@ static void test_bad_input_is_refused(void **unused)
     for (size_t i = 0; i < sizeof broken_froms / sizeof broken_froms[0]; i++) {
         req = s_valid_request();
         req.from = broken_froms[i];
-        s_expect_refused(store, conn, &req, "requests_from_addr_check", "from with a break");
+        s_expect_refused(store, conn, &req, "invalid from address: address contains CR or LF",
+                         "from with a break");
     }
     req = s_valid_request();
     req.from = "";
-    s_expect_refused(store, conn, &req, "requests_from_addr_check", "empty from");
+    s_expect_refused(store, conn, &req, "invalid from address: empty address", "empty from");
 
     //  A body one byte over the limit; the limit itself is accepted below
     char *body = malloc(S_BODY_MAX + 2);
@@ -481,17 +483,18 @@ static void test_hostile_text_round_trips(void **unused)
     size_t n = sizeof S_HOSTILE / sizeof S_HOSTILE[0];
     for (size_t i = 0; i < n; i++) {
         const char *text = S_HOSTILE[i];
-        char subject[256], body[512], key[256], to[128];
+        char subject[256], body[512], key[256], to[128], from[128];
         snprintf(subject, sizeof subject, "%s {{v}}", text);
         snprintf(body, sizeof body, "%s\t\r\n{{{v}}} %s", text, text);
         snprintf(key, sizeof key, "key %s", text);
-        //  The address's local part takes every printable character
+        //  An address's local part takes every printable character
         snprintf(to, sizeof to, "o'neil\\$1;--\"x\"%zu@example.com", i);
+        snprintf(from, sizeof from, "');DROP/**/TABLE/**/fairq.messages;--%zu@acme.example", i);
         json_t *list =
             json_pack("[{s:s, s:{s:s, s:s}}]", "to", to, "fields", "v", text, "w", "{{v}}");
         char *recipients = json_dumps(list, JSON_COMPACT);
         fq_submit_t req = {.tenant = "acme",
-                           .from = text,
+                           .from = from,
                            .subject = subject,
                            .body = body,
                            .recipients_json = recipients,
@@ -506,7 +509,7 @@ static void test_hostile_text_round_trips(void **unused)
                                       " rejected FROM fairq.requests WHERE id = $1",
                                       1, id_text);
         assert_int_equal(PQntuples(res), 1);
-        assert_string_equal(PQgetvalue(res, 0, 0), text);
+        assert_string_equal(PQgetvalue(res, 0, 0), from);
         assert_string_equal(PQgetvalue(res, 0, 1), subject);
         assert_string_equal(PQgetvalue(res, 0, 2), body);
         assert_string_equal(PQgetvalue(res, 0, 3), key);
@@ -617,6 +620,93 @@ static void test_many_tags_submit_quickly(void **unused)
     fq_store_destroy(&store);
 }
 
+//  Addresses for the from check: one of each fault, in the places the
+//  check finds them first, and good ones of every shape.
+static const char *const S_ADDRESSES[] = {
+    "news@acme.example",
+    "o'neil\\$1;--\"x\"@example.com",
+    "a@b.c",
+    "first.last+tag@sub-domain.example.org",
+    "",
+    "news",
+    "a@b, c@d",
+    "a@b.example,c@d.example",
+    "news\xe2\x80\xa8@acme.example", //  U+2028, a line separator
+    "Acme News <news@acme.example>",
+    "news@acme",
+    "@acme.example",
+    "news@",
+    "news@.acme.example",
+    "news@acme.example.",
+    "news@acme..example",
+    "news@acme_corp.example",
+    "news@@acme.example",
+    "a@b@c d", //  A second @ before the space: the @ is named
+    "a b@c@d", //  The space first
+    "news@acme.example\r\nBcc: all@example.com",
+    "\tnews@acme.example",
+    "n\x7fws@acme.example",
+    "caf\xc3\xa9@acme.example",
+};
+
+//  The from address of a request is one address, by the rule recipients
+//  are split by: fairq.address_problem (SQL) says what
+//  fq_store_address_problem (C) says, word for word, and a submit with a
+//  bad one, through the store or called in SQL by an application, is
+//  refused with that reason and stores nothing.
+static void test_from_must_be_one_address(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    PGconn *app = fq_test_connect(s_conninfo);
+    char long_local[400];
+    memset(long_local, 'a', 310);
+    snprintf(long_local + 310, sizeof long_local - 310, "@acme.example");
+    size_t n = sizeof S_ADDRESSES / sizeof S_ADDRESSES[0];
+    int good = 0, bad = 0;
+    for (size_t i = 0; i <= n; i++) {
+        const char *from = i < n ? S_ADDRESSES[i] : long_local;
+        const char *problem = fq_store_address_problem(from, strlen(from));
+        char *sql_problem = fq_test_text(app, "SELECT fairq.address_problem($1)", 1, from);
+        if (problem && (!sql_problem || strcmp(problem, sql_problem) != 0))
+            fail_msg("\"%s\": C says \"%s\", SQL \"%s\"", from, problem,
+                     sql_problem ? sql_problem : "(good)");
+        if (!problem && sql_problem)
+            fail_msg("\"%s\": C takes it, SQL says \"%s\"", from, sql_problem);
+        free(sql_problem);
+        fq_submit_t req = s_valid_request();
+        req.from = from;
+        int64_t id;
+        if (!problem) {
+            assert_int_equal(fq_store_submit(store, &req, &id), 0);
+            good++;
+            continue;
+        }
+        char wanted[256];
+        snprintf(wanted, sizeof wanted, "invalid from address: %s", problem);
+        s_expect_refused(store, app, &req, wanted, from);
+        //  fairq.submit, as an application calls it in its own transaction
+        char *before = s_row_counts(app);
+        PGresult *res = PQexecParams(app,
+                                     "SELECT fairq.submit('acme', $1, 'Hi', 'Body',"
+                                     " '[{\"to\": \"a@example.com\"}]'::jsonb)",
+                                     1, NULL, &from, NULL, NULL, 0);
+        assert_int_equal(PQresultStatus(res), PGRES_FATAL_ERROR);
+        assert_string_equal(PQresultErrorField(res, PG_DIAG_SQLSTATE), "22023");
+        assert_string_equal(PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY), wanted);
+        PQclear(res);
+        char *after = s_row_counts(app);
+        assert_string_equal(before, after);
+        free(before);
+        free(after);
+        bad++;
+    }
+    assert_int_equal(good, 4);
+    assert_true(bad >= 18);
+    PQfinish(app);
+    fq_store_destroy(&store);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -626,6 +716,7 @@ int main(void)
         cmocka_unit_test(test_idempotency_key_concurrent),
         cmocka_unit_test(test_bad_input_is_refused),
         cmocka_unit_test(test_bad_tenant_name_is_refused),
+        cmocka_unit_test(test_from_must_be_one_address),
         cmocka_unit_test(test_hostile_text_round_trips),
         cmocka_unit_test(test_recipients_are_chunked),
         cmocka_unit_test(test_many_tags_submit_quickly),

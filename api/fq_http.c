@@ -542,6 +542,11 @@ static bool s_value_cut(const s_header_t *header)
 {
     if (header->size != strlen(header->value)) //  Where the size is the real one
         return true;
+#if MHD_VERSION > 0x00097500
+    //  The layout read below is 0.9.75's (Debian 12's); the test suite's
+    //  NUL cases show whether a later version needs the same care
+    return false;
+#endif
     if (header->next_key)
         return header->next_key != header->after &&
                !(header->after[0] == '\0' && header->next_key == header->after + 1);

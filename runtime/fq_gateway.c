@@ -855,6 +855,9 @@ static int s_default(int value, int fallback)
     return value > 0 ? value : fallback;
 }
 
+//  What s_admit_copy says when memory ran out (not the configuration's fault).
+static const char s_out_of_memory[] = "out of memory";
+
 //  Copies the admission table into cfg. Returns NULL, or what is wrong.
 static const char *s_admit_copy(s_config_t *cfg, const fq_gateway_admit_t *admit, size_t count)
 {
@@ -862,7 +865,7 @@ static const char *s_admit_copy(s_config_t *cfg, const fq_gateway_admit_t *admit
         return NULL;
     cfg->admit = calloc(count, sizeof *cfg->admit);
     if (!cfg->admit)
-        return "out of memory";
+        return s_out_of_memory;
     for (size_t i = 0; i < count; i++) {
         const fq_gateway_admit_t *row = &admit[i];
         if (row->path && !fq_path_valid(row->path))
@@ -873,7 +876,7 @@ static const char *s_admit_copy(s_config_t *cfg, const fq_gateway_admit_t *admit
         cfg->admit[i] = (fq_gateway_admit_t){row->type, NULL, row->kinds};
         cfg->admit_count = i + 1;
         if (row->path && !(cfg->admit[i].path = strdup(row->path)))
-            return "out of memory";
+            return s_out_of_memory;
     }
     return NULL;
 }
@@ -971,7 +974,7 @@ int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *in)
     if (problem) {
         zsys_error("fairq gateway: %s", problem);
         s_config_free(cfg);
-        return FQ_EINVAL;
+        return problem == s_out_of_memory ? FQ_ENOMEM : FQ_EINVAL;
     }
     fq_spawn_opts_t opts = fq_spawn_opts_default();
     opts.args_free = s_config_free;

@@ -9,10 +9,10 @@
     dispatcher has already given this sender's messages back to its
     scheduler. The sender then says HELLO again; outcomes that arrive
     meanwhile are kept and sent after the WELCOME (late answers: fairqd
-    records them, which saves a second delivery when the message has not
-    gone out again yet), and each worker still busy with a message of the
-    old session gives its credit back with an explicit CREDIT 1 when done,
-    since fairqd no longer counts that message as this sender's. */
+    drops them, since only the sender holding a message may answer for
+    it, and the message, given back, goes out again), and each worker still busy with a message of
+   the old session gives its credit back with an explicit CREDIT 1 when done, since fairqd no longer
+   counts that message as this sender's. */
 #include "fq_sender.h"
 #include "fq_log.h"
 #include <stdlib.h>

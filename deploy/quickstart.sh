@@ -42,7 +42,7 @@ unset "${!PG@}" "${!FAIRQ_@}"
 # -P: the physical path, which is what the running processes' command lines hold.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 BUILD="$ROOT/build/release"
-FAIRQD="$BUILD/actors/fairqd"
+FAIRQD="$BUILD/fairqd/fairqd"
 SENDER="$BUILD/sender/fairq-sender"
 FAIRQ="$BUILD/cli/fairq"
 SINK="$ROOT/tests/e2e/smtp_sink.py"
@@ -439,7 +439,7 @@ make_certs() {
 write_conf() {
     cat >"$CONF" <<EOF
 # fairqd's configuration for deploy/quickstart.sh, written at each start (edits are
-# overwritten). Every key: build/release/actors/fairqd --help.
+# overwritten). Every key: build/release/fairqd/fairqd --help.
 name = fairqd
 # The private cluster's unix socket under var/run: no TCP, no password
 database = $(conf_quote "host=$(conninfo_quote "$RUN") port=$PG_PORT dbname=fairq user=postgres")

@@ -24,46 +24,6 @@
 #define S_SUBMIT_PARAMS     10
 #define S_SUBMIT_RECIPIENTS 4
 
-int fq_buf_reserve(fq_buf_t *buf, size_t more)
-{
-    if (buf->size + more <= buf->capacity)
-        return 0;
-    size_t capacity = buf->capacity ? buf->capacity : 4096;
-    while (capacity < buf->size + more)
-        capacity *= 2;
-    char *data = realloc(buf->data, capacity);
-    if (!data)
-        return -1;
-    buf->data = data;
-    buf->capacity = capacity;
-    return 0;
-}
-
-int fq_buf_add(fq_buf_t *buf, const char *data, size_t size)
-{
-    if (fq_buf_reserve(buf, size + 1))
-        return -1;
-    memcpy(buf->data + buf->size, data, size);
-    buf->size += size;
-    buf->data[buf->size] = 0;
-    return 0;
-}
-
-int fq_buf_printf(fq_buf_t *buf, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    int len = vsnprintf(NULL, 0, format, args);
-    va_end(args);
-    if (len < 0 || fq_buf_reserve(buf, (size_t)len + 1))
-        return -1;
-    va_start(args, format);
-    vsnprintf(buf->data + buf->size, (size_t)len + 1, format, args);
-    va_end(args);
-    buf->size += (size_t)len;
-    return 0;
-}
-
 //  Appends s escaped for COPY's text format: the four characters COPY
 //  treats specially become backslash escapes.
 int fq_buf_add_copy_text(fq_buf_t *buf, const char *s, size_t size)
@@ -106,11 +66,6 @@ int fq_buf_add_array_text(fq_buf_t *buf, const char *s)
     return 0;
 }
 
-void fq_buf_free(fq_buf_t *buf)
-{
-    free(buf->data);
-    *buf = (fq_buf_t){0};
-}
 
 //  ---------------------------------------------------------------------
 //  Errors and plumbing

@@ -7,6 +7,7 @@
 #ifndef FQ_STORE_INTERNAL_H
 #define FQ_STORE_INTERNAL_H
 
+#include "fq_buf.h"
 #include "fq_store.h"
 #include <libpq-fe.h>
 
@@ -29,17 +30,6 @@ struct fq_store {
     bool lost;
 };
 
-//  A growable byte buffer for COPY rows and array literals. Its functions
-//  return 0, or -1 when memory runs out (callers OR them together).
-typedef struct {
-    char *data;
-    size_t size;
-    size_t capacity;
-} fq_buf_t;
-
-int fq_buf_reserve(fq_buf_t *buf, size_t more);
-int fq_buf_add(fq_buf_t *buf, const char *data, size_t size);
-int fq_buf_printf(fq_buf_t *buf, const char *format, ...);
 //  s escaped for COPY's text format
 int fq_buf_add_copy_text(fq_buf_t *buf, const char *s, size_t size);
 //  s as one quoted element of an array literal; NULL becomes NULL
@@ -47,7 +37,6 @@ int fq_buf_add_array_text(fq_buf_t *buf, const char *s);
 //  ids as a bigint array literal ("{1,2,3}"); stride is the distance in
 //  bytes between two ids (sizeof a struct whose first field is the id)
 int fq_buf_add_id_array(fq_buf_t *buf, const int64_t *ids, size_t count, size_t stride);
-void fq_buf_free(fq_buf_t *buf);
 
 //  Records an error message of the store's own (printf-style) and returns
 //  code.

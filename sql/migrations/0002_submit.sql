@@ -12,7 +12,7 @@ CREATE FUNCTION fairq.chunk_size() RETURNS integer
     LANGUAGE sql IMMUTABLE AS 'SELECT 10000';
 
 -- Checks a template's tags and returns the distinct field names it uses.
--- The grammar is that of actors/fq_template.h: {{ name }} (escaped in HTML
+-- The grammar is that of templates/fq_template.h: {{ name }} (escaped in HTML
 -- bodies) and {{{ name }}} (raw); every {{ opens a tag. Raises on an
 -- unclosed tag or an invalid name, so a bad template fails the submit.
 --

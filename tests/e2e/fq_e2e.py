@@ -62,7 +62,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 PATHS = {
-    "fairqd": os.environ.get("FQ_E2E_FAIRQD", os.path.join(ROOT, "build/dev/actors/fairqd")),
+    "fairqd": os.environ.get("FQ_E2E_FAIRQD", os.path.join(ROOT, "build/dev/fairqd/fairqd")),
     "sender": os.environ.get("FQ_E2E_SENDER",
                              os.path.join(ROOT, "build/dev/sender/fairq-sender")),
     "admin": os.environ.get("FQ_E2E_ADMIN", os.path.join(ROOT, "build/dev/tests/e2e/fq_e2e_admin")),

@@ -8,7 +8,7 @@ joins as a sender's runtime does (GW_HELLO, GW_WELCOME, heartbeats) and
 then sends what no honest sender would:
 
   * every message type the schemas define (runtime/fq_sysmsg.def and
-    actors/fq_messages.def, read at run time so new types are covered) and
+    messages/fq_messages.def, read at run time so new types are covered) and
     some unknown ones, to every actor of fairqd and to paths that name
     none, as tell, ask and reply, with correlation ids 0, 1 and 2^64-1,
     with valid bodies (naming the ids of real messages) and with garbage;
@@ -97,7 +97,7 @@ def load_schema():
     """{name: (id, [(kind, field), ...])} for every FQ_MESSAGE of the
     runtime's and fairq's schema files."""
     out = {}
-    for rel in ("runtime/fq_sysmsg.def", "actors/fq_messages.def"):
+    for rel in ("runtime/fq_sysmsg.def", "messages/fq_messages.def"):
         with open(os.path.join(fq_e2e.ROOT, rel), encoding="utf-8") as f:
             text = re.sub(r"//[^\n]*|/\*.*?\*/", "", f.read(), flags=re.S)
         for m in re.finditer(r"FQ_MESSAGE\(\s*(\w+)\s*,\s*\w+\s*,\s*(\d+)\s*,", text):

@@ -1,6 +1,6 @@
 /*  template_grammar_test.c — the SQL check fairq.template_fields (run at
     submit inside an application's transaction) and the C parser in
-    actors/fq_template.c (run by the splitter and renderer) must agree on
+    templates/fq_template.c (run by the splitter and renderer) must agree on
     every template: accepted by one means accepted by the other, with the
     same fields. */
 #include "fq_error.h"

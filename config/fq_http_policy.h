@@ -1,6 +1,6 @@
 /*  fq_http_policy.h — the defaults of the HTTP server's connection policy
     (fq_http.h), which fairqd's configuration table offers as its keys'
-    defaults (actors/fq_config.h): one value each, in one place.
+    defaults (config/fq_config.h): one value each, in one place.
 
     Every open connection holds a slot and a file until it is closed, idle
     or not, and a client that takes them all shuts everyone else out. So

@@ -34,7 +34,7 @@
 #ifndef FQ_CONFIG_H
 #define FQ_CONFIG_H
 
-#include "../api/fq_http_policy.h"
+#include "fq_http_policy.h"
 #include "fq_gateway.h"
 #include <stdbool.h>
 #include <stddef.h>
@@ -64,7 +64,7 @@
       several requests or through fairq.submit in SQL.
     * http_connections_max 1000, http_connections_per_ip 64,
       http_idle_timeout_s 10: the HTTP server's connection policy, whose
-      reasons are in api/fq_http_policy.h (the defaults live there).
+      reasons are in config/fq_http_policy.h (the defaults live there).
     * metrics_public false: /metrics names every tenant and its volumes.
     * prefetch 256: ids per active request, held in memory (O(active
       requests), DESIGN §3: 2 KiB each, 20 MiB for 10,000 requests); one

@@ -1,0 +1,16 @@
+/*  fq_limits.h — limits that more than one part of fairq checks.
+
+    Each is stated once here; the schema's CHECK constraints (sql/migrations)
+    hold the same numbers, and a test compares the two.
+*/
+#ifndef FQ_LIMITS_H
+#define FQ_LIMITS_H
+
+//  Longest tenant name in bytes: a tenant's name is a label in metrics and
+//  a path segment in the API, short by design ([a-z0-9][a-z0-9_.-]{0,63}).
+#define FQ_TENANT_NAME_MAX 64
+
+//  Room for a tenant name and its NUL.
+#define FQ_TENANT_NAME_SIZE (FQ_TENANT_NAME_MAX + 1)
+
+#endif

@@ -1,6 +1,6 @@
 /*  fq_dispatcher.c — /user/dispatcher: the sender workers' side of fairqd.
 
-    Senders are remote actors (fairq-sender, sender/PROTOCOL.md) that reach
+    Senders are remote actors (fairq-sender, docs/protocol.md) that reach
     this actor through the gateway. Each says HELLO, is watched, and grants
     credit: how many messages it may hold at once. The dispatcher passes
     free credit on to the scheduler, which answers with exactly that many

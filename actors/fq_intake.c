@@ -10,7 +10,10 @@
 
     After a lost connection it connects again (fq_db.h), LISTENs again and
     tells the scheduler too, since notifications sent meanwhile are gone.
-    (The HTTP API's submit will come through this actor as well.) */
+    The HTTP API submits the same way, through fairq.submit_json in its own
+    transaction: its requests reach the scheduler by this actor's NOTIFY
+    like any application's, so a submit needs no actor of the fairqd that
+    took it, and the database's commit is the one moment a request exists. */
 #include "fq_db.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"

@@ -1,4 +1,4 @@
-/*  fq_pipeline.h — fairqd's actors and where they live (DESIGN §3).
+/*  fq_pipeline.h — fairqd's actors and where they live (docs/architecture.md).
 
         /user/intake        wakes the scheduler on NOTIFY fairq_requests
         /user/scheduler     fairness: which message goes out next

@@ -1,12 +1,13 @@
-/*  fq_reaper.c — /user/reaper: periodic upkeep (DESIGN §3).
+/*  fq_reaper.c — /user/reaper: periodic upkeep (docs/delivery.md).
 
     Every poll_ms it marks done the requests whose every recipient is final
     and keeps the planner's statistics of the messages current
     (fq_store_refresh_stats); every S_ADVANCE_EVERY_MS it moves each open
     request's scan_from past its sent history (where the scheduler starts
     paging after a restart); every S_PRUNE_EVERY_MS it deletes requests
-    finished longer than retention_s ago, in bounded batches. Messages of dead senders need no
-   reaping: they are pending until acked, and the dispatcher hands them back at once. */
+    finished longer than retention_s ago, in bounded batches. Messages of
+    dead senders need no reaping: they are pending until acked, and the
+    dispatcher hands them back at once. */
 #include "fq_db.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"

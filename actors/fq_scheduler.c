@@ -1,4 +1,4 @@
-/*  fq_scheduler.c — /user/scheduler: who sends next (DESIGN §4).
+/*  fq_scheduler.c — /user/scheduler: who sends next (docs/fairness.md).
 
     The scheduler owns the fairness core (fq_fairness.h) and feeds it from
     PostgreSQL: the open requests whose send_at has come (polled every

@@ -2,7 +2,7 @@
 
     Acks and nacks arrive one by one from the dispatcher; writing each in a
     transaction of its own would cap fairq at the database's commit rate.
-    They are batched instead (group commit, DESIGN §3): a batch is written
+    They are batched instead (group commit): a batch is written
     when it holds ack_batch outcomes, or ack_flush_ms after its first one
     arrived, whichever comes first. So at full speed a transaction carries
     hundreds of acks, and a lone ack waits a few milliseconds at most.
@@ -11,7 +11,7 @@
     stays small, since nothing new is dispatched while messages cannot be
     loaded) and written once the connection is back. A crash loses at most
     the unflushed batch, whose messages are then sent again (at least
-    once, DESIGN §5).
+    once: docs/delivery.md).
 
     Each batch's size and time (or its failure) is recorded in fq_metrics. */
 #include "fq_db.h"

@@ -4,6 +4,7 @@
     false (or NULL), so a handler only checks and returns.
 */
 #include "fq_api_internal.h"
+#include "fq_utf8.h"
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -40,7 +41,7 @@ static enum MHD_Result s_query_key(void *cls, enum MHD_ValueKind kind, const cha
         check->unknown = key;
     //  Values go to the database, which refuses text that is not UTF-8
     //  in its own words
-    else if (value && !fq_api_utf8_valid(value, strlen(value)))
+    else if (value && !fq_utf8_valid(value, strlen(value)))
         check->not_utf8 = key;
     return known && !check->not_utf8 ? MHD_YES : MHD_NO;
 }

@@ -139,14 +139,6 @@ bool fq_api_parse_int(fq_api_call_t *call, const char *text, const char *what, i
 json_t *fq_api_body_fields(fq_api_call_t *call, const char *const *keys, const char *slice_key,
                            fq_api_slice_t *slice);
 
-//  How many bytes of valid UTF-8 (RFC 3629: no overlong forms, no
-//  surrogates, nothing past U+10FFFF) start at p, a NUL-terminated text;
-//  0 when none do (a NUL included).
-int fq_api_utf8_char(const unsigned char *p);
-
-//  Whether the size bytes at text are valid UTF-8 without a NUL.
-bool fq_api_utf8_valid(const char *text, size_t size);
-
 //  JSON as jansson would take it (fq_api_json.c). text holds size bytes
 //  and a NUL after them. Returns false with the reason, naming the byte,
 //  in error.

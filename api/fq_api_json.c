@@ -17,6 +17,7 @@
     document. A key repeated in the top object is refused by the caller.
 */
 #include "fq_api_internal.h"
+#include "fq_utf8.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -120,8 +121,9 @@ static bool s_string(s_scan_t *self)
             }
             continue;
         }
-        //  The text is NUL-terminated at end: a character cut there fails
-        int length = fq_api_utf8_char((const unsigned char *)self->at);
+        //  A character cut at end fails; a NUL was refused above as a
+        //  control character
+        size_t length = fq_utf8_sequence(self->at, (size_t)(self->end - self->at));
         if (!length)
             return s_fail(self, "invalid UTF-8");
         self->at += length;

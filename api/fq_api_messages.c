@@ -3,6 +3,7 @@
     store's filter gets its tenant id whatever the query says. */
 #include "fq_api_internal.h"
 #include "fq_error.h"
+#include "fq_limits.h"
 #include <string.h>
 
 //  Tenant names of a page's messages: one lookup per tenant, not per row.
@@ -10,7 +11,7 @@
 
 typedef struct {
     int64_t ids[S_NAMES_CACHED];
-    char names[S_NAMES_CACHED][65];
+    char names[S_NAMES_CACHED][FQ_TENANT_NAME_SIZE];
     size_t count;
 } s_names_t;
 
@@ -60,8 +61,8 @@ static bool s_filter(fq_api_call_t *call, fq_message_filter_t *filter)
     }
     const char *tenant = fq_api_query(call, "tenant");
     if (tenant && !call->owner.admin && strcmp(tenant, call->owner.tenant) != 0) {
-        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "could not read tenant: \"%.64s\" does not exist",
-                    tenant);
+        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "could not read tenant: \"%.*s\" does not exist",
+                    FQ_TENANT_NAME_MAX, tenant);
         return false;
     }
     filter->tenant = tenant;

@@ -3,6 +3,8 @@
     (api/API.md). */
 #include "fq_api_internal.h"
 #include "fq_error.h"
+#include "fq_limits.h"
+#include "fq_recipients.h"
 #include "fq_template.h"
 #include <string.h>
 #include <time.h>
@@ -10,8 +12,6 @@
 //  The Idempotency-Key header's limits (the schema's check).
 #define S_IDEMPOTENCY_KEY_MAX 255
 
-#define S_PRIORITY_MIN     -1000
-#define S_PRIORITY_MAX     1000
 #define S_MAX_ATTEMPTS_MIN 1
 #define S_MAX_ATTEMPTS_MAX 100
 
@@ -144,7 +144,7 @@ static bool s_template(fq_api_call_t *call, const char *text, fq_template_mode_t
 //  answering 400.
 static bool s_from(fq_api_call_t *call, const char *from)
 {
-    const char *problem = fq_store_address_problem(from, strlen(from));
+    const char *problem = fq_recipient_address_problem(from, strlen(from));
     if (problem)
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "invalid from address: %s", problem);
     return !problem;
@@ -186,7 +186,7 @@ void fq_api_request_submit(fq_api_call_t *call)
         goto done;
     }
     if ((send_at && !fq_api_parse_time(call, send_at, "send_at", &submit.send_at)) ||
-        !s_int(call, body, "priority", S_PRIORITY_MIN, S_PRIORITY_MAX, &submit.priority) ||
+        !s_int(call, body, "priority", FQ_PRIORITY_MIN, FQ_PRIORITY_MAX, &submit.priority) ||
         !s_int(call, body, "max_attempts", S_MAX_ATTEMPTS_MIN, S_MAX_ATTEMPTS_MAX,
                &submit.max_attempts) ||
         !s_idempotency_key(call, &submit.idempotency_key) ||
@@ -309,7 +309,7 @@ void fq_api_request_patch(fq_api_call_t *call)
     change.set_send_at = send_at != NULL;
     change.set_priority = json_object_get(body, "priority") != NULL;
     if ((send_at && !fq_api_parse_time(call, send_at, "send_at", &change.send_at)) ||
-        !s_int(call, body, "priority", S_PRIORITY_MIN, S_PRIORITY_MAX, &change.priority))
+        !s_int(call, body, "priority", FQ_PRIORITY_MIN, FQ_PRIORITY_MAX, &change.priority))
         goto done;
     if (!change.set_send_at && !change.set_priority) {
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "nothing to change: give send_at or priority");
@@ -381,8 +381,8 @@ void fq_api_request_list(fq_api_call_t *call)
         return;
     }
     if (tenant && !call->owner.admin && strcmp(tenant, call->owner.tenant) != 0) {
-        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "could not read tenant: \"%.64s\" does not exist",
-                    tenant);
+        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "could not read tenant: \"%.*s\" does not exist",
+                    FQ_TENANT_NAME_MAX, tenant);
         return;
     }
     int rc = 0;

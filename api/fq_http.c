@@ -16,6 +16,7 @@
 #include "fq_api_internal.h"
 #include "fq_error.h"
 #include "fq_log.h"
+#include "fq_utf8.h"
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -180,52 +181,6 @@ void fq_api_reply(fq_api_call_t *call, unsigned status, json_t *json)
     call->json = json ? json : json_object();
 }
 
-int fq_api_utf8_char(const unsigned char *p)
-{
-    if (p[0] < 0x80)
-        return p[0] ? 1 : 0;
-    int length = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
-                 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
-                 : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
-                                                : 0;
-    for (int i = 1; i < length; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    //  The second byte's range where the first allows less than 80..BF
-    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
-        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
-        return 0;
-    return length;
-}
-
-bool fq_api_utf8_valid(const char *text, size_t size)
-{
-    //  fq_api_utf8_char reads no further than a byte that is not a
-    //  continuation: at worst the NUL at size (or one before it)
-    for (size_t at = 0; at < size;) {
-        int length = fq_api_utf8_char((const unsigned char *)text + at);
-        if (!length || at + (size_t)length > size)
-            return false;
-        at += (size_t)length;
-    }
-    return true;
-}
-
-//  Replaces each byte of text that is not part of valid UTF-8 with '?':
-//  a detail may quote a path or a value as it came, and a JSON string must
-//  be UTF-8 (jansson refuses to make one of anything else).
-static void s_utf8_clean(char *text)
-{
-    unsigned char *p = (unsigned char *)text;
-    while (*p) {
-        int length = fq_api_utf8_char(p);
-        if (length)
-            p += length;
-        else
-            *p++ = '?';
-    }
-}
-
 void fq_api_fail(fq_api_call_t *call, unsigned status, const char *format, ...)
 {
     char detail[1024];
@@ -233,7 +188,9 @@ void fq_api_fail(fq_api_call_t *call, unsigned status, const char *format, ...)
     va_start(args, format);
     vsnprintf(detail, sizeof detail, format, args);
     va_end(args);
-    s_utf8_clean(detail);
+    //  A detail may quote a path or a value as it came, and a JSON string
+    //  must be UTF-8 (jansson refuses to make one of anything else)
+    fq_utf8_replace_invalid(detail, strlen(detail), '?');
     fq_api_reply(call, status,
                  json_pack("{s:s, s:s}", "error", s_error_code(status), "detail", detail));
 }
@@ -694,7 +651,7 @@ static bool s_find_route(fq_api_call_t *call, s_upload_t *upload)
     if (upload->route) {
         //  A parameter is a name or an id, and goes to the database as text
         for (int p = 0; p < FQ_API_PARAMS_MAX && upload->params[p]; p++)
-            if (!fq_api_utf8_valid(upload->params[p], strlen(upload->params[p]))) {
+            if (!fq_utf8_valid(upload->params[p], strlen(upload->params[p]))) {
                 fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "a path segment is not valid UTF-8");
                 return false;
             }
@@ -802,7 +759,8 @@ static bool s_admit(fq_api_call_t *call, s_upload_t *upload)
 //  Appends a piece of body; false when it would pass max (or memory ran
 //  out, which is answered as too large too: the body cannot be taken).
 //  The buffer doubles, but never beyond what the announced size or max
-//  needs: a body is held once, not in a buffer up to twice its size.
+//  needs: a body is held once, not in a buffer up to twice its size. That
+//  cap is why this is not an fq_buf_t, whose doubling knows no bound.
 static bool s_upload_add(s_upload_t *upload, const char *data, size_t size, size_t max)
 {
     if (upload->too_large || size > max - upload->size) {

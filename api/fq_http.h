@@ -1,4 +1,5 @@
-/*  fq_http.h — fairqd's HTTP API server (api/API.md, DESIGN §8).
+/*  fq_http.h — fairqd's HTTP API server (api/API.md; its settings are in
+    docs/operations.md).
 
     libmicrohttpd serves the API from a small pool of threads. Each pool
     thread opens its own PostgreSQL connection the first time it needs one

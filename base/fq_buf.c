@@ -22,6 +22,8 @@ int fq_buf_reserve(fq_buf_t *buf, size_t more)
     char *data = realloc(buf->data, capacity);
     if (!data)
         return -1;
+    if (!buf->data)
+        data[0] = 0; //  A fresh buffer is the empty string at once
     buf->data = data;
     buf->capacity = capacity;
     return 0;

@@ -13,4 +13,9 @@
 //  Room for a tenant name and its NUL.
 #define FQ_TENANT_NAME_SIZE (FQ_TENANT_NAME_MAX + 1)
 
+//  A request's priority within its tenant, higher first; the range is wide
+//  enough for any ordering an application wants, narrow enough to show.
+#define FQ_PRIORITY_MIN (-1000)
+#define FQ_PRIORITY_MAX 1000
+
 #endif

@@ -67,6 +67,17 @@ bool fq_utf8_valid(const char *text, size_t size)
     return fq_utf8_invalid_at(text, size) == size;
 }
 
+void fq_utf8_replace_invalid(char *text, size_t size, char replacement)
+{
+    for (size_t at = 0; at < size;) {
+        size_t length = fq_utf8_sequence(text + at, size - at);
+        if (length)
+            at += length;
+        else
+            text[at++] = replacement;
+    }
+}
+
 size_t fq_utf8_prefix(const char *text, size_t size, size_t max)
 {
     if (size <= max)

@@ -31,6 +31,12 @@ size_t fq_utf8_invalid_at(const char *text, size_t size);
 //  True when all size bytes of text are well-formed UTF-8.
 bool fq_utf8_valid(const char *text, size_t size);
 
+//  Replaces, in place, each byte of text (size bytes) that does not start
+//  a well-formed sequence with replacement (an ASCII byte): for texts from
+//  outside that must become UTF-8 (a JSON string, a database parameter)
+//  while keeping every good character as it was.
+void fq_utf8_replace_invalid(char *text, size_t size, char replacement);
+
 //  The longest length up to max of text (size bytes) that does not end
 //  inside a sequence: for cutting a text to fit without splitting a
 //  character.

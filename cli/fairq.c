@@ -58,15 +58,23 @@
 #define S_OPTION_WIDTH  22
 #define S_CODE_WIDTH    2
 
+//  A command that moved out of fairq: "token create" wrote to PostgreSQL,
+//  and fairq speaks HTTP only. The bootstrap token is now made by fairqd,
+//  which has the database (fairqd/fq_token_command.h)
+#define S_MOVED_TOKEN "token"
+
 //  The commands, in the order --help lists them
 static const fq_cli_command_t *const s_commands[] = {
-    &fq_cli_cmd_submit,         &fq_cli_cmd_status,         &fq_cli_cmd_list,
-    &fq_cli_cmd_search,         &fq_cli_cmd_message,        &fq_cli_cmd_cancel,
-    &fq_cli_cmd_pause,          &fq_cli_cmd_resume,         &fq_cli_cmd_reschedule,
-    &fq_cli_cmd_retry,          &fq_cli_cmd_rejects,        &fq_cli_cmd_tenants,
-    &fq_cli_cmd_tenants_show,   &fq_cli_cmd_tenants_set,    &fq_cli_cmd_tenants_token,
-    &fq_cli_cmd_tenants_tokens, &fq_cli_cmd_tenants_revoke, &fq_cli_cmd_top,
-    &fq_cli_cmd_health,         &fq_cli_cmd_token_create,   NULL};
+    &fq_cli_cmd_submit,         &fq_cli_cmd_status,
+    &fq_cli_cmd_list,           &fq_cli_cmd_search,
+    &fq_cli_cmd_message,        &fq_cli_cmd_cancel,
+    &fq_cli_cmd_pause,          &fq_cli_cmd_resume,
+    &fq_cli_cmd_reschedule,     &fq_cli_cmd_retry,
+    &fq_cli_cmd_rejects,        &fq_cli_cmd_tenants,
+    &fq_cli_cmd_tenants_show,   &fq_cli_cmd_tenants_set,
+    &fq_cli_cmd_tenants_token,  &fq_cli_cmd_tenants_tokens,
+    &fq_cli_cmd_tenants_revoke, &fq_cli_cmd_top,
+    &fq_cli_cmd_health,         NULL};
 
 static const fq_cli_option_t s_global_options[] = {
     {"url", "URL", "fairqd's API (default $FAIRQ_URL, else " S_DEFAULT_URL ")"},
@@ -239,19 +247,16 @@ static int s_run(int argc, char **argv)
             s_usage(stdout);
         return FQ_CLI_EXIT_OK;
     }
+    if (strcmp(argv[next], S_MOVED_TOKEN) == 0) {
+        fq_cli_error("\"%s token create\" moved to fairqd: run \"fairqd token create\" on the "
+                     "database host (%s only talks to the HTTP API)",
+                     FQ_CLI_PROGRAM, FQ_CLI_PROGRAM);
+        fprintf(stderr, "Try \"fairqd token create --help\" for more information.\n");
+        return FQ_CLI_EXIT_USAGE;
+    }
     int words = 0;
     const fq_cli_command_t *command = s_find(argc, argv, next, &words);
     if (!command) {
-        //  The first word of a two-word command alone ("tenants" is one
-        //  itself, "token" is not)
-        for (size_t c = 0; s_commands[c]; c++) {
-            const char *name = s_commands[c]->name, *space = strchr(name, ' ');
-            if (space && strncmp(name, argv[next], (size_t)(space - name)) == 0 &&
-                argv[next][space - name] == 0) {
-                fq_cli_error("\"%s\" needs a subcommand: %s %s", argv[next], FQ_CLI_PROGRAM, name);
-                return FQ_CLI_EXIT_USAGE;
-            }
-        }
         fq_cli_error("unknown command \"%s\"", argv[next]);
         fprintf(stderr, "Try \"%s --help\" for the list of commands.\n", FQ_CLI_PROGRAM);
         return FQ_CLI_EXIT_USAGE;

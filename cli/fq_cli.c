@@ -138,8 +138,8 @@ int fq_cli_call(fq_cli_t *self, const char *method, const char *path, json_t *bo
 
 void fq_cli_print_raw(const fq_cli_answer_t *answer)
 {
-    fwrite(answer->body, 1, answer->body_size, stdout);
-    if (answer->body_size == 0 || answer->body[answer->body_size - 1] != '\n')
+    fwrite(answer->body.data, 1, answer->body.size, stdout);
+    if (answer->body.size == 0 || answer->body.data[answer->body.size - 1] != '\n')
         putchar('\n');
 }
 

@@ -1,5 +1,6 @@
 /*  fq_cli_args.c — option parsing and argument checks of the fairq client. */
 #include "fq_cli_args.h"
+#include "fq_limits.h"
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -10,9 +11,6 @@
 //  getopt_long's value for option i is S_OPTION_BASE + i: above every
 //  character, so that no option is mistaken for a short one.
 #define S_OPTION_BASE 1000
-
-//  A tenant name (sql/migrations/0001_schema.sql: ^[a-z0-9][a-z0-9_.-]{0,63}$)
-#define S_TENANT_MAX 64
 
 //  An Idempotency-Key's length (API.md: 1..255 bytes)
 #define S_IDEMPOTENCY_KEY_MAX 255
@@ -273,8 +271,10 @@ int fq_cli_parse_time(const char *text, const char *option, int64_t now, json_t 
 
 int fq_cli_parse_tenant(const char *text, const char *what)
 {
+    //  The schema's rule, ^[a-z0-9][a-z0-9_.-]*$ within FQ_TENANT_NAME_MAX
+    //  bytes: checked here so that a typo is a usage error, not a 400
     size_t len = strlen(text);
-    bool ok = len >= 1 && len <= S_TENANT_MAX &&
+    bool ok = len >= 1 && len <= FQ_TENANT_NAME_MAX &&
               ((text[0] >= 'a' && text[0] <= 'z') || (text[0] >= '0' && text[0] <= '9'));
     for (size_t i = 1; ok && i < len; i++) {
         char c = text[i];
@@ -283,7 +283,7 @@ int fq_cli_parse_tenant(const char *text, const char *what)
     if (!ok) {
         fq_cli_error("invalid %s \"%s\" (a lowercase letter or digit, then up to %d of "
                      "a-z 0-9 _ . -)",
-                     what, text, S_TENANT_MAX - 1);
+                     what, text, FQ_TENANT_NAME_MAX - 1);
         return FQ_CLI_EXIT_USAGE;
     }
     return 0;

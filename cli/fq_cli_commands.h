@@ -32,9 +32,6 @@ extern const fq_cli_command_t fq_cli_cmd_tenants_tokens;
 extern const fq_cli_command_t fq_cli_cmd_tenants_revoke;
 extern const fq_cli_command_t fq_cli_cmd_health;
 
-//  fq_cli_commands_token.c
-extern const fq_cli_command_t fq_cli_cmd_token_create;
-
 //  fq_cli_top.c
 extern const fq_cli_command_t fq_cli_cmd_top;
 

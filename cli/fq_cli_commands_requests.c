@@ -2,6 +2,7 @@
     fq_cli_watch.c), list, cancel, pause, resume, reschedule, rejects.
 */
 #include "fq_cli_args.h"
+#include "fq_limits.h"
 #include "fq_cli_commands.h"
 #include "fq_cli_pages.h"
 #include "fq_cli_table.h"
@@ -13,8 +14,6 @@
 //  API.md: limit is 1..1000 per page
 #define S_LIMIT_MAX 1000
 //  API.md: priority orders requests within a tenant
-#define S_PRIORITY_MIN -1000
-#define S_PRIORITY_MAX 1000
 
 //  status --watch polls every second unless told: a progress bar that
 //  moves once a second reads as live, and costs fairqd one indexed read
@@ -259,7 +258,8 @@ static int s_reschedule(fq_cli_t *cli, const fq_cli_args_t *args)
     const char *send_at = fq_cli_arg(args, "send-at"), *prio = fq_cli_arg(args, "priority");
     json_t *when = NULL;
     if (fq_cli_parse_id(args->pos[0], "request id", &id) ||
-        (prio && fq_cli_parse_int(prio, "--priority", S_PRIORITY_MIN, S_PRIORITY_MAX, &priority)) ||
+        (prio &&
+         fq_cli_parse_int(prio, "--priority", FQ_PRIORITY_MIN, FQ_PRIORITY_MAX, &priority)) ||
         (send_at && fq_cli_parse_time(send_at, "--send-at", (int64_t)time(NULL), &when)))
         return FQ_CLI_EXIT_USAGE;
     if (!send_at && !prio) {

@@ -16,7 +16,9 @@
     temporary file during the first reading.
 */
 #include "fq_cli_args.h"
+#include "fq_limits.h"
 #include "fq_cli_commands.h"
+#include "fq_buf.h"
 #include "fq_cli_csv.h"
 #include "fq_template.h"
 #include <errno.h>
@@ -27,13 +29,11 @@
 #include <time.h>
 #include <unistd.h>
 
-//  API.md: priority -1000..1000, max_attempts 1..100
-#define S_PRIORITY_MIN     -1000
-#define S_PRIORITY_MAX     1000
+//  API.md: max_attempts 1..100 (the priority range is fq_limits.h's)
 #define S_ATTEMPTS_MAX     100
 #define S_WATCH_INTERVAL_S 1.0
 
-//  Reading a file: the first read's size, doubled as it fills
+//  Reading a file: what one read asks for
 #define S_READ_CHUNK 65536
 
 //  "Idempotency-Key: " and 255 bytes
@@ -66,21 +66,12 @@ static int s_read_file(const char *path, char **data, size_t *size)
         fq_cli_error("could not open \"%s\": %s", path, strerror(errno));
         return FQ_CLI_EXIT_USAGE;
     }
-    size_t capacity = S_READ_CHUNK, len = 0;
-    char *buffer = malloc(capacity + 1);
-    bool ok = buffer != NULL;
-    while (ok) {
-        if (len == capacity) {
-            char *grown = realloc(buffer, capacity * 2 + 1);
-            if (!grown) {
-                ok = false;
-                break;
-            }
-            buffer = grown;
-            capacity *= 2;
-        }
-        size_t n = fread(buffer + len, 1, capacity - len, file);
-        len += n;
+    fq_buf_t buffer = {0};
+    bool ok = true;
+    while ((ok = fq_buf_reserve(&buffer, S_READ_CHUNK) == 0)) {
+        size_t n = fread(buffer.data + buffer.size, 1, S_READ_CHUNK, file);
+        buffer.size += n;
+        buffer.data[buffer.size] = 0;
         if (n == 0)
             break;
     }
@@ -89,12 +80,15 @@ static int s_read_file(const char *path, char **data, size_t *size)
         fclose(file);
     if (error) {
         fq_cli_error("could not read \"%s\": %s", stdin_ ? S_STDIN_NAME : path, strerror(error));
-        free(buffer);
+        fq_buf_free(&buffer);
         return FQ_CLI_EXIT_USAGE;
     }
-    buffer[len] = 0;
-    *data = buffer;
-    *size = len;
+    *size = buffer.size;
+    *data = fq_buf_take(&buffer);
+    if (!*data) {
+        fq_cli_error("could not read \"%s\": %s", stdin_ ? S_STDIN_NAME : path, strerror(ENOMEM));
+        return FQ_CLI_EXIT_USAGE;
+    }
     return 0;
 }
 
@@ -398,7 +392,7 @@ static int s_csv_submit(fq_cli_t *cli, const fq_cli_args_t *args, const char *co
     json_t *when = NULL;
     if ((tenant && fq_cli_parse_tenant(tenant, "tenant")) ||
         (priority &&
-         fq_cli_parse_int(priority, "--priority", S_PRIORITY_MIN, S_PRIORITY_MAX, &prio)) ||
+         fq_cli_parse_int(priority, "--priority", FQ_PRIORITY_MIN, FQ_PRIORITY_MAX, &prio)) ||
         (attempts &&
          fq_cli_parse_int(attempts, "--max-attempts", 1, S_ATTEMPTS_MAX, &max_attempts)) ||
         (send_at && fq_cli_parse_time(send_at, "--send-at", (int64_t)time(NULL), &when)))

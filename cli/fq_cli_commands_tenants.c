@@ -14,6 +14,9 @@
 
 #define S_HTTP_CREATED 201
 
+//  Room for "/tokens/" and a token id (a 63-bit integer in decimal)
+#define S_TOKEN_SUFFIX_SIZE 32
+
 //  The path of a tenant and suffix, its name escaped; NULL when out of
 //  memory (printed). Caller frees.
 static char *s_tenant_path(const char *name, const char *suffix)
@@ -264,7 +267,7 @@ static int s_tenants_revoke(fq_cli_t *cli, const fq_cli_args_t *args)
     if (fq_cli_parse_tenant(args->pos[0], "tenant name") ||
         fq_cli_parse_id(args->pos[1], "token id", &id))
         return FQ_CLI_EXIT_USAGE;
-    char suffix[64];
+    char suffix[S_TOKEN_SUFFIX_SIZE];
     snprintf(suffix, sizeof suffix, "/tokens/%lld", (long long)id);
     char *path = s_tenant_path(args->pos[0], suffix);
     if (!path)

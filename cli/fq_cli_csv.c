@@ -7,7 +7,8 @@
 
     * s_peek and s_take look at and consume the next byte, reading another
       piece when one is used up. Every byte is checked as it is taken
-      (UTF-8, no NUL) and counted into its line and its record's size.
+      (UTF-8 with fq_utf8.h's byte-at-a-time checks, no NUL) and counted
+      into its line and its record's size.
     * s_read_record is the state machine of one record: it copies the
       fields into one buffer, NUL-terminated, and finds them by offset, so
       a record makes no allocation once the buffers have grown to fit.
@@ -17,6 +18,8 @@
     size streams through memory bounded by FQ_CLI_CSV_RECORD_MAX.
 */
 #include "fq_cli_csv.h"
+#include "fq_buf.h"
+#include "fq_utf8.h"
 #include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -26,8 +29,8 @@
 #include <string.h>
 #include <strings.h>
 
-//  What a buffer grows from
-#define S_INITIAL_CAPACITY 64
+//  What the array of a record's fields grows from
+#define S_INITIAL_FIELDS 64
 
 //  The UTF-8 byte order mark
 #define S_BOM      "\xEF\xBB\xBF"
@@ -40,10 +43,10 @@
 //  The longest a byte becomes in a JSON string: "\u001F"
 #define S_JSON_ESCAPE_MAX 6
 
-//  The largest code point, and the UTF-16 surrogates UTF-8 may not encode
-#define S_UNICODE_MAX   0x10FFFF
-#define S_SURROGATE_MIN 0xD800
-#define S_SURROGATE_MAX 0xDFFF
+//  A UTF-8 continuation byte is 10xxxxxx: the bytes after the second of a
+//  sequence may be any such (fq_utf8_second_ok narrows the second)
+#define S_CONTINUATION_MASK 0xC0
+#define S_CONTINUATION      0x80
 
 //  The names of the address column, first found wins (fq_cli_csv.h)
 static const char *const s_address_names[] = {"to", "email", NULL};
@@ -61,12 +64,11 @@ struct fq_cli_csv {
     char *piece; //  FQ_CLI_CSV_PIECE bytes of the text
     size_t piece_len;
     size_t piece_pos;
-    bool at_end;     //  read said the text is over
-    size_t line;     //  The line of the next byte
-    bool after_cr;   //  The last byte was CR (a LF after it is the same line end)
-    int utf8_left;   //  Continuation bytes the sequence under way still needs
-    unsigned cp;     //  Its code point so far, and the least it may be
-    unsigned cp_min; //  (a smaller one is an overlong form)
+    bool at_end;      //  read said the text is over
+    size_t line;      //  The line of the next byte
+    bool after_cr;    //  The last byte was CR (a LF after it is the same line end)
+    size_t utf8_left; //  Continuation bytes the sequence under way still needs
+    bool utf8_second; //  The next of them is the second byte of the sequence
     unsigned char utf8_lead;
     size_t utf8_line;
 
@@ -75,27 +77,23 @@ struct fq_cli_csv {
     size_t record_bytes; //  Taken since its first byte
     size_t record_line;
     size_t quote_line; //  Where the open quoted field starts; 0 when none is open
-    char *text;        //  Its fields, each NUL-terminated
-    size_t text_size;
-    size_t text_capacity;
-    size_t *fields; //  Offset in text of each field
+    fq_buf_t text;     //  Its fields, each NUL-terminated
+    size_t *fields;    //  Offset in text of each field
     size_t nfields;
     size_t fields_capacity;
 
     //  The header, kept apart from the records
     bool header_read;
-    char *header_text;
+    fq_buf_t header_text;
     size_t *header_fields;
     size_t columns;
     size_t header_line;
 
-    //  The recipients' JSON: out[out_pos..out_size) is still to be read
+    //  The recipients' JSON: out.data[out_pos..out.size) is still to be read
     s_json_state_t json;
     size_t address; //  The address column
     size_t recipients;
-    char *out;
-    size_t out_size;
-    size_t out_capacity;
+    fq_buf_t out;
     size_t out_pos;
 };
 
@@ -112,18 +110,18 @@ static void s_error(fq_cli_csv_error_t *error, size_t line, const char *format, 
     va_end(args);
 }
 
-//  Makes room for needed items in *array (capacity counted in items).
-static bool s_grow(void **array, size_t *capacity, size_t needed, size_t item_size)
+//  Makes room for needed offsets in *fields (capacity counted in items).
+static bool s_grow_fields(size_t **fields, size_t *capacity, size_t needed)
 {
     if (needed <= *capacity)
         return true;
-    size_t next = *capacity ? *capacity : S_INITIAL_CAPACITY;
+    size_t next = *capacity ? *capacity : S_INITIAL_FIELDS;
     while (next < needed)
         next *= 2;
-    void *grown = realloc(*array, next * item_size);
+    size_t *grown = realloc(*fields, next * sizeof *grown);
     if (!grown)
         return false;
-    *array = grown;
+    *fields = grown;
     *capacity = next;
     return true;
 }
@@ -150,11 +148,11 @@ void fq_cli_csv_destroy(fq_cli_csv_t **self_p)
         return;
     fq_cli_csv_t *self = *self_p;
     free(self->piece);
-    free(self->text);
+    fq_buf_free(&self->text);
     free(self->fields);
-    free(self->header_text);
+    fq_buf_free(&self->header_text);
     free(self->header_fields);
-    free(self->out);
+    fq_buf_free(&self->out);
     free(self);
     *self_p = NULL;
 }
@@ -209,7 +207,9 @@ static int s_peek(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
             return rc;
     }
     int c = (unsigned char)self->piece[self->piece_pos];
-    if (self->utf8_left && (c & 0xC0) != 0x80) {
+    if (self->utf8_left &&
+        (self->utf8_second ? !fq_utf8_second_ok(self->utf8_lead, (unsigned char)c)
+                           : (c & S_CONTINUATION_MASK) != S_CONTINUATION)) {
         s_utf8_error(self, error);
         return S_FAIL;
     }
@@ -217,34 +217,31 @@ static int s_peek(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
 }
 
 //  Checks byte c, the next of the text: no NUL, and UTF-8 (RFC 3629: no
-//  overlong forms, no surrogates, nothing above U+10FFFF).
+//  overlong forms, no surrogates, nothing above U+10FFFF). The lead byte
+//  says how long its sequence is, and which second byte may follow it
+//  (fq_utf8.h); s_peek refuses a byte that cannot come next before it is
+//  taken, so that it is never read as a comma, quote or line end.
 static bool s_check_byte(fq_cli_csv_t *self, unsigned char c, fq_cli_csv_error_t *error)
 {
     if (self->utf8_left) {
-        //  A continuation byte (s_peek saw to that)
-        self->cp = (self->cp << 6) | (c & 0x3F);
-        if (--self->utf8_left == 0 &&
-            (self->cp < self->cp_min || self->cp > S_UNICODE_MAX ||
-             (self->cp >= S_SURROGATE_MIN && self->cp <= S_SURROGATE_MAX)))
-            return s_utf8_error(self, error);
+        //  A byte s_peek let through
+        self->utf8_left--;
+        self->utf8_second = false;
         return true;
     }
     if (c == 0) {
         s_error(error, self->line, "NUL byte (a CSV file is text)");
         return false;
     }
-    if (c < 0x80)
+    size_t length = fq_utf8_lead_length(c);
+    if (length == 1)
         return true;
     self->utf8_lead = c;
     self->utf8_line = self->line;
-    if ((c & 0xE0) == 0xC0)
-        self->utf8_left = 1, self->cp_min = 0x80, self->cp = c & 0x1F;
-    else if ((c & 0xF0) == 0xE0)
-        self->utf8_left = 2, self->cp_min = 0x800, self->cp = c & 0x0F;
-    else if ((c & 0xF8) == 0xF0)
-        self->utf8_left = 3, self->cp_min = 0x10000, self->cp = c & 0x07;
-    else
+    if (length == 0)
         return s_utf8_error(self, error);
+    self->utf8_left = length - 1;
+    self->utf8_second = true;
     return true;
 }
 
@@ -299,11 +296,7 @@ static int s_take_line_end(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
 
 static bool s_put(fq_cli_csv_t *self, char c)
 {
-    if (self->text_size == self->text_capacity &&
-        !s_grow((void **)&self->text, &self->text_capacity, self->text_size + 1, 1))
-        return false;
-    self->text[self->text_size++] = c;
-    return true;
+    return fq_buf_add_char(&self->text, c) == 0;
 }
 
 //  Takes the run of bytes ahead that need nothing but copying into the
@@ -328,12 +321,10 @@ static int s_take_run(fq_cli_csv_t *self, bool quoted, fq_cli_csv_error_t *error
     }
     if (run == 0)
         return 0;
-    if (!s_grow((void **)&self->text, &self->text_capacity, self->text_size + run, 1)) {
+    if (fq_buf_add(&self->text, start, run) != 0) {
         s_error(error, self->line, "out of memory");
         return -1;
     }
-    memcpy(self->text + self->text_size, start, run);
-    self->text_size += run;
     self->piece_pos += run;
     self->record_bytes += run;
     self->after_cr = false;
@@ -343,8 +334,7 @@ static int s_take_run(fq_cli_csv_t *self, bool quoted, fq_cli_csv_error_t *error
 //  Ends the field begun at start: NUL-terminates it and records it.
 static bool s_end_field(fq_cli_csv_t *self, size_t start)
 {
-    if (!s_put(self, 0) ||
-        !s_grow((void **)&self->fields, &self->fields_capacity, self->nfields + 1, sizeof(size_t)))
+    if (!s_put(self, 0) || !s_grow_fields(&self->fields, &self->fields_capacity, self->nfields + 1))
         return false;
     self->fields[self->nfields++] = start;
     return true;
@@ -441,12 +431,13 @@ static int s_read_record(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
             return -1;
     if (c < 0)
         return c == S_END ? 0 : -1;
-    self->text_size = self->nfields = 0;
+    fq_buf_reset(&self->text);
+    self->nfields = 0;
     self->record_line = self->line;
     self->record_bytes = 0;
     self->in_record = true;
     while (true) {
-        size_t start = self->text_size;
+        size_t start = self->text.size;
         c = s_peek(self, error);
         if (c == S_FAIL || (c == '"' ? s_read_quoted(self, error) : s_read_plain(self, error)))
             return -1;
@@ -490,7 +481,7 @@ static int s_find_repeat(const fq_cli_csv_t *self, bool *found, size_t *repeat, 
     if (!names)
         return -1;
     for (size_t c = 0; c < self->nfields; c++)
-        names[c] = (s_name_t){self->text + self->fields[c], c};
+        names[c] = (s_name_t){self->text.data + self->fields[c], c};
     qsort(names, self->nfields, sizeof *names, s_name_compare);
     for (size_t i = 1; i < self->nfields; i++) {
         //  The second of each name is the first repeat of it
@@ -530,7 +521,7 @@ int fq_cli_csv_read_header(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
     size_t unnamed = self->nfields, repeat = 0, first = 0;
     bool repeated;
     for (size_t c = 0; unnamed == self->nfields && c < self->nfields; c++)
-        if (!self->text[self->fields[c]])
+        if (!self->text.data[self->fields[c]])
             unnamed = c;
     if (s_find_repeat(self, &repeated, &repeat, &first) != 0) {
         s_error(error, self->record_line, "out of memory");
@@ -543,7 +534,7 @@ int fq_cli_csv_read_header(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
     if (repeated) {
         s_error(error, self->record_line,
                 "column %zu of the header repeats the name \"%s\" of column %zu", repeat + 1,
-                self->text + self->fields[repeat], first + 1);
+                self->text.data + self->fields[repeat], first + 1);
         return -1;
     }
     //  The header keeps these buffers; the records grow new ones
@@ -551,9 +542,9 @@ int fq_cli_csv_read_header(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
     self->header_fields = self->fields;
     self->columns = self->nfields;
     self->header_line = self->record_line;
-    self->text = NULL;
+    self->text = (fq_buf_t){0};
     self->fields = NULL;
-    self->text_size = self->text_capacity = self->nfields = self->fields_capacity = 0;
+    self->nfields = self->fields_capacity = 0;
     self->header_read = true;
     return 0;
 }
@@ -565,7 +556,7 @@ size_t fq_cli_csv_columns(const fq_cli_csv_t *self)
 
 const char *fq_cli_csv_header(const fq_cli_csv_t *self, size_t column)
 {
-    return column < self->columns ? self->header_text + self->header_fields[column] : NULL;
+    return column < self->columns ? self->header_text.data + self->header_fields[column] : NULL;
 }
 
 size_t fq_cli_csv_header_line(const fq_cli_csv_t *self)
@@ -587,7 +578,7 @@ int fq_cli_csv_next(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
 
 const char *fq_cli_csv_field(const fq_cli_csv_t *self, size_t column)
 {
-    return column < self->nfields ? self->text + self->fields[column] : NULL;
+    return column < self->nfields ? self->text.data + self->fields[column] : NULL;
 }
 
 size_t fq_cli_csv_line(const fq_cli_csv_t *self)
@@ -623,19 +614,9 @@ static int s_address_column(const fq_cli_csv_t *self, size_t *column, fq_cli_csv
     return -1;
 }
 
-static bool s_out_reserve(fq_cli_csv_t *self, size_t more)
-{
-    return s_grow((void **)&self->out, &self->out_capacity, self->out_size + more, 1);
-}
-
 static bool s_out_add(fq_cli_csv_t *self, const char *text)
 {
-    size_t len = strlen(text);
-    if (!s_out_reserve(self, len))
-        return false;
-    memcpy(self->out + self->out_size, text, len);
-    self->out_size += len;
-    return true;
+    return fq_buf_add_str(&self->out, text) == 0;
 }
 
 //  Appends text as a JSON string (RFC 8259: quote, backslash and control
@@ -643,10 +624,12 @@ static bool s_out_add(fq_cli_csv_t *self, const char *text)
 static bool s_out_string(fq_cli_csv_t *self, const char *text)
 {
     static const char hex[] = "0123456789ABCDEF";
+    //  Written in place, room made first: the escapes are the hot path of
+    //  a file of millions of records
     size_t len = strlen(text);
-    if (!s_out_reserve(self, len * S_JSON_ESCAPE_MAX + 2))
+    if (fq_buf_reserve(&self->out, len * S_JSON_ESCAPE_MAX + 2) != 0)
         return false;
-    char *o = self->out + self->out_size;
+    char *o = self->out.data + self->out.size;
     *o++ = '"';
     for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
         if (*c >= ' ' && *c != '"' && *c != '\\') {
@@ -672,7 +655,8 @@ static bool s_out_string(fq_cli_csv_t *self, const char *text)
         }
     }
     *o++ = '"';
-    self->out_size = (size_t)(o - self->out);
+    *o = 0;
+    self->out.size = (size_t)(o - self->out.data);
     return true;
 }
 
@@ -694,7 +678,8 @@ static bool s_out_recipient(fq_cli_csv_t *self)
 //  Returns 0, 1 when everything is out, or -1 (error filled).
 static int s_json_next(fq_cli_csv_t *self, fq_cli_csv_error_t *error)
 {
-    self->out_size = self->out_pos = 0;
+    fq_buf_reset(&self->out);
+    self->out_pos = 0;
     bool ok = true;
     switch (self->json) {
     case S_JSON_START:
@@ -741,17 +726,17 @@ ssize_t fq_cli_csv_recipients_read(fq_cli_csv_t *self, char *buffer, size_t size
 {
     size_t done = 0;
     while (done < size) {
-        if (self->out_pos == self->out_size) {
+        if (self->out_pos == self->out.size) {
             int rc = s_json_next(self, error);
             if (rc < 0)
                 return -1;
             if (rc > 0)
                 break;
         }
-        size_t n = self->out_size - self->out_pos;
+        size_t n = self->out.size - self->out_pos;
         if (n > size - done)
             n = size - done;
-        memcpy(buffer + done, self->out + self->out_pos, n);
+        memcpy(buffer + done, self->out.data + self->out_pos, n);
         self->out_pos += n;
         done += n;
     }

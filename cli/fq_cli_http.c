@@ -67,7 +67,7 @@ void fq_cli_http_destroy(fq_cli_http_t **self_p)
 
 void fq_cli_answer_reset(fq_cli_answer_t *answer)
 {
-    free(answer->body);
+    fq_buf_free(&answer->body);
     json_decref(answer->json);
     memset(answer, 0, sizeof *answer);
     answer->retry_after_s = -1;
@@ -78,15 +78,10 @@ static size_t s_on_body(char *data, size_t size, size_t nmemb, void *arg)
 {
     fq_cli_answer_t *answer = arg;
     size_t len = size * nmemb;
-    if (answer->body_size + len > S_ANSWER_MAX)
-        return 0; //  libcurl then fails the transfer (CURLE_WRITE_ERROR)
-    char *body = realloc(answer->body, answer->body_size + len + 1);
-    if (!body)
+    //  Returning less than len makes libcurl fail the transfer
+    //  (CURLE_WRITE_ERROR)
+    if (len > S_ANSWER_MAX - answer->body.size || fq_buf_add(&answer->body, data, len) != 0)
         return 0;
-    memcpy(body + answer->body_size, data, len);
-    answer->body = body;
-    answer->body_size += len;
-    body[answer->body_size] = 0;
     return len;
 }
 
@@ -213,15 +208,13 @@ static int s_perform(fq_cli_http_t *self, const char *method, const char *path,
         return -1;
     }
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &answer->status);
-    if (!answer->body) {
-        answer->body = strdup("");
-        if (!answer->body) {
-            snprintf(answer->error, sizeof answer->error, "out of memory");
-            answer->status = 0;
-            return -1;
-        }
+    //  An empty answer is "" too (adding nothing makes the NUL)
+    if (fq_buf_add(&answer->body, "", 0) != 0) {
+        snprintf(answer->error, sizeof answer->error, "out of memory");
+        answer->status = 0;
+        return -1;
     }
-    answer->json = json_loadb(answer->body, answer->body_size, 0, NULL);
+    answer->json = json_loadb(answer->body.data, answer->body.size, 0, NULL);
     return 0;
 }
 

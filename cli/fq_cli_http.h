@@ -8,6 +8,7 @@
 #ifndef FQ_CLI_HTTP_H
 #define FQ_CLI_HTTP_H
 
+#include "fq_buf.h"
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,12 +20,11 @@ typedef struct fq_cli_http fq_cli_http_t;
 
 //  One answer. Owned by the caller; fq_cli_answer_reset frees its parts.
 typedef struct {
-    long status;                        //  HTTP status; 0 when no answer came (see error)
-    char *body;                         //  The answer's bytes, NUL-terminated (also when empty)
-    size_t body_size;                   //  Without the NUL
-    json_t *json;                       //  body parsed, or NULL when it is not JSON
-    long retry_after_s;                 //  The Retry-After header in seconds, -1 when none
-    bool timed_out;                     //  No answer within the timeout
+    long status;        //  HTTP status; 0 when no answer came (see error)
+    fq_buf_t body;      //  The answer's bytes (data NUL-terminated, also when empty)
+    json_t *json;       //  body parsed, or NULL when it is not JSON
+    long retry_after_s; //  The Retry-After header in seconds, -1 when none
+    bool timed_out;     //  No answer within the timeout
     char error[FQ_CLI_HTTP_ERROR_SIZE]; //  Why no answer came (status 0)
 } fq_cli_answer_t;
 

@@ -1,5 +1,6 @@
 /*  fq_cli_table.c — aligned tables and values for people. */
 #include "fq_cli_table.h"
+#include "fq_utf8.h"
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -186,27 +187,12 @@ void fq_cli_format_age_value(char *text, size_t size, const json_t *seconds)
         snprintf(text, size, "-");
 }
 
-//  Length of the valid UTF-8 sequence at s, 0 if invalid (a lax check:
-//  enough to keep a terminal's decoder in step, not a validator).
-static size_t s_sequence(const unsigned char *s)
-{
-    size_t len = s[0] < 0x80             ? 1
-                 : (s[0] & 0xE0) == 0xC0 ? 2
-                 : (s[0] & 0xF0) == 0xE0 ? 3
-                 : (s[0] & 0xF8) == 0xF0 ? 4
-                                         : 0;
-    for (size_t i = 1; i < len; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    return len;
-}
-
 void fq_cli_escape(char *out, size_t size, const char *text)
 {
     if (size == 0)
         return;
     const unsigned char *s = (const unsigned char *)text;
-    size_t o = 0, shown = 0;
+    size_t o = 0, shown = 0, left = strlen(text);
     //  Room kept for the longest escape ("\xNN") or sequence, "..." and NUL
     const size_t reserve = 8;
     while (*s && o + reserve < size) {
@@ -215,7 +201,9 @@ void fq_cli_escape(char *out, size_t size, const char *text)
             o += 3;
             break;
         }
-        size_t len = s_sequence(s);
+        //  Invalid UTF-8 is shown byte by byte, escaped: a terminal's
+        //  decoder must not swallow what follows it
+        size_t len = fq_utf8_sequence((const char *)s, left);
         if (*s == '\n' || *s == '\r' || *s == '\t') {
             out[o++] = '\\';
             out[o++] = *s == '\n' ? 'n' : *s == '\r' ? 'r' : 't';
@@ -231,6 +219,7 @@ void fq_cli_escape(char *out, size_t size, const char *text)
             o += len;
         }
         s += len;
+        left -= len;
         shown++;
     }
     out[o] = 0;

@@ -1,6 +1,7 @@
 /*  fq_config.c — fairqd's configuration (see fq_config.h). */
 #include "fq_config.h"
 #include "fq_address.h"
+#include "fq_buf.h"
 #include "fq_error.h"
 #include <assert.h>
 #include <ctype.h>
@@ -751,20 +752,6 @@ const char *fq_config_key_env(fq_config_key_t key)
 //  ---------------------------------------------------------------------
 //  Masking secrets
 
-//  Output of the masking: never longer than twice the input plus a mask
-//  (each masked value, however short, follows at least "password=").
-typedef struct {
-    char *data;
-    size_t len;
-} s_out_t;
-
-static void s_out_add(s_out_t *out, const char *text, size_t len)
-{
-    memcpy(out->data + out->len, text, len);
-    out->len += len;
-    out->data[out->len] = 0;
-}
-
 static bool s_is_secret(const char *keyword, size_t len)
 {
     for (size_t i = 0; i < sizeof s_secret_keywords / sizeof s_secret_keywords[0]; i++)
@@ -774,44 +761,44 @@ static bool s_is_secret(const char *keyword, size_t len)
 }
 
 //  Masks a URI: the password of its user info, and password parameters.
-static void s_mask_uri(const char *uri, size_t prefix_len, s_out_t *out)
+static void s_mask_uri(const char *uri, size_t prefix_len, fq_buf_t *out)
 {
-    s_out_add(out, uri, prefix_len);
+    fq_buf_add(out, uri, prefix_len);
     const char *p = uri + prefix_len;
     size_t authority_len = strcspn(p, "/?");
     const char *at = memchr(p, '@', authority_len);
     if (at) {
         const char *colon = memchr(p, ':', (size_t)(at - p));
         if (colon) {
-            s_out_add(out, p, (size_t)(colon - p) + 1);
-            s_out_add(out, S_MASK, strlen(S_MASK));
+            fq_buf_add(out, p, (size_t)(colon - p) + 1);
+            fq_buf_add_str(out, S_MASK);
             p = at;
         }
     }
     const char *query = strchr(p, '?');
     if (!query) {
-        s_out_add(out, p, strlen(p));
+        fq_buf_add(out, p, strlen(p));
         return;
     }
-    s_out_add(out, p, (size_t)(query - p) + 1);
+    fq_buf_add(out, p, (size_t)(query - p) + 1);
     p = query + 1;
     while (*p) {
         size_t param_len = strcspn(p, "&");
         size_t name_len = strcspn(p, "=&");
         if (p[name_len] == '=' && s_is_secret(p, name_len)) {
-            s_out_add(out, p, name_len + 1);
-            s_out_add(out, S_MASK, strlen(S_MASK));
+            fq_buf_add(out, p, name_len + 1);
+            fq_buf_add_str(out, S_MASK);
         } else
-            s_out_add(out, p, param_len);
+            fq_buf_add(out, p, param_len);
         p += param_len;
         if (*p == '&')
-            s_out_add(out, p++, 1);
+            fq_buf_add(out, p++, 1);
     }
 }
 
 //  Masks keyword=value pairs, read as libpq reads them. Returns false if
 //  the text is not a connection string libpq would accept.
-static bool s_mask_pairs(const char *p, s_out_t *out)
+static bool s_mask_pairs(const char *p, fq_buf_t *out)
 {
     while (*p) {
         const char *start = p;
@@ -824,7 +811,7 @@ static bool s_mask_pairs(const char *p, s_out_t *out)
         while (isspace((unsigned char)*p))
             p++;
         if (keyword_len == 0 && !*p) {
-            s_out_add(out, start, (size_t)(p - start));
+            fq_buf_add(out, start, (size_t)(p - start));
             return true;
         }
         if (keyword_len == 0 || *p != '=')
@@ -844,34 +831,38 @@ static bool s_mask_pairs(const char *p, s_out_t *out)
             for (; *p && !isspace((unsigned char)*p); p++)
                 if (*p == '\\' && p[1])
                     p++;
-        s_out_add(out, start, (size_t)(value - start));
+        fq_buf_add(out, start, (size_t)(value - start));
         if (s_is_secret(keyword, keyword_len))
-            s_out_add(out, S_MASK, strlen(S_MASK));
+            fq_buf_add_str(out, S_MASK);
         else
-            s_out_add(out, value, (size_t)(p - value));
+            fq_buf_add(out, value, (size_t)(p - value));
     }
     return true;
 }
 
 //  conninfo with its secrets masked; a string libpq could not read is
-//  masked whole (it might hold a password anywhere). Caller frees.
+//  masked whole (it might hold a password anywhere). Caller frees; NULL
+//  when memory runs out.
 static char *s_mask_conninfo(const char *conninfo)
 {
-    size_t len = strlen(conninfo);
-    s_out_t out = {malloc(2 * len + sizeof S_MASK + 1), 0};
-    if (!out.data)
+    //  Room for all the masking writes at once, so that none of them can
+    //  fail: never more than twice the input plus a mask (each masked
+    //  value, however short, follows at least "password=")
+    fq_buf_t out = {0};
+    if (fq_buf_reserve(&out, 2 * strlen(conninfo) + sizeof S_MASK))
         return NULL;
-    out.data[0] = 0;
-    for (size_t i = 0; i < sizeof s_uri_prefixes / sizeof s_uri_prefixes[0]; i++)
+    fq_buf_reset(&out); //  "" until written: reserve alone writes no NUL
+    bool uri = false;
+    for (size_t i = 0; i < sizeof s_uri_prefixes / sizeof s_uri_prefixes[0] && !uri; i++)
         if (strncmp(conninfo, s_uri_prefixes[i], strlen(s_uri_prefixes[i])) == 0) {
             s_mask_uri(conninfo, strlen(s_uri_prefixes[i]), &out);
-            return out.data;
+            uri = true;
         }
-    if (!s_mask_pairs(conninfo, &out)) {
-        out.len = 0;
-        s_out_add(&out, S_MASK, strlen(S_MASK));
+    if (!uri && !s_mask_pairs(conninfo, &out)) {
+        fq_buf_reset(&out);
+        fq_buf_add_str(&out, S_MASK);
     }
-    return out.data;
+    return fq_buf_take(&out);
 }
 
 char *fq_config_shown(fq_config_t *self, fq_config_key_t key)

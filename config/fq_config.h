@@ -6,7 +6,8 @@
     name in capitals) and one line of help. The help text, the printout and
     the parsers are all generated from the table, so a new key is one row.
 
-    A value comes from, in increasing precedence (DESIGN §8):
+    A value comes from, in increasing precedence (docs/operations.md
+    lists every key):
 
         default < config file < environment < command line
 
@@ -67,17 +68,19 @@
       reasons are in config/fq_http_policy.h (the defaults live there).
     * metrics_public false: /metrics names every tenant and its volumes.
     * prefetch 256: ids per active request, held in memory (O(active
-      requests), DESIGN §3: 2 KiB each, 20 MiB for 10,000 requests); one
-      page query per 256 messages of a campaign. At 64 the pipeline
-      benchmark measured 48,000 msgs/s: its hundred requests each ran dry
-      every 64 messages and waited for a page; at 256, 53,700-57,100.
-    * ack_batch 500, ack_flush_ms 20: group commit, "every few ms or N
-      updates" (DESIGN §3): one transaction per 500 acks at full speed,
-      and an ack never waits more than 20 ms for its batch. Each batch
-      also updates the counters of every request it touches (a hundred
-      at once when a hundred tenants send): at 5 ms the batches held ~250
-      acks at 50,000 msgs/s, and the pipeline benchmark measured 45,500
-      msgs/s; at 20 ms they fill to 500 and it measured 49,300-52,100.
+      requests): 2 KiB each, 20 MiB for 10,000 requests); one page query
+      per 256 messages of a campaign. At 64 the pipeline benchmark
+      measured 48,000 msgs/s: its hundred requests each ran dry every 64
+      messages and waited for a page; at 256, 53,700-57,100. At least 2:
+      the scheduler asks for more ids when half its ring is left.
+    * ack_batch 500, ack_flush_ms 20: group commit, a transaction every
+      few ms or every N acks, whichever comes first (docs/delivery.md):
+      one transaction per 500 acks at full speed, and an ack never waits
+      more than 20 ms for its batch. Each batch also updates the counters
+      of every request it touches (a hundred at once when a hundred
+      tenants send): at 5 ms the batches held ~250 acks at 50,000 msgs/s,
+      and the pipeline benchmark measured 45,500 msgs/s; at 20 ms they
+      fill to 500 and it measured 49,300-52,100.
       An ack's wait is not a message's: the sender's credit comes back
       with the ack itself, before it is written.
     * retry_base_ms 60000, retry_cap_ms 3600000: a temporary mail failure
@@ -129,7 +132,7 @@
       "an HTTP connection silent this many seconds is closed (idle or a slow request)")            \
     X(METRICS_PUBLIC, metrics_public, BOOL, "false", 0, 0, NULL,                                   \
       "serve GET /metrics without a token (it shows every tenant's figures)")                      \
-    X(PREFETCH, prefetch, INT, "256", 1, 10000, NULL,                                              \
+    X(PREFETCH, prefetch, INT, "256", 2, 10000, NULL,                                              \
       "message ids the scheduler keeps ready per active request")                                  \
     X(ACK_BATCH, ack_batch, INT, "500", 1, 10000, NULL,                                            \
       "most acks and nacks the store writes in one transaction")                                   \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the Debian 12 packages fairq needs to build, test and run (DESIGN.md §10).
+# Install the Debian 12 packages fairq needs to build, test and run.
 # Safe to run repeatedly: when everything is already installed it touches nothing,
 # needs no root and no network.
 set -euo pipefail

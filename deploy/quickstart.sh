@@ -46,7 +46,7 @@ FAIRQD="$BUILD/fairqd/fairqd"
 SENDER="$BUILD/sender/fairq-sender"
 FAIRQ="$BUILD/cli/fairq"
 SINK="$ROOT/tests/e2e/smtp_sink.py"
-PYTHON=/usr/bin/python3 # Debian's, which has aiosmtpd (DESIGN §10)
+PYTHON=/usr/bin/python3 # Debian's, which has aiosmtpd (the SMTP sink's library)
 
 VAR="$ROOT/var"
 RUN="$VAR/run"
@@ -470,13 +470,12 @@ start_fairqd() {
     start_bg fairqd "$FAIRQD" --config "$CONF"
     wait_log fairqd 'INFO: +ready$' 60
     say "fairqd         gateway tcp://127.0.0.1:$GATEWAY_PORT (CURVE), HTTP API http://127.0.0.1:$HTTP_PORT, config $(show "$CONF")"
-    # An admin token for the fairq CLI, made with the CLI itself (kept as a hash only);
-    # the database is new at each start, so is the token
+    # An admin token for the fairq CLI, made by fairqd in the database it reads from the
+    # same config file (kept there as a hash only); the database is new at each start,
+    # so is the token
     (
         umask 077
-        "$FAIRQ" token create --admin \
-            --database "host=$(conninfo_quote "$RUN") port=$PG_PORT dbname=fairq user=postgres" \
-            >"$ADMIN_TOKEN"
+        "$FAIRQD" token create --admin --config "$CONF" >"$ADMIN_TOKEN"
     )
 }
 

@@ -1,7 +1,7 @@
 /*  fq_fairness.h — who sends next: the scheduler's fairness core.
 
     Pure in-memory logic, no I/O, so it can be tested and measured alone.
-    Two levels (DESIGN §4):
+    Two levels (docs/fairness.md works through examples):
 
     * tenants take turns by deficit round robin: each round a tenant earns
       its weight in credit and sends one message per turn while it has

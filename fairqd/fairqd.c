@@ -1,8 +1,14 @@
-/*  fairqd.c — the fairq daemon (DESIGN §1, §8).
+/*  fairqd.c — the fairq daemon (docs/architecture.md, docs/operations.md).
 
         fairqd [--config PATH] [--KEY=VALUE ...]    (--help lists the keys)
+        fairqd token create --admin | --tenant NAME [--json] [--KEY=VALUE ...]
 
-    It starts in this order, logging each step on stdout:
+    The second form makes a bearer token of the HTTP API straight in the
+    database, to bootstrap (fq_token_command.h): it is told apart by its
+    first argument, before anything else happens, and reads the same
+    configuration.
+
+    The daemon starts in this order, logging each step on stdout:
 
     1. The configuration (fq_config.h). An error goes to stderr and ends
        fairqd with exit code 2; --help and --print-config print and exit 0.
@@ -24,23 +30,26 @@
        drains its in-flight work first), closes the store, logs "stopped"
        and exits 0.
 
+    The exit codes are fq_fairqd.h's, shared with "fairqd token create".
+
     Signals: SIGTERM, SIGINT and S_SIGNAL_ESCALATED are blocked from the
-    first line of main, before CZMQ or libpq start a thread (threads inherit
-    the mask), and the main thread alone takes them, with sigwait and
-    sigtimedwait. No handler ever runs, so nothing happens in signal context.
-    A blocked connection attempt is not interrupted: add connect_timeout to
-    the connection string to bound it.
+    first line of the daemon's start, before CZMQ or libpq start a thread
+    (threads inherit the mask), and the main thread alone takes them, with
+    sigwait and sigtimedwait. No handler ever runs, so nothing happens in
+    signal context. A blocked connection attempt is not interrupted: add
+    connect_timeout to the connection string to bound it.
 
     Log lines are "2025-01-02 03:04:05.678 UTC [pid] LEVEL:  message", one
-    per event, messages in PostgreSQL's style. The runtime's own lines (the
-    gateway's) come through CZMQ's log, on stdout too, in CZMQ's format.
+    per event, messages in PostgreSQL's style. The runtime's lines and
+    CZMQ's own are fq_log lines too (CZMQ's prefixed "czmq: "): one format
+    for every line of the log.
 
     Under systemd: Restart=on-failure, and RestartPreventExitStatus=2 3,
     since restarting does not mend a configuration or an old binary.
 */
 #include "fq_config.h"
-#include "fq_db.h"
 #include "fq_error.h"
+#include "fq_fairqd.h"
 #include "fq_gateway.h"
 #include "fq_http.h"
 #include "fq_log.h"
@@ -48,6 +57,7 @@
 #include "fq_pipeline.h"
 #include "fq_store.h"
 #include "fq_system.h"
+#include "fq_token_command.h"
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -62,25 +72,9 @@
 #define FQ_VERSION "unknown"
 #endif
 
-#define S_PROGRAM "fairqd"
-
-typedef enum {
-    S_EXIT_OK = 0,      //  Stopped by SIGTERM or SIGINT; or --help, --print-config
-    S_EXIT_FAILURE = 1, //  Could not start, or a failure escalated to the top
-    S_EXIT_CONFIG = 2,  //  The configuration is wrong
-    S_EXIT_SCHEMA = 3,  //  The database's schema is newer than this program
-} s_exit_t;
-
 //  What a guardian raises at the main thread when a failure escalates to
 //  it: fairqd then exits, and systemd restarts it (fq_system.h).
 #define S_SIGNAL_ESCALATED SIGUSR1
-
-//  How long one attempt to connect to PostgreSQL may take, unless the
-//  environment (PGCONNECT_TIMEOUT) or the connection string says.
-#define S_CONNECT_TIMEOUT_S "10"
-
-//  Room for an error message from the configuration or the store.
-#define S_ERROR_MAX 1024
 
 //  The gateway binds in its own thread, after fq_gateway_start returns:
 //  fairqd says it listens only once it answers as bound. A bind that keeps
@@ -184,7 +178,7 @@ static int s_connect(s_daemon_t *self)
     int delay_ms = fq_config_int(self->config, FQ_CONFIG_DATABASE_RETRY_MIN_MS);
     int max_ms = fq_config_int(self->config, FQ_CONFIG_DATABASE_RETRY_MAX_MS);
     for (int attempt = 1;; attempt++) {
-        char error[S_ERROR_MAX];
+        char error[FQ_FAIRQD_ERROR_MAX];
         self->store = fq_store_new(conninfo, error, sizeof error);
         if (self->store) {
             if (attempt == 1)
@@ -202,27 +196,27 @@ static int s_connect(s_daemon_t *self)
 }
 
 //  A store call failed: a lost connection is connected again (reconnect),
-//  anything else ends fairqd. Returns the exit code, or S_EXIT_OK.
+//  anything else ends fairqd. Returns the exit code, or FQ_FAIRQD_EXIT_OK.
 static int s_store_failed(s_daemon_t *self, bool *reconnect)
 {
     if (!fq_store_connected(self->store)) {
         fq_log(FQ_LOG_WARNING, "%s; connecting again", fq_store_error(self->store));
         *reconnect = true;
-        return S_EXIT_OK;
+        return FQ_FAIRQD_EXIT_OK;
     }
     fq_log(FQ_LOG_FATAL, "%s", fq_store_error(self->store));
-    return S_EXIT_FAILURE;
+    return FQ_FAIRQD_EXIT_FAILURE;
 }
 
 //  Applies the migrations the database lacks. Returns the exit code, or
-//  S_EXIT_OK (with reconnect set if the connection was lost meanwhile).
+//  FQ_FAIRQD_EXIT_OK (with reconnect set if the connection was lost meanwhile).
 static int s_migrate(s_daemon_t *self, bool *reconnect)
 {
     *reconnect = false;
     int applied = fq_store_migrate(self->store);
     if (applied == FQ_ESCHEMA) {
         fq_log(FQ_LOG_FATAL, "%s", fq_store_error(self->store));
-        return S_EXIT_SCHEMA;
+        return FQ_FAIRQD_EXIT_SCHEMA;
     }
     int version = 0;
     if (applied < 0 || fq_store_schema_version(self->store, &version) != 0)
@@ -232,7 +226,7 @@ static int s_migrate(s_daemon_t *self, bool *reconnect)
     else
         fq_log(FQ_LOG_INFO, "applied %d migration%s, schema at version %d", applied,
                applied == 1 ? "" : "s", version);
-    return S_EXIT_OK;
+    return FQ_FAIRQD_EXIT_OK;
 }
 
 //  ---------------------------------------------------------------------
@@ -243,7 +237,7 @@ static int s_start_gateway(s_daemon_t *self)
     const char *bind = fq_config_str(self->config, FQ_CONFIG_GATEWAY_BIND);
     if (!*bind) {
         fq_log(FQ_LOG_INFO, "no gateway_bind: gateway not started, sender workers cannot connect");
-        return S_EXIT_OK;
+        return FQ_FAIRQD_EXIT_OK;
     }
     bool insecure = fq_config_bool(self->config, FQ_CONFIG_GATEWAY_INSECURE);
     const char *cert = fq_config_str(self->config, FQ_CONFIG_GATEWAY_CERT);
@@ -264,23 +258,23 @@ static int s_start_gateway(s_daemon_t *self)
                "could not start the gateway on %s: invalid gateway configuration (gateway_cert "
                "\"%s\", gateway_allow_dir \"%s\"), see the gateway's error above",
                bind, cert, allow_dir);
-        return S_EXIT_CONFIG;
+        return FQ_FAIRQD_EXIT_CONFIG;
     }
     if (rc) {
         fq_log(FQ_LOG_FATAL, "could not start the gateway on %s: %s", bind, fq_strerror(rc));
-        return S_EXIT_FAILURE;
+        return FQ_FAIRQD_EXIT_FAILURE;
     }
-    char reason[S_ERROR_MAX];
+    char reason[FQ_FAIRQD_ERROR_MAX];
     for (int waited = 0; fq_gateway_wait_connected(self->system, S_GATEWAY_POLL_MS) != 0;
          waited += S_GATEWAY_POLL_MS) {
         if (fq_system_failed(self->system, reason, sizeof reason)) {
             fq_log(FQ_LOG_FATAL, "could not start the gateway on %s: %s", bind, reason);
-            return S_EXIT_FAILURE;
+            return FQ_FAIRQD_EXIT_FAILURE;
         }
         if (waited >= S_GATEWAY_BIND_TIMEOUT_MS) {
             fq_log(FQ_LOG_FATAL, "could not start the gateway on %s: not bound after %d ms", bind,
                    S_GATEWAY_BIND_TIMEOUT_MS);
-            return S_EXIT_FAILURE;
+            return FQ_FAIRQD_EXIT_FAILURE;
         }
     }
     if (insecure)
@@ -291,7 +285,7 @@ static int s_start_gateway(s_daemon_t *self)
     else
         fq_log(FQ_LOG_INFO, "gateway listening on %s (CURVE: certificate %s, allowed in: %s)", bind,
                cert, allow_dir);
-    return S_EXIT_OK;
+    return FQ_FAIRQD_EXIT_OK;
 }
 
 static int s_start_system(s_daemon_t *self)
@@ -303,14 +297,14 @@ static int s_start_system(s_daemon_t *self)
     self->metrics = fq_metrics_new();
     if (!self->system || !self->metrics) {
         fq_log(FQ_LOG_FATAL, "could not start the actor system \"%s\"", name);
-        return S_EXIT_FAILURE;
+        return FQ_FAIRQD_EXIT_FAILURE;
     }
     fq_log(FQ_LOG_INFO, "actor system \"%s\" started", name);
     int rc = s_start_gateway(self);
     if (rc)
         return rc;
 
-    //  The pipeline (DESIGN §3); each actor opens its own connection
+    //  The pipeline (docs/architecture.md); each actor opens its own connection
     fq_pipeline_config_t pipeline = {
         .database = fq_config_str(self->config, FQ_CONFIG_DATABASE),
         .name = name,
@@ -324,11 +318,11 @@ static int s_start_system(s_daemon_t *self)
         .retention_s = fq_config_int(self->config, FQ_CONFIG_RETENTION_S),
         .metrics = self->metrics};
     if (fq_pipeline_start(self->system, &pipeline) != 0)
-        return S_EXIT_FAILURE;
+        return FQ_FAIRQD_EXIT_FAILURE;
     fq_log(FQ_LOG_INFO,
            "pipeline started: scheduler, %d splitters, dispatcher, store, intake, reaper",
            pipeline.splitters);
-    return S_EXIT_OK;
+    return FQ_FAIRQD_EXIT_OK;
 }
 
 //  The HTTP API (api/API.md), once the pipeline runs: a submit is taken
@@ -338,7 +332,7 @@ static int s_start_http(s_daemon_t *self)
     const char *listen = fq_config_str(self->config, FQ_CONFIG_HTTP_LISTEN);
     if (!*listen) {
         fq_log(FQ_LOG_INFO, "no http_listen: http api not started");
-        return S_EXIT_OK;
+        return FQ_FAIRQD_EXIT_OK;
     }
     fq_http_config_t config = {
         .listen = listen,
@@ -351,73 +345,18 @@ static int s_start_http(s_daemon_t *self)
         .metrics_public = fq_config_bool(self->config, FQ_CONFIG_METRICS_PUBLIC),
         .metrics = self->metrics,
         .system = self->system};
-    char error[S_ERROR_MAX];
+    char error[FQ_FAIRQD_ERROR_MAX];
     self->http = fq_http_new(&config, error, sizeof error);
     if (!self->http) {
         fq_log(FQ_LOG_FATAL, "%s", error);
-        return S_EXIT_FAILURE;
+        return FQ_FAIRQD_EXIT_FAILURE;
     }
     fq_log(FQ_LOG_INFO, "http api listening on %s (port %d)", listen, fq_http_port(self->http));
-    return S_EXIT_OK;
+    return FQ_FAIRQD_EXIT_OK;
 }
 
 //  ---------------------------------------------------------------------
 //  Main
-
-//  Copies text into out (size bytes), every occurrence of secret replaced
-//  by mask.
-static void s_replace_all(char *out, size_t size, const char *text, const char *secret,
-                          size_t secret_len, const char *mask)
-{
-    size_t len = 0;
-    out[0] = 0;
-    while (*text && len + 1 < size) {
-        const char *found = secret_len ? strstr(text, secret) : NULL;
-        size_t plain = found ? (size_t)(found - text) : strlen(text);
-        len +=
-            (size_t)snprintf(out + len, size - len, "%.*s%s", (int)plain, text, found ? mask : "");
-        text += plain + (found ? secret_len : 0);
-        if (len >= size)
-            len = size - 1;
-    }
-}
-
-//  Checks that libpq can read the database key: a connection string it
-//  cannot read is a mistake of the configuration, never retried. Returns
-//  0, or FQ_EINVAL with "ORIGIN: invalid value for "database": REASON" in
-//  error. libpq's reason may quote the string back (a URI whole, one of
-//  its parts): what the printed form masks (fq_config_shown) is masked in
-//  it too, found as the span where the two differ.
-static int s_check_database(fq_config_t *config, char *error, size_t size)
-{
-    const char *conninfo = fq_config_str(config, FQ_CONFIG_DATABASE);
-    char reason[S_ERROR_MAX], hidden[S_ERROR_MAX];
-    if (fq_db_conninfo_check(conninfo, reason, sizeof reason) == 0)
-        return 0;
-    char *shown = fq_config_shown(config, FQ_CONFIG_DATABASE);
-    snprintf(hidden, sizeof hidden, "%s", reason);
-    if (shown && strcmp(shown, conninfo) != 0) {
-        size_t len = strlen(conninfo), shown_len = strlen(shown), head = 0, tail = 0;
-        while (head < len && head < shown_len && conninfo[head] == shown[head])
-            head++;
-        while (tail < len - head && tail < shown_len - head &&
-               conninfo[len - 1 - tail] == shown[shown_len - 1 - tail])
-            tail++;
-        char mask[S_ERROR_MAX];
-        snprintf(mask, sizeof mask, "%.*s", (int)(shown_len - head - tail), shown + head);
-        char *secret = strndup(conninfo + head, len - head - tail);
-        if (secret)
-            s_replace_all(hidden, sizeof hidden, reason, secret, strlen(secret), mask);
-        else
-            snprintf(hidden, sizeof hidden, "%s", mask);
-        free(secret);
-    }
-    free(shown);
-    snprintf(error, size, "%s: invalid value for \"%s\": %s",
-             fq_config_origin(config, FQ_CONFIG_DATABASE), fq_config_key_name(FQ_CONFIG_DATABASE),
-             hidden);
-    return FQ_EINVAL;
-}
 
 //  Runs fairqd until a signal stops it. Returns the exit code.
 static int s_run(s_daemon_t *self)
@@ -438,15 +377,15 @@ static int s_run(s_daemon_t *self)
         int sig = s_connect(self);
         if (sig) {
             fq_log(FQ_LOG_INFO, "received %s while connecting to the database", s_signal_name(sig));
-            return S_EXIT_OK;
+            return FQ_FAIRQD_EXIT_OK;
         }
         rc = s_migrate(self, &reconnect);
         if (reconnect)
             fq_store_destroy(&self->store);
     } while (reconnect);
-    if (rc == S_EXIT_OK)
+    if (rc == FQ_FAIRQD_EXIT_OK)
         rc = s_start_system(self);
-    if (rc == S_EXIT_OK)
+    if (rc == FQ_FAIRQD_EXIT_OK)
         rc = s_start_http(self);
     if (rc)
         return rc;
@@ -454,7 +393,7 @@ static int s_run(s_daemon_t *self)
 
     while (true) {
         int sig = s_wait_signal(self, -1);
-        char reason[S_ERROR_MAX];
+        char reason[FQ_FAIRQD_ERROR_MAX];
         if (s_is_stop(sig)) {
             fq_log(FQ_LOG_INFO, "received %s, draining", s_signal_name(sig));
             int left = fq_pipeline_drain(self->system,
@@ -465,11 +404,11 @@ static int s_run(s_daemon_t *self)
                 fq_log(FQ_LOG_WARNING,
                        "stopping with %d messages in flight (they are sent again after restart)",
                        left);
-            return S_EXIT_OK;
+            return FQ_FAIRQD_EXIT_OK;
         }
         if (fq_system_failed(self->system, reason, sizeof reason)) {
             fq_log(FQ_LOG_FATAL, "stopping after a failure escalated to the top: %s", reason);
-            return S_EXIT_FAILURE;
+            return FQ_FAIRQD_EXIT_FAILURE;
         }
         //  S_SIGNAL_ESCALATED from outside: nothing failed
         fq_log(FQ_LOG_WARNING, "ignored %s: fairqd uses it for its own failures",
@@ -479,6 +418,11 @@ static int s_run(s_daemon_t *self)
 
 int main(int argc, char *argv[])
 {
+    //  "fairqd token create ...": a command that ends, not the daemon. It
+    //  starts no thread and takes signals the ordinary way (^C stops it)
+    if (argc > 1 && strcmp(argv[1], FQ_TOKEN_COMMAND) == 0)
+        return fq_token_command(argc - 1, argv + 1);
+
     //  First of all: the threads CZMQ and libpq start inherit this mask
     s_daemon_t fairqd = {.main_thread = pthread_self()};
     s_block_signals(&fairqd.signals);
@@ -486,33 +430,30 @@ int main(int argc, char *argv[])
     signal(SIGPIPE, SIG_IGN);
 
     fairqd.config = fq_config_new();
-    char error[S_ERROR_MAX];
-    int rc = fairqd.config ? fq_config_load(fairqd.config, argc, argv, NULL, error, sizeof error)
+    char error[FQ_FAIRQD_ERROR_MAX];
+    int rc = fairqd.config ? fq_fairqd_config_load(fairqd.config, argc, argv, error, sizeof error)
                            : FQ_ENOMEM;
-    if (rc == 0 && fq_config_action(fairqd.config) != FQ_CONFIG_HELP)
-        rc = s_check_database(fairqd.config, error, sizeof error);
     if (rc) {
-        fprintf(stderr, "%s: %s\n", S_PROGRAM, rc == FQ_ENOMEM ? "out of memory" : error);
-        fprintf(stderr, "Try \"%s --help\" for more information.\n", S_PROGRAM);
+        fprintf(stderr, "%s: %s\n", FQ_FAIRQD_PROGRAM, rc == FQ_ENOMEM ? "out of memory" : error);
+        fprintf(stderr, "Try \"%s --help\" for more information.\n", FQ_FAIRQD_PROGRAM);
         fq_config_destroy(&fairqd.config);
-        return rc == FQ_ENOMEM ? S_EXIT_FAILURE : S_EXIT_CONFIG;
+        return rc == FQ_ENOMEM ? FQ_FAIRQD_EXIT_FAILURE : FQ_FAIRQD_EXIT_CONFIG;
     }
     fq_config_action_t action = fq_config_action(fairqd.config);
-    if (action == FQ_CONFIG_HELP)
-        fq_config_help(stdout, S_PROGRAM);
-    else if (action == FQ_CONFIG_PRINT)
+    if (action == FQ_CONFIG_HELP) {
+        fq_config_help(stdout, FQ_FAIRQD_PROGRAM);
+        fq_token_command_summary(stdout);
+    } else if (action == FQ_CONFIG_PRINT)
         fq_config_print(fairqd.config, stdout);
     if (action != FQ_CONFIG_RUN) {
         fq_config_destroy(&fairqd.config);
-        return S_EXIT_OK;
+        return FQ_FAIRQD_EXIT_OK;
     }
 
-    //  libpq waits for an unreachable database host as long as TCP does
-    //  (minutes) unless told otherwise: every connection of fairqd (the
-    //  actors', the HTTP API's) gives up after this, retries, and stays
-    //  responsive. A connect_timeout in the connection string wins.
-    //  Set before any thread starts (setenv is not thread-safe).
-    setenv("PGCONNECT_TIMEOUT", S_CONNECT_TIMEOUT_S, 0);
+    //  Every connection of fairqd (the actors', the HTTP API's) gives up
+    //  after a while, retries, and stays responsive; a connect_timeout in
+    //  the connection string wins. Before any thread starts
+    fq_fairqd_connect_timeout();
     fq_log_level_t level = FQ_LOG_INFO;
     fq_log_level_parse(fq_config_str(fairqd.config, FQ_CONFIG_LOG_LEVEL), &level);
     fq_log_set_level(level);
@@ -523,7 +464,7 @@ int main(int argc, char *argv[])
     fq_system_destroy(&fairqd.system);
     fq_metrics_destroy(&fairqd.metrics);
     fq_store_destroy(&fairqd.store);
-    if (rc == S_EXIT_OK)
+    if (rc == FQ_FAIRQD_EXIT_OK)
         fq_log(FQ_LOG_INFO, "stopped");
     else
         fq_log(FQ_LOG_INFO, "stopped, exit code %d", rc);

@@ -13,6 +13,9 @@
 
 static volatile fq_log_level_t s_threshold = FQ_LOG_INFO;
 
+//  NULL: stdout, which is no constant to start with.
+static FILE *s_stream;
+
 //  How lines tag each level (PostgreSQL's words), and the names of the
 //  settable levels, in the order of fq_log_level_t.
 static const char *const s_tags[] = {"DEBUG", "INFO", "WARNING", "ERROR", "FATAL"};
@@ -21,6 +24,11 @@ static const char *const s_names[] = {"debug", "info", "warning", "error"};
 void fq_log_set_level(fq_log_level_t level)
 {
     s_threshold = level;
+}
+
+void fq_log_set_stream(FILE *stream)
+{
+    s_stream = stream;
 }
 
 int fq_log_level_parse(const char *name, fq_log_level_t *level)
@@ -74,7 +82,8 @@ void fq_log(fq_log_level_t level, const char *format, ...)
     char stamp[sizeof "2025-01-02 03:04:05"];
     strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &utc);
     //  One stdio call per line: stdio locks the stream around it
-    printf("%s.%03ld UTC [%d] %s:  %s\n", stamp, now.tv_nsec / S_NS_PER_MS, (int)getpid(),
-           s_tags[level], line);
-    fflush(stdout);
+    FILE *stream = s_stream ? s_stream : stdout;
+    fprintf(stream, "%s.%03ld UTC [%d] %s:  %s\n", stamp, now.tv_nsec / S_NS_PER_MS, (int)getpid(),
+            s_tags[level], line);
+    fflush(stream);
 }

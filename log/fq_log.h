@@ -3,10 +3,14 @@
     Lines go to stdout as "2025-01-02 03:04:05.678 UTC [pid] LEVEL:  text",
     one per event, messages in PostgreSQL's style (lowercase, no trailing
     period). A message spanning lines (libpq's errors) is folded into one.
-    The threshold is process-wide, set once at start before any thread
-    logs: the one piece of global state, as a log is one per process. */
+    The runtime's lines and CZMQ's own come here too (fq_czmq_log.h), so a
+    fairq program writes one format. The threshold and the stream are
+    process-wide, set once at start before any thread logs: the one piece
+    of global state, as a log is one per process. */
 #ifndef FQ_LOG_H
 #define FQ_LOG_H
+
+#include <stdio.h>
 
 typedef enum {
     FQ_LOG_DEBUG,
@@ -18,6 +22,11 @@ typedef enum {
 
 //  Sets the least severe level logged (FQ_LOG_INFO until called).
 void fq_log_set_level(fq_log_level_t level);
+
+//  Sets the stream lines go to (stdout until called), which stays the
+//  caller's: for a program whose stdout carries something else (a test
+//  peer's answers, a benchmark's figures).
+void fq_log_set_stream(FILE *stream);
 
 //  Parses "debug", "info", "warning" or "error"; returns 0 or -1.
 int fq_log_level_parse(const char *name, fq_log_level_t *level);

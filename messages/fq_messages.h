@@ -11,7 +11,7 @@
 #include "fq_schema_declare.h"
 #undef FQ_SCHEMA_FILE
 
-//  The sender protocol's version, said in WELCOME (sender/PROTOCOL.md).
+//  The sender protocol's version, said in WELCOME (docs/protocol.md).
 #define FQ_SENDER_PROTOCOL 1
 
 //  The protocol's two ends: fairqd's dispatcher and a sender's actor.

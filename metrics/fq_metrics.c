@@ -5,10 +5,12 @@
     copies what it needs under the lock and formats without it, so a scrape
     never holds up the dispatcher for longer than a copy. */
 #include "fq_metrics.h"
+#include "fq_buf.h"
 #include "fq_intkeys.h"
+#include "fq_limits.h"
+#include "fq_utf8.h"
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,9 +36,6 @@
 //  every scrape, on every sender series: they are cut to this many bytes.
 #define S_LABEL_MAX 128
 
-//  A tenant's name, as the schema allows it (fq_tenant_info_t.name).
-#define S_TENANT_NAME_SIZE sizeof(((fq_tenant_info_t *)0)->name)
-
 //  Shown in place of a byte of a label that is not UTF-8 (the exposition
 //  must be UTF-8): U+FFFD, the replacement character.
 #define S_REPLACEMENT "\xEF\xBF\xBD"
@@ -50,13 +49,12 @@
 //  and its splitters; grown by doubling.
 #define S_ACTORS_INITIAL 32
 
-//  Output buffer: first size, grown by doubling.
-#define S_OUT_INITIAL 4096
-
 //  Digits of a double: most read back the same from 15 (and look as
 //  written: 0.1, not 0.10000000000000001); 17 always do.
 #define S_DOUBLE_SHORT 15
 #define S_DOUBLE_EXACT 17
+//  Room for one: sign, 17 digits, point, "e-308" and the NUL, with margin.
+#define S_DOUBLE_TEXT 32
 
 #define S_COUNT(array) (sizeof(array) / sizeof((array)[0]))
 
@@ -114,7 +112,7 @@ typedef struct {
 
 typedef struct {
     int64_t id;
-    char name[S_TENANT_NAME_SIZE]; //  "" until told
+    char name[FQ_TENANT_NAME_SIZE]; //  "" until told
     s_tenant_counts_t counts;
     s_histogram_t latency;
     int64_t rate_second[S_RATE_WINDOW_S]; //  The second each slot counts
@@ -409,20 +407,10 @@ void fq_metrics_tenant_name(fq_metrics_t *self, int64_t tenant_id, const char *n
     pthread_mutex_unlock(&self->lock);
 }
 
-//  True for a byte that continues a UTF-8 sequence (10xxxxxx).
-static bool s_utf8_continues(unsigned char c)
-{
-    return (c & 0xC0) == 0x80;
-}
-
 //  A copy of text cut to S_LABEL_MAX bytes, not within a UTF-8 sequence.
 static char *s_label_dup(const char *text)
 {
-    size_t len = strnlen(text, S_LABEL_MAX);
-    if (text[len] != '\0')
-        while (len > 0 && s_utf8_continues((unsigned char)text[len]))
-            len--;
-    return strndup(text, len);
+    return strndup(text, fq_utf8_prefix(text, strnlen(text, S_LABEL_MAX + 1), S_LABEL_MAX));
 }
 
 //  Forgets the senders that left, once too many are kept.
@@ -633,161 +621,80 @@ void fq_metrics_batch_db(fq_metrics_batch_t *self, fq_metrics_statement_t statem
 }
 
 //  ---------------------------------------------------------------------
-//  Output
-
-typedef struct {
-    char *data;
-    size_t len, size;
-    bool failed; //  Out of memory: the result is NULL
-} s_out_t;
-
-static bool s_out_reserve(s_out_t *out, size_t more)
-{
-    if (out->failed)
-        return false;
-    if (out->len + more < out->size)
-        return true;
-    size_t size = out->size ? out->size : S_OUT_INITIAL;
-    while (out->len + more >= size)
-        size *= 2;
-    char *grown = realloc(out->data, size);
-    if (!grown) {
-        out->failed = true;
-        return false;
-    }
-    out->data = grown;
-    out->size = size;
-    return true;
-}
-
-static void s_out_mem(s_out_t *out, const void *data, size_t len)
-{
-    if (s_out_reserve(out, len)) {
-        memcpy(out->data + out->len, data, len);
-        out->len += len;
-        out->data[out->len] = '\0';
-    }
-}
-
-static void s_out_str(s_out_t *out, const char *text)
-{
-    s_out_mem(out, text, strlen(text));
-}
-
-static void s_out_printf(s_out_t *out, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void s_out_printf(s_out_t *out, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    int len = vsnprintf(NULL, 0, format, args);
-    va_end(args);
-    if (len < 0 || !s_out_reserve(out, (size_t)len + 1))
-        return;
-    va_start(args, format);
-    vsnprintf(out->data + out->len, out->size - out->len, format, args);
-    va_end(args);
-    out->len += (size_t)len;
-}
+//  Output: the text is written into one fq_buf_t. Each writer returns 0,
+//  or -1 when memory ran out (fq_buf.h), ORed together and checked once.
 
 //  A double in the fewest digits that read back as the same value.
-static void s_out_double(s_out_t *out, double value)
+static int s_out_double(fq_buf_t *out, double value)
 {
-    char text[32];
+    char text[S_DOUBLE_TEXT];
     snprintf(text, sizeof text, "%.*g", S_DOUBLE_SHORT, value);
     if (strtod(text, NULL) != value)
         snprintf(text, sizeof text, "%.*g", S_DOUBLE_EXACT, value);
-    s_out_str(out, text);
-}
-
-//  Length of the well-formed UTF-8 sequence at text (RFC 3629: no overlong
-//  forms, no surrogates, nothing above U+10FFFF), 0 when there is none.
-static size_t s_utf8_length(const unsigned char *text)
-{
-    unsigned char c = text[0];
-    if (c < 0x80)
-        return 1;
-    size_t extra;
-    unsigned char low = 0x80, high = 0xBF; //  Range of the second byte
-    if (c >= 0xC2 && c <= 0xDF)
-        extra = 1;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        extra = 2;
-        low = c == 0xE0 ? 0xA0 : low;   //  Below: overlong
-        high = c == 0xED ? 0x9F : high; //  Above: surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        extra = 3;
-        low = c == 0xF0 ? 0x90 : low;   //  Below: overlong
-        high = c == 0xF4 ? 0x8F : high; //  Above: beyond U+10FFFF
-    } else
-        return 0;
-    if (text[1] < low || text[1] > high)
-        return 0;
-    for (size_t k = 2; k <= extra; k++)
-        if (!s_utf8_continues(text[k]))
-            return 0; //  A NUL stops here too
-    return extra + 1;
+    return fq_buf_add_str(out, text);
 }
 
 //  A label value as the text format wants it: backslash, double quote and
 //  line feed escaped; a byte that is not UTF-8 replaced.
-static void s_out_label(s_out_t *out, const char *value)
+static int s_out_label(fq_buf_t *out, const char *value)
 {
-    const unsigned char *text = (const unsigned char *)value;
-    while (*text) {
-        size_t len = s_utf8_length(text);
-        if (*text == '\\')
-            s_out_str(out, "\\\\");
-        else if (*text == '"')
-            s_out_str(out, "\\\"");
-        else if (*text == '\n')
-            s_out_str(out, "\\n");
+    int rc = 0;
+    size_t size = strlen(value);
+    for (size_t at = 0; at < size;) {
+        size_t len = fq_utf8_sequence(value + at, size - at);
+        if (value[at] == '\\')
+            rc |= fq_buf_add_str(out, "\\\\");
+        else if (value[at] == '"')
+            rc |= fq_buf_add_str(out, "\\\"");
+        else if (value[at] == '\n')
+            rc |= fq_buf_add_str(out, "\\n");
         else if (len == 0)
-            s_out_str(out, S_REPLACEMENT);
+            rc |= fq_buf_add_str(out, S_REPLACEMENT);
         else {
-            s_out_mem(out, text, len);
-            text += len;
+            rc |= fq_buf_add(out, value + at, len);
+            at += len;
             continue;
         }
-        text++;
+        at++;
     }
+    return rc;
 }
 
-static void s_out_family(s_out_t *out, const char *name, const char *type, const char *help)
+static int s_out_family(fq_buf_t *out, const char *name, const char *type, const char *help)
 {
-    s_out_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    return fq_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 //  Starts a sample: name suffix{label="value" (escaped); the caller
 //  writes any other label, the closing brace and the value.
-static void s_out_sample(s_out_t *out, const char *name, const char *suffix, const char *label,
-                         const char *value)
+static int s_out_sample(fq_buf_t *out, const char *name, const char *suffix, const char *label,
+                        const char *value)
 {
-    s_out_printf(out, "%s%s{%s=\"", name, suffix, label);
-    s_out_label(out, value);
-    s_out_str(out, "\"");
+    int rc = fq_buf_printf(out, "%s%s{%s=\"", name, suffix, label);
+    rc |= s_out_label(out, value);
+    return rc | fq_buf_add_char(out, '"');
 }
 
-static void s_out_histogram(s_out_t *out, const char *name, const char *label, const char *value,
-                            const s_histogram_t *histogram, const double *bounds, size_t nbounds)
+static int s_out_histogram(fq_buf_t *out, const char *name, const char *label, const char *value,
+                           const s_histogram_t *histogram, const double *bounds, size_t nbounds)
 {
+    int rc = 0;
     uint64_t cumulative = 0;
     for (size_t i = 0; i < nbounds; i++) {
         cumulative += histogram->buckets[i];
-        s_out_sample(out, name, "_bucket", label, value);
-        s_out_str(out, ",le=\"");
-        s_out_double(out, bounds[i]);
-        s_out_printf(out, "\"} %" PRIu64 "\n", cumulative);
+        rc |= s_out_sample(out, name, "_bucket", label, value);
+        rc |= fq_buf_add_str(out, ",le=\"");
+        rc |= s_out_double(out, bounds[i]);
+        rc |= fq_buf_printf(out, "\"} %" PRIu64 "\n", cumulative);
     }
-    s_out_sample(out, name, "_bucket", label, value);
-    s_out_printf(out, ",le=\"+Inf\"} %" PRIu64 "\n", histogram->count);
-    s_out_sample(out, name, "_sum", label, value);
-    s_out_str(out, "} ");
-    s_out_double(out, histogram->sum);
-    s_out_str(out, "\n");
-    s_out_sample(out, name, "_count", label, value);
-    s_out_printf(out, "} %" PRIu64 "\n", histogram->count);
+    rc |= s_out_sample(out, name, "_bucket", label, value);
+    rc |= fq_buf_printf(out, ",le=\"+Inf\"} %" PRIu64 "\n", histogram->count);
+    rc |= s_out_sample(out, name, "_sum", label, value);
+    rc |= fq_buf_add_str(out, "} ");
+    rc |= s_out_double(out, histogram->sum);
+    rc |= fq_buf_add_char(out, '\n');
+    rc |= s_out_sample(out, name, "_count", label, value);
+    return rc | fq_buf_printf(out, "} %" PRIu64 "\n", histogram->count);
 }
 
 //  ---------------------------------------------------------------------
@@ -892,7 +799,7 @@ static int64_t s_int64_at(const void *row, size_t offset)
 
 typedef struct {
     int64_t id;
-    char name[S_TENANT_NAME_SIZE];
+    char name[FQ_TENANT_NAME_SIZE];
     s_tenant_counts_t counts;
     s_histogram_t latency;
     const fq_tenant_info_t *info; //  From the database, or NULL
@@ -1038,93 +945,99 @@ static void s_snapshot_free(s_snapshot_t *snap)
     free(snap->actors);
 }
 
-static void s_render_tenants(s_out_t *out, const s_snapshot_t *snap, bool database)
+static int s_render_tenants(fq_buf_t *out, const s_snapshot_t *snap, bool database)
 {
+    int rc = 0;
     for (size_t f = 0; f < S_COUNT(s_tenant_families); f++) {
         const s_family_t *family = &s_tenant_families[f];
-        s_out_family(out, family->name, family->type, family->help);
+        rc |= s_out_family(out, family->name, family->type, family->help);
         for (size_t i = 0; i < snap->ntenants; i++) {
-            s_out_sample(out, family->name, "", "tenant", snap->tenants[i].name);
-            s_out_printf(out, "} %" PRId64 "\n",
-                         s_int64_at(&snap->tenants[i].counts, family->offset));
+            rc |= s_out_sample(out, family->name, "", "tenant", snap->tenants[i].name);
+            rc |= fq_buf_printf(out, "} %" PRId64 "\n",
+                                s_int64_at(&snap->tenants[i].counts, family->offset));
         }
     }
     for (size_t f = 0; database && f < S_COUNT(s_tenant_db_families); f++) {
         const s_family_t *family = &s_tenant_db_families[f];
-        s_out_family(out, family->name, family->type, family->help);
+        rc |= s_out_family(out, family->name, family->type, family->help);
         for (size_t i = 0; i < snap->ntenants; i++)
             if (snap->tenants[i].info) {
-                s_out_sample(out, family->name, "", "tenant", snap->tenants[i].name);
-                s_out_printf(out, "} %" PRId64 "\n",
-                             s_int64_at(snap->tenants[i].info, family->offset));
+                rc |= s_out_sample(out, family->name, "", "tenant", snap->tenants[i].name);
+                rc |= fq_buf_printf(out, "} %" PRId64 "\n",
+                                    s_int64_at(snap->tenants[i].info, family->offset));
             }
     }
-    s_out_family(out, "fairq_requests_inflight", "gauge",
-                 "Requests with messages in a sender's hands");
-    s_out_printf(out, "fairq_requests_inflight %" PRId64 "\n", snap->requests);
+    rc |= s_out_family(out, "fairq_requests_inflight", "gauge",
+                       "Requests with messages in a sender's hands");
+    rc |= fq_buf_printf(out, "fairq_requests_inflight %" PRId64 "\n", snap->requests);
     const char *latency = "fairq_dispatch_latency_seconds";
-    s_out_family(out, latency, "histogram",
-                 "Seconds from a request's submit (or its send_at) to its messages' first "
-                 "attempt handed to a sender");
+    rc |= s_out_family(out, latency, "histogram",
+                       "Seconds from a request's submit (or its send_at) to its messages' first "
+                       "attempt handed to a sender");
     for (size_t i = 0; i < snap->ntenants; i++)
-        s_out_histogram(out, latency, "tenant", snap->tenants[i].name, &snap->tenants[i].latency,
-                        s_latency_bounds, S_COUNT(s_latency_bounds));
+        rc |=
+            s_out_histogram(out, latency, "tenant", snap->tenants[i].name,
+                            &snap->tenants[i].latency, s_latency_bounds, S_COUNT(s_latency_bounds));
+    return rc;
 }
 
-static void s_render_senders(s_out_t *out, const s_snapshot_t *snap)
+static int s_render_senders(fq_buf_t *out, const s_snapshot_t *snap)
 {
     int64_t connected = 0;
     for (size_t i = 0; i < snap->nsenders; i++)
         connected += snap->senders[i].counts.up;
-    s_out_family(out, "fairq_senders_connected", "gauge", "Senders connected");
-    s_out_printf(out, "fairq_senders_connected %" PRId64 "\n", connected);
+    int rc = s_out_family(out, "fairq_senders_connected", "gauge", "Senders connected");
+    rc |= fq_buf_printf(out, "fairq_senders_connected %" PRId64 "\n", connected);
     for (size_t f = 0; f < S_COUNT(s_sender_families); f++) {
         const s_family_t *family = &s_sender_families[f];
-        s_out_family(out, family->name, family->type, family->help);
+        rc |= s_out_family(out, family->name, family->type, family->help);
         for (size_t i = 0; i < snap->nsenders; i++) {
             const s_sender_row_t *row = &snap->senders[i];
-            s_out_sample(out, family->name, "", "sender", row->name);
-            s_out_str(out, ",address=\"");
-            s_out_label(out, row->address);
-            s_out_printf(out, "\"} %" PRId64 "\n", s_int64_at(&row->counts, family->offset));
+            rc |= s_out_sample(out, family->name, "", "sender", row->name);
+            rc |= fq_buf_add_str(out, ",address=\"");
+            rc |= s_out_label(out, row->address);
+            rc |= fq_buf_printf(out, "\"} %" PRId64 "\n", s_int64_at(&row->counts, family->offset));
         }
     }
+    return rc;
 }
 
-static void s_render_actors(s_out_t *out, const s_snapshot_t *snap)
+static int s_render_actors(fq_buf_t *out, const s_snapshot_t *snap)
 {
-    s_out_family(out, "fairq_dead_letters_total", "counter",
-                 "Messages dropped because their actor was gone");
-    s_out_printf(out, "fairq_dead_letters_total %" PRIu64 "\n", snap->dead_letters);
+    int rc = s_out_family(out, "fairq_dead_letters_total", "counter",
+                          "Messages dropped because their actor was gone");
+    rc |= fq_buf_printf(out, "fairq_dead_letters_total %" PRIu64 "\n", snap->dead_letters);
     for (size_t f = 0; f < S_COUNT(s_actor_families); f++) {
         const s_family_t *family = &s_actor_families[f];
-        s_out_family(out, family->name, family->type, family->help);
+        rc |= s_out_family(out, family->name, family->type, family->help);
         for (size_t i = 0; i < snap->nactors; i++) {
             uint64_t value;
             memcpy(&value, (const char *)&snap->actors[i] + family->offset, sizeof value);
-            s_out_sample(out, family->name, "", "actor", snap->actors[i].path);
-            s_out_printf(out, "} %" PRIu64 "\n", value);
+            rc |= s_out_sample(out, family->name, "", "actor", snap->actors[i].path);
+            rc |= fq_buf_printf(out, "} %" PRIu64 "\n", value);
         }
     }
+    return rc;
 }
 
-static void s_render_db(s_out_t *out, const s_snapshot_t *snap)
+static int s_render_db(fq_buf_t *out, const s_snapshot_t *snap)
 {
     const char *rows = "fairq_db_batch_rows", *seconds = "fairq_db_batch_seconds",
                *errors = "fairq_db_errors_total";
-    s_out_family(out, rows, "histogram", "Rows per database batch, by statement");
+    int rc = s_out_family(out, rows, "histogram", "Rows per database batch, by statement");
     for (int i = 0; i < FQ_METRICS_DB_COUNT; i++)
-        s_out_histogram(out, rows, "statement", s_statement_names[i], &snap->db[i].rows,
-                        s_rows_bounds, S_COUNT(s_rows_bounds));
-    s_out_family(out, seconds, "histogram", "Seconds per database batch, by statement");
+        rc |= s_out_histogram(out, rows, "statement", s_statement_names[i], &snap->db[i].rows,
+                              s_rows_bounds, S_COUNT(s_rows_bounds));
+    rc |= s_out_family(out, seconds, "histogram", "Seconds per database batch, by statement");
     for (int i = 0; i < FQ_METRICS_DB_COUNT; i++)
-        s_out_histogram(out, seconds, "statement", s_statement_names[i], &snap->db[i].seconds,
-                        s_seconds_bounds, S_COUNT(s_seconds_bounds));
-    s_out_family(out, errors, "counter", "Database batches that failed, by statement");
+        rc |= s_out_histogram(out, seconds, "statement", s_statement_names[i], &snap->db[i].seconds,
+                              s_seconds_bounds, S_COUNT(s_seconds_bounds));
+    rc |= s_out_family(out, errors, "counter", "Database batches that failed, by statement");
     for (int i = 0; i < FQ_METRICS_DB_COUNT; i++) {
-        s_out_sample(out, errors, "", "statement", s_statement_names[i]);
-        s_out_printf(out, "} %" PRId64 "\n", snap->db[i].errors);
+        rc |= s_out_sample(out, errors, "", "statement", s_statement_names[i]);
+        rc |= fq_buf_printf(out, "} %" PRId64 "\n", snap->db[i].errors);
     }
+    return rc;
 }
 
 char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_list_t *tenants)
@@ -1140,19 +1053,20 @@ char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_li
     if (!snap.failed && snap.nactors)
         qsort(snap.actors, snap.nactors, sizeof *snap.actors, s_actor_order);
 
-    s_out_t out = {.failed = snap.failed};
-    s_out_family(&out, "fairq_database_up", "gauge",
-                 "1 when fairqd could read the tenants' figures from the database, else 0");
-    s_out_printf(&out, "fairq_database_up %d\n", tenants ? 1 : 0);
-    s_render_tenants(&out, &snap, tenants != NULL);
-    s_render_senders(&out, &snap);
+    fq_buf_t out = {0};
+    int rc = snap.failed ? -1 : 0;
+    rc |= s_out_family(&out, "fairq_database_up", "gauge",
+                       "1 when fairqd could read the tenants' figures from the database, else 0");
+    rc |= fq_buf_printf(&out, "fairq_database_up %d\n", tenants ? 1 : 0);
+    rc |= s_render_tenants(&out, &snap, tenants != NULL);
+    rc |= s_render_senders(&out, &snap);
     if (sys)
-        s_render_actors(&out, &snap);
-    s_render_db(&out, &snap);
+        rc |= s_render_actors(&out, &snap);
+    rc |= s_render_db(&out, &snap);
     s_snapshot_free(&snap);
-    if (out.failed) {
-        free(out.data);
+    if (rc) {
+        fq_buf_free(&out);
         return NULL;
     }
-    return out.data;
+    return fq_buf_take(&out);
 }

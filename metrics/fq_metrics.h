@@ -63,8 +63,9 @@ char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_li
 //  ---------------------------------------------------------------------
 //  Names and senders (rare: each takes the lock)
 
-//  Tells the name of a tenant id (copied; at most 64 bytes, as the schema
-//  allows). Counters recorded by id show under this name.
+//  Tells the name of a tenant id (copied; at most FQ_TENANT_NAME_MAX bytes,
+//  fq_limits.h, as the schema allows). Counters recorded by id show under
+//  this name.
 void fq_metrics_tenant_name(fq_metrics_t *self, int64_t tenant_id, const char *name);
 
 //  A sender said HELLO: name (its own choice, sent by a remote peer) and

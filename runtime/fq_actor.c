@@ -2,6 +2,7 @@
     its children, timers and asks, and the fq_ctx_t API of fq_actor.h. */
 #include "fq_actor_internal.h"
 #include "fq_intkeys.h"
+#include "fq_log.h"
 #include <pthread.h>
 #include <stdarg.h>
 
@@ -154,7 +155,7 @@ static void s_escalate(fq_ctx_t *ctx, fq_cell_t *cell, const char *reason)
     if (ctx->cell->guardian) {
         //  Nothing above a guardian but the application: record and tell it
         fq_system_t *sys = ctx->sys;
-        zsys_error("fairq: failure escalated to %s: %s", ctx->cell->path, text);
+        fq_log(FQ_LOG_ERROR, "failure escalated to %s: %s", ctx->cell->path, text);
         if (!atomic_exchange(&sys->failed, true))
             snprintf(sys->failure, sizeof sys->failure, "%s", text);
         if (sys->config.on_escalation)
@@ -192,7 +193,7 @@ static void s_supervise(fq_ctx_t *ctx, fq_cell_t *cell, int code, const char *re
         return;
     }
     atomic_fetch_add(&cell->entry->failures, 1);
-    zsys_warning("fairq: actor %s failed: %s", cell->path, reason);
+    fq_log(FQ_LOG_WARNING, "actor %s failed: %s", cell->path, reason);
     const fq_supervision_t *sv = &cell->opts.supervision;
     if (sv->strategy == FQ_SUPERVISE_STOP) {
         s_remove_child(ctx, cell, true, reason);
@@ -283,10 +284,9 @@ static void s_dispatch(fq_ctx_t *ctx, const void *data, size_t size)
     fq_envelope_t env;
     if (fq_envelope_decode(data, size, &ctx->zone, &env) != 0) {
         uint64_t seen = atomic_fetch_add(&ctx->cell->entry->malformed, 1);
-        //  Log the first and then every 1000th, not a flood
-        if (seen % 1000 == 0)
-            zsys_warning("fairq: %s dropped a malformed frame of %zu bytes (%llu so far)",
-                         ctx->cell->path, size, (unsigned long long)seen + 1);
+        if (seen % FQ_MALFORMED_LOG_EVERY == 0)
+            fq_log(FQ_LOG_WARNING, "%s dropped a malformed frame of %zu bytes (%llu so far)",
+                   ctx->cell->path, size, (unsigned long long)seen + 1);
         msgpack_zone_clear(&ctx->zone);
         return;
     }
@@ -308,7 +308,7 @@ static void s_dispatch(fq_ctx_t *ctx, const void *data, size_t size)
     else if (env.type == FQ_MSG_STOP && local && !in_transit)
         s_exit(ctx, FQ_EXIT_STOPPED, "stopped by %s", env.sender[0] ? env.sender : "request");
     else if (env.type == FQ_MSG_STOP)
-        zsys_warning("fairq: %s refused a stop request from %s", ctx->cell->path, env.sender);
+        fq_log(FQ_LOG_WARNING, "%s refused a stop request from %s", ctx->cell->path, env.sender);
     else {
         int rc = ctx->cell->behaviour->receive(ctx, ctx->state, &msg);
         if (rc < 0)

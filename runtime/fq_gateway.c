@@ -1,5 +1,6 @@
 /*  fq_gateway.c — the remote transport actor (see fq_gateway.h). */
 #include "fq_gateway.h"
+#include "fq_log.h"
 #include "fq_system_internal.h"
 #include <dirent.h>
 #include <errno.h>
@@ -210,9 +211,9 @@ static void s_peer_lost(s_self_t *self, s_peer_t *peer, const char *reason)
 {
     //  A peer that said goodbye left as it should; any other loss is news
     if (strcmp(reason, S_GOODBYE) == 0)
-        zsys_info("fairq gateway: peer %s left: %s", peer->name, reason);
+        fq_log(FQ_LOG_INFO, "gateway: peer %s left: %s", peer->name, reason);
     else
-        zsys_warning("fairq gateway: peer %s lost: %s", peer->name, reason);
+        fq_log(FQ_LOG_WARNING, "gateway: peer %s lost: %s", peer->name, reason);
     for (s_watch_t *watch = zlistx_first(peer->watches); watch; watch = zlistx_next(peer->watches))
         s_tell_terminated(self, watch->watcher, watch->target, true, reason);
     for (zlistx_t *names = zhashx_first(self->remote_watchers); names;
@@ -255,7 +256,7 @@ static void s_dealer_open(s_self_t *self)
     }
     if (zsock_connect(self->dealer, "%s", cfg->connect) != 0 ||
         fq_ctx_add_reader(self->ctx, self->dealer, s_on_dealer) != 0) {
-        zsys_error("fairq gateway: could not connect to %s", cfg->connect);
+        fq_log(FQ_LOG_ERROR, "gateway: could not connect to %s", cfg->connect);
         zsock_destroy(&self->dealer);
         return;
     }
@@ -267,8 +268,8 @@ static void s_schedule_reconnect(s_self_t *self, const char *reason)
 {
     s_dealer_close(self);
     self->reconnect_at = zclock_mono() + self->reconnect_delay;
-    zsys_info("fairq gateway: %s; reconnecting to %s in %d ms", reason, self->cfg->connect,
-              self->reconnect_delay);
+    fq_log(FQ_LOG_INFO, "gateway: %s; reconnecting to %s in %d ms", reason, self->cfg->connect,
+           self->reconnect_delay);
     self->reconnect_delay = self->reconnect_delay * 2 > self->cfg->reconnect_max_ms
                                 ? self->cfg->reconnect_max_ms
                                 : self->reconnect_delay * 2;
@@ -347,9 +348,9 @@ static void s_refused(s_self_t *self, s_peer_t *peer, uint32_t type, const char 
     self->refused++;
     fq_count_refused(self->ctx);
     if ((self->refused & (self->refused - 1)) == 0)
-        zsys_warning("fairq gateway: refused message type %u to %.*s from peer %s (%llu refused so "
-                     "far)",
-                     type, FQ_PATH_MAX, to, peer->name, (unsigned long long)self->refused);
+        fq_log(FQ_LOG_WARNING,
+               "gateway: refused message type %u to %.*s from peer %s (%llu refused so far)", type,
+               FQ_PATH_MAX, to, peer->name, (unsigned long long)self->refused);
 }
 
 static void s_reply_error(s_self_t *self, s_peer_t *peer, const fq_envelope_t *env, int code)
@@ -455,9 +456,9 @@ static void s_on_frame(s_self_t *self, zframe_t *routing_id, const char *key, co
     msgpack_zone_clear(&self->zone);
     fq_envelope_t env;
     if (fq_envelope_decode(data, size, &self->zone, &env)) {
-        if (self->malformed++ % 1000 == 0)
-            zsys_warning("fairq gateway: dropped a malformed frame of %zu bytes (%llu so far)",
-                         size, (unsigned long long)self->malformed);
+        if (self->malformed++ % FQ_MALFORMED_LOG_EVERY == 0)
+            fq_log(FQ_LOG_WARNING, "gateway: dropped a malformed frame of %zu bytes (%llu so far)",
+                   size, (unsigned long long)self->malformed);
         return;
     }
     fq_msg_t msg = {.type = env.type, .body = env.body, .zone = &self->zone};
@@ -480,7 +481,8 @@ static void s_on_frame(s_self_t *self, zframe_t *routing_id, const char *key, co
             if (same_name && !streq(same_name->key, key)) {
                 //  A name belongs to one key: another key may not take it over
                 self->refused++;
-                zsys_warning("fairq gateway: refused %s: name held by another key", hello.system);
+                fq_log(FQ_LOG_WARNING, "gateway: refused %s: name held by another key",
+                       hello.system);
                 return;
             }
             if (same_name)
@@ -492,7 +494,7 @@ static void s_on_frame(s_self_t *self, zframe_t *routing_id, const char *key, co
                 s_peer_destroy((void **)&peer);
                 return;
             }
-            zsys_info("fairq gateway: peer %s joined", peer->name);
+            fq_log(FQ_LOG_INFO, "gateway: peer %s joined", peer->name);
             fq_gw_welcome_t welcome = {.system = fq_system_name(fq_ctx_system(self->ctx)),
                                        .version = S_PROTOCOL_VERSION};
             s_send_control(self, peer, &fq_gw_welcome_desc, &welcome, S_SEND_DONTWAIT);
@@ -520,7 +522,7 @@ static void s_on_frame(s_self_t *self, zframe_t *routing_id, const char *key, co
                 zhashx_insert(self->peers_by_name, self->server->name, self->server) != 0)
                 s_peer_destroy((void **)&self->server);
             self->reconnect_delay = self->cfg->reconnect_min_ms;
-            zsys_info("fairq gateway: joined %s at %s", welcome.system, self->cfg->connect);
+            fq_log(FQ_LOG_INFO, "gateway: joined %s at %s", welcome.system, self->cfg->connect);
             return;
         }
         if (env.type == FQ_MSG_GW_REHELLO) {
@@ -815,7 +817,7 @@ static int s_start_state(fq_ctx_t *ctx, void *args, void **state_p)
             zsock_set_zap_domain(self->router, S_ZAP_DOMAIN);
         }
         if (zsock_bind(self->router, "%s", cfg->bind) < 0) {
-            zsys_error("fairq gateway: could not bind %s: %s", cfg->bind, zmq_strerror(errno));
+            fq_log(FQ_LOG_ERROR, "gateway: could not bind %s: %s", cfg->bind, zmq_strerror(errno));
             return FQ_EINVAL;
         }
         int rc = fq_ctx_add_reader(ctx, self->router, s_on_router);
@@ -925,7 +927,7 @@ static const char *s_allow_dir_problem(const char *dir, char *problem, size_t si
 int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *in)
 {
     if (!in || (!in->bind && !in->connect)) {
-        zsys_error("fairq gateway: nothing to bind or connect");
+        fq_log(FQ_LOG_ERROR, "gateway: nothing to bind or connect");
         return FQ_EINVAL;
     }
     s_config_t *cfg = calloc(1, sizeof *cfg);
@@ -944,9 +946,10 @@ int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *in)
     cfg->reconnect_min_ms = s_default(in->reconnect_min_ms, FQ_GATEWAY_RECONNECT_MIN_MS);
     cfg->reconnect_max_ms = s_default(in->reconnect_max_ms, FQ_GATEWAY_RECONNECT_MAX_MS);
     if (!problem && cfg->insecure)
-        zsys_warning("fairq gateway: INSECURE MODE - no CURVE authentication or encryption; "
-                     "any host that reaches %s can act as a peer. Never use this in production.",
-                     cfg->bind ? cfg->bind : cfg->connect);
+        fq_log(FQ_LOG_WARNING,
+               "gateway: insecure mode, no CURVE authentication or encryption: any host that "
+               "reaches %s can act as a peer (never use this in production)",
+               cfg->bind ? cfg->bind : cfg->connect);
     else if (!problem) {
         cfg->cert = in->cert        ? zcert_dup(in->cert)
                     : in->cert_file ? zcert_load(in->cert_file)
@@ -972,7 +975,7 @@ int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *in)
             cfg->holds_zap = cfg->bind != NULL;
     }
     if (problem) {
-        zsys_error("fairq gateway: %s", problem);
+        fq_log(FQ_LOG_ERROR, "gateway: %s", problem);
         s_config_free(cfg);
         return problem == s_out_of_memory ? FQ_ENOMEM : FQ_EINVAL;
     }

@@ -1,5 +1,6 @@
 /*  fq_system.c — system lifecycle, guardians, counters and clients. */
 #include "fq_actor_internal.h"
+#include "fq_czmq_log.h"
 #include <unistd.h>
 
 int fq_guardian_spawn(zactor_t *guardian, const char *name, const fq_behaviour_t *behaviour,
@@ -23,8 +24,11 @@ fq_system_t *fq_system_new(const fq_system_config_t *cfg)
     if (!cfg || !fq_name_valid(cfg->name) || cfg->mailbox_hwm < 0 || cfg->send_timeout_ms < 0)
         return NULL;
     //  fairq handles its own signals; CZMQ's handler would make every
-    //  poll loop stop on the first SIGINT instead.
+    //  poll loop stop on the first SIGINT instead. Set before CZMQ starts
+    //  (the routing below starts it), or CZMQ would install its own.
     zsys_handler_set(NULL);
+    //  CZMQ's own lines (zauth's, zsys_shutdown's at exit) in fairq's format
+    fq_czmq_log_route();
     fq_system_t *self = calloc(1, sizeof *self);
     if (!self)
         return NULL;

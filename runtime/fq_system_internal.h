@@ -11,6 +11,11 @@
 //  Path of the gateway actor that carries messages to remote systems.
 #define FQ_GATEWAY_PATH "/system/gateway"
 
+//  Malformed frames are logged at the first and then every this many, not
+//  one line each: a peer sending garbage must not flood the log (they are
+//  all counted, fq_actor_stats_t.malformed).
+#define FQ_MALFORMED_LOG_EVERY 1000
+
 struct fq_system {
     char name[FQ_NAME_MAX + 1];
     char id[64]; //  Unique per process: keeps inproc endpoints apart

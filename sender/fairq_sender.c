@@ -1,4 +1,5 @@
-/*  fairq_sender.c — fairq-sender, a sender worker (DESIGN §1, §7).
+/*  fairq_sender.c — fairq-sender, a sender worker (the processes are in
+    docs/architecture.md, the protocol it speaks in docs/protocol.md).
 
         fairq-sender --connect tcp://HOST:PORT [options]
         fairq-sender --make-cert PATH
@@ -54,6 +55,32 @@ enum { S_EXIT_OK = 0, S_EXIT_FAILURE = 1, S_EXIT_USAGE = 2 };
 //  A CURVE public key in Z85 text, and in bytes.
 #define S_Z85_KEY_LEN 40
 #define S_KEY_SIZE    32
+
+//  getopt_long's codes for the options: past every short option's
+//  character, so that S_OPT_BASE + an s_opt_t names the option.
+#define S_OPT_BASE 1000
+
+//  Where --connect must point: fairqd's gateway speaks ZeroMQ over TCP.
+#define S_CONNECT_SCHEME "tcp://"
+
+//  What the environment's names start with, and room for the longest.
+#define S_ENV_PREFIX "FAIRQ_SENDER_"
+#define S_ENV_SIZE   64
+
+//  Bounds of the timing options: below them the heartbeats (or a wait for
+//  fairqd) would busy the sender, above them nobody would wait that long.
+#define S_HEARTBEAT_MS_MIN         10
+#define S_HEARTBEAT_MS_MAX         60000
+#define S_HEARTBEAT_TIMEOUT_MS_MIN 20
+#define S_HEARTBEAT_TIMEOUT_MS_MAX 600000
+#define S_TIMEOUT_MS_MAX           3600000
+
+//  Room for the transport's reason when it refuses its settings.
+#define S_ERROR_SIZE 512
+
+//  How long the last answers get to leave through the gateway before it
+//  closes, at the end of a drain.
+#define S_LAST_ANSWERS_MS 100
 
 //  The options, in one table: name, whether it takes a value, help.
 #define S_OPTIONS(X)                                                                               \
@@ -118,7 +145,7 @@ static const char *s_value(char *const values[], s_opt_t opt)
 {
     if (values[opt])
         return values[opt];
-    char env[64] = "FAIRQ_SENDER_";
+    char env[S_ENV_SIZE] = S_ENV_PREFIX;
     size_t len = strlen(env);
     for (const char *c = s_names[opt]; *c && len + 1 < sizeof env; c++)
         env[len++] = *c == '-' ? '_' : (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
@@ -187,18 +214,18 @@ int main(int argc, char *argv[])
     struct option longopts[S_OPT_COUNT + 1];
     for (int i = 0; i < S_OPT_COUNT; i++)
         longopts[i] = (struct option){s_names[i], s_is_switch(i) ? no_argument : required_argument,
-                                      NULL, 1000 + i};
+                                      NULL, S_OPT_BASE + i};
     longopts[S_OPT_COUNT] = (struct option){0};
     char *values[S_OPT_COUNT] = {0};
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         if (c == 'h')
-            c = 1000 + S_OPT_HELP;
-        if (c < 1000 || c >= 1000 + S_OPT_COUNT) {
+            c = S_OPT_BASE + S_OPT_HELP;
+        if (c < S_OPT_BASE || c >= S_OPT_BASE + S_OPT_COUNT) {
             fprintf(stderr, "Try \"%s --help\" for more information.\n", S_PROGRAM);
             return S_EXIT_USAGE;
         }
-        values[c - 1000] = optarg ? optarg : "true";
+        values[c - S_OPT_BASE] = optarg ? optarg : "true";
     }
     if (optind < argc) {
         fprintf(stderr, "%s: unexpected argument \"%s\"\n", S_PROGRAM, argv[optind]);
@@ -219,18 +246,20 @@ int main(int argc, char *argv[])
     }
     fq_log_set_level(level);
     const char *connect = s_value(values, S_OPT_CONNECT);
-    if (!connect || strncmp(connect, "tcp://", 6) != 0) {
+    if (!connect || strncmp(connect, S_CONNECT_SCHEME, strlen(S_CONNECT_SCHEME)) != 0) {
         fprintf(stderr, "%s: --connect tcp://HOST:PORT is required\n", S_PROGRAM);
         return S_EXIT_USAGE;
     }
     int concurrency, heartbeat_ms, heartbeat_timeout_ms, drain_ms, smtp_timeout_ms;
     if (s_int(values, S_OPT_CONCURRENCY, S_DEFAULT_CONCURRENCY, 1, FQ_SENDER_WORKERS,
               &concurrency) ||
-        s_int(values, S_OPT_HEARTBEAT_MS, FQ_GATEWAY_HEARTBEAT_MS, 10, 60000, &heartbeat_ms) ||
-        s_int(values, S_OPT_HEARTBEAT_TIMEOUT_MS, FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS, 20, 600000,
-              &heartbeat_timeout_ms) ||
-        s_int(values, S_OPT_DRAIN_TIMEOUT_MS, S_DEFAULT_DRAIN_TIMEOUT_MS, 0, 3600000, &drain_ms) ||
-        s_int(values, S_OPT_SMTP_TIMEOUT_MS, 0, 0, 3600000, &smtp_timeout_ms))
+        s_int(values, S_OPT_HEARTBEAT_MS, FQ_GATEWAY_HEARTBEAT_MS, S_HEARTBEAT_MS_MIN,
+              S_HEARTBEAT_MS_MAX, &heartbeat_ms) ||
+        s_int(values, S_OPT_HEARTBEAT_TIMEOUT_MS, FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS,
+              S_HEARTBEAT_TIMEOUT_MS_MIN, S_HEARTBEAT_TIMEOUT_MS_MAX, &heartbeat_timeout_ms) ||
+        s_int(values, S_OPT_DRAIN_TIMEOUT_MS, S_DEFAULT_DRAIN_TIMEOUT_MS, 0, S_TIMEOUT_MS_MAX,
+              &drain_ms) ||
+        s_int(values, S_OPT_SMTP_TIMEOUT_MS, 0, 0, S_TIMEOUT_MS_MAX, &smtp_timeout_ms))
         return S_EXIT_USAGE;
 
     char name[FQ_NAME_MAX + 1];
@@ -267,7 +296,7 @@ int main(int argc, char *argv[])
                       .message_id_domain = s_value(values, S_OPT_MESSAGE_ID_DOMAIN)}};
     //  The transport is checked here, so a wrong URL or file is a usage
     //  error now rather than a worker failing over and over
-    char error[512];
+    char error[S_ERROR_SIZE];
     fq_transport_t *probe = fq_transport_new(&config.transport, error, sizeof error);
     if (!probe) {
         fprintf(stderr, "%s: %s\n", S_PROGRAM, error);
@@ -354,7 +383,7 @@ int main(int argc, char *argv[])
         fq_log(FQ_LOG_WARNING, "stopping with %d deliveries unfinished (fairqd sends them again)",
                left);
     //  Let the last answers leave through the gateway before it closes
-    zclock_sleep(100);
+    zclock_sleep(S_LAST_ANSWERS_MS);
     fq_system_destroy(&sys);
     fq_log(FQ_LOG_INFO, "stopped");
     return S_EXIT_OK;

@@ -1,15 +1,17 @@
 /*  fq_mime.c — RFC 5322 rendering of one message (contract in fq_mime.h).
 
-    Everything is written into one growable buffer. Header fields are
-    checked before they are written; the first bad one ends the render
-    with an error that names it, so an operator can find the template or
-    recipient at fault.
+    Everything is written into one fq_buf_t. Each writer returns 0, or -1
+    when memory ran out (fq_buf.h), ORed together and checked once at the
+    end. Header fields are checked before they are written; the first bad
+    one ends the render with an error that names it, so an operator can
+    find the template or recipient at fault.
 */
+#include "fq_buf.h"
 #include "fq_error.h"
 #include "fq_mime.h"
+#include "fq_utf8.h"
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,20 +47,14 @@
 #define S_HEX_MASK 0xF
 
 //  The longest run of UTF-8 continuation bytes after a lead byte; an
-//  encoded word may not end inside a character (RFC 2047 5 (3)). A
-//  continuation byte is 10xxxxxx.
-#define S_UTF8_CONTINUATION_MAX  3
-#define S_UTF8_CONTINUATION_MASK 0xC0
-#define S_UTF8_CONTINUATION_BITS 0x80
+//  encoded word may not end inside a character (RFC 2047 5 (3)).
+#define S_UTF8_CONTINUATION_MAX 3
 
 //  struct tm counts years from 1900.
 #define S_TM_YEAR_BASE 1900
 
 //  The ASCII delete character, a control like those below space.
 #define S_DEL 0x7F
-
-//  The buffer starts at this size and doubles: most messages fit at once.
-#define S_BUF_MIN 4096
 
 //  "From " at the start of a line, which mbox readers take for the start
 //  of the next message.
@@ -81,86 +77,16 @@ static const char *const s_reserved_headers[] = {
 };
 #define S_RESERVED_COUNT (sizeof s_reserved_headers / sizeof s_reserved_headers[0])
 
-// --------------------------------------------------------------------------
-//  Growable buffer: appends never fail at the call site; the first failed
-//  allocation marks the buffer and the render checks once at the end.
-
-typedef struct {
-    char *data;
-    size_t len;
-    size_t cap;
-    bool failed;
-} s_buf_t;
-
-static bool s_buf_reserve(s_buf_t *buf, size_t more)
+//  Hands the text to the caller with its length, or frees it and returns
+//  NULL when memory ran out while writing it (mem is not 0).
+static char *s_finish(fq_buf_t *buf, int mem, size_t *len)
 {
-    if (buf->failed)
-        return false;
-    if (buf->len + more + 1 <= buf->cap)
-        return true;
-    size_t cap = buf->cap ? buf->cap : S_BUF_MIN;
-    while (cap < buf->len + more + 1) {
-        if (cap > SIZE_MAX / 2) {
-            buf->failed = true;
-            return false;
-        }
-        cap *= 2;
-    }
-    char *data = realloc(buf->data, cap);
-    if (!data) {
-        buf->failed = true;
-        return false;
-    }
-    buf->data = data;
-    buf->cap = cap;
-    return true;
-}
-
-static void s_buf_add(s_buf_t *buf, const char *data, size_t len)
-{
-    if (!s_buf_reserve(buf, len))
-        return;
-    memcpy(buf->data + buf->len, data, len);
-    buf->len += len;
-    buf->data[buf->len] = 0;
-}
-
-static void s_buf_adds(s_buf_t *buf, const char *text)
-{
-    s_buf_add(buf, text, strlen(text));
-}
-
-static void s_buf_addc(s_buf_t *buf, char c)
-{
-    s_buf_add(buf, &c, 1);
-}
-
-static void s_buf_printf(s_buf_t *buf, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void s_buf_printf(s_buf_t *buf, const char *format, ...)
-{
-    va_list args;
-    va_start(args, format);
-    int need = vsnprintf(NULL, 0, format, args);
-    va_end(args);
-    if (need < 0 || !s_buf_reserve(buf, (size_t)need))
-        return;
-    va_start(args, format);
-    vsnprintf(buf->data + buf->len, (size_t)need + 1, format, args);
-    va_end(args);
-    buf->len += (size_t)need;
-}
-
-//  Hands the text over to the caller, or frees it after a failure.
-static char *s_buf_finish(s_buf_t *buf, size_t *len)
-{
-    if (buf->failed || !s_buf_reserve(buf, 0)) {
-        free(buf->data);
+    if (mem) {
+        fq_buf_free(buf);
         return NULL;
     }
-    *len = buf->len;
-    return buf->data;
+    *len = buf->size;
+    return fq_buf_take(buf);
 }
 
 // --------------------------------------------------------------------------
@@ -245,12 +171,6 @@ static bool s_is_blank(char c)
     return c == ' ' || c == '\t';
 }
 
-//  A UTF-8 continuation byte, 10xxxxxx: never the first byte of a character.
-static bool s_is_continuation(char c)
-{
-    return ((unsigned char)c & S_UTF8_CONTINUATION_MASK) == S_UTF8_CONTINUATION_BITS;
-}
-
 //  Splits mailbox; returns false when it is not one acceptable address.
 static bool s_mailbox_parse(const char *mailbox, s_mailbox_t *box)
 {
@@ -304,8 +224,9 @@ int fq_mime_address(const char *mailbox, char *address, size_t size)
 //  Header writing
 
 //  Appends len bytes of base64.
-static void s_put_base64(s_buf_t *buf, const unsigned char *data, size_t len)
+static int s_put_base64(fq_buf_t *buf, const unsigned char *data, size_t len)
 {
+    int rc = 0;
     for (size_t i = 0; i < len; i += S_B64_IN) {
         size_t have = len - i < S_B64_IN ? len - i : S_B64_IN;
         uint32_t group = 0;
@@ -317,16 +238,18 @@ static void s_put_base64(s_buf_t *buf, const unsigned char *data, size_t len)
             out[k] = k <= have
                          ? s_b64_alphabet[group >> (S_B64_BITS * (S_B64_OUT - 1 - k)) & S_B64_MASK]
                          : '=';
-        s_buf_add(buf, out, sizeof out);
+        rc |= fq_buf_add(buf, out, sizeof out);
     }
+    return rc;
 }
 
 //  Appends text as RFC 2047 encoded words, starting at column col of the
 //  current line. Each word ends on a whole UTF-8 character and each line
 //  stays within 76 characters: a word that does not fit on the current
-//  line goes on a folded line of its own. Returns the column it ends at.
-static size_t s_put_encoded_words(s_buf_t *buf, size_t col, const char *text, size_t len)
+//  line goes on a folded line of its own.
+static int s_put_encoded_words(fq_buf_t *buf, size_t col, const char *text, size_t len)
 {
+    int rc = 0;
     size_t at = 0;
     while (at < len) {
         //  How many bytes fit in " =?UTF-8?B?...?=" on this line
@@ -335,44 +258,48 @@ static size_t s_put_encoded_words(s_buf_t *buf, size_t col, const char *text, si
         size_t cut = at + room / S_B64_OUT * S_B64_IN;
         if (cut > len)
             cut = len;
-        //  Do not end the word inside a character: step back over up to
-        //  three continuation bytes (more is not UTF-8: cut anyway)
-        for (int back = 0; back < S_UTF8_CONTINUATION_MAX && cut > at && cut < len &&
-                           s_is_continuation(text[cut]);
-             back++)
-            cut--;
-        if (col > 0 && (cut == at || (cut < len && s_is_continuation(text[cut])))) {
+        //  Do not end the word inside a character: step back to where one
+        //  starts, over up to three continuation bytes (more is not UTF-8:
+        //  cut anyway, three back)
+        size_t whole = at + fq_utf8_prefix(text + at, len - at, cut - at);
+        bool inside = cut - whole > S_UTF8_CONTINUATION_MAX;
+        cut = inside ? cut - S_UTF8_CONTINUATION_MAX : whole;
+        if (col > 0 && (cut == at || inside)) {
             //  Too little room left on this line for a whole character:
             //  fold. A fresh line has room for 45 bytes, so this is once.
-            s_buf_adds(buf, "\r\n");
+            rc |= fq_buf_add_str(buf, "\r\n");
             col = 0;
             continue;
         }
-        s_buf_addc(buf, ' ');
-        s_buf_adds(buf, S_EW_PREFIX);
-        s_put_base64(buf, (const unsigned char *)text + at, cut - at);
-        s_buf_adds(buf, S_EW_SUFFIX);
+        rc |= fq_buf_add_char(buf, ' ');
+        rc |= fq_buf_add_str(buf, S_EW_PREFIX);
+        rc |= s_put_base64(buf, (const unsigned char *)text + at, cut - at);
+        rc |= fq_buf_add_str(buf, S_EW_SUFFIX);
         col += 1 + S_EW_OVERHEAD + (cut - at + S_B64_IN - 1) / S_B64_IN * S_B64_OUT;
         at = cut;
     }
-    return col;
+    return rc;
 }
 
-//  Appends printable ASCII text after column col, folded before blanks so
-//  that lines stay within 78 characters where a blank allows it. Returns
-//  false, having appended nothing, when some line would still exceed 998.
-static bool s_put_folded(s_buf_t *buf, size_t col, const char *text, size_t len)
+//  Whether printable ASCII text after column col can be folded so that no
+//  line exceeds 998 characters: its longest unbreakable run decides.
+static bool s_foldable(size_t col, const char *text, size_t len)
 {
-    //  The longest unbreakable run decides whether 998 can be kept
     size_t run = col, longest = 0;
     for (size_t i = 0; i < len; i++) {
         run = s_is_blank(text[i]) ? 1 : run + 1;
         if (run > longest)
             longest = run;
     }
-    if (longest > S_LINE_MAX)
-        return false;
-    s_buf_addc(buf, ' ');
+    return longest <= S_LINE_MAX;
+}
+
+//  Appends printable ASCII text after column col, folded before blanks so
+//  that lines stay within 78 characters where a blank allows it (and
+//  within 998 where s_foldable says so).
+static int s_put_folded(fq_buf_t *buf, size_t col, const char *text, size_t len)
+{
+    int rc = fq_buf_add_char(buf, ' ');
     col++;
     for (size_t i = 0; i < len; i++) {
         //  Fold before the first blank of a run only: a folded line made
@@ -382,27 +309,28 @@ static bool s_put_folded(s_buf_t *buf, size_t col, const char *text, size_t len)
             while (i + word < len && !s_is_blank(text[i + word]))
                 word++;
             if (col + word > S_LINE_PREFERED) {
-                s_buf_adds(buf, "\r\n");
+                rc |= fq_buf_add_str(buf, "\r\n");
                 col = 0;
             }
         }
-        s_buf_addc(buf, text[i]);
+        rc |= fq_buf_add_char(buf, text[i]);
         col++;
     }
-    return true;
+    return rc;
 }
 
 //  An unstructured field (Subject): as it is when it is printable ASCII
-//  that cannot be mistaken for encoded words, else encoded.
-static void s_put_unstructured(s_buf_t *buf, const char *name, const char *text)
+//  that cannot be mistaken for encoded words (and can be folded), else
+//  encoded.
+static int s_put_unstructured(fq_buf_t *buf, const char *name, const char *text)
 {
     size_t len = strlen(text);
-    s_buf_printf(buf, "%s:", name);
+    int rc = fq_buf_printf(buf, "%s:", name);
     size_t col = strlen(name) + 1;
-    bool plain = s_all_printable_ascii(text, len) && !strstr(text, "=?");
-    if (!plain || !s_put_folded(buf, col, text, len))
-        s_put_encoded_words(buf, col, text, len);
-    s_buf_adds(buf, "\r\n");
+    bool plain =
+        s_all_printable_ascii(text, len) && !strstr(text, "=?") && s_foldable(col, text, len);
+    rc |= plain ? s_put_folded(buf, col, text, len) : s_put_encoded_words(buf, col, text, len);
+    return rc | fq_buf_add_str(buf, "\r\n");
 }
 
 //  RFC 5322 3.2.3 specials: a display name holding one must be quoted, or
@@ -418,14 +346,12 @@ static bool s_needs_quotes(const char *name, size_t len)
 }
 
 //  An address field (From, To) for a parsed mailbox.
-static void s_put_mailbox(s_buf_t *buf, const char *field, const s_mailbox_t *box)
+static int s_put_mailbox(fq_buf_t *buf, const char *field, const s_mailbox_t *box)
 {
-    s_buf_printf(buf, "%s:", field);
+    int rc = fq_buf_printf(buf, "%s:", field);
     size_t col = strlen(field) + 1;
-    if (box->name_len == 0) {
-        s_buf_printf(buf, " %.*s\r\n", (int)box->addr_len, box->addr);
-        return;
-    }
+    if (box->name_len == 0)
+        return rc | fq_buf_printf(buf, " %.*s\r\n", (int)box->addr_len, box->addr);
     if (!s_all_printable_ascii(box->name, box->name_len)) {
         //  Encoded words are not quoted: "Café" <a@b> encodes Café
         const char *name = box->name;
@@ -434,18 +360,18 @@ static void s_put_mailbox(s_buf_t *buf, const char *field, const s_mailbox_t *bo
             name++;
             len -= 2; //  Both quotes
         }
-        s_put_encoded_words(buf, col, name, len);
+        rc |= s_put_encoded_words(buf, col, name, len);
     } else if (s_needs_quotes(box->name, box->name_len)) {
-        s_buf_adds(buf, " \"");
+        rc |= fq_buf_add_str(buf, " \"");
         for (size_t i = 0; i < box->name_len; i++) {
             if (box->name[i] == '"' || box->name[i] == '\\')
-                s_buf_addc(buf, '\\');
-            s_buf_addc(buf, box->name[i]);
+                rc |= fq_buf_add_char(buf, '\\');
+            rc |= fq_buf_add_char(buf, box->name[i]);
         }
-        s_buf_addc(buf, '"');
+        rc |= fq_buf_add_char(buf, '"');
     } else
-        s_buf_printf(buf, " %.*s", (int)box->name_len, box->name);
-    s_buf_printf(buf, " <%.*s>\r\n", (int)box->addr_len, box->addr);
+        rc |= fq_buf_printf(buf, " %.*s", (int)box->name_len, box->name);
+    return rc | fq_buf_printf(buf, " <%.*s>\r\n", (int)box->addr_len, box->addr);
 }
 
 //  when in UTC; the epoch for a time gmtime cannot represent.
@@ -459,12 +385,12 @@ static struct tm s_utc(time_t when)
     return tm;
 }
 
-static void s_put_date(s_buf_t *buf, time_t when)
+static int s_put_date(fq_buf_t *buf, time_t when)
 {
     struct tm tm = s_utc(when);
-    s_buf_printf(buf, "Date: %s, %02d %s %04d %02d:%02d:%02d +0000\r\n", s_day_names[tm.tm_wday],
-                 tm.tm_mday, s_month_names[tm.tm_mon], tm.tm_year + S_TM_YEAR_BASE, tm.tm_hour,
-                 tm.tm_min, tm.tm_sec);
+    return fq_buf_printf(buf, "Date: %s, %02d %s %04d %02d:%02d:%02d +0000\r\n",
+                         s_day_names[tm.tm_wday], tm.tm_mday, s_month_names[tm.tm_mon],
+                         tm.tm_year + S_TM_YEAR_BASE, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
 //  Checks extra header index; returns 0 or an fq error code with the
@@ -519,8 +445,9 @@ static bool s_at_line_end(const char *text, size_t i)
     return text[i] == 0 || text[i] == '\n' || (text[i] == '\r' && text[i + 1] == '\n');
 }
 
-static void s_put_quoted_printable(s_buf_t *buf, const char *text)
+static int s_put_quoted_printable(fq_buf_t *buf, const char *text)
 {
+    int rc = 0;
     size_t col = 0;
     for (size_t i = 0; text[i]; i++) {
         unsigned char c = (unsigned char)text[i];
@@ -528,7 +455,7 @@ static void s_put_quoted_printable(s_buf_t *buf, const char *text)
         if (c == '\n' || (c == '\r' && text[i + 1] == '\n')) {
             if (c == '\r')
                 i++;
-            s_buf_adds(buf, "\r\n");
+            rc |= fq_buf_add_str(buf, "\r\n");
             col = 0;
             continue;
         }
@@ -537,7 +464,7 @@ static void s_put_quoted_printable(s_buf_t *buf, const char *text)
                       (blank && s_at_line_end(text, i + 1));
         size_t token = encode ? S_QP_TOKEN_MAX : 1;
         if (col + token > S_QP_TEXT_MAX) {
-            s_buf_adds(buf, "=\r\n");
+            rc |= fq_buf_add_str(buf, "=\r\n");
             col = 0;
         }
         //  An encoded line starting "From " would start a new message in
@@ -549,14 +476,15 @@ static void s_put_quoted_printable(s_buf_t *buf, const char *text)
         if (encode) {
             char hex[S_QP_TOKEN_MAX] = {'=', s_hex_digits[c >> S_HEX_BITS],
                                         s_hex_digits[c & S_HEX_MASK]};
-            s_buf_add(buf, hex, sizeof hex);
+            rc |= fq_buf_add(buf, hex, sizeof hex);
         } else
-            s_buf_addc(buf, (char)c);
+            rc |= fq_buf_add_char(buf, (char)c);
         col += token;
     }
     //  SMTP data and mbox records end with a line break
     if (col > 0)
-        s_buf_adds(buf, "\r\n");
+        rc |= fq_buf_add_str(buf, "\r\n");
+    return rc;
 }
 
 //  Parses mailbox, the message's role ("sender"); returns 0 or an fq
@@ -623,24 +551,24 @@ int fq_mime_render(const fq_delivery_t *msg, const fq_mime_options_t *options, c
         return FQ_EINVAL;
     }
 
-    s_buf_t buf = {0};
+    fq_buf_t buf = {0};
     time_t date = options && options->date ? options->date : time(NULL);
-    s_put_date(&buf, date);
-    s_put_mailbox(&buf, "From", &from);
-    s_put_mailbox(&buf, "To", &to);
-    s_put_unstructured(&buf, "Subject", subject);
-    s_buf_printf(&buf, "Message-ID: <fairq.%" PRIu64 "@%.*s>\r\n", msg->id, (int)domain_len,
-                 domain);
-    s_buf_adds(&buf, "MIME-Version: 1.0\r\n");
-    s_buf_printf(&buf, "Content-Type: text/%s; charset=UTF-8\r\n",
-                 msg->body_is_html ? "html" : "plain");
-    s_buf_adds(&buf, "Content-Transfer-Encoding: quoted-printable\r\n");
+    int mem = s_put_date(&buf, date);
+    mem |= s_put_mailbox(&buf, "From", &from);
+    mem |= s_put_mailbox(&buf, "To", &to);
+    mem |= s_put_unstructured(&buf, "Subject", subject);
+    mem |= fq_buf_printf(&buf, "Message-ID: <fairq.%" PRIu64 "@%.*s>\r\n", msg->id, (int)domain_len,
+                         domain);
+    mem |= fq_buf_add_str(&buf, "MIME-Version: 1.0\r\n");
+    mem |= fq_buf_printf(&buf, "Content-Type: text/%s; charset=UTF-8\r\n",
+                         msg->body_is_html ? "html" : "plain");
+    mem |= fq_buf_add_str(&buf, "Content-Transfer-Encoding: quoted-printable\r\n");
     for (size_t i = 0; i < msg->nheaders; i++)
-        s_buf_printf(&buf, "%s: %s\r\n", msg->header_names[i], msg->header_values[i]);
-    s_buf_adds(&buf, "\r\n");
-    s_put_quoted_printable(&buf, msg->body ? msg->body : "");
+        mem |= fq_buf_printf(&buf, "%s: %s\r\n", msg->header_names[i], msg->header_values[i]);
+    mem |= fq_buf_add_str(&buf, "\r\n");
+    mem |= s_put_quoted_printable(&buf, msg->body ? msg->body : "");
 
-    *text = s_buf_finish(&buf, len);
+    *text = s_finish(&buf, mem, len);
     if (!*text) {
         fq_error_format(error, error_size, "out of memory rendering message %" PRIu64, msg->id);
         return FQ_ENOMEM;
@@ -663,12 +591,12 @@ static bool s_is_from_line(const char *line, size_t len)
 char *fq_mime_mbox_record(const char *text, size_t len, const char *sender, time_t when,
                           size_t *out_len)
 {
-    s_buf_t buf = {0};
+    fq_buf_t buf = {0};
     //  The separator line in asctime's format, "Tue Nov 14 22:13:20 2023"
     struct tm tm = s_utc(when);
-    s_buf_printf(&buf, "From %s %s %s %2d %02d:%02d:%02d %d\n", sender, s_day_names[tm.tm_wday],
-                 s_month_names[tm.tm_mon], tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                 tm.tm_year + S_TM_YEAR_BASE);
+    int mem = fq_buf_printf(&buf, "From %s %s %s %2d %02d:%02d:%02d %d\n", sender,
+                            s_day_names[tm.tm_wday], s_month_names[tm.tm_mon], tm.tm_mday,
+                            tm.tm_hour, tm.tm_min, tm.tm_sec, tm.tm_year + S_TM_YEAR_BASE);
     size_t at = 0;
     while (at < len) {
         const char *newline = memchr(text + at, '\n', len - at);
@@ -677,12 +605,12 @@ char *fq_mime_mbox_record(const char *text, size_t len, const char *sender, time
         if (line_len > 0 && text[at + line_len - 1] == '\r')
             line_len--;
         if (s_is_from_line(text + at, line_len))
-            s_buf_addc(&buf, '>');
-        s_buf_add(&buf, text + at, line_len);
-        s_buf_addc(&buf, '\n');
+            mem |= fq_buf_add_char(&buf, '>');
+        mem |= fq_buf_add(&buf, text + at, line_len);
+        mem |= fq_buf_add_char(&buf, '\n');
         at = newline ? end + 1 : len;
     }
     //  An empty line ends the record
-    s_buf_addc(&buf, '\n');
-    return s_buf_finish(&buf, out_len);
+    mem |= fq_buf_add_char(&buf, '\n');
+    return s_finish(&buf, mem, out_len);
 }

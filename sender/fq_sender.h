@@ -1,7 +1,7 @@
 /*  fq_sender.h — the actors of fairq-sender.
 
         /user/sender             speaks the sender protocol with fairqd's
-                                 dispatcher (sender/PROTOCOL.md)
+                                 dispatcher (docs/protocol.md)
         /user/sender/worker-N    delivers one message at a time through
                                  its own transport (fq_transport.h)
 

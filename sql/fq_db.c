@@ -2,16 +2,21 @@
 #include "fq_db.h"
 #include "fq_error.h"
 #include "fq_log.h"
-#include <czmq.h>
 #include <libpq-fe.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 //  A PostgreSQL restart takes a few seconds: the first retry comes soon,
 //  and doubling to 5 s keeps an actor from lagging long behind a database
 //  that is back, at a few log lines per outage.
 #define S_RETRY_MIN_MS 100
 #define S_RETRY_MAX_MS 5000
+
+//  Units of the monotonic clock's time.
+#define S_MS_PER_S  1000
+#define S_NS_PER_MS 1000000
 
 //  Room for a connection error.
 #define S_ERROR_MAX 1024
@@ -21,16 +26,25 @@ struct fq_db {
     char *who;
     fq_store_t *store; //  NULL while not connected
     bool lost;         //  The connection was lost (or never made)
-    int64_t retry_at;  //  zclock_mono() of the next attempt
+    int64_t retry_at;  //  s_now_ms() of the next attempt
     int delay_ms;
     int (*on_connect)(fq_store_t *store, void *arg);
     void *on_connect_arg;
 };
 
+//  Milliseconds of the monotonic clock: waits between reconnects must not
+//  jump with the wall clock.
+static int64_t s_now_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * S_MS_PER_S + now.tv_nsec / S_NS_PER_MS;
+}
+
 static void s_schedule_retry(fq_db_t *self)
 {
     self->lost = true;
-    self->retry_at = zclock_mono() + self->delay_ms;
+    self->retry_at = s_now_ms() + self->delay_ms;
     self->delay_ms = self->delay_ms * 2 > S_RETRY_MAX_MS ? S_RETRY_MAX_MS : self->delay_ms * 2;
 }
 
@@ -118,7 +132,7 @@ void fq_db_on_connect(fq_db_t *self, int (*fn)(fq_store_t *store, void *arg), vo
 
 fq_store_t *fq_db_store(fq_db_t *self)
 {
-    if (self->lost && zclock_mono() >= self->retry_at)
+    if (self->lost && s_now_ms() >= self->retry_at)
         s_try_connect(self);
     return self->lost ? NULL : self->store;
 }
@@ -140,6 +154,6 @@ int fq_db_retry_in_ms(fq_db_t *self)
 {
     if (!self->lost)
         return 0;
-    int64_t left = self->retry_at - zclock_mono();
+    int64_t left = self->retry_at - s_now_ms();
     return left > 0 ? (int)left : 0;
 }

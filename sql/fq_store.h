@@ -5,20 +5,35 @@
     code on failure; fq_store_error() then holds a message in PostgreSQL's
     style ("could not apply acks: ..."). All SQL is parameterised.
 
-    Message lifecycle (DESIGN §5): pending -> sent, or failed (retried at
+    Message lifecycle: pending -> sent, or failed (retried at
     next_attempt_at) -> dead; cancelled. "In flight" is never written: a
     message handed to a sender stays pending until its ack, so after a
     crash everything not final is pending again and is sent again (at least
-    once).
+    once). docs/delivery.md tells the whole of it.
+
+    The sections below follow the store's files, one topic each:
+    connection and notifications (fq_store.c), migrations
+    (fq_store_migrate.c), tenants and API tokens (fq_store_tenants.c),
+    requests (fq_store_requests.c), messages: splitting, paging, loading
+    (fq_store_messages.c), acks and nacks (fq_store_acks.c), operator
+    queries (fq_store_operator.c) and background jobs
+    (fq_store_maintenance.c).
 */
 #ifndef FQ_STORE_H
 #define FQ_STORE_H
 
+#include "fq_limits.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct fq_store fq_store_t;
+
+//  Largest page of a list, a search, an error summary or a finishing batch.
+#define FQ_STORE_PAGE_MAX 1000
+
+//  ---------------------------------------------------------------------
+//  Connection
 
 //  Connects with a libpq connection string ("" uses the PG* environment).
 //  NULL on failure, with the reason in error.
@@ -50,6 +65,24 @@ int fq_store_reconnect(fq_store_t *self);
 //  gone, and fq_store_connected is false from then on.
 bool fq_store_alive(fq_store_t *self);
 
+//  The channel fairq.submit and every request change NOTIFY on.
+#define FQ_STORE_REQUESTS_CHANNEL "fairq_requests"
+
+//  LISTENs on channel with this connection (again after a reconnect).
+int fq_store_listen(fq_store_t *self, const char *channel);
+
+//  The connection's socket, to wait on for notifications (it changes with
+//  each reconnect); -1 when not connected.
+int fq_store_socket(fq_store_t *self);
+
+//  Reads what the server sent without waiting and counts the notifications
+//  received since the last call. Returns the count, or FQ_EDB when the
+//  connection is lost.
+int fq_store_notifications(fq_store_t *self);
+
+//  ---------------------------------------------------------------------
+//  Migrations
+
 //  Applies the migrations the database lacks, in one transaction, under an
 //  advisory lock (two daemons starting at once apply them once). Returns
 //  how many were applied, or FQ_ESCHEMA if the database's schema is newer
@@ -60,7 +93,9 @@ int fq_store_migrate(fq_store_t *self);
 int fq_store_schema_version(fq_store_t *self, int *version);
 
 //  ---------------------------------------------------------------------
-//  Tenants
+//  Tenants and their API tokens. A tenant's live figures come from the
+//  counters of its unfinished requests (never from counting messages).
+//  What is in flight is known to the scheduler only, not to the store.
 
 typedef struct {
     const char *name;
@@ -73,8 +108,86 @@ typedef struct {
 //  or limits, see the message) or FQ_EDB.
 int fq_store_tenant_put(fq_store_t *self, const fq_tenant_spec_t *spec, int64_t *id);
 
+typedef struct {
+    int64_t id;
+    char name[FQ_TENANT_NAME_SIZE]; //  At most FQ_TENANT_NAME_MAX bytes (the schema's check)
+    int weight;
+    int max_inflight;
+    int submit_rate;          //  Submits per minute; 0 = unlimited
+    int64_t open_requests;    //  Accepted, splitting, active or paused
+    int64_t depth;            //  Pending + failed messages
+    int64_t failed;           //  Of depth, waiting for a retry
+    int64_t unsplit;          //  Recipients not yet split into messages
+    int64_t oldest_pending_s; //  Age of the oldest unfinished request; 0 = none
+} fq_tenant_info_t;
+
+//  One tenant by name. Returns 0, FQ_ENOTFOUND or FQ_EDB.
+int fq_store_tenant_get(fq_store_t *self, const char *name, fq_tenant_info_t *out);
+
+typedef struct {
+    fq_tenant_info_t *rows; //  Owned by the caller: fq_tenant_list_free
+    size_t count;
+} fq_tenant_list_t;
+
+//  Every tenant, by name. Returns how many, or a negative code.
+int fq_store_tenant_list(fq_store_t *self, fq_tenant_list_t *list);
+void fq_tenant_list_free(fq_tenant_list_t *list);
+
+//  A tenant's name by id, into name (FQ_TENANT_NAME_SIZE bytes). Returns
+//  0, FQ_ENOTFOUND or FQ_EDB.
+int fq_store_tenant_name(fq_store_t *self, int64_t tenant_id, char name[FQ_TENANT_NAME_SIZE]);
+
+//  A tenant's id by name. Returns 0, FQ_ENOTFOUND or FQ_EDB.
+int fq_store_tenant_id(fq_store_t *self, const char *name, int64_t *tenant_id);
+
+//  Tokens of the HTTP API (api/API.md): only their SHA-256 is stored.
+
+//  A token's text: "fq_", 43 characters of URL-safe base64 (32 random
+//  bytes), and the NUL.
+#define FQ_STORE_TOKEN_SIZE 47
+
+//  Makes a new bearer token for tenant (NULL: an admin token), keeps only
+//  its SHA-256 in fairq.api_tokens and writes the token itself, shown
+//  this once, into token (FQ_STORE_TOKEN_SIZE bytes at least), and its id
+//  (what revokes it) into *id unless id is NULL. Returns 0, FQ_ENOTFOUND
+//  (no such tenant), FQ_EINVAL (token_size too small) or FQ_EDB.
+int fq_store_token_create(fq_store_t *self, const char *tenant, char *token, size_t token_size,
+                          int64_t *id);
+
+typedef struct {
+    int64_t id;
+    int64_t created_at; //  Unix seconds
+} fq_token_info_t;
+
+typedef struct {
+    fq_token_info_t *rows; //  Owned by the caller: fq_token_list_free
+    size_t count;
+} fq_token_list_t;
+
+//  The tokens of tenant (NULL: the admin tokens), oldest first: their ids
+//  and ages, never the tokens. Returns how many, or a negative code.
+int fq_store_token_list(fq_store_t *self, const char *tenant, fq_token_list_t *list);
+void fq_token_list_free(fq_token_list_t *list);
+
+//  Revokes token id of tenant (NULL: an admin token): calls with it answer
+//  401 from now on. Returns 0, FQ_ENOTFOUND (no such token of that
+//  tenant) or FQ_EDB.
+int fq_store_token_revoke(fq_store_t *self, const char *tenant, int64_t id);
+
+//  Whose token this is.
+typedef struct {
+    bool admin;                       //  An admin token: every tenant
+    int64_t tenant_id;                //  A tenant's token: that tenant (0 for an admin)
+    char tenant[FQ_TENANT_NAME_SIZE]; //  Its name ("" for an admin)
+    int submit_rate;                  //  Its submits per minute; 0 = unlimited
+} fq_token_owner_t;
+
+//  Looks a presented token up by its SHA-256. Returns 0, FQ_ENOTFOUND (no
+//  such token; also for text that cannot be a token) or FQ_EDB.
+int fq_store_token_lookup(fq_store_t *self, const char *token, fq_token_owner_t *owner);
+
 //  ---------------------------------------------------------------------
-//  Intake and splitting
+//  Requests: intake and reads
 
 typedef struct {
     const char *tenant;
@@ -100,14 +213,6 @@ typedef struct {
 //  the message says what) or FQ_EDB.
 int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_id);
 
-//  Why the len bytes at address are not one mail address, or NULL when
-//  they are: one @, a non-empty local part of printable ASCII without
-//  spaces, a dotted domain of letters, digits and hyphens, at most 320
-//  bytes, no CR, LF or other control character. The rule recipients are
-//  split by and fairq.submit checks a request's from address with
-//  (0008_submit_from.sql). Static text.
-const char *fq_store_address_problem(const char *address, size_t len);
-
 typedef struct {
     int64_t id;
     int64_t tenant_id;
@@ -124,6 +229,81 @@ typedef struct {
 //  the dispatcher to render its messages.
 int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_templates_t *out);
 void fq_request_templates_free(fq_request_templates_t *templates);
+
+//  A request and its counters (never counted from messages). Times are
+//  Unix seconds, 0 for none.
+typedef struct {
+    int64_t id;
+    int64_t tenant_id;
+    char tenant[FQ_TENANT_NAME_SIZE];
+    char status[16]; //  accepted, splitting, active, paused, done, cancelled, rejected
+    int priority;
+    int64_t total; //  = pending + failed + sent + dead + cancelled + rejected
+    int64_t split;
+    int64_t pending; //  Not yet sent, split or not; in flight included
+    int64_t failed;  //  Waiting for a retry
+    int64_t sent;
+    int64_t dead;
+    int64_t cancelled; //  Of a cancelled request: every recipient not sent, dead or rejected
+    int64_t rejected;
+    int64_t created_at;
+    int64_t send_at;
+    int64_t finished_at;
+} fq_request_info_t;
+
+//  One request. Returns 0, FQ_ENOTFOUND or FQ_EDB.
+int fq_store_request_get(fq_store_t *self, int64_t request_id, fq_request_info_t *out);
+
+//  Whether a request in status can no longer change (done, cancelled,
+//  rejected).
+bool fq_request_status_finished(const char *status);
+
+//  Whether name is a request status.
+bool fq_request_status_valid(const char *name);
+
+typedef struct {
+    fq_request_info_t *rows; //  Owned by the caller: fq_request_list_free
+    size_t count;
+} fq_request_list_t;
+
+//  Up to limit (1..FQ_STORE_PAGE_MAX) requests with an id below before
+//  (0: from the newest), newest first, of tenant_id (0: any) in status
+//  (NULL: any). Returns how many, FQ_EINVAL or FQ_EDB.
+int fq_store_request_list(fq_store_t *self, int64_t tenant_id, const char *status, int64_t before,
+                          int limit, fq_request_list_t *list);
+void fq_request_list_free(fq_request_list_t *list);
+
+//  The request a tenant submitted with an idempotency key, if any.
+//  Returns 0 with its id, FQ_ENOTFOUND or FQ_EDB.
+int fq_store_request_by_key(fq_store_t *self, const char *tenant, const char *key,
+                            int64_t *request_id);
+
+typedef struct {
+    int position;          //  In the submitted array, from 0
+    const char *recipient; //  NULL when it had no "to" text; points into the page
+    const char *reason;    //  Points into the page
+} fq_reject_t;
+
+//  Rows and strings are one block, owned by the caller.
+typedef struct {
+    fq_reject_t *rows;
+    size_t count;
+} fq_reject_page_t;
+
+//  Up to limit (1..FQ_STORE_PAGE_MAX) recipients of request_id the
+//  splitter refused, with a position above after (-1: from the first), in
+//  position order. Returns how many, or a negative code.
+int fq_store_rejects(fq_store_t *self, int64_t request_id, int after, int limit,
+                     fq_reject_page_t *page);
+void fq_reject_page_free(fq_reject_page_t *page);
+
+//  ---------------------------------------------------------------------
+//  Messages: splitting a request into them, paging them for the scheduler
+//  (each query's cost bounded by its limit, not by the backlog) and
+//  loading what the dispatcher renders. The scheduler pages message ids
+//  only (a few bytes per prefetched message); the dispatcher loads the rows
+//  it is about to render in one query per batch of picks, just before
+//  sending (docs/architecture.md).
 
 typedef struct {
     int split;    //  Message rows written
@@ -142,37 +322,6 @@ typedef struct {
 //  split, 0 when none was left, or a negative code.
 int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const *required_fields,
                          size_t nrequired, size_t nheader, fq_split_result_t *result);
-
-//  ---------------------------------------------------------------------
-//  Status writes, in batches: one transaction each
-
-typedef struct {
-    int64_t id;
-    bool permanent;    //  A 5xx-like answer: dead at once
-    const char *error; //  The sender's text, kept as last_error
-} fq_nack_t;
-
-typedef struct {
-    int base_ms; //  First retry delay; doubles with each attempt
-    int cap_ms;  //  Longest delay
-} fq_retry_policy_t;
-
-//  Marks messages sent. Acks for messages already final are ignored, so a
-//  duplicate ack is harmless. Returns how many changed, or FQ_EDB (then
-//  nothing did).
-int fq_store_ack_batch(fq_store_t *self, const int64_t *ids, size_t count);
-
-//  Records failed attempts: a permanent error, or the request's last
-//  attempt, makes the message dead; otherwise it is failed until
-//  next_attempt_at = now + a delay drawn between half and all of
-//  min(cap, base * 2^(attempt-1)) (exponential backoff, equal jitter).
-//  Returns how many changed, or FQ_EDB.
-int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
-                        const fq_retry_policy_t *policy);
-
-//  ---------------------------------------------------------------------
-//  Paging for the scheduler; each query's cost is bounded by its limit,
-//  not by the backlog
 
 //  Ids of up to limit pending messages of a request after after_id, in id
 //  order. Returns how many were written to ids. Call fq_store_tune_paging
@@ -219,10 +368,6 @@ typedef struct {
 //  were written to out.
 int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out);
 
-//  ---------------------------------------------------------------------
-//  Dispatch (fq_store_dispatch.c): what the dispatcher renders, and the
-//  notifications that wake the scheduler
-
 //  A message as the dispatcher renders it. Strings point into the page.
 typedef struct {
     int64_t id;
@@ -250,29 +395,42 @@ int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
                            fq_message_rows_t *out);
 void fq_message_rows_free(fq_message_rows_t *rows);
 
-//  The channel fairq.submit and every request change NOTIFY on.
-#define FQ_STORE_REQUESTS_CHANNEL "fairq_requests"
+//  ---------------------------------------------------------------------
+//  Acks and nacks: status writes in batches, one transaction each
 
-//  LISTENs on channel with this connection (again after a reconnect).
-int fq_store_listen(fq_store_t *self, const char *channel);
+typedef struct {
+    int64_t id;
+    bool permanent;    //  A 5xx-like answer: dead at once
+    const char *error; //  The sender's text, kept as last_error
+} fq_nack_t;
 
-//  The connection's socket, to wait on for notifications (it changes with
-//  each reconnect); -1 when not connected.
-int fq_store_socket(fq_store_t *self);
+typedef struct {
+    int base_ms; //  First retry delay; doubles with each attempt
+    int cap_ms;  //  Longest delay
+} fq_retry_policy_t;
 
-//  Reads what the server sent without waiting and counts the notifications
-//  received since the last call. Returns the count, or FQ_EDB when the
-//  connection is lost.
-int fq_store_notifications(fq_store_t *self);
+//  Marks messages sent. Acks for messages already final are ignored, so a
+//  duplicate ack is harmless. Returns how many changed, or FQ_EDB (then
+//  nothing did).
+int fq_store_ack_batch(fq_store_t *self, const int64_t *ids, size_t count);
+
+//  Records failed attempts: a permanent error, or the request's last
+//  attempt, makes the message dead; otherwise it is failed until
+//  next_attempt_at = now + a delay drawn between half and all of
+//  min(cap, base * 2^(attempt-1)) (exponential backoff, equal jitter).
+//  Returns how many changed, or FQ_EDB.
+int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
+                        const fq_retry_policy_t *policy);
 
 //  ---------------------------------------------------------------------
-//  Operator queries (fq_store_admin.c; DESIGN §6 and §8)
+//  Operator queries (their effect on delivery: docs/delivery.md, "Dead
+//  messages" and "Cancel and pause"; how clients ask them: api/API.md)
 //
 //  Searching, cancelling, retrying and summarising messages; the lifecycle
-//  of a request (cancel, pause, resume, reschedule); finishing and pruning;
-//  tenants with their live figures. Every change to messages updates the
-//  request counters (sent, failed, dead, cancelled) in the same
-//  transaction, so a request's status never needs to count its rows.
+//  of a request (cancel, pause, resume, reschedule). Every change to
+//  messages updates the request counters (sent, failed, dead, cancelled)
+//  in the same transaction, so a request's status never needs to count
+//  its rows.
 //
 //  "In flight" is not a stored state. A message handed to a sender stays
 //  pending until its ack or nack, so nothing is ever stranded "in flight"
@@ -287,12 +445,6 @@ int fq_store_notifications(fq_store_t *self);
 //  would stop being HOT): a search by status alone walks messages in id
 //  order until it has found a page, and a change by filter costs as many
 //  rows as the other filters select, which is why changes need one of them.
-
-//  Largest page of a search, of an error summary and of a finishing batch.
-#define FQ_STORE_PAGE_MAX 1000
-
-//  Largest number of rows one fq_store_prune call deletes.
-#define FQ_STORE_PRUNE_BATCH_MAX 100000
 
 typedef enum {
     FQ_MESSAGE_ANY = 0, //  In a filter: any status
@@ -381,9 +533,9 @@ int fq_store_retry_dead(fq_store_t *self, const fq_message_filter_t *filter);
 
 //  Makes every failed message matching filter due now: a retry claimed by
 //  a node that died is released, and a retry waiting out its backoff is
-//  hurried (seed 003: "speed up the retry by moving its next attempt").
-//  A claim cannot be told apart from a backoff reliably (a lease shorter
-//  than the policy's cap looks like one), so this does not try to.
+//  hurried (what an operator would otherwise do by moving its next attempt
+//  by hand). A claim cannot be told apart from a backoff reliably (a lease
+//  shorter than the policy's cap looks like one), so this does not try to.
 //  The status stays failed, so no counter changes. A retry claimed by a
 //  live node may then be sent twice (at least once; the message id lets
 //  the receiver deduplicate). filter needs a narrowing field as for a
@@ -429,7 +581,9 @@ int fq_store_request_change(fq_store_t *self, int64_t request_id,
                             const fq_request_change_t *change);
 
 //  ---------------------------------------------------------------------
-//  Error summary (seed 003: "select error_text, count(*) ... group by 1")
+//  Error summary: which errors the failed and dead messages met, and how
+//  often (what an operator would otherwise ask the database by hand with
+//  "select last_error, count(*) ... group by 1")
 
 typedef struct {
     const char *error; //  last_error; NULL for messages without one
@@ -454,6 +608,9 @@ void fq_error_summary_free(fq_error_summary_t *summary);
 
 //  ---------------------------------------------------------------------
 //  Finishing and pruning: background jobs, each call bounded
+
+//  Largest number of rows one fq_store_prune call deletes.
+#define FQ_STORE_PRUNE_BATCH_MAX 100000
 
 //  Marks done up to limit (1..FQ_STORE_PAGE_MAX) unfinished requests that
 //  are fully split (no recipients left to split) and whose every recipient
@@ -501,156 +658,5 @@ typedef struct {
 //  no call holds many locks or writes much WAL at once; call it until
 //  result->more is false. Returns 0 or a negative code.
 int fq_store_prune(fq_store_t *self, int retention_s, int batch, fq_prune_result_t *result);
-
-//  ---------------------------------------------------------------------
-//  Tenants, with live figures from the counters of their unfinished
-//  requests (never from counting messages). What is in flight is known to
-//  the scheduler only, not to the store.
-
-typedef struct {
-    int64_t id;
-    char name[65]; //  At most 64 bytes (the schema's check)
-    int weight;
-    int max_inflight;
-    int submit_rate;          //  Submits per minute; 0 = unlimited
-    int64_t open_requests;    //  Accepted, splitting, active or paused
-    int64_t depth;            //  Pending + failed messages
-    int64_t failed;           //  Of depth, waiting for a retry
-    int64_t unsplit;          //  Recipients not yet split into messages
-    int64_t oldest_pending_s; //  Age of the oldest unfinished request; 0 = none
-} fq_tenant_info_t;
-
-//  One tenant by name. Returns 0, FQ_ENOTFOUND or FQ_EDB.
-int fq_store_tenant_get(fq_store_t *self, const char *name, fq_tenant_info_t *out);
-
-typedef struct {
-    fq_tenant_info_t *rows; //  Owned by the caller: fq_tenant_list_free
-    size_t count;
-} fq_tenant_list_t;
-
-//  Every tenant, by name. Returns how many, or a negative code.
-int fq_store_tenant_list(fq_store_t *self, fq_tenant_list_t *list);
-void fq_tenant_list_free(fq_tenant_list_t *list);
-
-//  ---------------------------------------------------------------------
-//  The HTTP API's reads and its tokens (fq_store_api.c; api/API.md)
-
-//  A token's text: "fq_", 43 characters of URL-safe base64 (32 random
-//  bytes), and the NUL.
-#define FQ_STORE_TOKEN_SIZE 47
-
-//  Makes a new bearer token for tenant (NULL: an admin token), keeps only
-//  its SHA-256 in fairq.api_tokens and writes the token itself, shown
-//  this once, into token (FQ_STORE_TOKEN_SIZE bytes at least), and its id
-//  (what revokes it) into *id unless id is NULL. Returns 0, FQ_ENOTFOUND
-//  (no such tenant), FQ_EINVAL (token_size too small) or FQ_EDB.
-int fq_store_token_create(fq_store_t *self, const char *tenant, char *token, size_t token_size,
-                          int64_t *id);
-
-typedef struct {
-    int64_t id;
-    int64_t created_at; //  Unix seconds
-} fq_token_info_t;
-
-typedef struct {
-    fq_token_info_t *rows; //  Owned by the caller: fq_token_list_free
-    size_t count;
-} fq_token_list_t;
-
-//  The tokens of tenant (NULL: the admin tokens), oldest first: their ids
-//  and ages, never the tokens. Returns how many, or a negative code.
-int fq_store_token_list(fq_store_t *self, const char *tenant, fq_token_list_t *list);
-void fq_token_list_free(fq_token_list_t *list);
-
-//  Revokes token id of tenant (NULL: an admin token): calls with it answer
-//  401 from now on. Returns 0, FQ_ENOTFOUND (no such token of that
-//  tenant) or FQ_EDB.
-int fq_store_token_revoke(fq_store_t *self, const char *tenant, int64_t id);
-
-//  Whose token this is.
-typedef struct {
-    bool admin;        //  An admin token: every tenant
-    int64_t tenant_id; //  A tenant's token: that tenant (0 for an admin)
-    char tenant[65];   //  Its name ("" for an admin)
-    int submit_rate;   //  Its submits per minute; 0 = unlimited
-} fq_token_owner_t;
-
-//  Looks a presented token up by its SHA-256. Returns 0, FQ_ENOTFOUND (no
-//  such token; also for text that cannot be a token) or FQ_EDB.
-int fq_store_token_lookup(fq_store_t *self, const char *token, fq_token_owner_t *owner);
-
-//  A request and its counters (never counted from messages). Times are
-//  Unix seconds, 0 for none.
-typedef struct {
-    int64_t id;
-    int64_t tenant_id;
-    char tenant[65];
-    char status[16]; //  accepted, splitting, active, paused, done, cancelled, rejected
-    int priority;
-    int64_t total; //  = pending + failed + sent + dead + cancelled + rejected
-    int64_t split;
-    int64_t pending; //  Not yet sent, split or not; in flight included
-    int64_t failed;  //  Waiting for a retry
-    int64_t sent;
-    int64_t dead;
-    int64_t cancelled; //  Of a cancelled request: every recipient not sent, dead or rejected
-    int64_t rejected;
-    int64_t created_at;
-    int64_t send_at;
-    int64_t finished_at;
-} fq_request_info_t;
-
-//  One request. Returns 0, FQ_ENOTFOUND or FQ_EDB.
-int fq_store_request_get(fq_store_t *self, int64_t request_id, fq_request_info_t *out);
-
-//  Whether a request in status can no longer change (done, cancelled,
-//  rejected).
-bool fq_request_status_finished(const char *status);
-
-//  Whether name is a request status.
-bool fq_request_status_valid(const char *name);
-
-typedef struct {
-    fq_request_info_t *rows; //  Owned by the caller: fq_request_list_free
-    size_t count;
-} fq_request_list_t;
-
-//  Up to limit (1..FQ_STORE_PAGE_MAX) requests with an id below before
-//  (0: from the newest), newest first, of tenant_id (0: any) in status
-//  (NULL: any). Returns how many, FQ_EINVAL or FQ_EDB.
-int fq_store_request_list(fq_store_t *self, int64_t tenant_id, const char *status, int64_t before,
-                          int limit, fq_request_list_t *list);
-void fq_request_list_free(fq_request_list_t *list);
-
-typedef struct {
-    int position;          //  In the submitted array, from 0
-    const char *recipient; //  NULL when it had no "to" text; points into the page
-    const char *reason;    //  Points into the page
-} fq_reject_t;
-
-//  Rows and strings are one block, owned by the caller.
-typedef struct {
-    fq_reject_t *rows;
-    size_t count;
-} fq_reject_page_t;
-
-//  Up to limit (1..FQ_STORE_PAGE_MAX) recipients of request_id the
-//  splitter refused, with a position above after (-1: from the first), in
-//  position order. Returns how many, or a negative code.
-int fq_store_rejects(fq_store_t *self, int64_t request_id, int after, int limit,
-                     fq_reject_page_t *page);
-void fq_reject_page_free(fq_reject_page_t *page);
-
-//  A tenant's name by id, into name (65 bytes). Returns 0, FQ_ENOTFOUND or
-//  FQ_EDB.
-int fq_store_tenant_name(fq_store_t *self, int64_t tenant_id, char name[65]);
-
-//  The request a tenant submitted with an idempotency key, if any.
-//  Returns 0 with its id, FQ_ENOTFOUND or FQ_EDB.
-int fq_store_request_by_key(fq_store_t *self, const char *tenant, const char *key,
-                            int64_t *request_id);
-
-//  A tenant's id by name. Returns 0, FQ_ENOTFOUND or FQ_EDB.
-int fq_store_tenant_id(fq_store_t *self, const char *name, int64_t *tenant_id);
 
 #endif

@@ -1,8 +1,10 @@
 /*  fq_store_internal.h — what the store's source files share (internal).
 
-    The store is one module in several files: fq_store.c (connection,
-    migrations, intake, splitting, status writes, paging) and
-    fq_store_admin.c (operator queries). Nothing outside sql/ includes this.
+    The store is one module in several files, one topic each (fq_store.h
+    lists them). They share the connection and its error plumbing
+    (fq_store.c), the text encodings statements take their values in
+    (fq_store_encode.c) and a few SQL fragments. Nothing outside sql/
+    includes this.
 */
 #ifndef FQ_STORE_INTERNAL_H
 #define FQ_STORE_INTERNAL_H
@@ -11,16 +13,30 @@
 #include "fq_store.h"
 #include <libpq-fe.h>
 
+//  Room for the last error's message: a server's message with the store's
+//  words before it, cut beyond that.
+#define FQ_STORE_ERROR_SIZE 1024
+
 //  Room for an SQLSTATE and its NUL.
 #define FQ_STORE_SQLSTATE_SIZE 6
 
 //  Room for a constraint's name (PostgreSQL's NAMEDATALEN) and its NUL.
 #define FQ_STORE_CONSTRAINT_SIZE 64
 
+//  Room for the text of a 64-bit integer, sign and NUL included: how
+//  numbers go to the server as parameters.
+#define FQ_STORE_INT_TEXT 24
+
+//  Request statuses, as SQL lists. Unfinished is the predicate of
+//  requests_open_idx, finished that of requests_finished_idx (0003): a
+//  statement that repeats one word for word can use its partial index.
+#define FQ_STORE_UNFINISHED "('accepted', 'splitting', 'active', 'paused')"
+#define FQ_STORE_FINISHED   "('done', 'cancelled', 'rejected')"
+
 struct fq_store {
     PGconn *conn;
     char *conninfo;
-    char error[1024];
+    char error[FQ_STORE_ERROR_SIZE];
     //  Of the last error, when the server gave it: its SQLSTATE and the
     //  constraint it names; "" for the store's own errors
     char sqlstate[FQ_STORE_SQLSTATE_SIZE];
@@ -30,17 +46,13 @@ struct fq_store {
     bool lost;
 };
 
-//  s escaped for COPY's text format
-int fq_buf_add_copy_text(fq_buf_t *buf, const char *s, size_t size);
-//  s as one quoted element of an array literal; NULL becomes NULL
-int fq_buf_add_array_text(fq_buf_t *buf, const char *s);
-//  ids as a bigint array literal ("{1,2,3}"); stride is the distance in
-//  bytes between two ids (sizeof a struct whose first field is the id)
-int fq_buf_add_id_array(fq_buf_t *buf, const int64_t *ids, size_t count, size_t stride);
+//  ---------------------------------------------------------------------
+//  Errors and statements (fq_store.c)
 
 //  Records an error message of the store's own (printf-style) and returns
 //  code.
-int fq_store_fail(fq_store_t *self, int code, const char *format, ...);
+int fq_store_fail(fq_store_t *self, int code, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
 
 //  Checks res for the wanted status; on failure records "could not <what>:
 //  <server message>" with the server's SQLSTATE and constraint, notes a
@@ -56,6 +68,11 @@ int fq_store_exec(fq_store_t *self, const char *sql, const char *what);
 PGresult *fq_store_query(fq_store_t *self, const char *sql, int nparams, const char *const *params,
                          ExecStatusType wanted, const char *what, int *rc);
 
+//  Runs a statement whose one parameter ($1::bigint[]) is count ids, as
+//  fq_store_query does.
+PGresult *fq_store_query_ids(fq_store_t *self, const char *sql, const int64_t *ids, size_t count,
+                             ExecStatusType wanted, const char *what, int *rc);
+
 //  Rolls back an open transaction, if any.
 void fq_store_rollback(fq_store_t *self);
 
@@ -70,5 +87,20 @@ int fq_store_rows(fq_store_t *self, PGresult *res, size_t item_size, fq_store_ro
 
 //  A column as an integer, 0 when NULL.
 int64_t fq_store_int64(const PGresult *res, int row, int col);
+
+//  ---------------------------------------------------------------------
+//  Values as the server reads them (fq_store_encode.c), appended to the
+//  shared buffer; each returns 0, or -1 when memory runs out, as fq_buf
+//  does.
+
+//  text (size bytes) escaped for COPY's text format.
+int fq_store_copy_text(fq_buf_t *buf, const char *text, size_t size);
+
+//  text as one quoted element of an array literal; NULL becomes NULL.
+int fq_store_array_text(fq_buf_t *buf, const char *text);
+
+//  ids as a bigint array literal ("{1,2,3}"); stride is the distance in
+//  bytes between two ids (sizeof a struct whose first field is the id).
+int fq_store_id_array(fq_buf_t *buf, const int64_t *ids, size_t count, size_t stride);
 
 #endif

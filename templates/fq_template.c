@@ -8,6 +8,7 @@
 */
 #include "fq_template.h"
 #include "fq_error.h"
+#include "fq_utf8.h"
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -100,46 +101,6 @@ static int s_reserve(void **array, size_t *cap, size_t count, size_t size)
 
 // --------------------------------------------------------------------------
 //  Scanning the text
-
-//  Offset of the first byte that does not start a well-formed UTF-8
-//  sequence (RFC 3629: no overlong forms, no surrogates, nothing above
-//  U+10FFFF), or len when all of text is valid.
-static size_t s_utf8_invalid_at(const unsigned char *text, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = text[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t extra;
-        unsigned char low = 0x80, high = 0xBF; //  Range of the second byte
-        if (c >= 0xC2 && c <= 0xDF)
-            extra = 1;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            extra = 2;
-            if (c == 0xE0)
-                low = 0xA0; //  Below: overlong
-            else if (c == 0xED)
-                high = 0x9F; //  Above: surrogates
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            extra = 3;
-            if (c == 0xF0)
-                low = 0x90; //  Below: overlong
-            else if (c == 0xF4)
-                high = 0x8F; //  Above: beyond U+10FFFF
-        } else
-            return i;
-        if (len - i <= extra || text[i + 1] < low || text[i + 1] > high)
-            return i;
-        for (size_t k = 2; k <= extra; k++)
-            if (text[i + k] < 0x80 || text[i + k] > 0xBF)
-                return i;
-        i += extra + 1;
-    }
-    return len;
-}
 
 static bool s_space(char c)
 {
@@ -365,7 +326,7 @@ fq_template_t *fq_template_new_limited(const char *text, fq_template_mode_t mode
                         max_size, max_size);
         return NULL;
     }
-    size_t bad = s_utf8_invalid_at((const unsigned char *)text, len);
+    size_t bad = fq_utf8_invalid_at(text, len);
     if (bad < len) {
         fq_error_format(error, error_size, "invalid UTF-8 at byte %zu", bad);
         return NULL;

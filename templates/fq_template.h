@@ -2,9 +2,10 @@
 
     A request carries a subject and a body template; every recipient brings
     its own fields. The splitter parses and checks a template once, the
-    dispatcher renders it for each message just before sending (DESIGN.md §3),
-    so parsing does all the work that can be done once: rendering only
-    walks the precompiled segments, in time linear in the output.
+    dispatcher renders it for each message just before sending (the path
+    of a message is in docs/architecture.md), so parsing does all the work
+    that can be done once: rendering only walks the precompiled segments,
+    in time linear in the output.
 
     Grammar
     -------

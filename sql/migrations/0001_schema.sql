@@ -1,7 +1,7 @@
 -- 0001_schema.sql — fairq's tables.
 --
 -- PostgreSQL is the source of truth: the scheduler's memory is derived from
--- these rows, so a crash of fairqd loses nothing. Hot-path rules (DESIGN §6):
+-- these rows, so a crash of fairqd loses nothing. Hot-path rules:
 -- the ack UPDATE must stay HOT, so no index (and no partial-index predicate)
 -- covers a column an ack changes (status, try_count, last_attempt_at,
 -- updated_at), and messages leave room on each page (fillfactor).

@@ -1,4 +1,4 @@
--- 0003_admin.sql — what the operator queries (sql/fq_store_admin.c) need.
+-- 0003_admin.sql — what the operator queries (sql/fq_store_operator.c) need.
 --
 -- Nothing here touches fairq.messages: its indexes stay as 0001 made them,
 -- so the ack UPDATE stays HOT.

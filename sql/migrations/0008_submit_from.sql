@@ -4,14 +4,14 @@
 -- control characters, so "news", "a@b, c@d" or an address holding U+2028
 -- were taken, and every message of the request then died at delivery,
 -- where no SMTP server takes such a sender. The from address must now be
--- one address by the rule recipients are split by (fq_store_address_problem
--- in sql/fq_store.c), checked inside fairq.submit_json, so that it holds
+-- one address by the rule recipients are split by (fq_recipient_address_problem
+-- in recipients/fq_recipients.c), checked inside fairq.submit_json, so that it holds
 -- for applications calling fairq.submit or fairq.submit_json in SQL as
 -- well as for fairqd's HTTP API. Not a table constraint: rows already
 -- stored stay as they are, and are not checked again.
 
 -- Why address is not one mail address, or NULL when it is. The rule and
--- the words of fq_store_address_problem (sql/fq_store.c), which the store
+-- the words of fq_recipient_address_problem (recipients/), which the store
 -- tests hold against this function: one @, a non-empty local part of
 -- printable ASCII without spaces, a dotted domain of letters, digits and
 -- hyphens, at most 320 bytes (RFC 5321: 64 + @ + 255). The first fault

@@ -81,12 +81,24 @@ static void test_prefix_never_splits(void **state)
     assert_int_equal(fq_utf8_prefix(text, 5, 0), 0);
 }
 
+static void test_replace_invalid_keeps_good_characters(void **state)
+{
+    (void)state;
+    char text[] = "caf\xC3\xA9 \xE9t\xE9 \xED\xA0\x80 \xE2\x82";
+    fq_utf8_replace_invalid(text, strlen(text), '?');
+    assert_string_equal(text, "caf\xC3\xA9 ?t? ??? ??");
+    assert_true(s_valid(text));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_well_formed),         cmocka_unit_test(test_ill_formed),
-        cmocka_unit_test(test_invalid_at),          cmocka_unit_test(test_sequence_and_lead),
+        cmocka_unit_test(test_well_formed),
+        cmocka_unit_test(test_ill_formed),
+        cmocka_unit_test(test_invalid_at),
+        cmocka_unit_test(test_sequence_and_lead),
         cmocka_unit_test(test_prefix_never_splits),
+        cmocka_unit_test(test_replace_invalid_keeps_good_characters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

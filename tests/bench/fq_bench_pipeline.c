@@ -120,8 +120,8 @@
 //  recipients each (one chunk each, fairq.chunk_size()), which drains for
 //  long enough that the start and the end vanish into the total. Two
 //  senders of 64 each: more credit than the scheduler needs to keep every
-//  tenant's turn filled (the credit bound is what makes it fair, DESIGN
-//  §4), few enough processes for a 2-core machine.
+//  tenant's turn filled (the credit bound is what makes it fair,
+//  docs/fairness.md), few enough processes for a 2-core machine.
 #define S_DEFAULT_MESSAGES    1000000
 #define S_DEFAULT_TENANTS     100
 #define S_DEFAULT_SENDERS     2

@@ -26,6 +26,7 @@
 #include "fq_bench_util.h"
 #include "fq_bench_msgs.h"
 #include "fq_gateway.h"
+#include "fq_log.h"
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -947,7 +948,7 @@ int main(int argc, char **argv)
     if (s_parse_args(argc, argv, &opts))
         return 2;
     //  Keep stdout for the figures; the runtime's logs go to stderr
-    zsys_set_logstream(stderr);
+    fq_log_set_stream(stderr);
     s_print_header(&opts);
 
     s_figures_t fig = {

@@ -7,6 +7,7 @@
 */
 #include "fq_cli_args.h"
 #include "fq_cli_http.h"
+#include "fq_limits.h"
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -127,11 +128,12 @@ static void test_tenant_names(void **state)
     static const char *const good[] = {"acme", "0day", "a.b_c-d", "x", NULL};
     for (size_t i = 0; good[i]; i++)
         assert_int_equal(fq_cli_parse_tenant(good[i], "tenant"), 0);
-    char longest[65], too_long[66];
-    memset(longest, 'a', 64);
-    longest[64] = 0;
-    memset(too_long, 'a', 65);
-    too_long[65] = 0;
+    //  The longest name, and one byte more
+    char longest[FQ_TENANT_NAME_SIZE], too_long[FQ_TENANT_NAME_SIZE + 1];
+    memset(longest, 'a', FQ_TENANT_NAME_MAX);
+    longest[FQ_TENANT_NAME_MAX] = 0;
+    memset(too_long, 'a', FQ_TENANT_NAME_MAX + 1);
+    too_long[FQ_TENANT_NAME_MAX + 1] = 0;
     assert_int_equal(fq_cli_parse_tenant(longest, "tenant"), 0);
     static const char *const bad[] = {"",      "Acme",   "-acme",     ".acme",
                                       "ac me", "acme/x", "a\xC3\xA9", NULL};

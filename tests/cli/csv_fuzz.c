@@ -4,6 +4,7 @@
     jansson reads, one element per record; and the text read a byte at a
     time gives exactly what it gives read whole. Build with -DFQ_FUZZ=ON
     and CC=clang; run build/fuzz/tests/cli/csv_fuzz -max_total_time=60. */
+#include "fq_buf.h"
 #include "fq_cli_csv.h"
 #include <jansson.h>
 #include <stddef.h>
@@ -41,25 +42,22 @@ static char *s_json(const uint8_t *data, size_t size, size_t piece, size_t *coun
     fq_cli_csv_t *csv = fq_cli_csv_new(s_read, &source);
     if (!csv)
         abort();
-    char *json = NULL;
-    size_t len = 0;
+    fq_buf_t json = {0};
     ssize_t got;
     do {
-        char *grown = realloc(json, len + FQ_CLI_CSV_PIECE + 1);
-        if (!grown)
+        if (fq_buf_reserve(&json, FQ_CLI_CSV_PIECE) != 0)
             abort();
-        json = grown;
-        got = fq_cli_csv_recipients_read(csv, json + len, FQ_CLI_CSV_PIECE, error);
-        len += got > 0 ? (size_t)got : 0;
+        got = fq_cli_csv_recipients_read(csv, json.data + json.size, FQ_CLI_CSV_PIECE, error);
+        json.size += got > 0 ? (size_t)got : 0;
+        json.data[json.size] = 0;
     } while (got > 0);
-    json[len] = 0;
     *count = fq_cli_csv_recipients_count(csv);
     fq_cli_csv_destroy(&csv);
     if (got < 0) {
-        free(json);
+        fq_buf_free(&json);
         return NULL;
     }
-    return json;
+    return fq_buf_take(&json);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

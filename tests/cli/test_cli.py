@@ -2,8 +2,9 @@
 """test_cli.py: the real fairq program against a real fairqd, PostgreSQL
 and SMTP sink (the e2e harness, tests/e2e/fq_e2e.py), as a user or a
 script drives it: submitting JSON and CSV and following the request to
-its end, the lifecycle commands, search and retry, tenants and tokens,
-top, and the exit codes scripts rely on.
+its end, the lifecycle commands, search and retry, tenants and tokens
+(the first made by `fairqd token create`, on the database's side), top,
+and the exit codes scripts rely on.
 
 fairq runs with its output captured (no terminal), except where a
 pseudo-terminal is given to it on purpose (the progress bar, top's live
@@ -40,6 +41,8 @@ DELIVERY_TIMEOUT_S = 60
 
 # fairq's exit codes (cli/fq_cli.h)
 OK, FAILED, USAGE, NOT_FOUND, AUTH, SERVER, CONFLICT, RATE_LIMITED = range(8)
+# fairqd's (fairqd/fq_fairqd.h): its token command fails with 1
+FAIRQD_FAILURE = 1
 
 TOKEN = re.compile(r"^fq_[A-Za-z0-9_-]{43}$")
 HOUR = 3600
@@ -121,6 +124,20 @@ class CliTest(E2ETest):
         self.assertIsNone(fq_e2e.SANITIZER_REPORT.search(text), f"fairq {args}: {text}")
         if token:
             self.assertNotIn(token, text, f"fairq {args} printed its token")
+
+    def fairqd_token(self, *args, expect=OK, env=None):
+        """Runs `fairqd token create ARGS` as on the database host; fails
+        unless it exits with expect. Returns the CompletedProcess."""
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("FAIRQ_")}
+        environ.update(env or {})
+        done = subprocess.run([self.h.bin["fairqd"], "token", "create", *args],
+                              capture_output=True, text=True, timeout=120, env=environ)
+        self.assertIsNone(fq_e2e.SANITIZER_REPORT.search(done.stdout + done.stderr),
+                          f"fairqd token create {args}: {done.stderr}")
+        if done.returncode != expect:
+            self.fail(f"fairqd token create {' '.join(args)}: exit {done.returncode}, wanted "
+                      f"{expect}\nstdout: {done.stdout}\nstderr: {done.stderr}")
+        return done
 
     def fairq_json(self, *args, **kwargs):
         done = self.fairq("--json", *args, **kwargs)
@@ -487,8 +504,9 @@ class CliTest(E2ETest):
 
     def test_tenants_tokens_and_top(self):
         """tenants set creates then updates; show and list; a tenant token
-        from tenants token sees only its tenant; token create makes tokens
-        straight in the database; top --once and top on a terminal."""
+        from tenants token sees only its tenant; fairqd token create makes
+        tokens straight in the database, which fairq then uses; top --once
+        and top on a terminal."""
         self.start(senders=0)
         done = self.fairq("tenants", "set", "newco", "--weight", "3", "--max-inflight", "50",
                           "--submit-rate", "10")
@@ -543,19 +561,27 @@ class CliTest(E2ETest):
         self.fairq("tenants", "revoke", "newco", ids[0], expect=NOT_FOUND)
         self.fairq("tenants", "revoke", "newco", "x1", expect=USAGE)
 
-        # Bootstrap tokens, straight into the database
+        # Bootstrap tokens, straight into the database by fairqd (the
+        # database from a flag, then from the environment); fairq uses them
         database = f"dbname={self.h.dbname}"
-        admin = self.fairq("token", "create", "--admin", "--database", database,
-                           token=None).stdout.strip()
+        done = self.fairqd_token("--admin", "--database", database)
+        self.assertEqual(done.stderr, "")  # the schema is there: nothing applied
+        admin = done.stdout.strip()
+        self.assertEqual(done.stdout, admin + "\n")
         self.assertRegex(admin, TOKEN)
         self.assertEqual(len(self.fairq_json("tenants", token=admin)["tenants"]), 2)
-        answer = self.fairq_json("token", "create", "--tenant", "shop", "--database", database,
-                                 token=None)
+        done = self.fairqd_token("--tenant", "shop", "--json",
+                                 env={"FAIRQ_DATABASE": database})
+        answer = json.loads(done.stdout)
         self.assertEqual(answer["tenant"], "shop")
         self.assertEqual([t["name"] for t in
                           self.fairq_json("tenants", token=answer["token"])["tenants"]], ["shop"])
-        self.fairq("token", "create", "--tenant", "nosuch", "--database", database, token=None,
-                   expect=NOT_FOUND)
+        done = self.fairqd_token("--tenant", "nosuch", "--database", database,
+                                 expect=FAIRQD_FAILURE)
+        self.assertIn("no tenant \"nosuch\"", done.stderr)
+        # fairq itself makes none: it points to fairqd
+        done = self.fairq("token", "create", "--admin", token=None, expect=USAGE)
+        self.assertIn("run \"fairqd token create\" on the database host", done.stderr)
 
         # top: a snapshot without a terminal, busiest first
         self.h.wait(lambda: self.fairq_json("tenants", "show", "shop")["depth"] == 3, 30,

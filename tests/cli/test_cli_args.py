@@ -28,7 +28,7 @@ SECRET = "fq_" + "s3cr3t" * 7 + "x"
 
 COMMANDS = ["submit", "status", "list", "search", "message", "cancel", "pause", "resume",
             "reschedule", "retry", "rejects", "tenants", "tenants show", "tenants set",
-            "tenants token", "top", "health", "token create"]
+            "tenants token", "tenants tokens", "tenants revoke", "top", "health"]
 
 
 def closed_port():
@@ -101,7 +101,6 @@ class ArgsTest(unittest.TestCase):
         self.expect(2, "no command given")
         self.expect(2, "no command given", "--json")
         self.expect(2, "unknown command \"frobnicate\"", "frobnicate")
-        self.expect(2, "\"token\" needs a subcommand: fairq token create", "token")
         self.expect(2, "unknown option --bogus", "--bogus", "tenants")
         self.expect(2, "fairq status: unknown option --bogus", "status", "1", "--bogus")
         self.expect(2, "unknown option --watch", "list", "--watch")
@@ -261,14 +260,19 @@ class ArgsTest(unittest.TestCase):
         self.expect(2, "<stdin>:3: 2 fields, the header has 3", *csv, "-", *opts,
                     input_text="to,name,city\nann@example.org,Ann,Paris\nbob@example.org,Bob\n")
 
-    def test_token_create_arguments(self):
-        self.expect(2, "needs --admin or --tenant NAME", "token", "create")
-        self.expect(2, "needs --admin or --tenant NAME", "token", "create", "--admin",
-                    "--tenant", "acme")
-        self.expect(2, "invalid tenant", "token", "create", "--tenant", "No Such")
-        # A database that is not there: a server problem, 5
-        self.expect(5, None, "token", "create", "--admin", "--database",
-                    f"host=127.0.0.1 port={closed_port()} connect_timeout=5")
+    def test_token_create_moved_to_fairqd(self):
+        """fairq speaks HTTP only: the bootstrap token is fairqd's to make,
+        on the database host. Whatever follows "token", fairq says so."""
+        moved = "\"fairq token create\" moved to fairqd: run \"fairqd token create\" on the " \
+                "database host"
+        for args in (("token", "create", "--admin"), ("token", "create"), ("token",),
+                     ("--json", "token", "create", "--tenant", "acme"),
+                     ("token", "create", "--help"),
+                     ("token", "create", "--admin", "--database", "dbname=fairq")):
+            done = self.expect(2, moved, *args)
+            self.assertEqual(done.stdout, "")
+            self.assertIn("fairqd token create --help", done.stderr)
+        self.assertNotIn("token create", self.expect(0, "Usage: fairq", "--help").stdout)
 
     def test_connection_refused(self):
         done = self.expect(5, f"fairq: could not reach {self.url}", "status", "1")

@@ -274,7 +274,7 @@ static void test_flag_forms(void **unused)
                     "--ack-batch=7",
                     "--http_listen",
                     "0.0.0.0:9090",
-                    "--prefetch=1",
+                    "--prefetch=3",
                     "--prefetch=2",
                     "--gateway_bind=",
                     "--database=host=db dbname=fairq",
@@ -316,7 +316,7 @@ static void test_actions(void **unused)
     //  A print with a wrong setting is an error like any other
     char *bad_print[] = {"fairqd", "--print-config", "--prefetch=0", NULL};
     s_expect_error(bad_print, s_no_env,
-                   "flag --prefetch: invalid value for \"prefetch\": 0 is out of range (1..10000)");
+                   "flag --prefetch: invalid value for \"prefetch\": 0 is out of range (2..10000)");
     fq_config_destroy(&config);
 }
 
@@ -392,7 +392,7 @@ static void test_file_errors(void **unused)
         {"# fine\n\nfrobnicate = 1\n", "3: unknown key \"frobnicate\""},
         {"heartbeat-msec = 1\n",
          "1: unknown key \"heartbeat-msec\" (did you mean \"heartbeat_ms\"?)"},
-        {"prefetch = 1\n# again\nprefetch = 2\n",
+        {"prefetch = 3\n# again\nprefetch = 2\n",
          "3: duplicate key \"prefetch\" (first set on line 1)"},
         {"ack_batch = 1\nack-batch = 2\n", "2: duplicate key \"ack_batch\" (first set on line 1)"},
         {"just some words\n", "1: expected \"key = value\" but the line has no \"=\""},
@@ -406,12 +406,13 @@ static void test_file_errors(void **unused)
         {"prefetch = 0x10\n", "1: invalid value for \"prefetch\": \"0x10\" is not an integer"},
         {"prefetch = 1.5\n", "1: invalid value for \"prefetch\": \"1.5\" is not an integer"},
         {"prefetch = \" 5\"\n", "1: invalid value for \"prefetch\": \" 5\" is not an integer"},
-        {"prefetch = 0\n", "1: invalid value for \"prefetch\": 0 is out of range (1..10000)"},
+        {"prefetch = 0\n", "1: invalid value for \"prefetch\": 0 is out of range (2..10000)"},
+        {"prefetch = 1\n", "1: invalid value for \"prefetch\": 1 is out of range (2..10000)"},
         {"prefetch = 10001\n",
-         "1: invalid value for \"prefetch\": 10001 is out of range (1..10000)"},
-        {"prefetch = -3\n", "1: invalid value for \"prefetch\": -3 is out of range (1..10000)"},
+         "1: invalid value for \"prefetch\": 10001 is out of range (2..10000)"},
+        {"prefetch = -3\n", "1: invalid value for \"prefetch\": -3 is out of range (2..10000)"},
         {"prefetch = 99999999999999999999999\n",
-         "1: invalid value for \"prefetch\": 99999999999999999999999 is out of range (1..10000)"},
+         "1: invalid value for \"prefetch\": 99999999999999999999999 is out of range (2..10000)"},
         {"gateway_insecure = maybe\n",
          "1: invalid value for \"gateway_insecure\": \"maybe\" is not a boolean (true/false, "
          "yes/no, on/off, 1/0)"},
@@ -435,7 +436,7 @@ static void test_file_errors(void **unused)
     size_t size = S_LINE_MAX + 64;
     char *text = malloc(size);
     assert_non_null(text);
-    int len = snprintf(text, size, "prefetch = 1\nhttp_listen = ");
+    int len = snprintf(text, size, "prefetch = 3\nhttp_listen = ");
     memset(text + len, 'x', size - (size_t)len);
     text[size - 2] = '\n';
     text[size - 1] = 0;
@@ -539,7 +540,7 @@ static void test_flag_errors(void **unused)
     char *range[] = {"fairqd", "--ack_batch=0", NULL};
     s_expect_error(
         range, s_no_env,
-        "flag --ack_batch: invalid value for \"ack_batch\": 0 is out of range (1..10000)");
+        "flag --ack_batch: invalid value for \"ack_batch\": 0 is out of range (2..10000)");
     char *stray[] = {"fairqd", "--prefetch=3", "extra", NULL};
     s_expect_error(stray, s_no_env, "argument \"extra\": unexpected (settings are --key=value)");
     char *single_dash[] = {"fairqd", "-p", NULL};
@@ -853,7 +854,7 @@ static void test_help(void **unused)
         assert_non_null(strstr(text, flag));
         assert_non_null(strstr(text, fq_config_key_env(key)));
     }
-    assert_non_null(strstr(text, "--prefetch=1..10000  (FAIRQ_PREFETCH, default 256)\n"));
+    assert_non_null(strstr(text, "--prefetch=2..10000  (FAIRQ_PREFETCH, default 256)\n"));
     assert_non_null(
         strstr(text, "--http_listen=TEXT  (FAIRQ_HTTP_LISTEN, default \"127.0.0.1:8080\")\n"));
     assert_non_null(strstr(text, "--gateway_insecure=true|false  (FAIRQ_GATEWAY_INSECURE, "

@@ -69,7 +69,9 @@ PATHS = {
     "sink": os.environ.get("FQ_E2E_SINK", os.path.join(HERE, "smtp_sink.py")),
 }
 
-PYTHON = "/usr/bin/python3"  # Debian's, which has aiosmtpd (DESIGN §10)
+# Debian's interpreter, which sees Debian's aiosmtpd: the python3 first on PATH
+# may be another one, blind to Debian's packages
+PYTHON = "/usr/bin/python3"
 
 # Sanitizer findings must fail, not just print (as deploy/test.sh sets them)
 os.environ.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=1")

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """test_delivery.py: what happens to each message, as a user sees it
-(DESIGN §5): retries of transient failures, dead messages after permanent
+(docs/delivery.md): retries of transient failures, dead messages after permanent
 ones, delayed sends, cancelling a campaign, stable Message-IDs and the
 rendering of templates, through real fairqd, fairq-senders and SMTP sink.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_fairness.py: fairness as a tenant sees it (DESIGN §4).
+"""test_fairness.py: fairness as a tenant sees it (docs/fairness.md).
 
 Real fairqd, two fairq-senders (16 credit each: 32 in all) and a real SMTP
 sink. Who got served when is read from the sink's arrival order (its jsonl

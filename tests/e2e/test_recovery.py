@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""test_recovery.py: crashes and restarts mid-campaign (DESIGN §5, §7).
+"""test_recovery.py: crashes and restarts mid-campaign (docs/delivery.md).
 
 fairqd killed with SIGKILL and started again; a sender killed with SIGKILL;
 PostgreSQL restarted under fairqd; a sender started before fairqd; fairqd
 stopped with SIGTERM. In every case each recipient gets its mail at least
-once, duplicates stay within what the design bounds them by, and each copy
+once, duplicates stay within their bound (docs/delivery.md), and each copy
 of one message carries the same Message-ID.
 
 Heartbeats are short on both sides (200 ms, dead after 1,000 ms of

@@ -3,7 +3,7 @@
 request's messages.
 
 When the gateway declares a sender dead, the dispatcher gives what it held
-back to the scheduler, which sends it again at once (sender/PROTOCOL.md,
+back to the scheduler, which sends it again at once (docs/protocol.md,
 rule 5). A request paused or cancelled meanwhile must keep its state
 through that: a paused request's messages wait until it is resumed, and a
 cancelled request's are never sent, whichever sender is running.

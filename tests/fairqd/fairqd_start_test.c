@@ -17,7 +17,12 @@
     * the gateway: insecure, with CURVE (an allowed sender joins), one
       that cannot start (exit 1), and one whose configuration it refuses
       (exit 2): a certificate that is missing or lacks its _secret file,
-      an allow directory that is missing, a plain file or unreadable.
+      an allow directory that is missing, a plain file or unreadable;
+    * "fairqd token create": a fresh database gets its schema and an admin
+      token that the store knows as one; a tenant's token from a config
+      file, in JSON; exit 1 for no such tenant or an unreachable database
+      (one attempt, no retry), 2 for bad arguments or configuration, 3 for
+      a newer schema; the token alone on stdout, errors on stderr.
 
     fairqd is found by the path compiled in (FQ_FAIRQD overrides it). */
 #include "fq_gateway.h"
@@ -29,6 +34,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <regex.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -70,6 +76,10 @@ extern char **environ;
 #define S_PATH_SIZE    256
 #define S_ARGS_MAX     16
 #define S_ENV_EXTRA    4
+
+//  What "fairqd token create" prints: "fq_" and 43 characters of URL-safe
+//  base64 (FQ_STORE_TOKEN_SIZE with its NUL)
+#define S_TOKEN_RE "fq_[A-Za-z0-9_-]{43}"
 
 //  One log line of fairqd's own: time in UTC with milliseconds, pid, level
 //  and a message that starts in lower case (PostgreSQL's style).
@@ -887,6 +897,238 @@ static void test_gateway_configuration_refused_exits_2(void **unused)
     fq_test_db_drop_named("badgw");
 }
 
+//  ---------------------------------------------------------------------
+//  fairqd token create
+
+//  Runs "fairqd token create" with args and env_extra to its end. Returns
+//  its exit code; its stdout is in self->seen, its stderr in *err (the
+//  caller frees).
+static int s_token_create(s_fairqd_t *self, const char *const *args, const char *const *env_extra,
+                          char **err)
+{
+    const char *argv[S_ARGS_MAX + 1] = {"token", "create"};
+    int n = 2;
+    for (int i = 0; args[i]; i++) {
+        assert_true(n < S_ARGS_MAX);
+        argv[n++] = args[i];
+    }
+    argv[n] = NULL;
+    s_start(self, argv, env_extra);
+    int code = s_wait(self, S_STEP_TIMEOUT_MS);
+    *err = s_stderr(self);
+    return code;
+}
+
+//  True when text is exactly pattern (an extended regex), the whole of it.
+static bool s_matches(const char *text, const char *pattern)
+{
+    char anchored[S_LINE_SIZE];
+    snprintf(anchored, sizeof anchored, "^%s$", pattern);
+    regex_t re;
+    assert_int_equal(regcomp(&re, anchored, REG_EXTENDED | REG_NOSUB), 0);
+    bool match = regexec(&re, text, 0, NULL, 0) == 0;
+    regfree(&re);
+    return match;
+}
+
+//  Whose token the store says token is; fails the test if it knows none.
+static fq_token_owner_t s_owner(const char *conninfo, const char *token)
+{
+    fq_store_t *store = fq_test_store(conninfo);
+    fq_token_owner_t owner;
+    int rc = fq_store_token_lookup(store, token, &owner);
+    if (rc != 0)
+        fail_msg("the store does not know the token: %s", fq_store_error(store));
+    fq_store_destroy(&store);
+    return owner;
+}
+
+//  An empty database: the command gives it fairq's schema (said on
+//  stderr) and prints an admin token, alone on its line, that the store
+//  knows as an admin's. From a config file, a tenant's token in JSON; from
+//  the environment, a tenant that does not exist is exit 1; a schema newer
+//  than fairqd is refused with exit 3, as fairqd's start refuses it.
+static void test_token_create_makes_an_admin_token(void **unused)
+{
+    (void)unused;
+    char conninfo[128], database[160], wanted[S_LINE_SIZE], token[S_LINE_SIZE], env[160];
+    char path[S_PATH_SIZE], future[16], *err;
+    assert_int_equal(fq_test_db_create_named("token", false, conninfo, sizeof conninfo), 0);
+    s_fairqd_t fairqd;
+    const char *admin[] = {"--admin", s_database_flag(database, sizeof database, conninfo), NULL};
+    int code = s_token_create(&fairqd, admin, NULL, &err);
+    if (code != S_EXIT_OK)
+        s_fail_with_output(&fairqd, "fairqd token create --admin did not exit 0");
+    snprintf(wanted, sizeof wanted,
+             "fairqd token create: applied %d migrations, schema at version %d\n",
+             s_migration_count(), s_latest_version());
+    assert_string_equal(err, wanted);
+    free(err);
+    //  One line, the token alone: TOKEN=$(fairqd token create --admin)
+    assert_true(fairqd.seen_len > 0 && fairqd.seen[fairqd.seen_len - 1] == '\n');
+    snprintf(token, sizeof token, "%.*s", (int)fairqd.seen_len - 1, fairqd.seen);
+    if (!s_matches(token, S_TOKEN_RE))
+        fail_msg("not a token alone on a line: \"%s\"", fairqd.seen);
+    s_destroy(&fairqd);
+    fq_token_owner_t owner = s_owner(conninfo, token);
+    assert_true(owner.admin);
+    assert_int_equal(owner.tenant_id, 0);
+
+    //  A tenant's token, the database named by a config file, in JSON; the
+    //  schema is there already: nothing said on stderr
+    fq_store_t *store = fq_test_store(conninfo);
+    int64_t shop = 0;
+    assert_int_equal(fq_store_tenant_put(store, &(fq_tenant_spec_t){.name = "shop"}, &shop), 0);
+    fq_store_destroy(&store);
+    assert_true(snprintf(path, sizeof path, "%s/fairq.conf", s_make_temp_dir()) < (int)sizeof path);
+    FILE *file = fopen(path, "w");
+    assert_non_null(file);
+    fprintf(file, "# written by fairqd_start_test\ndatabase = \"%s\"\n", conninfo);
+    fclose(file);
+    const char *tenant[] = {"--config", path, "--tenant", "shop", "--json", NULL};
+    code = s_token_create(&fairqd, tenant, NULL, &err);
+    if (code != S_EXIT_OK)
+        s_fail_with_output(&fairqd, "fairqd token create --tenant shop --json did not exit 0");
+    assert_string_equal(err, "");
+    free(err);
+    if (!s_matches(fairqd.seen, "\\{\"tenant\":\"shop\",\"token\":\"" S_TOKEN_RE "\"\\}\n"))
+        fail_msg("not the JSON of a tenant's token: \"%s\"", fairqd.seen);
+    snprintf(token, sizeof token, "%.*s", FQ_STORE_TOKEN_SIZE - 1,
+             strstr(fairqd.seen, "\"token\":\"") + strlen("\"token\":\""));
+    s_destroy(&fairqd);
+    owner = s_owner(conninfo, token);
+    assert_false(owner.admin);
+    assert_int_equal(owner.tenant_id, shop);
+
+    //  The database from the environment, as fairqd reads it; no such tenant
+    snprintf(env, sizeof env, "FAIRQ_DATABASE=%s", conninfo);
+    const char *env_extra[] = {env, NULL};
+    const char *nosuch[] = {"--tenant=nosuch", NULL};
+    assert_int_equal(s_token_create(&fairqd, nosuch, env_extra, &err), S_EXIT_FAILURE);
+    assert_string_equal(err, "fairqd token create: no tenant \"nosuch\" (create it first, with an "
+                             "admin token: fairq tenants set nosuch)\n");
+    free(err);
+    assert_int_equal(fairqd.seen_len, 0);
+    s_destroy(&fairqd);
+
+    //  A schema newer than this fairqd: refused, nothing made
+    PGconn *conn = fq_test_connect(conninfo);
+    int64_t tokens = fq_test_int(conn, "SELECT count(*) FROM fairq.api_tokens", 0);
+    fq_test_exec(conn, "INSERT INTO fairq.schema_migrations (version, name) VALUES ($1, 'future')",
+                 1, fq_test_param(future, sizeof future, s_latest_version() + 1));
+    assert_int_equal(s_token_create(&fairqd, admin, NULL, &err), S_EXIT_SCHEMA);
+    snprintf(wanted, sizeof wanted,
+             "fairqd token create: database schema is at version %d but this fairq knows only up "
+             "to %d: upgrade fairq\n",
+             s_latest_version() + 1, s_latest_version());
+    assert_string_equal(err, wanted);
+    free(err);
+    assert_int_equal(fairqd.seen_len, 0);
+    s_destroy(&fairqd);
+    assert_int_equal(fq_test_int(conn, "SELECT count(*) FROM fairq.api_tokens", 0), tokens);
+    PQfinish(conn);
+    fq_test_db_drop_named("token");
+}
+
+//  Runs "fairqd token create" with args and checks that it refuses them:
+//  exit 2, stderr exactly "PREFIX: <error>" and the hint, nothing on
+//  stdout.
+static void s_expect_token_usage(const char *const *args, const char *prefix, const char *error)
+{
+    s_fairqd_t fairqd;
+    char *err;
+    assert_int_equal(s_token_create(&fairqd, args, NULL, &err), S_EXIT_CONFIG);
+    char wanted[S_LINE_SIZE];
+    snprintf(wanted, sizeof wanted,
+             "%s: %s\nTry \"fairqd token create --help\" for more information.\n", prefix, error);
+    assert_string_equal(err, wanted);
+    free(err);
+    assert_int_equal(fairqd.seen_len, 0);
+    s_destroy(&fairqd);
+}
+
+//  Bad arguments and a bad configuration: exit 2 with a message that says
+//  what is wrong, before any database is touched; --help prints the usage.
+static void test_token_create_usage_errors_exit_2(void **unused)
+{
+    (void)unused;
+    const char *prefix = "fairqd token create";
+    const char *none[] = {NULL};
+    s_expect_token_usage(none, prefix, "needs --admin or --tenant NAME (one of them)");
+    const char *both[] = {"--admin", "--tenant", "shop", NULL};
+    s_expect_token_usage(both, prefix, "needs --admin or --tenant NAME (one of them)");
+    const char *valued[] = {"--admin=yes", NULL};
+    s_expect_token_usage(valued, prefix, "option --admin takes no value");
+    const char *empty[] = {"--tenant", "--admin", NULL};
+    s_expect_token_usage(empty, prefix, "option --tenant needs a value (a tenant's name)");
+    const char *twice[] = {"--tenant=a", "--tenant=b", NULL};
+    s_expect_token_usage(twice, prefix, "option --tenant given more than once");
+    //  Every other argument is fairqd's configuration, with its messages
+    const char *unknown[] = {"--admin", "--bogus=1", NULL};
+    s_expect_token_usage(unknown, prefix, "flag --bogus: unknown key \"bogus\"");
+    const char *positional[] = {"--admin", "extra", NULL};
+    s_expect_token_usage(positional, prefix,
+                         "argument \"extra\": unexpected (settings are --key=value)");
+    const char *missing[] = {"--admin", "--config=/nonexistent/fairq.conf", NULL};
+    s_expect_token_usage(missing, prefix,
+                         "config /nonexistent/fairq.conf: could not open: No such file or "
+                         "directory");
+    char reason[S_PATH_SIZE], wanted[S_LINE_SIZE];
+    s_libpq_reason("host=db dbname", reason, sizeof reason);
+    snprintf(wanted, sizeof wanted, "flag --database: invalid value for \"database\": %s", reason);
+    const char *malformed[] = {"--admin", "--database", "host=db dbname", NULL};
+    s_expect_token_usage(malformed, prefix, wanted);
+
+    //  "fairqd token" alone, or with another word
+    s_fairqd_t fairqd;
+    const char *alone[] = {"token", NULL};
+    s_start(&fairqd, alone, NULL);
+    assert_int_equal(s_wait(&fairqd, S_STEP_TIMEOUT_MS), S_EXIT_CONFIG);
+    char *err = s_stderr(&fairqd);
+    assert_string_equal(err, "fairqd token: missing subcommand (fairqd token create)\nTry "
+                             "\"fairqd token create --help\" for more information.\n");
+    free(err);
+    s_destroy(&fairqd);
+    const char *other[] = {"token", "delete", "--admin", NULL};
+    s_start(&fairqd, other, NULL);
+    assert_int_equal(s_wait(&fairqd, S_STEP_TIMEOUT_MS), S_EXIT_CONFIG);
+    err = s_stderr(&fairqd);
+    assert_non_null(strstr(err, "fairqd token: unknown subcommand \"delete\""));
+    free(err);
+    s_destroy(&fairqd);
+
+    //  --help wins over a wrong argument, and exits 0
+    const char *help[] = {"--tenant", "--help", NULL};
+    assert_int_equal(s_token_create(&fairqd, help, NULL, &err), S_EXIT_OK);
+    assert_string_equal(err, "");
+    free(err);
+    assert_int_equal(strncmp(fairqd.seen, "usage: fairqd token create --admin | --tenant NAME",
+                             strlen("usage: fairqd token create --admin | --tenant NAME")),
+                     0);
+    s_destroy(&fairqd);
+}
+
+//  No server where the database should be: one attempt, then exit 1 with
+//  libpq's reason, never a retry (a command that ends, not the daemon).
+static void test_token_create_unreachable_database_exits_1(void **unused)
+{
+    (void)unused;
+    const char *args[] = {"--admin",
+                          "--database=host=127.0.0.1 port=1 dbname=nowhere connect_timeout=5",
+                          "--database_retry_min_ms=" S_RETRY_MIN_MS, NULL};
+    s_fairqd_t fairqd;
+    char *err;
+    assert_int_equal(s_token_create(&fairqd, args, NULL, &err), S_EXIT_FAILURE);
+    const char *wanted = "fairqd token create: could not connect to database: ";
+    if (strncmp(err, wanted, strlen(wanted)) != 0 || !strstr(err, "127.0.0.1"))
+        fail_msg("not the connection's failure: \"%s\"", err);
+    //  Once: the message is not repeated
+    assert_null(strstr(err + strlen(wanted), wanted));
+    free(err);
+    assert_int_equal(fairqd.seen_len, 0);
+    s_destroy(&fairqd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -902,6 +1144,9 @@ int main(void)
         cmocka_unit_test_teardown(test_curve_gateway_lets_an_allowed_sender_in, s_teardown),
         cmocka_unit_test_teardown(test_gateway_that_cannot_start, s_teardown),
         cmocka_unit_test_teardown(test_gateway_configuration_refused_exits_2, s_teardown),
+        cmocka_unit_test_teardown(test_token_create_makes_an_admin_token, s_teardown),
+        cmocka_unit_test_teardown(test_token_create_usage_errors_exit_2, s_teardown),
+        cmocka_unit_test_teardown(test_token_create_unreachable_database_exits_1, s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -338,7 +338,7 @@ static const char *s_type_name(uint32_t type)
     return "(unknown type)";
 }
 
-//  The sender protocol (sender/PROTOCOL.md): all the dispatcher keeps of
+//  The sender protocol (docs/protocol.md): all the dispatcher keeps of
 //  it is per sender, and goes when the peer is replaced (step 1).
 static bool s_sender_protocol(uint32_t type)
 {
@@ -683,7 +683,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     atexit(s_teardown);
     bool verbose = getenv(S_VERBOSE_ENV) != NULL;
     if (!verbose) {
-        zsys_set_logstream(NULL); //  CZMQ's log (the gateway's): nowhere
+        //  The runtime's lines and CZMQ's own go through fq_log: the
+        //  threshold silences them all
         fq_log_set_level(FQ_LOG_FATAL);
     }
     msgpack_sbuffer_init(&s_fuzz.buf);

@@ -196,7 +196,7 @@ static void test_list_pages_newest_first(void **unused)
                      FQ_EINVAL);
 
     int64_t found;
-    char name[65];
+    char name[FQ_TENANT_NAME_SIZE];
     assert_int_equal(fq_store_tenant_id(store, "list-b", &found), 0);
     assert_int_equal(found, tenant_b);
     assert_int_equal(fq_store_tenant_name(store, tenant_b, name), 0);

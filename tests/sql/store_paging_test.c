@@ -273,7 +273,7 @@ static void test_due_requests_excludes_the_rest(void **unused)
 //  ---------------------------------------------------------------------
 //  Plans
 
-//  The statement the store's backend ran last, exactly as fq_store.c sent
+//  The statement the store's backend ran last, exactly as the store sent
 //  it (pg_stat_activity keeps an idle backend's last query, up to
 //  track_activity_query_size bytes: a longer one would be cut, so fails).
 static char *s_last_store_query(PGconn *conn)

@@ -6,6 +6,7 @@
     byte, and recipients stored in chunks. */
 #include "fq_store.h"
 #include "fq_error.h"
+#include "fq_recipients.h"
 #include <jansson.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -651,8 +652,8 @@ static const char *const S_ADDRESSES[] = {
 
 //  The from address of a request is one address, by the rule recipients
 //  are split by: fairq.address_problem (SQL) says what
-//  fq_store_address_problem (C) says, word for word, and a submit with a
-//  bad one, through the store or called in SQL by an application, is
+//  fq_recipient_address_problem (C) says, word for word, and a submit with
+//  a bad one, through the store or called in SQL by an application, is
 //  refused with that reason and stores nothing.
 static void test_from_must_be_one_address(void **unused)
 {
@@ -666,7 +667,7 @@ static void test_from_must_be_one_address(void **unused)
     int good = 0, bad = 0;
     for (size_t i = 0; i <= n; i++) {
         const char *from = i < n ? S_ADDRESSES[i] : long_local;
-        const char *problem = fq_store_address_problem(from, strlen(from));
+        const char *problem = fq_recipient_address_problem(from, strlen(from));
         char *sql_problem = fq_test_text(app, "SELECT fairq.address_problem($1)", 1, from);
         if (problem && (!sql_problem || strcmp(problem, sql_problem) != 0))
             fail_msg("\"%s\": C says \"%s\", SQL \"%s\"", from, problem,

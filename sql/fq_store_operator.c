@@ -1,4 +1,8 @@
-/*  fq_store_admin.c — operator queries of the store (see fq_store.h).
+/*  fq_store_operator.c — operator queries: messages searched and changed
+    by a filter, a request's lifecycle, the error summary (see fq_store.h;
+    docs/delivery.md says what they mean for delivery). 0003_admin.sql,
+    applied and so never edited, names this file by its former name,
+    fq_store_admin.c.
 
     A message filter becomes a WHERE clause built from fixed fragments, one
     per field set, each comparing a column with a $n parameter: what the
@@ -10,10 +14,11 @@
     those orders (a request cancel deletes chunks, then cancels messages,
     then changes the request), except where they touch rows no ack can
     lock: retrying locks the requests first, then their dead messages, as
-    the pruner does, so the two cannot deadlock and a request being pruned
-    is never reopened.
+    the pruner does (fq_store_maintenance.c), so the two cannot deadlock
+    and a request being pruned is never reopened.
 */
 #include "fq_store_internal.h"
+#include "fq_limits.h"
 #include "fq_error.h"
 #include <assert.h>
 #include <stdio.h>
@@ -24,26 +29,15 @@
 //  and the statements around it at most two more.
 #define S_PARAMS_MAX 12
 
-//  Text of a 64-bit integer, sign and NUL included.
-#define S_INT_TEXT 24
+//  A request's priority within its tenant: the schema's check
+//  (0001_schema.sql).
 
-//  Requests one prune call takes on: enough to fill a batch when requests
-//  are small, few enough that the call locks little.
-#define S_PRUNE_REQUESTS 100
+//  Room for a request's status.
+#define S_STATUS_SIZE 32
 
-//  An idempotency key answers the same request for at least a day (api/
-//  API.md), whatever retention_s says: a client retrying a submit after a
-//  long outage must not send the campaign twice.
-#define S_IDEMPOTENCY_KEPT "interval '1 day'"
-
-//  Request statuses, as SQL lists. Unfinished is the predicate of
-//  requests_open_idx, finished that of requests_finished_idx (0003).
-#define S_UNFINISHED "('accepted', 'splitting', 'active', 'paused')"
-#define S_FINISHED   "('done', 'cancelled', 'rejected')"
-
-//  The channel fq_store_submit's fairq.submit notifies: fairqd (re)loads
-//  the request whose id is the payload.
-#define S_NOTIFY "pg_notify('fairq_requests', r.id::text)"
+//  What a change to a request answers: it wakes fairqd, which (re)loads the
+//  request whose id is the payload, as after a submit.
+#define S_NOTIFY "pg_notify('" FQ_STORE_REQUESTS_CHANNEL "', r.id::text)"
 
 //  Status names, indexed by fq_message_status_t.
 static const char *const s_status_names[] = {"any",    "pending", "sent",
@@ -77,7 +71,7 @@ typedef struct {
     int mem; //  -1 once the buffer could not grow
     int count;
     const char *values[S_PARAMS_MAX];
-    char text[S_PARAMS_MAX][S_INT_TEXT];
+    char text[S_PARAMS_MAX][FQ_STORE_INT_TEXT];
 } s_query_t;
 
 static void s_sql(s_query_t *q, const char *text)
@@ -88,7 +82,7 @@ static void s_sql(s_query_t *q, const char *text)
 //  Appends before, then "$<number>", then after.
 static void s_sql_param(s_query_t *q, const char *before, int number, const char *after)
 {
-    char digits[S_INT_TEXT];
+    char digits[FQ_STORE_INT_TEXT];
     snprintf(digits, sizeof digits, "$%d", number);
     s_sql(q, before);
     s_sql(q, digits);
@@ -107,7 +101,7 @@ static int s_param_text(s_query_t *q, const char *value)
 static int s_param_int(s_query_t *q, int64_t value)
 {
     assert(q->count < S_PARAMS_MAX);
-    snprintf(q->text[q->count], S_INT_TEXT, "%lld", (long long)value);
+    snprintf(q->text[q->count], FQ_STORE_INT_TEXT, "%lld", (long long)value);
     q->values[q->count] = q->text[q->count];
     return ++q->count;
 }
@@ -187,7 +181,7 @@ static int s_filter_resolve(fq_store_t *self, const fq_message_filter_t *f, s_fi
     *out = (s_filter_t){.filter = f};
     if (!f->message_id && !f->request_id && !f->tenant_id && !f->tenant)
         return 0;
-    char message[S_INT_TEXT], request[S_INT_TEXT], tenant[S_INT_TEXT];
+    char message[FQ_STORE_INT_TEXT], request[FQ_STORE_INT_TEXT], tenant[FQ_STORE_INT_TEXT];
     snprintf(message, sizeof message, "%lld", (long long)f->message_id);
     snprintf(request, sizeof request, "%lld", (long long)f->request_id);
     snprintf(tenant, sizeof tenant, "%lld", (long long)f->tenant_id);
@@ -212,8 +206,8 @@ static int s_filter_resolve(fq_store_t *self, const fq_message_filter_t *f, s_fi
         rc = fq_store_fail(self, FQ_ENOTFOUND, "could not %s: tenant %s does not exist", what,
                            tenant);
     else if (f->tenant && PQgetisnull(res, 0, 3))
-        rc = fq_store_fail(self, FQ_ENOTFOUND, "could not %s: tenant \"%.64s\" does not exist",
-                           what, f->tenant);
+        rc = fq_store_fail(self, FQ_ENOTFOUND, "could not %s: tenant \"%.*s\" does not exist", what,
+                           FQ_TENANT_NAME_MAX, f->tenant);
     else
         out->tenant_by_name = fq_store_int64(res, 0, 3);
     PQclear(res);
@@ -487,12 +481,6 @@ static int s_request_status(fq_store_t *self, const char *id, char *status, size
     return rc;
 }
 
-static bool s_finished(const char *status)
-{
-    return strcmp(status, "done") == 0 || strcmp(status, "cancelled") == 0 ||
-           strcmp(status, "rejected") == 0;
-}
-
 //  Runs a one-request UPDATE ... RETURNING: 1 when it changed the row, 0
 //  when its condition excluded it, or a negative code.
 static int s_request_update(fq_store_t *self, const char *sql, int nparams,
@@ -523,13 +511,13 @@ static bool s_running(const char *status)
 static int s_request_refusal(fq_store_t *self, const char *id, bool (*already)(const char *),
                              const char *what)
 {
-    char status[32];
+    char status[S_STATUS_SIZE];
     int rc = s_request_status(self, id, status, sizeof status, what);
     if (rc)
         return rc;
     if (already && already(status))
         return 0;
-    if (s_finished(status))
+    if (fq_request_status_finished(status))
         return fq_store_fail(self, FQ_EINVAL, "could not %s: request %s is %s", what, id, status);
     //  It changed between the UPDATE and this read
     return fq_store_fail(self, FQ_ECONFLICT,
@@ -539,7 +527,7 @@ static int s_request_refusal(fq_store_t *self, const char *id, bool (*already)(c
 int fq_store_request_cancel(fq_store_t *self, int64_t request_id)
 {
     const char *what = "cancel request";
-    char id[S_INT_TEXT], status[32];
+    char id[FQ_STORE_INT_TEXT], status[S_STATUS_SIZE];
     snprintf(id, sizeof id, "%lld", (long long)request_id);
     const char *params[] = {id};
     int rc = fq_store_exec(self, "BEGIN", "begin cancel");
@@ -549,7 +537,7 @@ int fq_store_request_cancel(fq_store_t *self, int64_t request_id)
         fq_store_rollback(self);
         return 0;
     }
-    if (rc == 0 && s_finished(status))
+    if (rc == 0 && fq_request_status_finished(status))
         rc = fq_store_fail(self, FQ_EINVAL, "could not %s: request %s is %s", what, id, status);
     //  Chunks first: a split in progress holds its chunk, then takes the
     //  request row; waiting for the chunk lets it finish, and its messages
@@ -569,7 +557,7 @@ int fq_store_request_cancel(fq_store_t *self, int64_t request_id)
         int changed = s_request_update(
             self,
             "UPDATE fairq.requests r SET status = 'cancelled', finished_at = now(),"
-            " updated_at = now() WHERE r.id = $1 AND r.status IN " S_UNFINISHED
+            " updated_at = now() WHERE r.id = $1 AND r.status IN " FQ_STORE_UNFINISHED
             " RETURNING " S_NOTIFY,
             1, params, what);
         rc = changed < 0 ? changed
@@ -587,7 +575,7 @@ int fq_store_request_cancel(fq_store_t *self, int64_t request_id)
 
 int fq_store_request_pause(fq_store_t *self, int64_t request_id)
 {
-    char id[S_INT_TEXT];
+    char id[FQ_STORE_INT_TEXT];
     snprintf(id, sizeof id, "%lld", (long long)request_id);
     const char *params[] = {id};
     int changed =
@@ -601,7 +589,7 @@ int fq_store_request_pause(fq_store_t *self, int64_t request_id)
 
 int fq_store_request_resume(fq_store_t *self, int64_t request_id)
 {
-    char id[S_INT_TEXT];
+    char id[FQ_STORE_INT_TEXT];
     snprintf(id, sizeof id, "%lld", (long long)request_id);
     const char *params[] = {id};
     //  Back to the state it was paused in: the split may not be complete
@@ -622,25 +610,26 @@ int fq_store_request_change(fq_store_t *self, int64_t request_id, const fq_reque
     const char *what = "change request";
     if (!change || (!change->set_send_at && !change->set_priority))
         return fq_store_fail(self, FQ_EINVAL, "could not %s: nothing to change", what);
-    if (change->set_priority && (change->priority < -1000 || change->priority > 1000))
-        return fq_store_fail(self, FQ_EINVAL, "could not %s: priority %d is not within -1000..1000",
-                             what, change->priority);
+    if (change->set_priority &&
+        (change->priority < FQ_PRIORITY_MIN || change->priority > FQ_PRIORITY_MAX))
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: priority %d is not within %d..%d",
+                             what, change->priority, FQ_PRIORITY_MIN, FQ_PRIORITY_MAX);
     if (change->set_send_at && change->send_at < 0)
         return fq_store_fail(self, FQ_EINVAL, "could not %s: send_at is negative", what);
-    char id[S_INT_TEXT], send_at[S_INT_TEXT], priority[S_INT_TEXT];
+    char id[FQ_STORE_INT_TEXT], send_at[FQ_STORE_INT_TEXT], priority[FQ_STORE_INT_TEXT];
     snprintf(id, sizeof id, "%lld", (long long)request_id);
     snprintf(send_at, sizeof send_at, "%lld", (long long)change->send_at);
     snprintf(priority, sizeof priority, "%d", change->priority);
     const char *params[] = {id, change->set_send_at ? "true" : "false", send_at,
                             change->set_priority ? "true" : "false", priority};
-    int changed =
-        s_request_update(self,
-                         "UPDATE fairq.requests r SET updated_at = now(),"
-                         " send_at = CASE WHEN NOT $2::boolean THEN r.send_at"
-                         "  WHEN $3::bigint > 0 THEN to_timestamp($3::bigint) ELSE now() END,"
-                         " priority = CASE WHEN $4::boolean THEN $5::int ELSE r.priority END"
-                         " WHERE r.id = $1 AND r.status IN " S_UNFINISHED " RETURNING " S_NOTIFY,
-                         5, params, what);
+    int changed = s_request_update(
+        self,
+        "UPDATE fairq.requests r SET updated_at = now(),"
+        " send_at = CASE WHEN NOT $2::boolean THEN r.send_at"
+        "  WHEN $3::bigint > 0 THEN to_timestamp($3::bigint) ELSE now() END,"
+        " priority = CASE WHEN $4::boolean THEN $5::int ELSE r.priority END"
+        " WHERE r.id = $1 AND r.status IN " FQ_STORE_UNFINISHED " RETURNING " S_NOTIFY,
+        5, params, what);
     if (changed < 0)
         return changed;
     return changed ? 0 : s_request_refusal(self, id, NULL, what);
@@ -705,277 +694,4 @@ void fq_error_summary_free(fq_error_summary_t *summary)
 {
     free(summary->rows);
     *summary = (fq_error_summary_t){0};
-}
-
-//  ---------------------------------------------------------------------
-//  Finishing and pruning
-
-//  Unfinished requests come from requests_open_idx, finished ones without
-//  a finished_at from requests_finished_idx (NULLs are in it): neither
-//  scan grows with history. Rows an ack holds are skipped, not waited for.
-static const char *const S_FINISH_SQL =
-    "WITH due AS (SELECT r.id FROM fairq.requests r WHERE r.status IN " S_UNFINISHED
-    "  AND r.sent + r.dead + r.cancelled + r.rejected >= r.total"
-    "  AND NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id)"
-    "  ORDER BY r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED),"
-    " done AS (UPDATE fairq.requests r SET status = 'done', finished_at = now(),"
-    "   updated_at = now() FROM due WHERE r.id = due.id RETURNING r.id),"
-    " stamped AS (UPDATE fairq.requests r SET finished_at = r.updated_at"
-    "  FROM (SELECT id FROM fairq.requests WHERE status IN " S_FINISHED
-    "        AND finished_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) s"
-    "  WHERE r.id = s.id RETURNING r.id)"
-    " SELECT (SELECT count(*) FROM done), (SELECT count(*) FROM stamped)";
-
-int fq_store_finish_requests(fq_store_t *self, int limit)
-{
-    if (limit < 1 || limit > FQ_STORE_PAGE_MAX)
-        return fq_store_fail(self, FQ_EINVAL,
-                             "could not finish requests: limit %d is not within "
-                             "1..%d",
-                             limit, FQ_STORE_PAGE_MAX);
-    char count[S_INT_TEXT];
-    snprintf(count, sizeof count, "%d", limit);
-    const char *params[] = {count};
-    int rc;
-    PGresult *res =
-        fq_store_query(self, S_FINISH_SQL, 1, params, PGRES_TUPLES_OK, "finish requests", &rc);
-    if (!res)
-        return rc;
-    int done = (int)fq_store_int64(res, 0, 0);
-    PQclear(res);
-    return done;
-}
-
-//  Runs one prune step on the requests in ids (an array literal, $1),
-//  with limit as $2 unless negative: a statement answering a count.
-//  Returns it or a negative code.
-static int64_t s_prune_step(fq_store_t *self, const char *sql, const char *ids, int64_t limit,
-                            const char *what)
-{
-    s_query_t q = {0};
-    s_param_text(&q, ids);
-    if (limit >= 0)
-        s_param_int(&q, limit);
-    s_sql(&q, sql);
-    return s_run_count(self, &q, what);
-}
-
-int fq_store_prune(fq_store_t *self, int retention_s, int batch, fq_prune_result_t *result)
-{
-    *result = (fq_prune_result_t){0};
-    if (retention_s < 0)
-        return fq_store_fail(self, FQ_EINVAL, "could not prune: retention is negative");
-    if (batch < 1 || batch > FQ_STORE_PRUNE_BATCH_MAX)
-        return fq_store_fail(self, FQ_EINVAL, "could not prune: batch %d is not within 1..%d",
-                             batch, FQ_STORE_PRUNE_BATCH_MAX);
-    char retention[S_INT_TEXT], requests[S_INT_TEXT];
-    snprintf(retention, sizeof retention, "%d", retention_s);
-    snprintf(requests, sizeof requests, "%d", S_PRUNE_REQUESTS);
-    const char *params[] = {retention, requests};
-    int rc = fq_store_exec(self, "BEGIN", "begin prune");
-    //  The oldest expired requests, locked and marked: from now on nothing
-    //  reopens them (fq_store_retry_dead skips requests being pruned)
-    PGresult *res = NULL;
-    if (rc == 0)
-        res = fq_store_query(
-            self,
-            "WITH expired AS MATERIALIZED (SELECT id, pruning_since FROM fairq.requests"
-            "  WHERE status IN " S_FINISHED
-            "  AND finished_at < now() - make_interval(secs => $1::int)"
-            "  AND (idempotency_key IS NULL OR created_at < now() - " S_IDEMPOTENCY_KEPT ")"
-            "  ORDER BY finished_at, id LIMIT $2 FOR UPDATE SKIP LOCKED),"
-            " marked AS (UPDATE fairq.requests r SET pruning_since = now() FROM expired e"
-            "  WHERE r.id = e.id AND e.pruning_since IS NULL)"
-            " SELECT count(*), coalesce(array_agg(id), '{}') FROM expired",
-            2, params, PGRES_TUPLES_OK, "find expired requests", &rc);
-    int64_t expired = res ? fq_store_int64(res, 0, 0) : 0;
-    const char *ids = res ? PQgetvalue(res, 0, 1) : NULL;
-    int64_t left = batch, n = 0;
-    if (rc == 0 && expired) {
-        n = s_prune_step(self,
-                         "WITH gone AS (DELETE FROM fairq.messages WHERE id IN"
-                         "  (SELECT m.id FROM fairq.messages m"
-                         "   WHERE m.request_id = ANY ($1::bigint[]) LIMIT $2) RETURNING 1)"
-                         " SELECT count(*) FROM gone",
-                         ids, left, "prune messages");
-        result->messages = (int)(n > 0 ? n : 0);
-        left -= result->messages;
-    }
-    if (n >= 0 && expired && left > 0) {
-        n = s_prune_step(self,
-                         "WITH gone AS (DELETE FROM fairq.rejects j USING"
-                         "  (SELECT request_id, position FROM fairq.rejects"
-                         "   WHERE request_id = ANY ($1::bigint[]) LIMIT $2) x"
-                         "  WHERE j.request_id = x.request_id AND j.position = x.position"
-                         "  RETURNING 1) SELECT count(*) FROM gone",
-                         ids, left, "prune rejects");
-        result->rejects = (int)(n > 0 ? n : 0);
-    }
-    //  Chunks go by cascade; a finished request has none left, normally
-    if (n >= 0 && expired) {
-        n = s_prune_step(
-            self,
-            "WITH gone AS (DELETE FROM fairq.requests r"
-            "  WHERE r.id = ANY ($1::bigint[])"
-            "  AND NOT EXISTS (SELECT 1 FROM fairq.messages m WHERE m.request_id = r.id)"
-            "  AND NOT EXISTS (SELECT 1 FROM fairq.rejects j WHERE j.request_id = r.id)"
-            "  RETURNING 1) SELECT count(*) FROM gone",
-            ids, -1, "prune requests");
-        result->requests = (int)(n > 0 ? n : 0);
-    }
-    PQclear(res);
-    if (rc == 0 && n < 0)
-        rc = (int)n;
-    if (rc == 0)
-        rc = fq_store_exec(self, "COMMIT", "commit prune");
-    if (rc) {
-        fq_store_rollback(self);
-        *result = (fq_prune_result_t){0};
-        return rc;
-    }
-    result->more = expired == S_PRUNE_REQUESTS || result->requests < expired;
-    return 0;
-}
-
-//  ---------------------------------------------------------------------
-//  Tenants
-
-//  Figures from the counters of unfinished requests (requests_open_idx),
-//  never from counting messages. A message not yet final is pending or
-//  failed, so their sum is what is split minus what is final.
-#define S_TENANT_SQL                                                                               \
-    "SELECT t.id, t.name, t.weight, t.max_inflight, coalesce(t.submit_rate, 0),"                   \
-    " coalesce(s.open, 0), coalesce(s.depth, 0), coalesce(s.failed, 0),"                           \
-    " coalesce(s.unsplit, 0),"                                                                     \
-    " coalesce(greatest(floor(extract(epoch FROM now() - s.oldest)), 0)::bigint, 0)"               \
-    " FROM fairq.tenants t LEFT JOIN (SELECT tenant_id, count(*) AS open,"                         \
-    "   sum(split - sent - dead - cancelled) AS depth, sum(failed) AS failed,"                     \
-    "   sum(greatest(total - split - rejected, 0)) AS unsplit, min(created_at) AS oldest"          \
-    "  FROM fairq.requests WHERE status IN " S_UNFINISHED " GROUP BY tenant_id) s"                 \
-    " ON s.tenant_id = t.id"
-
-static void s_tenant_row(const PGresult *res, int row, void *item)
-{
-    fq_tenant_info_t *out = item;
-    *out = (fq_tenant_info_t){.id = fq_store_int64(res, row, 0),
-                              .weight = (int)fq_store_int64(res, row, 2),
-                              .max_inflight = (int)fq_store_int64(res, row, 3),
-                              .submit_rate = (int)fq_store_int64(res, row, 4),
-                              .open_requests = fq_store_int64(res, row, 5),
-                              .depth = fq_store_int64(res, row, 6),
-                              .failed = fq_store_int64(res, row, 7),
-                              .unsplit = fq_store_int64(res, row, 8),
-                              .oldest_pending_s = fq_store_int64(res, row, 9)};
-    snprintf(out->name, sizeof out->name, "%s", PQgetvalue(res, row, 1));
-}
-
-int fq_store_tenant_get(fq_store_t *self, const char *name, fq_tenant_info_t *out)
-{
-    *out = (fq_tenant_info_t){0};
-    const char *params[] = {name ? name : ""};
-    int rc;
-    PGresult *res = fq_store_query(self, S_TENANT_SQL " WHERE t.name = $1", 1, params,
-                                   PGRES_TUPLES_OK, "read tenant", &rc);
-    if (!res)
-        return rc;
-    if (PQntuples(res) == 1)
-        s_tenant_row(res, 0, out);
-    else
-        rc = fq_store_fail(self, FQ_ENOTFOUND, "could not read tenant: \"%.64s\" does not exist",
-                           params[0]);
-    PQclear(res);
-    return rc;
-}
-
-int fq_store_tenant_list(fq_store_t *self, fq_tenant_list_t *list)
-{
-    *list = (fq_tenant_list_t){0};
-    int rc;
-    PGresult *res = fq_store_query(self, S_TENANT_SQL " ORDER BY t.name COLLATE \"C\"", 0, NULL,
-                                   PGRES_TUPLES_OK, "list tenants", &rc);
-    if (!res)
-        return rc;
-    void *rows;
-    rc = fq_store_rows(self, res, sizeof *list->rows, s_tenant_row, &rows);
-    list->rows = rows;
-    list->count = rc > 0 ? (size_t)rc : 0;
-    return rc;
-}
-
-void fq_tenant_list_free(fq_tenant_list_t *list)
-{
-    free(list->rows);
-    *list = (fq_tenant_list_t){0};
-}
-
-//  The first window messages after scan_from: if one is not final, paging
-//  must start just before it; if all are, past the last of them. Bounded
-//  by window rows per request whatever the request's size.
-//  For each open request, the first message after scan_from that is not
-//  final (an index scan along messages_request_idx that stops there, so
-//  its cost is the messages finished since the last call), and scan_from
-//  moves to just before it; at most window messages are read per request.
-//  Only then are the rows to change locked, in id order and skipping
-//  locked ones: an ack batch updates the counters of many requests at once,
-//  in no set order, and a statement that held those locks while reading
-//  messages stalled the acks (measured: 20% of the database's time) or
-//  deadlocked with them. A request skipped now moves on the next call.
-static const char *const S_ADVANCE_SCAN_SQL =
-    "WITH s AS (SELECT o.id, coalesce("
-    "         (SELECT w.id - 1 FROM (SELECT m.id, m.status FROM fairq.messages m"
-    "                  WHERE m.request_id = o.id AND m.id > o.scan_from"
-    "                  ORDER BY m.id LIMIT $2) w"
-    "           WHERE w.status IN ('pending', 'failed') ORDER BY w.id LIMIT 1),"
-    "         (SELECT max(w.id) FROM (SELECT m.id FROM fairq.messages m"
-    "                  WHERE m.request_id = o.id AND m.id > o.scan_from"
-    "                  ORDER BY m.id LIMIT $2) w)) AS next_from"
-    "       FROM fairq.requests o"
-    "       WHERE o.status IN ('accepted', 'splitting', 'active', 'paused')"
-    "       ORDER BY o.id LIMIT $1),"
-    " l AS (SELECT r.id, s.next_from FROM fairq.requests r JOIN s ON s.id = r.id"
-    "       WHERE s.next_from > r.scan_from ORDER BY r.id FOR UPDATE OF r SKIP LOCKED)"
-    " UPDATE fairq.requests r SET scan_from = l.next_from"
-    " FROM l WHERE r.id = l.id";
-
-int fq_store_refresh_stats(fq_store_t *self)
-{
-    char floor[S_INT_TEXT];
-    snprintf(floor, sizeof floor, "%d", FQ_STORE_ANALYZE_MIN_ROWS);
-    const char *params[] = {floor};
-    int rc;
-    PGresult *res =
-        fq_store_query(self,
-                       "SELECT s.n_mod_since_analyze > greatest(c.reltuples, $1::bigint)"
-                       " FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid"
-                       " WHERE s.relid = 'fairq.messages'::regclass",
-                       1, params, PGRES_TUPLES_OK, "read the statistics of messages", &rc);
-    if (!res)
-        return rc;
-    bool stale = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
-    PQclear(res);
-    if (!stale)
-        return 0;
-    rc = fq_store_exec(
-        self, "ANALYZE fairq.messages (id, request_id, tenant_id, status, next_attempt_at)",
-        "analyze messages");
-    return rc ? rc : 1;
-}
-
-int fq_store_advance_scan(fq_store_t *self, int limit, int window)
-{
-    if (limit < 1 || limit > FQ_STORE_PAGE_MAX || window < 1)
-        return fq_store_fail(self, FQ_EINVAL, "limit must be 1 to %d and window at least 1",
-                             FQ_STORE_PAGE_MAX);
-    char limit_text[16], window_text[16];
-    snprintf(limit_text, sizeof limit_text, "%d", limit);
-    snprintf(window_text, sizeof window_text, "%d", window);
-    const char *params[] = {limit_text, window_text};
-    int rc;
-    PGresult *res = fq_store_query(self, S_ADVANCE_SCAN_SQL, 2, params, PGRES_COMMAND_OK,
-                                   "advance scan cursors", &rc);
-    if (!res)
-        return rc;
-    int moved = atoi(PQcmdTuples(res));
-    PQclear(res);
-    return moved;
 }

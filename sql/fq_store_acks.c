@@ -1,0 +1,119 @@
+/*  fq_store_acks.c — the senders' answers: acks and nacks, in batches
+    (see fq_store.h).
+
+    A batch is one statement, so one transaction, all of it or none: it
+    changes the messages and the counters of their requests together.
+*/
+#include "fq_store_internal.h"
+#include "fq_error.h"
+#include "fq_utf8.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+//  Fix: a copy of text with each byte that does not start well-formed
+//  UTF-8 replaced by '?'; NULL when memory runs out. The server refuses
+//  invalid UTF-8 in a parameter, and refused the whole statement with it:
+//  one sender's reply in Latin-1 made a nack batch fail on every retry.
+static char *s_valid_utf8_copy(const char *text)
+{
+    char *copy = strdup(text);
+    if (copy)
+        fq_utf8_replace_invalid(copy, strlen(copy), '?');
+    return copy;
+}
+
+//  The ack changes only columns no index covers, so it stays a HOT update
+//  (no index writes). try_count > 1 after the update means the message had
+//  failed before, so the request's failed counter goes down by one.
+static const char *const S_ACK_SQL =
+    "WITH acked AS ("
+    "  UPDATE fairq.messages m SET status = 'sent', try_count = m.try_count + 1,"
+    "    last_attempt_at = now(), next_attempt_at = NULL, updated_at = now()"
+    "  FROM unnest($1::bigint[]) AS a(id)"
+    "  WHERE m.id = a.id AND m.status IN ('pending', 'failed')"
+    "  RETURNING m.request_id, m.try_count > 1 AS was_failed),"
+    " counted AS (UPDATE fairq.requests r SET sent = r.sent + c.n,"
+    "    failed = r.failed - c.retried, updated_at = now()"
+    "  FROM (SELECT request_id, count(*) AS n, count(*) FILTER (WHERE was_failed) AS retried"
+    "        FROM acked GROUP BY request_id) c"
+    "  WHERE r.id = c.request_id RETURNING c.n)"
+    " SELECT coalesce(sum(n), 0) FROM counted";
+
+int fq_store_ack_batch(fq_store_t *self, const int64_t *ids, size_t count)
+{
+    if (count == 0)
+        return 0;
+    int rc;
+    //  One statement is one transaction: all of the batch or none of it
+    PGresult *res =
+        fq_store_query_ids(self, S_ACK_SQL, ids, count, PGRES_TUPLES_OK, "apply acks", &rc);
+    if (!res)
+        return rc;
+    int applied = (int)fq_store_int64(res, 0, 0);
+    PQclear(res);
+    return applied;
+}
+
+static const char *const S_NACK_SQL =
+    "WITH input AS ("
+    "  SELECT * FROM unnest($1::bigint[], $2::boolean[], $3::text[]) AS n(id, permanent, error)),"
+    " nacked AS ("
+    "  UPDATE fairq.messages m SET"
+    "    try_count = m.try_count + 1, last_attempt_at = now(), updated_at = now(),"
+    "    last_error = left(i.error, 2000),"
+    "    status = CASE WHEN i.permanent OR m.try_count + 1 >= r.max_attempts"
+    "                  THEN 'dead' ELSE 'failed' END::fairq.message_status,"
+    "    next_attempt_at = CASE WHEN i.permanent OR m.try_count + 1 >= r.max_attempts THEN NULL"
+    "      ELSE now() + make_interval(secs => least($5::float8,"
+    "             $4::float8 * power(2, m.try_count)) * (0.5 + random() / 2) / 1000) END"
+    "  FROM input i, fairq.requests r"
+    "  WHERE m.id = i.id AND r.id = m.request_id AND m.status IN ('pending', 'failed')"
+    "  RETURNING m.request_id, m.status, m.try_count > 1 AS was_failed),"
+    " counted AS (UPDATE fairq.requests r SET"
+    "    failed = r.failed + c.failed - c.retried, dead = r.dead + c.dead, updated_at = now()"
+    "  FROM (SELECT request_id, count(*) AS n,"
+    "          count(*) FILTER (WHERE status = 'failed') AS failed,"
+    "          count(*) FILTER (WHERE status = 'dead') AS dead,"
+    "          count(*) FILTER (WHERE was_failed) AS retried"
+    "        FROM nacked GROUP BY request_id) c"
+    "  WHERE r.id = c.request_id RETURNING c.n)"
+    " SELECT coalesce(sum(n), 0) FROM counted";
+
+int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
+                        const fq_retry_policy_t *policy)
+{
+    if (count == 0)
+        return 0;
+    fq_buf_t ids = {0}, permanent = {0}, errors = {0};
+    int mem = fq_store_id_array(&ids, &nacks[0].id, count, sizeof *nacks);
+    mem |= fq_buf_add(&permanent, "{", 1) | fq_buf_add(&errors, "{", 1);
+    for (size_t i = 0; i < count && mem == 0; i++) {
+        mem |= fq_buf_add(&permanent,
+                          i ? (nacks[i].permanent ? ",t" : ",f") : (nacks[i].permanent ? "t" : "f"),
+                          i ? 2 : 1);
+        mem |= fq_buf_add(&errors, i ? "," : "", i ? 1 : 0);
+        char *clean = s_valid_utf8_copy(nacks[i].error ? nacks[i].error : "");
+        mem |= clean ? fq_store_array_text(&errors, clean) : -1;
+        free(clean);
+    }
+    mem |= fq_buf_add(&permanent, "}", 1) | fq_buf_add(&errors, "}", 1);
+    char base[FQ_STORE_INT_TEXT], cap[FQ_STORE_INT_TEXT];
+    snprintf(base, sizeof base, "%d", policy->base_ms);
+    snprintf(cap, sizeof cap, "%d", policy->cap_ms);
+    const char *params[] = {ids.data, permanent.data, errors.data, base, cap};
+    PGresult *res = NULL;
+    int rc;
+    if (mem)
+        rc = fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    else
+        res = fq_store_query(self, S_NACK_SQL, 5, params, PGRES_TUPLES_OK, "apply nacks", &rc);
+    fq_buf_free(&ids);
+    fq_buf_free(&permanent);
+    fq_buf_free(&errors);
+    if (!res)
+        return rc;
+    int applied = (int)fq_store_int64(res, 0, 0);
+    PQclear(res);
+    return applied;
+}

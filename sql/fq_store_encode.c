@@ -1,0 +1,60 @@
+/*  fq_store_encode.c — values in the text forms the server reads: COPY's
+    text format and array literals (see fq_store_internal.h).
+
+    Many values go to the server as one parameter or one COPY stream
+    rather than a statement each: a batch of acks is one array, a chunk of
+    messages one COPY. These write them into the shared buffer (fq_buf.h).
+*/
+#include "fq_store_internal.h"
+#include <string.h>
+
+//  The four characters COPY treats specially become backslash escapes.
+int fq_store_copy_text(fq_buf_t *buf, const char *text, size_t size)
+{
+    if (fq_buf_reserve(buf, 2 * size + 1))
+        return -1;
+    char *out = buf->data + buf->size;
+    for (size_t i = 0; i < size; i++) {
+        char c = text[i];
+        if (c == '\\' || c == '\t' || c == '\n' || c == '\r') {
+            *out++ = '\\';
+            c = c == '\t' ? 't' : c == '\n' ? 'n' : c == '\r' ? 'r' : '\\';
+        }
+        *out++ = c;
+    }
+    buf->size = (size_t)(out - buf->data);
+    buf->data[buf->size] = 0;
+    return 0;
+}
+
+//  Quoted, with quotes and backslashes escaped: any text is one element,
+//  whatever commas or braces it holds.
+int fq_store_array_text(fq_buf_t *buf, const char *text)
+{
+    if (!text)
+        return fq_buf_add_str(buf, "NULL");
+    size_t size = strlen(text);
+    if (fq_buf_reserve(buf, 2 * size + 3))
+        return -1;
+    char *out = buf->data + buf->size;
+    *out++ = '"';
+    for (size_t i = 0; i < size; i++) {
+        if (text[i] == '"' || text[i] == '\\')
+            *out++ = '\\';
+        *out++ = text[i];
+    }
+    *out++ = '"';
+    buf->size = (size_t)(out - buf->data);
+    buf->data[buf->size] = 0;
+    return 0;
+}
+
+int fq_store_id_array(fq_buf_t *buf, const int64_t *ids, size_t count, size_t stride)
+{
+    int rc = fq_buf_add_char(buf, '{');
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        const int64_t *id = (const int64_t *)((const char *)ids + i * stride);
+        rc = fq_buf_printf(buf, i ? ",%lld" : "%lld", (long long)*id);
+    }
+    return rc ? rc : fq_buf_add_char(buf, '}');
+}

@@ -1,0 +1,429 @@
+/*  fq_store_messages.c — messages: split from a request's recipients,
+    paged for the scheduler, loaded for the dispatcher (see fq_store.h).
+
+    Splitting takes one stored chunk of recipients at a time. Each
+    recipient is read and checked alone (recipients/): a good one becomes a
+    message row, streamed with COPY, a bad one a reject with its reason,
+    and the chunk's deletion and the request's counters go in the same
+    transaction, so a crash leaves either all of a chunk split or none.
+*/
+#include "fq_store_internal.h"
+#include "fq_error.h"
+#include "fq_recipients.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+//  COPY data is handed to libpq in pieces of about this size.
+#define S_COPY_FLUSH_BYTES (256 * 1024)
+
+//  Room for the first columns of a message's COPY row: the request's and
+//  the tenant's ids, each followed by a tab.
+#define S_ROW_PREFIX_SIZE (2 * FQ_STORE_INT_TEXT)
+
+//  ---------------------------------------------------------------------
+//  Splitting
+
+typedef struct {
+    int64_t chunk_no;
+    int64_t first_position;
+    int64_t tenant_id;
+    bool cancelled;
+    //  The chunk's row; its last column is the recipients, a JSON array
+    //  as the server stores it; owned
+    PGresult *recipients;
+} s_chunk_t;
+
+//  The recipients of a chunk that were refused, as array literals for one
+//  INSERT into fairq.rejects.
+typedef struct {
+    fq_buf_t positions; //  int[]: where each stood in the submitted array
+    fq_buf_t addresses; //  text[]: its "to", NULL when it had no "to" string
+    fq_buf_t reasons;   //  text[]
+    int count;
+} s_rejects_t;
+
+//  Adds a refused recipient. Returns 0, or -1 when memory runs out.
+static int s_rejects_add(s_rejects_t *self, int64_t position, const char *address,
+                         const char *reason)
+{
+    const char *separator = self->count ? "," : "{";
+    self->count++;
+    return fq_buf_printf(&self->positions, "%s%lld", separator, (long long)position) |
+           fq_buf_add_str(&self->addresses, separator) |
+           fq_store_array_text(&self->addresses, address) |
+           fq_buf_add_str(&self->reasons, separator) | fq_store_array_text(&self->reasons, reason);
+}
+
+//  Records the refused recipients of request_id, in the open transaction.
+static int s_rejects_insert(fq_store_t *store, const char *request_id, s_rejects_t *self)
+{
+    if (fq_buf_add_char(&self->positions, '}') | fq_buf_add_char(&self->addresses, '}') |
+        fq_buf_add_char(&self->reasons, '}'))
+        return fq_store_fail(store, FQ_ENOMEM, "out of memory");
+    const char *params[] = {request_id, self->positions.data, self->addresses.data,
+                            self->reasons.data};
+    int rc;
+    PGresult *res = fq_store_query(store,
+                                   "INSERT INTO fairq.rejects (request_id, position, recipient,"
+                                   " reason) SELECT $1, p, a, r FROM unnest($2::int[], $3::text[],"
+                                   " $4::text[]) AS u(p, a, r)",
+                                   4, params, PGRES_COMMAND_OK, "record rejected recipients", &rc);
+    PQclear(res);
+    return rc;
+}
+
+static void s_rejects_free(s_rejects_t *self)
+{
+    fq_buf_free(&self->positions);
+    fq_buf_free(&self->addresses);
+    fq_buf_free(&self->reasons);
+}
+
+//  Locks and reads the first chunk left, in the open transaction. Returns 1
+//  with it, 0 if none is left.
+static int s_take_chunk(fq_store_t *self, const char *request_id, s_chunk_t *chunk)
+{
+    const char *params[] = {request_id};
+    int rc;
+    PGresult *res = fq_store_query(self,
+                                   "SELECT c.chunk_no, c.first_position, r.tenant_id,"
+                                   " r.status = 'cancelled', c.recipients"
+                                   " FROM fairq.recipient_chunks c"
+                                   " JOIN fairq.requests r ON r.id = c.request_id"
+                                   " WHERE c.request_id = $1 ORDER BY c.chunk_no LIMIT 1"
+                                   " FOR UPDATE OF c",
+                                   1, params, PGRES_TUPLES_OK, "read recipients", &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 0) {
+        PQclear(res);
+        return 0;
+    }
+    chunk->chunk_no = fq_store_int64(res, 0, 0);
+    chunk->first_position = fq_store_int64(res, 0, 1);
+    chunk->tenant_id = fq_store_int64(res, 0, 2);
+    chunk->cancelled = PQgetvalue(res, 0, 3)[0] == 't';
+    //  Each recipient's "fields" is copied as the server's own text (see
+    //  s_copy_messages); the chunk is read whole, as one value, which
+    //  costs the server less than cutting it into rows
+    chunk->recipients = res;
+    return 1;
+}
+
+//  Appends the COPY row of a good recipient (text, size bytes, as read
+//  into recipient): prefix (the ids), its address and its fields as the
+//  server wrote them, "{}" when it has none. Returns 0 or -1 when memory
+//  runs out; *bad is set when its fields cannot be found in its text.
+static int s_message_row(fq_buf_t *rows, const char *prefix, size_t prefix_size, json_t *recipient,
+                         const char *text, size_t size, bool *bad)
+{
+    size_t to_size = 0;
+    const char *to = fq_recipient_to(recipient, &to_size);
+    int mem = fq_buf_add(rows, prefix, prefix_size) | fq_store_copy_text(rows, to, to_size) |
+              fq_buf_add_char(rows, '\t');
+    json_t *fields = json_object_get(recipient, "fields");
+    size_t fields_size = 0;
+    const char *fields_text =
+        json_is_object(fields) ? fq_recipient_fields_text(text, size, &fields_size) : NULL;
+    if (fields_text)
+        mem |= fq_store_copy_text(rows, fields_text, fields_size);
+    else if (json_is_object(fields)) //  Not in jsonb output text: cannot happen
+        *bad = true;
+    else
+        mem |= fq_buf_add_str(rows, "{}");
+    return mem | fq_buf_add_char(rows, '\n');
+}
+
+//  Streams the good recipients as COPY rows; collects the others as
+//  rejects.
+static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chunk_t *chunk,
+                           const fq_recipient_rules_t *rules, s_rejects_t *rejects,
+                           fq_split_result_t *result)
+{
+    PGresult *res = PQexec(self->conn, "COPY fairq.messages (request_id, tenant_id, recipient,"
+                                       " fields) FROM STDIN");
+    int rc = fq_store_check(self, res, PGRES_COPY_IN, "start COPY of messages");
+    if (rc)
+        return rc;
+    PQclear(res);
+    fq_buf_t rows = {0};
+    int mem = 0; //  -1 once a buffer could not grow
+    char prefix[S_ROW_PREFIX_SIZE];
+    int prefix_len =
+        snprintf(prefix, sizeof prefix, "%s\t%lld\t", request_id, (long long)chunk->tenant_id);
+    bool bad_chunk = false;
+    fq_recipients_scan_t scan;
+    fq_recipients_scan_start(&scan, PQgetvalue(chunk->recipients, 0, 4),
+                             (size_t)PQgetlength(chunk->recipients, 0, 4));
+    const char *element;
+    size_t size;
+    for (int64_t position = chunk->first_position;
+         !bad_chunk && (element = fq_recipients_scan_next(&scan, &size)); position++) {
+        char reason[FQ_RECIPIENT_REASON_SIZE];
+        json_t *recipient;
+        const char *problem =
+            fq_recipient_read(element, size, rules, &recipient, reason, sizeof reason);
+        if (problem) {
+            mem |= s_rejects_add(rejects, position, fq_recipient_to(recipient, NULL), problem);
+            result->rejected++;
+        } else {
+            mem |= s_message_row(&rows, prefix, (size_t)prefix_len, recipient, element, size,
+                                 &bad_chunk);
+            result->split++;
+        }
+        json_decref(recipient);
+        if (mem == 0 && rows.size >= S_COPY_FLUSH_BYTES) {
+            if (PQputCopyData(self->conn, rows.data, (int)rows.size) != 1)
+                rc = FQ_EDB;
+            rows.size = 0;
+        }
+        if (rc || mem)
+            break;
+    }
+    if (scan.malformed)
+        bad_chunk = true;
+    if (bad_chunk && rc == 0)
+        rc = FQ_EINVAL;
+    if (mem)
+        rc = FQ_ENOMEM;
+    if (rc == 0 && rows.size && PQputCopyData(self->conn, rows.data, (int)rows.size) != 1)
+        rc = FQ_EDB;
+    fq_buf_free(&rows);
+    //  End the COPY either way, so the connection is usable again
+    if (PQputCopyEnd(self->conn, rc ? "fairq split failed" : NULL) != 1)
+        rc = rc ? rc : FQ_EDB;
+    res = PQgetResult(self->conn);
+    int end = fq_store_check(self, res, PGRES_COMMAND_OK, "COPY messages");
+    if (end == 0)
+        PQclear(res);
+    while ((res = PQgetResult(self->conn)))
+        PQclear(res);
+    if (rc == FQ_ENOMEM)
+        return fq_store_fail(self, rc, "out of memory");
+    if (rc == FQ_EINVAL)
+        return fq_store_fail(self, rc, "could not read recipients of request %s: not a JSON array",
+                             request_id);
+    return rc ? (end ? end
+                     : fq_store_fail(self, rc, "could not COPY messages: %s",
+                                     PQerrorMessage(self->conn)))
+              : end;
+}
+
+int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const *required_fields,
+                         size_t nrequired, size_t nheader, fq_split_result_t *result)
+{
+    *result = (fq_split_result_t){0};
+    char id[FQ_STORE_INT_TEXT];
+    snprintf(id, sizeof id, "%lld", (long long)request_id);
+    fq_recipient_rules_t rules = {required_fields, nrequired, nheader};
+    s_chunk_t chunk = {0};
+    s_rejects_t rejects = {0};
+    int rc = fq_store_exec(self, "BEGIN", "begin split");
+    int taken = rc ? rc : s_take_chunk(self, id, &chunk);
+    if (taken < 0)
+        rc = taken;
+    if (rc == 0 && taken && !chunk.cancelled)
+        rc = s_copy_messages(self, id, &chunk, &rules, &rejects, result);
+    if (rc == 0 && result->rejected)
+        rc = s_rejects_insert(self, id, &rejects);
+    if (rc == 0) {
+        char chunk_no[FQ_STORE_INT_TEXT], split[FQ_STORE_INT_TEXT], rejected[FQ_STORE_INT_TEXT];
+        snprintf(chunk_no, sizeof chunk_no, "%lld", (long long)chunk.chunk_no);
+        snprintf(split, sizeof split, "%d", result->split);
+        snprintf(rejected, sizeof rejected, "%d", result->rejected);
+        const char *params[] = {id, chunk_no, split, rejected, taken ? "true" : "false"};
+        //  The chunk goes in the same transaction as its messages: a crash
+        //  leaves either both or neither
+        PGresult *res = fq_store_query(
+            self,
+            "WITH gone AS (DELETE FROM fairq.recipient_chunks"
+            "              WHERE request_id = $1 AND chunk_no = $2 AND $5::boolean RETURNING 1),"
+            " left_over AS (SELECT count(*) - (SELECT count(*) FROM gone) AS n"
+            "               FROM fairq.recipient_chunks WHERE request_id = $1)"
+            " UPDATE fairq.requests r SET split = split + $3::int,"
+            "  rejected = rejected + $4::int, updated_at = now(),"
+            "  status = CASE WHEN r.status IN ('accepted', 'splitting')"
+            "                THEN (CASE WHEN (SELECT n FROM left_over) > 0 THEN 'splitting'"
+            "                           WHEN split + $3::int = 0 THEN 'done'"
+            "                           ELSE 'active' END)::fairq.request_status"
+            "                ELSE r.status END,"
+            //  A request that ends here (every recipient rejected) is
+            //  finished now, so that retention finds it
+            "  finished_at = CASE WHEN r.status IN ('accepted', 'splitting')"
+            "                      AND (SELECT n FROM left_over) = 0 AND split + $3::int = 0"
+            "                     THEN now() ELSE r.finished_at END"
+            " WHERE r.id = $1 RETURNING (SELECT n FROM left_over)",
+            5, params, PGRES_TUPLES_OK, "update request after split", &rc);
+        if (res)
+            result->last = PQntuples(res) == 1 && fq_store_int64(res, 0, 0) == 0;
+        PQclear(res);
+    }
+    if (rc == 0)
+        rc = fq_store_exec(self, "COMMIT", "commit split");
+    if (rc)
+        fq_store_rollback(self);
+    PQclear(chunk.recipients);
+    s_rejects_free(&rejects);
+    if (rc)
+        *result = (fq_split_result_t){0};
+    return rc ? rc : taken;
+}
+
+//  ---------------------------------------------------------------------
+//  Paging for the scheduler
+
+int fq_store_next_ready(fq_store_t *self, int64_t request_id, int64_t after_id, int limit,
+                        int64_t *ids)
+{
+    char id[FQ_STORE_INT_TEXT], after[FQ_STORE_INT_TEXT], count[FQ_STORE_INT_TEXT];
+    snprintf(id, sizeof id, "%lld", (long long)request_id);
+    snprintf(after, sizeof after, "%lld", (long long)after_id);
+    snprintf(count, sizeof count, "%d", limit);
+    const char *params[] = {id, after, count};
+    int rc;
+    PGresult *res = fq_store_query(self,
+                                   "SELECT id FROM fairq.messages WHERE request_id = $1 AND id > $2"
+                                   " AND status = 'pending' ORDER BY id LIMIT $3",
+                                   3, params, PGRES_TUPLES_OK, "page ready messages", &rc);
+    if (!res)
+        return rc;
+    int n = PQntuples(res);
+    for (int i = 0; i < n; i++)
+        ids[i] = fq_store_int64(res, i, 0);
+    PQclear(res);
+    return n;
+}
+
+int fq_store_claim_due_retries(fq_store_t *self, int limit, int lease_s, fq_due_message_t *out)
+{
+    char count[FQ_STORE_INT_TEXT], lease[FQ_STORE_INT_TEXT];
+    snprintf(count, sizeof count, "%d", limit);
+    snprintf(lease, sizeof lease, "%d", lease_s);
+    const char *params[] = {count, lease};
+    int rc;
+    PGresult *res = fq_store_query(
+        self,
+        "UPDATE fairq.messages m SET next_attempt_at = now() + make_interval(secs => $2::int)"
+        " FROM (SELECT id FROM fairq.messages WHERE next_attempt_at <= now()"
+        "       AND status = 'failed'"
+        //  A paused or cancelled request's retries wait where they are
+        "       AND EXISTS (SELECT 1 FROM fairq.requests r WHERE r.id = request_id"
+        "                   AND r.status IN ('splitting', 'active'))"
+        "       ORDER BY next_attempt_at LIMIT $1"
+        "       FOR UPDATE SKIP LOCKED) due"
+        " WHERE m.id = due.id RETURNING m.id, m.request_id, m.tenant_id",
+        2, params, PGRES_TUPLES_OK, "claim due retries", &rc);
+    if (!res)
+        return rc;
+    int n = PQntuples(res);
+    for (int i = 0; i < n; i++)
+        out[i] = (fq_due_message_t){fq_store_int64(res, i, 0), fq_store_int64(res, i, 1),
+                                    fq_store_int64(res, i, 2)};
+    PQclear(res);
+    return n;
+}
+
+int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out)
+{
+    char count[FQ_STORE_INT_TEXT];
+    snprintf(count, sizeof count, "%d", limit);
+    const char *params[] = {count};
+    int rc;
+    //  The IN list repeats the predicate of requests_open_idx word for word,
+    //  so the planner can use that partial index; paused is then left out
+    PGresult *res = fq_store_query(
+        self,
+        "SELECT r.id, r.tenant_id, r.priority, r.scan_from,"
+        " NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id),"
+        " t.weight, t.max_inflight, r.total"
+        " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
+        " WHERE r.status IN " FQ_STORE_UNFINISHED " AND r.status <> 'paused' AND r.send_at <= now()"
+        " ORDER BY r.send_at, r.id LIMIT $1",
+        1, params, PGRES_TUPLES_OK, "find due requests", &rc);
+    if (!res)
+        return rc;
+    int n = PQntuples(res);
+    for (int i = 0; i < n; i++)
+        out[i] = (fq_due_request_t){.id = fq_store_int64(res, i, 0),
+                                    .tenant_id = fq_store_int64(res, i, 1),
+                                    .priority = (int)fq_store_int64(res, i, 2),
+                                    .scan_from = fq_store_int64(res, i, 3),
+                                    .split_done = PQgetvalue(res, i, 4)[0] == 't',
+                                    .weight = (int)fq_store_int64(res, i, 5),
+                                    .max_inflight = (int)fq_store_int64(res, i, 6),
+                                    .total = fq_store_int64(res, i, 7)};
+    PQclear(res);
+    return n;
+}
+
+int fq_store_tune_paging(fq_store_t *self)
+{
+    return fq_store_exec(self, "SET enable_bitmapscan = off", "tune the paging session");
+}
+
+//  ---------------------------------------------------------------------
+//  Loading for the dispatcher
+
+int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
+                           fq_message_rows_t *out)
+{
+    *out = (fq_message_rows_t){0};
+    if (count == 0)
+        return 0;
+    if (count > FQ_STORE_LOAD_MAX)
+        return fq_store_fail(self, FQ_EINVAL, "could not load messages: %zu ids (at most %d)",
+                             count, FQ_STORE_LOAD_MAX);
+    int rc;
+    PGresult *res = fq_store_query_ids(
+        self,
+        "SELECT m.id, m.request_id, m.tenant_id, m.recipient, m.fields, m.try_count"
+        " FROM fairq.messages m WHERE m.id = ANY($1::bigint[])"
+        " AND m.status IN ('pending', 'failed')"
+        //  Only while its request may send: a pick of a request
+        //  paused, cancelled or moved to a later send_at since
+        //  it was paged (or given back by a sender that died)
+        //  is not handed out; it stays pending for later
+        " AND EXISTS (SELECT 1 FROM fairq.requests r WHERE r.id = m.request_id"
+        " AND r.status IN ('accepted', 'splitting', 'active')"
+        " AND r.send_at <= now())",
+        ids, count, PGRES_TUPLES_OK, "load messages", &rc);
+    if (!res)
+        return rc;
+    int n = PQntuples(res);
+    //  One block: the rows, then their strings
+    size_t strings = 0;
+    for (int i = 0; i < n; i++)
+        strings += (size_t)PQgetlength(res, i, 3) + 1 + (size_t)PQgetlength(res, i, 4) + 1;
+    char *block = malloc(sizeof(fq_message_row_t) * (size_t)n + strings + 1);
+    if (!block) {
+        PQclear(res);
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    }
+    fq_message_row_t *rows = (fq_message_row_t *)block;
+    char *text = block + sizeof(fq_message_row_t) * (size_t)n;
+    for (int i = 0; i < n; i++) {
+        rows[i] = (fq_message_row_t){.id = fq_store_int64(res, i, 0),
+                                     .request_id = fq_store_int64(res, i, 1),
+                                     .tenant_id = fq_store_int64(res, i, 2),
+                                     .try_count = (int)fq_store_int64(res, i, 5)};
+        for (int col = 3; col <= 4; col++) {
+            size_t len = (size_t)PQgetlength(res, i, col);
+            memcpy(text, PQgetvalue(res, i, col), len + 1);
+            if (col == 3)
+                rows[i].recipient = text;
+            else
+                rows[i].fields = text;
+            text += len + 1;
+        }
+    }
+    PQclear(res);
+    *out = (fq_message_rows_t){rows, (size_t)n};
+    return n;
+}
+
+void fq_message_rows_free(fq_message_rows_t *rows)
+{
+    free(rows->rows);
+    *rows = (fq_message_rows_t){0};
+}

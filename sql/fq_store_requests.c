@@ -1,0 +1,309 @@
+/*  fq_store_requests.c — requests: intake, and reading them back with
+    their counters and rejected recipients (see fq_store.h).
+
+    A submit is one call of fairq.submit_json, the function applications
+    also call in their own transactions: it checks the request, stores its
+    recipients in chunks for the splitter and notifies fairqd, so a request
+    taken by SQL and one taken by the HTTP API are the same.
+*/
+#include "fq_store_internal.h"
+#include "fq_error.h"
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+//  fairq.submit_json's parameters, and the recipients' place among them.
+#define S_SUBMIT_PARAMS     10
+#define S_SUBMIT_RECIPIENTS 4
+
+//  Attempts a message gets when the request does not say (fq_submit_t).
+#define S_MAX_ATTEMPTS_DEFAULT 5
+
+static const char *const s_request_statuses[] = {"accepted", "splitting", "active",  "paused",
+                                                 "done",     "cancelled", "rejected"};
+
+bool fq_request_status_valid(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof s_request_statuses / sizeof *s_request_statuses; i++)
+        if (strcmp(name, s_request_statuses[i]) == 0)
+            return true;
+    return false;
+}
+
+bool fq_request_status_finished(const char *status)
+{
+    return strcmp(status, "done") == 0 || strcmp(status, "cancelled") == 0 ||
+           strcmp(status, "rejected") == 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Intake
+
+int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_id)
+{
+    char send_at[FQ_STORE_INT_TEXT], priority[FQ_STORE_INT_TEXT], attempts[FQ_STORE_INT_TEXT];
+    snprintf(send_at, sizeof send_at, "%lld", (long long)req->send_at);
+    snprintf(priority, sizeof priority, "%d", req->priority);
+    snprintf(attempts, sizeof attempts, "%d",
+             req->max_attempts > 0 ? req->max_attempts : S_MAX_ATTEMPTS_DEFAULT);
+    size_t recipients_size = req->recipients_size
+                                 ? req->recipients_size
+                                 : (req->recipients_json ? strlen(req->recipients_json) : 0);
+    if (recipients_size > INT_MAX)
+        return fq_store_fail(self, FQ_EINVAL, "could not submit request: recipients too large");
+    const char *params[] = {req->tenant,
+                            req->from,
+                            req->subject,
+                            req->body,
+                            req->recipients_json,
+                            req->body_is_html ? "true" : "false",
+                            send_at,
+                            priority,
+                            attempts,
+                            req->idempotency_key};
+    //  The recipients in binary format, which for json is the text itself
+    //  with its length: a slice of an HTTP body goes as it is, with no
+    //  terminated copy of up to http_body_max bytes
+    int lengths[S_SUBMIT_PARAMS] = {[S_SUBMIT_RECIPIENTS] = (int)recipients_size};
+    int formats[S_SUBMIT_PARAMS] = {[S_SUBMIT_RECIPIENTS] = 1};
+    PGresult *res = PQexecParams(self->conn,
+                                 "SELECT fairq.submit_json($1, $2, $3, $4, $5::json, $6::boolean,"
+                                 " CASE WHEN $7::bigint > 0 THEN to_timestamp($7::bigint)"
+                                 " ELSE now() END, $8::int, $9::int, $10)",
+                                 S_SUBMIT_PARAMS, NULL, params, lengths, formats, 0);
+    int rc = fq_store_check(self, res, PGRES_TUPLES_OK, "submit request");
+    if (rc)
+        return rc;
+    *request_id = fq_store_int64(res, 0, 0);
+    PQclear(res);
+    return 0;
+}
+
+int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_templates_t *out)
+{
+    char id[FQ_STORE_INT_TEXT];
+    snprintf(id, sizeof id, "%lld", (long long)request_id);
+    const char *params[] = {id};
+    int rc;
+    PGresult *res = fq_store_query(self,
+                                   "SELECT r.id, r.tenant_id, r.subject, r.body, r.body_is_html,"
+                                   " r.max_attempts, r.from_addr, t.name,"
+                                   " (extract(epoch FROM greatest(r.created_at, r.send_at))"
+                                   "  * 1000)::bigint FROM fairq.requests r"
+                                   " JOIN fairq.tenants t ON t.id = r.tenant_id WHERE r.id = $1",
+                                   1, params, PGRES_TUPLES_OK, "load request", &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) != 1) {
+        PQclear(res);
+        return fq_store_fail(self, FQ_ENOTFOUND, "request %lld does not exist",
+                             (long long)request_id);
+    }
+    *out = (fq_request_templates_t){.id = fq_store_int64(res, 0, 0),
+                                    .tenant_id = fq_store_int64(res, 0, 1),
+                                    .subject = strdup(PQgetvalue(res, 0, 2)),
+                                    .body = strdup(PQgetvalue(res, 0, 3)),
+                                    .body_is_html = PQgetvalue(res, 0, 4)[0] == 't',
+                                    .max_attempts = (int)fq_store_int64(res, 0, 5),
+                                    .from_addr = strdup(PQgetvalue(res, 0, 6)),
+                                    .tenant = strdup(PQgetvalue(res, 0, 7)),
+                                    .due_at_ms = fq_store_int64(res, 0, 8)};
+    PQclear(res);
+    if (!out->subject || !out->body || !out->from_addr || !out->tenant) {
+        fq_request_templates_free(out);
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+void fq_request_templates_free(fq_request_templates_t *templates)
+{
+    free(templates->subject);
+    free(templates->body);
+    free(templates->from_addr);
+    free(templates->tenant);
+    templates->subject = templates->body = templates->from_addr = templates->tenant = NULL;
+}
+
+//  ---------------------------------------------------------------------
+//  Reads
+
+#define S_REQUEST_SQL                                                                              \
+    "SELECT r.id, r.tenant_id, t.name, r.status, r.priority, r.total, r.split, r.failed,"          \
+    " r.sent, r.dead, r.cancelled, r.rejected,"                                                    \
+    " extract(epoch FROM r.created_at)::bigint, extract(epoch FROM r.send_at)::bigint,"            \
+    " extract(epoch FROM r.finished_at)::bigint"                                                   \
+    " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
+
+static void s_request_row(const PGresult *res, int row, void *item)
+{
+    fq_request_info_t *out = item;
+    *out = (fq_request_info_t){.id = fq_store_int64(res, row, 0),
+                               .tenant_id = fq_store_int64(res, row, 1),
+                               .priority = (int)fq_store_int64(res, row, 4),
+                               .total = fq_store_int64(res, row, 5),
+                               .split = fq_store_int64(res, row, 6),
+                               .failed = fq_store_int64(res, row, 7),
+                               .sent = fq_store_int64(res, row, 8),
+                               .dead = fq_store_int64(res, row, 9),
+                               .cancelled = fq_store_int64(res, row, 10),
+                               .rejected = fq_store_int64(res, row, 11),
+                               .created_at = fq_store_int64(res, row, 12),
+                               .send_at = fq_store_int64(res, row, 13),
+                               .finished_at = fq_store_int64(res, row, 14)};
+    snprintf(out->tenant, sizeof out->tenant, "%s", PQgetvalue(res, row, 2));
+    snprintf(out->status, sizeof out->status, "%s", PQgetvalue(res, row, 3));
+    int64_t pending =
+        out->total - out->failed - out->sent - out->dead - out->cancelled - out->rejected;
+    //  The stored counter counts message rows; a cancel also drops the
+    //  recipients not yet split, which never became rows: they are
+    //  cancelled as well
+    if (strcmp(out->status, "cancelled") == 0) {
+        out->cancelled += pending;
+        pending = 0;
+    }
+    out->pending = pending > 0 ? pending : 0;
+}
+
+int fq_store_request_get(fq_store_t *self, int64_t request_id, fq_request_info_t *out)
+{
+    *out = (fq_request_info_t){0};
+    char id[FQ_STORE_INT_TEXT];
+    snprintf(id, sizeof id, "%lld", (long long)request_id);
+    const char *params[] = {id};
+    int rc;
+    PGresult *res = fq_store_query(self, S_REQUEST_SQL " WHERE r.id = $1::bigint", 1, params,
+                                   PGRES_TUPLES_OK, "read request", &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 1)
+        s_request_row(res, 0, out);
+    else
+        rc = fq_store_fail(self, FQ_ENOTFOUND, "could not read request: request %s does not exist",
+                           id);
+    PQclear(res);
+    return rc;
+}
+
+int fq_store_request_list(fq_store_t *self, int64_t tenant_id, const char *status, int64_t before,
+                          int limit, fq_request_list_t *list)
+{
+    *list = (fq_request_list_t){0};
+    if (limit < 1 || limit > FQ_STORE_PAGE_MAX)
+        return fq_store_fail(self, FQ_EINVAL,
+                             "could not list requests: limit %d is not within 1..%d", limit,
+                             FQ_STORE_PAGE_MAX);
+    if (status && !fq_request_status_valid(status))
+        return fq_store_fail(self, FQ_EINVAL, "could not list requests: unknown status \"%.32s\"",
+                             status);
+    if (tenant_id < 0 || before < 0)
+        return fq_store_fail(self, FQ_EINVAL, "could not list requests: negative id");
+    char tenant[FQ_STORE_INT_TEXT], below[FQ_STORE_INT_TEXT], count[FQ_STORE_INT_TEXT];
+    snprintf(tenant, sizeof tenant, "%lld", (long long)tenant_id);
+    snprintf(below, sizeof below, "%lld", (long long)before);
+    snprintf(count, sizeof count, "%d", limit);
+    const char *params[] = {tenant, status, below, count};
+    //  By tenant: requests_tenant_idx (tenant_id, id) read backwards; else
+    //  the primary key backwards. Either stops after limit rows matching.
+    int rc;
+    PGresult *res =
+        fq_store_query(self,
+                       S_REQUEST_SQL " WHERE ($1::bigint = 0 OR r.tenant_id = $1::bigint)"
+                                     " AND ($2::fairq.request_status IS NULL"
+                                     "  OR r.status = $2::fairq.request_status)"
+                                     " AND ($3::bigint = 0 OR r.id < $3::bigint)"
+                                     " ORDER BY r.id DESC LIMIT $4::int",
+                       4, params, PGRES_TUPLES_OK, "list requests", &rc);
+    if (!res)
+        return rc;
+    void *rows;
+    rc = fq_store_rows(self, res, sizeof *list->rows, s_request_row, &rows);
+    list->rows = rows;
+    list->count = rc > 0 ? (size_t)rc : 0;
+    return rc;
+}
+
+void fq_request_list_free(fq_request_list_t *list)
+{
+    free(list->rows);
+    *list = (fq_request_list_t){0};
+}
+
+int fq_store_request_by_key(fq_store_t *self, const char *tenant, const char *key,
+                            int64_t *request_id)
+{
+    const char *params[] = {tenant, key};
+    int rc;
+    PGresult *res = fq_store_query(self,
+                                   "SELECT r.id FROM fairq.requests r"
+                                   " JOIN fairq.tenants t ON t.id = r.tenant_id"
+                                   " WHERE t.name = $1 AND r.idempotency_key = $2",
+                                   2, params, PGRES_TUPLES_OK, "find request by key", &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 1)
+        *request_id = fq_store_int64(res, 0, 0);
+    else
+        rc = fq_store_fail(self, FQ_ENOTFOUND, "no request with that idempotency key");
+    PQclear(res);
+    return rc;
+}
+
+int fq_store_rejects(fq_store_t *self, int64_t request_id, int after, int limit,
+                     fq_reject_page_t *page)
+{
+    *page = (fq_reject_page_t){0};
+    if (limit < 1 || limit > FQ_STORE_PAGE_MAX)
+        return fq_store_fail(self, FQ_EINVAL,
+                             "could not read rejects: limit %d is not within 1..%d", limit,
+                             FQ_STORE_PAGE_MAX);
+    char id[FQ_STORE_INT_TEXT], from[FQ_STORE_INT_TEXT], count[FQ_STORE_INT_TEXT];
+    snprintf(id, sizeof id, "%lld", (long long)request_id);
+    snprintf(from, sizeof from, "%d", after);
+    snprintf(count, sizeof count, "%d", limit);
+    const char *params[] = {id, from, count};
+    int rc;
+    PGresult *res = fq_store_query(self,
+                                   "SELECT position, recipient, reason FROM fairq.rejects"
+                                   " WHERE request_id = $1::bigint AND position > $2::int"
+                                   " ORDER BY position LIMIT $3::int",
+                                   3, params, PGRES_TUPLES_OK, "read rejects", &rc);
+    if (!res)
+        return rc;
+    //  One block: the rows, then their strings
+    size_t n = (size_t)PQntuples(res), bytes = n * sizeof(fq_reject_t);
+    for (size_t i = 0; i < n; i++)
+        bytes += (size_t)PQgetlength(res, (int)i, 1) + (size_t)PQgetlength(res, (int)i, 2) + 2;
+    char *block = n ? malloc(bytes) : NULL;
+    if (n && !block) {
+        PQclear(res);
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    }
+    page->rows = (fq_reject_t *)block;
+    char *text = block + n * sizeof(fq_reject_t);
+    for (size_t i = 0; i < n; i++) {
+        fq_reject_t *row = &page->rows[i];
+        row->position = (int)fq_store_int64(res, (int)i, 0);
+        row->recipient = NULL;
+        if (!PQgetisnull(res, (int)i, 1)) {
+            size_t len = (size_t)PQgetlength(res, (int)i, 1);
+            memcpy(text, PQgetvalue(res, (int)i, 1), len + 1);
+            row->recipient = text;
+            text += len + 1;
+        }
+        size_t len = (size_t)PQgetlength(res, (int)i, 2);
+        memcpy(text, PQgetvalue(res, (int)i, 2), len + 1);
+        row->reason = text;
+        text += len + 1;
+    }
+    page->count = n;
+    PQclear(res);
+    return (int)n;
+}
+
+void fq_reject_page_free(fq_reject_page_t *page)
+{
+    free(page->rows);
+    *page = (fq_reject_page_t){0};
+}

@@ -540,7 +540,7 @@ static void test_flag_errors(void **unused)
     char *range[] = {"fairqd", "--ack_batch=0", NULL};
     s_expect_error(
         range, s_no_env,
-        "flag --ack_batch: invalid value for \"ack_batch\": 0 is out of range (2..10000)");
+        "flag --ack_batch: invalid value for \"ack_batch\": 0 is out of range (1..10000)");
     char *stray[] = {"fairqd", "--prefetch=3", "extra", NULL};
     s_expect_error(stray, s_no_env, "argument \"extra\": unexpected (settings are --key=value)");
     char *single_dash[] = {"fairqd", "-p", NULL};

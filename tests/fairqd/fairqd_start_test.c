@@ -536,7 +536,7 @@ static void test_config_errors_exit_2(void **unused)
     const char *flag_args[] = {"--prefetch=0", NULL};
     s_expect_config_error(
         flag_args, NULL,
-        "flag --prefetch: invalid value for \"prefetch\": 0 is out of range (1..10000)");
+        "flag --prefetch: invalid value for \"prefetch\": 0 is out of range (2..10000)");
     const char *none[] = {NULL};
     const char *env[] = {"FAIRQ_LOG_LEVEL=loud", NULL};
     s_expect_config_error(none, env,

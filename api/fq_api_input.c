@@ -256,15 +256,6 @@ bool fq_api_parse_time(fq_api_call_t *call, json_t *value, const char *what, int
     return false;
 }
 
-bool fq_api_tenant_name_valid(const char *name)
-{
-    size_t len = name ? strlen(name) : 0;
-    if (len < 1 || len > 64 ||
-        !(islower((unsigned char)name[0]) || isdigit((unsigned char)name[0])))
-        return false;
-    return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_.-") == len;
-}
-
 //  ---------------------------------------------------------------------
 //  Answers
 

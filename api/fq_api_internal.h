@@ -164,9 +164,6 @@ json_t *fq_api_time(int64_t unix_s);
 //  seconds (>= 0). Returns false after answering 400 naming what.
 bool fq_api_parse_time(fq_api_call_t *call, json_t *value, const char *what, int64_t *unix_s);
 
-//  Whether name can be a tenant's name (the schema's rule).
-bool fq_api_tenant_name_valid(const char *name);
-
 //  The request object of API.md.
 json_t *fq_api_request_json(fq_api_call_t *call, const fq_request_info_t *request);
 

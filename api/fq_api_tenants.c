@@ -36,7 +36,7 @@ static json_t *s_tenant_json(fq_api_call_t *call, const fq_tenant_info_t *t)
 static bool s_load(fq_api_call_t *call, fq_tenant_info_t *tenant)
 {
     const char *name = call->params[0];
-    if (!fq_api_tenant_name_valid(name)) {
+    if (!fq_tenant_name_valid(name)) {
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST, S_NAME_RULE, FQ_TENANT_NAME_MAX);
         return false;
     }
@@ -114,7 +114,7 @@ void fq_api_tenant_put(fq_api_call_t *call)
     const char *name = call->params[0];
     if (!fq_api_query_allowed(call, NULL))
         return;
-    if (!fq_api_tenant_name_valid(name)) {
+    if (!fq_tenant_name_valid(name)) {
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST, S_NAME_RULE, FQ_TENANT_NAME_MAX);
         return;
     }

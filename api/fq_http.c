@@ -16,6 +16,7 @@
 #include "fq_api_internal.h"
 #include "fq_error.h"
 #include "fq_log.h"
+#include "fq_buf.h"
 #include "fq_utf8.h"
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -35,10 +36,6 @@
 //  After failing to connect to the database, a pool thread answers 503 at
 //  once for this long before it tries again.
 #define S_RECONNECT_PAUSE_MS 1000
-
-//  A body's buffer starts at this and doubles as pieces come, up to the
-//  size the call announced.
-#define S_BODY_FIRST 4096
 
 //  Longest "host" of http_listen, and of the port's digits.
 #define S_HOST_MAX 256
@@ -562,10 +559,8 @@ typedef struct {
     const char *params[FQ_API_PARAMS_MAX];
     fq_token_owner_t owner;
     size_t announced; //  Content-Length, when one came: the body's size
-    char *body;
-    size_t size;
-    size_t capacity;
-    bool too_large; //  Over body_max: the rest is read and dropped
+    fq_buf_t body;    //  Doubles as pieces come, up to the size announced
+    bool too_large;   //  Over body_max: the rest is read and dropped
 } s_upload_t;
 
 static void s_upload_free(s_upload_t *upload)
@@ -573,7 +568,7 @@ static void s_upload_free(s_upload_t *upload)
     if (upload) {
         free(upload->raw_path);
         free(upload->path.segments);
-        free(upload->body);
+        fq_buf_free(&upload->body);
         free(upload);
     }
 }
@@ -759,33 +754,17 @@ static bool s_admit(fq_api_call_t *call, s_upload_t *upload)
 //  Appends a piece of body; false when it would pass max (or memory ran
 //  out, which is answered as too large too: the body cannot be taken).
 //  The buffer doubles, but never beyond what the announced size or max
-//  needs: a body is held once, not in a buffer up to twice its size. That
-//  cap is why this is not an fq_buf_t, whose doubling knows no bound.
+//  needs: a body is held once, not in a buffer up to twice its size.
 static bool s_upload_add(s_upload_t *upload, const char *data, size_t size, size_t max)
 {
-    if (upload->too_large || size > max - upload->size) {
+    fq_buf_t *body = &upload->body;
+    size_t bound =
+        upload->announced && upload->announced >= body->size + size ? upload->announced : max;
+    if (upload->too_large || size > max - body->size || fq_buf_reserve_bounded(body, size, bound) ||
+        fq_buf_add(body, data, size)) {
         upload->too_large = true;
         return false;
     }
-    if (upload->size + size + 1 > upload->capacity) {
-        size_t capacity = upload->capacity ? upload->capacity : S_BODY_FIRST;
-        while (capacity < upload->size + size + 1)
-            capacity *= 2;
-        size_t needed =
-            upload->announced && upload->announced >= upload->size + size ? upload->announced : max;
-        if (capacity > needed + 1)
-            capacity = needed + 1;
-        char *body = realloc(upload->body, capacity);
-        if (!body) {
-            upload->too_large = true;
-            return false;
-        }
-        upload->body = body;
-        upload->capacity = capacity;
-    }
-    memcpy(upload->body + upload->size, data, size);
-    upload->size += size;
-    upload->body[upload->size] = '\0';
     return true;
 }
 
@@ -802,8 +781,8 @@ static void s_run(fq_api_call_t *call, s_upload_t *upload)
 {
     memcpy(call->params, upload->params, sizeof call->params);
     call->owner = upload->owner;
-    call->body = upload->body ? upload->body : "";
-    call->body_size = upload->size;
+    call->body = upload->body.data ? upload->body.data : "";
+    call->body_size = upload->body.size;
     s_auth_t auth = upload->route->auth;
     for (int attempt = 0;; attempt++) {
         if (auth == S_AUTH_METRICS && call->server->metrics_public) {

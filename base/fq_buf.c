@@ -11,7 +11,12 @@
 
 int fq_buf_reserve(fq_buf_t *buf, size_t more)
 {
-    if (more > SIZE_MAX - buf->size - 1)
+    return fq_buf_reserve_bounded(buf, more, SIZE_MAX - 1);
+}
+
+int fq_buf_reserve_bounded(fq_buf_t *buf, size_t more, size_t bound)
+{
+    if (bound > SIZE_MAX - 1 || buf->size > bound || more > bound - buf->size)
         return -1;
     size_t needed = buf->size + more + 1;
     if (needed <= buf->capacity)
@@ -19,6 +24,8 @@ int fq_buf_reserve(fq_buf_t *buf, size_t more)
     size_t capacity = buf->capacity ? buf->capacity : S_FIRST_CAPACITY;
     while (capacity < needed)
         capacity = capacity > SIZE_MAX / 2 ? needed : capacity * 2;
+    if (capacity > bound + 1)
+        capacity = bound + 1; //  Still >= needed: size + more <= bound
     char *data = realloc(buf->data, capacity);
     if (!data)
         return -1;

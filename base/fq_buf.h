@@ -21,6 +21,12 @@ typedef struct {
 //  Makes room for more bytes after size (and the NUL).
 int fq_buf_reserve(fq_buf_t *buf, size_t more);
 
+//  As fq_buf_reserve, for a buffer that may never hold more than bound
+//  bytes: it fails when size + more passes bound, and its doubling stops at
+//  bound, so a text of known final size is held once, not in a buffer up to
+//  twice as large (the HTTP API's bodies, whose size the call announced).
+int fq_buf_reserve_bounded(fq_buf_t *buf, size_t more, size_t bound);
+
 //  Appends size bytes of data.
 int fq_buf_add(fq_buf_t *buf, const char *data, size_t size);
 

@@ -13,6 +13,14 @@
 //  Room for a tenant name and its NUL.
 #define FQ_TENANT_NAME_SIZE (FQ_TENANT_NAME_MAX + 1)
 
+#include <stdbool.h>
+
+//  Whether name can be a tenant's name, by the schema's rule: 1 to
+//  FQ_TENANT_NAME_MAX bytes of a-z 0-9 _ . -, the first a letter or digit.
+//  Checked where a name comes in (API paths, CLI arguments) so that a typo
+//  is answered as such rather than as a tenant that does not exist.
+bool fq_tenant_name_valid(const char *name);
+
 //  A request's priority within its tenant, higher first; the range is wide
 //  enough for any ordering an application wants, narrow enough to show.
 #define FQ_PRIORITY_MIN (-1000)

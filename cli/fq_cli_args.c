@@ -271,16 +271,8 @@ int fq_cli_parse_time(const char *text, const char *option, int64_t now, json_t 
 
 int fq_cli_parse_tenant(const char *text, const char *what)
 {
-    //  The schema's rule, ^[a-z0-9][a-z0-9_.-]*$ within FQ_TENANT_NAME_MAX
-    //  bytes: checked here so that a typo is a usage error, not a 400
-    size_t len = strlen(text);
-    bool ok = len >= 1 && len <= FQ_TENANT_NAME_MAX &&
-              ((text[0] >= 'a' && text[0] <= 'z') || (text[0] >= '0' && text[0] <= '9'));
-    for (size_t i = 1; ok && i < len; i++) {
-        char c = text[i];
-        ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
-    }
-    if (!ok) {
+    //  Checked here so that a typo is a usage error, not a 400
+    if (!fq_tenant_name_valid(text)) {
         fq_cli_error("invalid %s \"%s\" (a lowercase letter or digit, then up to %d of "
                      "a-z 0-9 _ . -)",
                      what, text, FQ_TENANT_NAME_MAX - 1);

@@ -384,11 +384,10 @@ typedef struct {
     size_t count;
 } fq_message_rows_t;
 
-//  Loads the messages among ids (at most FQ_STORE_LOAD_MAX) that may be
-//  sent now (pending or failed, of a request that is neither paused nor
-//  finished and whose send_at has come), in no particular order: a message
-//  cancelled meanwhile, or of a request paused or rescheduled since it was
-//  paged, is left out, and the caller settles it unsent.
+//  Loads the messages among ids (at most FQ_STORE_LOAD_MAX) that are still
+//  pending or failed, in no particular order: a message cancelled since it
+//  was paged is left out, and the caller settles it unsent. A request
+//  paused or rescheduled is the scheduler's to leave out, at its next poll.
 //  Returns how many rows were loaded, or a negative code.
 #define FQ_STORE_LOAD_MAX 10000
 int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,

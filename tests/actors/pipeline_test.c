@@ -428,6 +428,9 @@ static void test_requeue_honours_pause(void **state)
     assert_int_equal(s_receive(self, S_WAIT_MS, &got), 0);
     assert_int_equal(s_receive(self, S_WAIT_MS, &got), 0);
     assert_true(fq_store_request_pause(self->store, request) >= 0);
+    //  A pause takes effect at the scheduler's next poll (poll_ms 100, and
+    //  sooner after the NOTIFY): the sender restarts after that
+    fq_test_sleep_ms(S_QUIET_MS);
     //  The sender restarts: what it held goes back to the scheduler, and
     //  it has credit for everything
     s_join(self, 4);

@@ -65,6 +65,20 @@ static void test_absurd_size_is_refused(void **state)
     fq_buf_free(&buf);
 }
 
+static void test_bounded_growth_stops_at_the_bound(void **state)
+{
+    (void)state;
+    fq_buf_t buf = {0};
+    //  A body announced as 5000 bytes: held in 5001, not in 8192
+    assert_int_equal(fq_buf_reserve_bounded(&buf, 3000, 5000), 0);
+    assert_int_equal(fq_buf_add(&buf, "x", 1), 0);
+    assert_int_equal(fq_buf_reserve_bounded(&buf, 4999, 5000), 0);
+    assert_int_equal(buf.capacity, 5001);
+    assert_int_equal(fq_buf_reserve_bounded(&buf, 5000, 5000), -1);
+    assert_int_equal(buf.size, 1);
+    fq_buf_free(&buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -72,6 +86,7 @@ int main(void)
         cmocka_unit_test(test_grows_and_keeps_bytes),
         cmocka_unit_test(test_take_hands_over_the_text),
         cmocka_unit_test(test_absurd_size_is_refused),
+        cmocka_unit_test(test_bounded_growth_stops_at_the_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,17 @@
+/*  fq_limits.c — the checks of limits several parts share (see
+    fq_limits.h). */
+#include "fq_limits.h"
+
+#include <string.h>
+
+//  The characters of a tenant name, and those it may start with.
+#define S_NAME_START "abcdefghijklmnopqrstuvwxyz0123456789"
+#define S_NAME_CHARS S_NAME_START "_.-"
+
+bool fq_tenant_name_valid(const char *name)
+{
+    size_t len = name ? strlen(name) : 0;
+    if (len < 1 || len > FQ_TENANT_NAME_MAX || !strchr(S_NAME_START, name[0]))
+        return false;
+    return strspn(name, S_NAME_CHARS) == len;
+}

@@ -12,8 +12,6 @@
     statement of both rules in C. The schema's fairq.address_problem
     (sql/migrations/0008_submit_from.sql) says the address rule again in
     SQL, word for word, and a test compares the two: they change together.
-    (That migration, applied and so never edited, names the C side by its
-    former place: fq_store_address_problem in sql/fq_store.c.)
 
     Pure functions, no I/O and no state: texts are read, never changed, and
     need not end in NUL unless said. A reason is static text or written

@@ -1,8 +1,7 @@
 /*  fq_store_operator.c — operator queries: messages searched and changed
     by a filter, a request's lifecycle, the error summary (see fq_store.h;
-    docs/delivery.md says what they mean for delivery). 0003_admin.sql,
-    applied and so never edited, names this file by its former name,
-    fq_store_admin.c.
+    docs/delivery.md says what they mean for delivery); 0003_admin.sql
+    made the indexes they rely on.
 
     A message filter becomes a WHERE clause built from fixed fragments, one
     per field set, each comparing a column with a $n parameter: what the

@@ -11,6 +11,7 @@
 #include "fq_token_command.h"
 #include "fq_error.h"
 #include "fq_fairqd.h"
+#include "fq_limits.h"
 #include "fq_store.h"
 #include <jansson.h>
 #include <stdarg.h>
@@ -142,6 +143,13 @@ static int s_split(int argc, char *argv[], s_options_t *options, char **config_a
                 return s_usage_error(S_PREFIX, "option --tenant needs a value (a tenant's name)");
             if (options->tenant)
                 return s_usage_error(S_PREFIX, "option --tenant given more than once");
+            //  The API's and the CLI's rule: a typo is a usage error, not
+            //  a tenant that does not exist
+            if (!fq_tenant_name_valid(value))
+                return s_usage_error(S_PREFIX,
+                                     "invalid tenant name \"%s\" (1..%d of a-z 0-9 _ . -, "
+                                     "starting with a letter or digit)",
+                                     value, FQ_TENANT_NAME_MAX);
             options->tenant = value;
         } else
             config_argv[(*config_argc)++] = argv[i];

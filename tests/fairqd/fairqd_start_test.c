@@ -26,7 +26,7 @@
 
     fairqd is found by the path compiled in (FQ_FAIRQD overrides it). */
 #include "fq_gateway.h"
-#include "fq_migrations.h"
+#include "fq_test_migrations.h"
 #include "fq_store.h"
 #include <arpa/inet.h>
 #include <errno.h>
@@ -107,23 +107,6 @@ static const char *s_program(void)
 {
     const char *path = getenv("FQ_FAIRQD");
     return path && *path ? path : FQ_FAIRQD_PATH;
-}
-
-//  How many migrations the binary knows, and the latest version.
-static int s_migration_count(void)
-{
-    int count = 0;
-    for (const fq_migration_t *m = fq_migrations; m->sql; m++)
-        count++;
-    return count;
-}
-
-static int s_latest_version(void)
-{
-    int latest = 0;
-    for (const fq_migration_t *m = fq_migrations; m->sql; m++)
-        latest = m->version > latest ? m->version : latest;
-    return latest;
 }
 
 //  Starts fairqd with args (NULL-terminated) and the test's environment
@@ -396,7 +379,7 @@ static void test_first_start_applies_every_migration(void **unused)
     s_expect(&fairqd, wanted, S_STEP_TIMEOUT_MS, NULL, 0);
     s_expect(&fairqd, "INFO:  connected to database", S_STEP_TIMEOUT_MS, NULL, 0);
     snprintf(wanted, sizeof wanted, "INFO:  applied %d migrations, schema at version %d",
-             s_migration_count(), s_latest_version());
+             fq_test_migration_count(), fq_test_latest_version());
     s_expect(&fairqd, wanted, S_STEP_TIMEOUT_MS, line, sizeof line);
     assert_string_equal(strstr(line, "INFO:  "), wanted); //  The whole message
     s_expect(&fairqd, "INFO:  actor system \"fairqd\" started", S_STEP_TIMEOUT_MS, NULL, 0);
@@ -405,7 +388,7 @@ static void test_first_start_applies_every_migration(void **unused)
     //  The migrations are in the database, once each
     PGconn *conn = fq_test_connect(conninfo);
     assert_int_equal(fq_test_int(conn, "SELECT count(*) FROM fairq.schema_migrations", 0),
-                     s_migration_count());
+                     fq_test_migration_count());
     PQfinish(conn);
 
     s_stop(&fairqd, SIGTERM, "INFO:  received SIGTERM, draining");
@@ -450,7 +433,7 @@ static void test_second_start_applies_nothing(void **unused)
     snprintf(wanted, sizeof wanted, "INFO:  configuration read from %s", path);
     s_expect(&fairqd, wanted, S_STEP_TIMEOUT_MS, NULL, 0);
     snprintf(wanted, sizeof wanted, "INFO:  schema at version %d, nothing to apply",
-             s_latest_version());
+             fq_test_latest_version());
     s_expect(&fairqd, wanted, S_STEP_TIMEOUT_MS, line, sizeof line);
     assert_string_equal(strstr(line, "INFO:  "), wanted);
     s_expect(&fairqd, "INFO:  actor system \"second-start\" started", S_STEP_TIMEOUT_MS, NULL, 0);
@@ -476,7 +459,7 @@ static void test_newer_schema_is_refused(void **unused)
     assert_int_equal(fq_test_db_create_named("newer", true, conninfo, sizeof conninfo), 0);
     PGconn *conn = fq_test_connect(conninfo);
     fq_test_exec(conn, "INSERT INTO fairq.schema_migrations (version, name) VALUES ($1, 'future')",
-                 1, fq_test_param(future, sizeof future, s_latest_version() + 1));
+                 1, fq_test_param(future, sizeof future, fq_test_latest_version() + 1));
     PQfinish(conn);
     const char *args[] = {s_database_flag(database, sizeof database, conninfo), NULL};
     s_fairqd_t fairqd;
@@ -484,7 +467,7 @@ static void test_newer_schema_is_refused(void **unused)
     snprintf(wanted, sizeof wanted,
              "FATAL:  database schema is at version %d but this fairq knows only up to %d: "
              "upgrade fairq",
-             s_latest_version() + 1, s_latest_version());
+             fq_test_latest_version() + 1, fq_test_latest_version());
     s_expect(&fairqd, wanted, S_STEP_TIMEOUT_MS, NULL, 0);
     assert_int_equal(s_wait(&fairqd, S_STEP_TIMEOUT_MS), S_EXIT_SCHEMA);
     assert_non_null(strstr(fairqd.seen, "INFO:  stopped, exit code 3\n"));
@@ -961,7 +944,7 @@ static void test_token_create_makes_an_admin_token(void **unused)
         s_fail_with_output(&fairqd, "fairqd token create --admin did not exit 0");
     snprintf(wanted, sizeof wanted,
              "fairqd token create: applied %d migrations, schema at version %d\n",
-             s_migration_count(), s_latest_version());
+             fq_test_migration_count(), fq_test_latest_version());
     assert_string_equal(err, wanted);
     free(err);
     //  One line, the token alone: TOKEN=$(fairqd token create --admin)
@@ -1015,12 +998,12 @@ static void test_token_create_makes_an_admin_token(void **unused)
     PGconn *conn = fq_test_connect(conninfo);
     int64_t tokens = fq_test_int(conn, "SELECT count(*) FROM fairq.api_tokens", 0);
     fq_test_exec(conn, "INSERT INTO fairq.schema_migrations (version, name) VALUES ($1, 'future')",
-                 1, fq_test_param(future, sizeof future, s_latest_version() + 1));
+                 1, fq_test_param(future, sizeof future, fq_test_latest_version() + 1));
     assert_int_equal(s_token_create(&fairqd, admin, NULL, &err), S_EXIT_SCHEMA);
     snprintf(wanted, sizeof wanted,
              "fairqd token create: database schema is at version %d but this fairq knows only up "
              "to %d: upgrade fairq\n",
-             s_latest_version() + 1, s_latest_version());
+             fq_test_latest_version() + 1, fq_test_latest_version());
     assert_string_equal(err, wanted);
     free(err);
     assert_int_equal(fairqd.seen_len, 0);
@@ -1063,6 +1046,10 @@ static void test_token_create_usage_errors_exit_2(void **unused)
     s_expect_token_usage(empty, prefix, "option --tenant needs a value (a tenant's name)");
     const char *twice[] = {"--tenant=a", "--tenant=b", NULL};
     s_expect_token_usage(twice, prefix, "option --tenant given more than once");
+    const char *bad_name[] = {"--tenant=Shop", NULL};
+    s_expect_token_usage(bad_name, prefix,
+                         "invalid tenant name \"Shop\" (1..64 of a-z 0-9 _ . -, starting with a "
+                         "letter or digit)");
     //  Every other argument is fairqd's configuration, with its messages
     const char *unknown[] = {"--admin", "--bogus=1", NULL};
     s_expect_token_usage(unknown, prefix, "flag --bogus: unknown key \"bogus\"");

@@ -4,7 +4,7 @@
     newer than the program is refused. Each test has a database of its own. */
 #include "fq_store.h"
 #include "fq_error.h"
-#include "fq_migrations.h"
+#include "fq_test_migrations.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,22 +38,6 @@ static const char *const S_SCHEMA_DIGEST =
     "   FROM pg_type WHERE typnamespace = 'fairq'::regnamespace"
     " UNION ALL SELECT 'mig ' || version || ' ' || name || ' ' || applied_at"
     "   FROM fairq.schema_migrations) s(x)";
-
-static int s_migration_count(void)
-{
-    int count = 0;
-    for (const fq_migration_t *m = fq_migrations; m->sql; m++)
-        count++;
-    return count;
-}
-
-static int s_latest_version(void)
-{
-    int latest = 0;
-    for (const fq_migration_t *m = fq_migrations; m->sql; m++)
-        latest = m->version > latest ? m->version : latest;
-    return latest;
-}
 
 //  A fresh, empty database for one test; fails the test if it cannot.
 static void s_fresh_db(const char *tag, char *conninfo, size_t size)
@@ -125,14 +109,14 @@ static void test_empty_database_gets_every_migration(void **unused)
     int applied = fq_store_migrate(store);
     if (applied < 0)
         fail_msg("migrate: %s", fq_store_error(store));
-    assert_int_equal(applied, s_migration_count());
+    assert_int_equal(applied, fq_test_migration_count());
     int version = 0;
     assert_int_equal(fq_store_schema_version(store, &version), 0);
-    assert_int_equal(version, s_latest_version());
+    assert_int_equal(version, fq_test_latest_version());
 
     PGconn *conn = fq_test_connect(conninfo);
     assert_int_equal(fq_test_int(conn, "SELECT count(*) FROM fairq.schema_migrations", 0),
-                     s_migration_count());
+                     fq_test_migration_count());
     for (const fq_migration_t *m = fq_migrations; m->sql; m++) {
         char version_text[16];
         fq_test_param(version_text, sizeof version_text, m->version);
@@ -163,7 +147,7 @@ static void test_second_migrate_applies_nothing(void **unused)
     char conninfo[128];
     s_fresh_db("again", conninfo, sizeof conninfo);
     fq_store_t *store = fq_test_store(conninfo);
-    assert_int_equal(fq_store_migrate(store), s_migration_count());
+    assert_int_equal(fq_store_migrate(store), fq_test_migration_count());
     PGconn *conn = fq_test_connect(conninfo);
     char *before = fq_test_text(conn, S_SCHEMA_DIGEST, 0);
     assert_non_null(before);
@@ -177,7 +161,7 @@ static void test_second_migrate_applies_nothing(void **unused)
     assert_string_equal(before, after);
     int version = 0;
     assert_int_equal(fq_store_schema_version(other, &version), 0);
-    assert_int_equal(version, s_latest_version());
+    assert_int_equal(version, fq_test_latest_version());
     free(before);
     free(after);
     PQfinish(conn);
@@ -232,7 +216,7 @@ static void test_concurrent_migrations_apply_once(void **unused)
         for (int i = 0; i < 2; i++)
             if (migrators[i].applied < 0)
                 fail_msg("round %d, migrator %d: %s", round, i, migrators[i].error);
-        assert_int_equal(migrators[0].applied + migrators[1].applied, s_migration_count());
+        assert_int_equal(migrators[0].applied + migrators[1].applied, fq_test_migration_count());
 
         PGconn *conn = fq_test_connect(conninfo);
         assert_int_equal(fq_test_int(conn,
@@ -240,9 +224,9 @@ static void test_concurrent_migrations_apply_once(void **unused)
                                      " fairq.schema_migrations GROUP BY version"
                                      " HAVING count(*) = 1) once",
                                      0),
-                         s_migration_count());
+                         fq_test_migration_count());
         assert_int_equal(fq_test_int(conn, "SELECT count(*) FROM fairq.schema_migrations", 0),
-                         s_migration_count());
+                         fq_test_migration_count());
         PQfinish(conn);
         fq_test_db_drop_named(tag);
     }
@@ -256,8 +240,8 @@ static void test_newer_schema_is_refused(void **unused)
     char conninfo[128];
     s_fresh_db("newer", conninfo, sizeof conninfo);
     fq_store_t *store = fq_test_store(conninfo);
-    assert_int_equal(fq_store_migrate(store), s_migration_count());
-    int future = s_latest_version() + 1;
+    assert_int_equal(fq_store_migrate(store), fq_test_migration_count());
+    int future = fq_test_latest_version() + 1;
     char future_text[16];
     fq_test_param(future_text, sizeof future_text, future);
     PGconn *conn = fq_test_connect(conninfo);
@@ -268,7 +252,7 @@ static void test_newer_schema_is_refused(void **unused)
     assert_int_equal(fq_store_migrate(store), FQ_ESCHEMA);
     const char *error = fq_store_error(store);
     char latest_text[16];
-    fq_test_param(latest_text, sizeof latest_text, s_latest_version());
+    fq_test_param(latest_text, sizeof latest_text, fq_test_latest_version());
     print_message("%s\n", error);
     assert_non_null(strstr(error, future_text));
     assert_non_null(strstr(error, latest_text));

@@ -558,9 +558,10 @@ static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t req
     return templates;
 }
 
-//  Keeps one pick's credit back while the database fails: the message goes
-//  back to the scheduler, and its credit is freed only when the database
-//  answers again (s_retry), so a failing query is not retried in a loop.
+//  Keeps one pick's credit back while the database fails, or the leader's
+//  lease is not held: the message goes back to the scheduler, and its
+//  credit is freed only when the database answers again and the lease is
+//  held (s_retry), so a failing query is not retried in a loop.
 static void s_hold(fq_ctx_t *ctx, s_self_t *self, uint64_t id, uint64_t request, uint64_t tenant)
 {
     s_settle_add(&self->requeue, id, request, tenant, 0);
@@ -708,7 +709,15 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     for (int i = 0; i < loaded; i++)
         if (fq_intkey_lookup(batch, rows.rows[i].id)) {
             fq_intkey_delete(batch, rows.rows[i].id);
-            s_send_row(ctx, self, store, &rows.rows[i], now_ms);
+            //  Asked before each message: a leader frozen (SIGSTOP) or cut
+            //  off mid-batch wakes to a lease that ran out, and a standby
+            //  may have taken over since; what it sent before stays within
+            //  its senders' credit
+            if (fq_pipeline_may_dispatch(self->config))
+                s_send_row(ctx, self, store, &rows.rows[i], now_ms);
+            else
+                s_hold(ctx, self, rows.rows[i].id, (uint64_t)rows.rows[i].request_id,
+                       (uint64_t)rows.rows[i].tenant_id);
         }
     //  What is left was not sent: held while the database fails (or the
     //  dispatcher drains), else cancelled or sent meanwhile, nothing to send
@@ -732,7 +741,7 @@ static void s_retry(fq_ctx_t *ctx, s_self_t *self)
     self->retry_armed = false;
     if (self->withheld == 0)
         return;
-    if (!fq_db_store(self->db)) {
+    if (!fq_db_store(self->db) || !fq_pipeline_may_dispatch(self->config)) {
         int delay = fq_db_retry_in_ms(self->db);
         fq_tick_t tick = {.what = FQ_TICK_RETRY};
         self->retry_armed = fq_timer_once(ctx, delay > S_HOLD_MIN_MS ? delay : S_HOLD_MIN_MS,
@@ -778,7 +787,7 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     if (!self)
         return FQ_ENOMEM;
     self->config = args;
-    self->db = fq_db_new(self->config->database, "dispatcher");
+    self->db = fq_pipeline_db(self->config, "dispatcher");
     self->senders = zhashx_new();
     self->turns = zlistx_new();
     self->inflight = zhashx_new();

@@ -10,6 +10,9 @@
 
     After a lost connection it connects again (fq_db.h), LISTENs again and
     tells the scheduler too, since notifications sent meanwhile are gone.
+    Its connection is database_listen's, the one of fairqd's connections
+    that must be a session of its own: every other one works through a
+    pooler in transaction mode.
     The HTTP API submits the same way, through fairq.submit_json in its own
     transaction: its requests reach the scheduler by this actor's NOTIFY
     like any application's, so a submit needs no actor of the fairqd that
@@ -95,7 +98,12 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->config = args;
     self->ctx = ctx;
     self->fd = -1;
-    self->db = fq_db_new(self->config->database, "intake");
+    //  database_listen, not database: behind a pooler in transaction mode
+    //  (docs/operations.md, "Behind PgBouncer") a LISTEN would stay on the
+    //  server connection of its one transaction, which then serves other
+    //  clients, and its notifications would reach fairq only by chance. The
+    //  intake writes nothing, so its connection carries no epoch.
+    self->db = fq_db_new(self->config->database_listen, "intake");
     fq_tick_t tick = {.what = FQ_TICK_POLL};
     if (!self->db || fq_timer_every(ctx, S_CHECK_MS, &fq_tick_desc, &tick) < 0) {
         fq_db_destroy(&self->db);

@@ -9,10 +9,13 @@ fq_pipeline_config_t *fq_pipeline_config_dup(const fq_pipeline_config_t *config)
     fq_pipeline_config_t *copy = malloc(sizeof *copy);
     if (!copy)
         return NULL;
-    *copy = *config; //  metrics too: one, shared by every actor
+    *copy = *config; //  metrics and lease too: one each, shared by every actor
     copy->database = strdup(config->database);
+    //  Resolved here, once: the intake's copy names the server it LISTENs on
+    bool own_listen = config->database_listen && *config->database_listen;
+    copy->database_listen = strdup(own_listen ? config->database_listen : config->database);
     copy->name = strdup(config->name);
-    if (!copy->database || !copy->name) {
+    if (!copy->database || !copy->database_listen || !copy->name) {
         fq_pipeline_config_free(copy);
         return NULL;
     }
@@ -24,9 +27,23 @@ void fq_pipeline_config_free(void *config)
     fq_pipeline_config_t *self = config;
     if (self) {
         free((char *)self->database);
+        free((char *)self->database_listen);
         free((char *)self->name);
         free(self);
     }
+}
+
+fq_db_t *fq_pipeline_db(const fq_pipeline_config_t *config, const char *who)
+{
+    fq_db_t *db = fq_db_new(config->database, who);
+    if (db)
+        fq_db_set_epoch(db, config->epoch);
+    return db;
+}
+
+bool fq_pipeline_may_dispatch(const fq_pipeline_config_t *config)
+{
+    return !config->lease || fq_lease_held(config->lease);
 }
 
 //  How each actor's failure is handled. The scheduler and the dispatcher

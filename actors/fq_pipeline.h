@@ -13,6 +13,8 @@
 #ifndef FQ_PIPELINE_H
 #define FQ_PIPELINE_H
 
+#include "fq_db.h"
+#include "fq_lease.h"
 #include "fq_messages.h"
 #include "fq_metrics.h"
 #include "fq_store.h"
@@ -37,8 +39,18 @@ typedef struct {
     int ack_batch;        //  Acks and nacks per transaction
     int ack_flush_ms;     //  Longest an ack waits for its batch
     fq_retry_policy_t retry;
+    //  The intake's connection string, for its LISTEN, which needs a
+    //  session of its own (not one a pooler in transaction mode lends);
+    //  NULL or "": database
+    const char *database_listen;
     int retention_s;       //  Finished requests are pruned after this
     fq_metrics_t *metrics; //  Where the actors record; borrowed, shared; NULL = none
+    //  Leadership (fq_lease.h): the epoch every leader-only write carries
+    //  (0: none), and the lease the scheduler and the dispatcher check
+    //  before each dispatch (borrowed, shared; NULL: always held, for a
+    //  pipeline that runs alone, as in tests)
+    int64_t epoch;
+    fq_lease_t *lease;
 } fq_pipeline_config_t;
 
 //  Spawns the actors under /user. Returns 0 or the code of the first
@@ -62,10 +74,20 @@ extern const fq_behaviour_t fq_store_writer_behaviour;
 extern const fq_behaviour_t fq_reaper_behaviour;
 
 //  A deep copy of config for an actor's args (freed by
-//  fq_pipeline_config_free, the spawn's args_free), except metrics: the
-//  pointer is copied, the actors share it. NULL when out of memory.
+//  fq_pipeline_config_free, the spawn's args_free), except metrics and
+//  lease: the pointers are copied, the actors share them. The copy's
+//  database_listen is database when config has none. NULL when out of
+//  memory.
 fq_pipeline_config_t *fq_pipeline_config_dup(const fq_pipeline_config_t *config);
 void fq_pipeline_config_free(void *config);
+
+//  An actor's own database connection (fq_db.h), who naming it in the
+//  log, whose leader-only writes carry config's epoch. NULL when out of
+//  memory.
+fq_db_t *fq_pipeline_db(const fq_pipeline_config_t *config, const char *who);
+
+//  Whether the pipeline may dispatch now: it holds the leader's lease.
+bool fq_pipeline_may_dispatch(const fq_pipeline_config_t *config);
 
 //  Timer kinds carried in TICK.what.
 enum {

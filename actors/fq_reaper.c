@@ -82,7 +82,7 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     if (!self)
         return FQ_ENOMEM;
     self->config = args;
-    self->db = fq_db_new(self->config->database, "reaper");
+    self->db = fq_pipeline_db(self->config, "reaper");
     fq_tick_t tick = {.what = FQ_TICK_POLL};
     if (!self->db || fq_timer_every(ctx, self->config->poll_ms, &fq_tick_desc, &tick) < 0) {
         fq_db_destroy(&self->db);

@@ -165,10 +165,14 @@ static int s_refill(s_self_t *self)
 //  ---------------------------------------------------------------------
 //  Dispatching
 
-//  Releases as many messages as there is free credit, fairly.
+//  Releases as many messages as there is free credit, fairly; nothing
+//  while this fairqd does not hold the leader's lease (its next poll tries
+//  again).
 static void s_pump(fq_ctx_t *ctx, s_self_t *self)
 {
     uint64_t messages[S_DISPATCH_BATCH], requests[S_DISPATCH_BATCH], tenants[S_DISPATCH_BATCH];
+    if (!fq_pipeline_may_dispatch(self->config))
+        return;
     s_refill(self);
     while (self->credit > 0) {
         uint32_t n = 0;
@@ -459,7 +463,7 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->config = args;
     self->fairness = fq_fairness_new(self->config->prefetch);
     self->known = zhashx_new();
-    self->db = fq_db_new(self->config->database, "scheduler");
+    self->db = fq_pipeline_db(self->config, "scheduler");
     self->page = malloc((size_t)self->config->prefetch * sizeof *self->page);
     self->due = malloc(S_OPEN_MAX * sizeof *self->due);
     self->retries = malloc(S_RETRY_BATCH * sizeof *self->retries);

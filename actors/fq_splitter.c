@@ -108,7 +108,7 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     if (!self)
         return FQ_ENOMEM;
     self->config = args;
-    self->db = fq_db_new(self->config->database, fq_self(ctx));
+    self->db = fq_pipeline_db(self->config, fq_self(ctx));
     self->metrics = fq_metrics_batch_new(self->config->metrics);
     if (!self->db || (self->config->metrics && !self->metrics)) {
         fq_db_destroy(&self->db);

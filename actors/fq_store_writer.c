@@ -166,7 +166,7 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->capacity = (size_t)self->config->ack_batch;
     self->acks = malloc(self->capacity * sizeof *self->acks);
     self->nacks = malloc(self->capacity * sizeof *self->nacks);
-    self->db = fq_db_new(self->config->database, "store");
+    self->db = fq_pipeline_db(self->config, "store");
     self->metrics = fq_metrics_batch_new(self->config->metrics);
     if (!self->acks || !self->nacks || !self->db || (self->config->metrics && !self->metrics)) {
         s_destroy(self);

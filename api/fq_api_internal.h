@@ -10,7 +10,6 @@
 #define FQ_API_INTERNAL_H
 
 #include "fq_http.h"
-#include "fq_rate_limit.h"
 #include "fq_store.h"
 #include <jansson.h>
 #include <microhttpd.h>
@@ -32,7 +31,7 @@ struct fq_http {
     bool metrics_public;
     fq_metrics_t *metrics;
     fq_system_t *system;
-    fq_rate_limit_t *submits;        //  Per tenant submits per minute
+    const fq_lease_t *lease;         //  Who leads, for /healthz; NULL: not said
     pthread_key_t store_key;         //  Each pool thread's connection (fq_http.c)
     _Atomic int64_t connected_at_ms; //  When a pool thread last connected
     int port;

@@ -4,18 +4,16 @@
 #include "fq_api_internal.h"
 #include "fq_error.h"
 #include "fq_limits.h"
+#include "fq_log.h"
 #include "fq_recipients.h"
 #include "fq_template.h"
 #include <string.h>
-#include <time.h>
 
 //  The Idempotency-Key header's limits (the schema's check).
 #define S_IDEMPOTENCY_KEY_MAX 255
 
 #define S_MAX_ATTEMPTS_MIN 1
 #define S_MAX_ATTEMPTS_MAX 100
-
-#define S_MS_PER_S 1000
 
 //  ---------------------------------------------------------------------
 //  Fields of a body
@@ -92,24 +90,47 @@ static bool s_idempotency_key(fq_api_call_t *call, const char **key)
     return printable;
 }
 
-//  A tenant's token is held to its tenant's submit_rate; an admin's
-//  submits (an operator's own) are not.
+//  Whether the call is held to a submit rate: a tenant's token is, to its
+//  tenant's submit_rate; an admin's submits (an operator's own) are not.
+static bool s_rate_limited(fq_api_call_t *call)
+{
+    return !call->owner.admin && call->owner.submit_rate > 0;
+}
+
+//  Takes a token of the tenant's bucket, the one in the database that every
+//  fairqd shares (fq_store.h); false after answering 429, or the store's
+//  error (503 when the database cannot be reached).
 static bool s_rate_allows(fq_api_call_t *call)
 {
-    if (call->owner.admin || call->owner.submit_rate <= 0)
+    if (!s_rate_limited(call))
         return true;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    int64_t now_ms = (int64_t)now.tv_sec * S_MS_PER_S + now.tv_nsec / 1000000;
     int retry_after_s = 0;
-    if (fq_rate_limit_take(call->server->submits, call->owner.tenant, call->owner.submit_rate,
-                           now_ms, &retry_after_s))
+    int rc = fq_store_take_submit_token(call->store, call->owner.tenant_id, call->owner.submit_rate,
+                                        &retry_after_s);
+    if (rc) {
+        fq_api_fail_store(call, rc);
+        return false;
+    }
+    if (retry_after_s == 0)
         return true;
     snprintf(call->retry_after, sizeof call->retry_after, "%d", retry_after_s);
     fq_api_fail(call, MHD_HTTP_TOO_MANY_REQUESTS,
                 "tenant \"%s\" may submit %d requests a minute; try again in %d s",
                 call->owner.tenant, call->owner.submit_rate, retry_after_s);
     return false;
+}
+
+//  Gives back the token of a submit the database refused. Called once the
+//  answer is made, which reads the store's error of the submit. Without
+//  the database the token is lost: the tenant waits a little longer.
+static void s_rate_give_back(fq_api_call_t *call)
+{
+    if (!s_rate_limited(call) || !fq_store_connected(call->store))
+        return;
+    if (fq_store_give_back_submit_token(call->store, call->owner.tenant_id,
+                                        call->owner.submit_rate) != 0)
+        fq_log(FQ_LOG_WARNING, "http: could not give tenant \"%s\" its submit token back: %s",
+               call->owner.tenant, fq_store_error(call->store));
 }
 
 //  Answers the request's object with status.
@@ -213,11 +234,10 @@ void fq_api_request_submit(fq_api_call_t *call)
     submit.recipients_json = recipients.text;
     submit.recipients_size = recipients.size;
     rc = fq_store_submit(call->store, &submit, &id);
-    if (rc && !call->owner.admin && call->owner.submit_rate > 0)
-        fq_rate_limit_give_back(call->server->submits, call->owner.tenant, call->owner.submit_rate);
-    if (rc)
+    if (rc) {
         fq_api_fail_store(call, rc);
-    else
+        s_rate_give_back(call);
+    } else
         s_reply_request(call, MHD_HTTP_ACCEPTED, id);
 done:
     json_decref(body);

@@ -2,8 +2,37 @@
 #include "fq_api_internal.h"
 #include "fq_log.h"
 #include <stdlib.h>
+#include <time.h>
 
 #define S_PROMETHEUS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+//  Who leads, as this fairqd last read the lease: "role" (leader or
+//  standby) and "leader" (its name, epoch and since when). A standby is
+//  healthy: it serves the API and stands by.
+static void s_add_leadership(json_t *body, const fq_lease_t *lease)
+{
+    if (!body || !lease)
+        return;
+    fq_lease_view_t view;
+    fq_lease_view(lease, &view);
+    json_object_set_new(body, "role", json_string(view.leading ? "leader" : "standby"));
+    json_object_set_new(body, "instance", json_string(fq_lease_holder(lease)));
+    //  A leader that does not hold its lease now (its database is slow or
+    //  away) dispatches nothing until it is renewed
+    json_object_set_new(body, "lease_held", json_boolean(view.held));
+    if (!view.known || !view.holder[0]) {
+        json_object_set_new(body, "leader", json_null());
+        return;
+    }
+    char since[32];
+    time_t seconds = (time_t)(view.since_ms / 1000);
+    struct tm tm;
+    gmtime_r(&seconds, &tm);
+    strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_object_set_new(body, "leader",
+                        json_pack("{s:s, s:I, s:s}", "instance", view.holder, "epoch",
+                                  (json_int_t)view.epoch, "since", since));
+}
 
 void fq_api_healthz(fq_api_call_t *call)
 {
@@ -18,9 +47,10 @@ void fq_api_healthz(fq_api_call_t *call)
     if (rc && call->store && fq_api_reconnect(call))
         rc = fq_store_schema_version(call->store, &version);
     if (rc == 0) {
-        fq_api_reply(
-            call, MHD_HTTP_OK,
-            json_pack("{s:s, s:s, s:i}", "status", "ok", "database", "ok", "schema", version));
+        json_t *body =
+            json_pack("{s:s, s:s, s:i}", "status", "ok", "database", "ok", "schema", version);
+        s_add_leadership(body, call->server->lease);
+        fq_api_reply(call, MHD_HTTP_OK, body);
         return;
     }
     //  The database's own words go to the log only: they name hosts and

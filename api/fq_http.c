@@ -1017,11 +1017,9 @@ fq_http_t *fq_http_new(const fq_http_config_t *config, char *error, size_t error
         return NULL;
     fq_http_t *self = calloc(1, sizeof *self);
     if (!self || !(self->database = strdup(config->database ? config->database : "")) ||
-        !(self->submits = fq_rate_limit_new()) ||
         pthread_key_create(&self->store_key, s_thread_free) != 0) {
         fq_error_format(error, error_size, "could not start the HTTP server: out of memory");
         if (self) {
-            fq_rate_limit_destroy(&self->submits);
             free(self->database);
             free(self);
         }
@@ -1030,6 +1028,7 @@ fq_http_t *fq_http_new(const fq_http_config_t *config, char *error, size_t error
     pthread_mutex_init(&self->log_lock, NULL);
     self->body_max = config->body_max;
     self->metrics_public = config->metrics_public;
+    self->lease = config->lease;
     self->metrics = config->metrics;
     self->system = config->system;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_POLL;
@@ -1065,7 +1064,6 @@ void fq_http_destroy(fq_http_t **self_p)
         MHD_stop_daemon(self->daemon);
     pthread_key_delete(self->store_key);
     pthread_mutex_destroy(&self->log_lock);
-    fq_rate_limit_destroy(&self->submits);
     free(self->database);
     free(self);
     *self_p = NULL;

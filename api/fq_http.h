@@ -29,16 +29,17 @@
 #include <stddef.h>
 
 typedef struct {
-    const char *listen;     //  "host:port" ("[::1]:8080" for IPv6); port 0 picks one
-    const char *database;   //  libpq connection string of the pool threads
-    size_t body_max;        //  Largest request body, in bytes (413 beyond)
-    int threads;            //  Size of the thread pool
-    bool metrics_public;    //  GET /metrics without a token
-    fq_metrics_t *metrics;  //  Borrowed; may be NULL
-    fq_system_t *system;    //  Borrowed, for per-actor figures; may be NULL
-    int connections_max;    //  Connections open at once; 0: FQ_HTTP_CONNECTIONS_MAX
-    int connections_per_ip; //  Of them from one address; 0: FQ_HTTP_CONNECTIONS_PER_IP
-    int idle_timeout_s;     //  Silence that closes one; 0: FQ_HTTP_IDLE_TIMEOUT_S
+    const char *listen;      //  "host:port" ("[::1]:8080" for IPv6); port 0 picks one
+    const char *database;    //  libpq connection string of the pool threads
+    size_t body_max;         //  Largest request body, in bytes (413 beyond)
+    int threads;             //  Size of the thread pool
+    bool metrics_public;     //  GET /metrics without a token
+    fq_metrics_t *metrics;   //  Borrowed; may be NULL
+    fq_system_t *system;     //  Borrowed, for per-actor figures; may be NULL
+    const fq_lease_t *lease; // Borrowed, who leads, for /healthz; may be NULL
+    int connections_max;     //  Connections open at once; 0: FQ_HTTP_CONNECTIONS_MAX
+    int connections_per_ip;  //  Of them from one address; 0: FQ_HTTP_CONNECTIONS_PER_IP
+    int idle_timeout_s;      //  Silence that closes one; 0: FQ_HTTP_IDLE_TIMEOUT_S
 } fq_http_config_t;
 
 typedef struct fq_http fq_http_t;

@@ -29,7 +29,8 @@
     X(EDB, "database error")                                                                       \
     X(ESCHEMA, "database schema is newer than this program")                                       \
     X(ENOTFOUND, "not found")                                                                      \
-    X(ECONFLICT, "changed by someone else meanwhile")
+    X(ECONFLICT, "changed by someone else meanwhile")                                              \
+    X(EDEPOSED, "another fairqd leads now")
 
 typedef enum {
     FQ_OK = 0,

@@ -13,6 +13,11 @@
 //  Room for a tenant name and its NUL.
 #define FQ_TENANT_NAME_SIZE (FQ_TENANT_NAME_MAX + 1)
 
+//  Longest name a fairqd holds the leader's lease under ("name@host:pid",
+//  the schema's check of fairq.leader.holder), and room for it and its NUL.
+#define FQ_LEADER_HOLDER_MAX  200
+#define FQ_LEADER_HOLDER_SIZE (FQ_LEADER_HOLDER_MAX + 1)
+
 #include <stdbool.h>
 
 //  Whether name can be a tenant's name, by the schema's rule: 1 to

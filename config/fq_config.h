@@ -50,10 +50,19 @@
 
     Why the defaults are what they are:
     * database "": libpq's own defaults and the PG* variables, as psql.
+    * database_listen "": the same server as database. It differs only
+      behind a pooler in transaction mode (docs/operations.md, "Behind
+      PgBouncer"): a LISTEN belongs to a session, which such a pooler does
+      not keep for its client, so the intake needs a session of its own.
     * database_retry_min_ms 500, _max_ms 30000: a PostgreSQL restart takes
       seconds, so the first retry comes soon; doubling to 30 s keeps the log
       readable during a long outage and bounds how long fairqd lags behind
       a database that is back.
+    * lease_ms 3000: a failover takes about a lease (docs/operations.md,
+      "Several fairqd"): a standby takes over 2 to 3 s after a leader died
+      (it renews every second). Shorter makes a slow statement or a short
+      network hiccup of the leader pause dispatch more often; longer makes
+      every failover slower.
     * heartbeat_ms, heartbeat_timeout_ms: the gateway's defaults.
     * http_listen 127.0.0.1:8080: loopback until the operator exposes it.
     * http_threads 4: API calls are short reads and writes of the database;
@@ -99,10 +108,14 @@
       "name of this actor system, as sender workers address it (fq://NAME/...)")                   \
     X(DATABASE, database, CONNINFO, "", 0, 0, NULL,                                                \
       "PostgreSQL connection string (libpq); empty uses the PG* environment")                      \
+    X(DATABASE_LISTEN, database_listen, CONNINFO, "", 0, 0, NULL,                                  \
+      "connection string for LISTEN only (not via a transaction pooler); empty: database")         \
     X(DATABASE_RETRY_MIN_MS, database_retry_min_ms, INT, "500", 10, 60000, NULL,                   \
       "first wait before connecting again to an unreachable database; doubles")                    \
     X(DATABASE_RETRY_MAX_MS, database_retry_max_ms, INT, "30000", 10, 3600000, NULL,               \
       "longest wait between two attempts to connect to the database")                              \
+    X(LEASE_MS, lease_ms, INT, "3000", 500, 600000, NULL,                                          \
+      "the leader's lease: a standby takes over this long after the leader stops renewing it")     \
     X(GATEWAY_BIND, gateway_bind, STRING, "", 0, 0, NULL,                                          \
       "endpoint sender workers connect to, e.g. tcp://*:5555; empty: no gateway")                  \
     X(GATEWAY_CERT, gateway_cert, STRING, "", 0, 0, NULL,                                          \

@@ -12,6 +12,7 @@ PACKAGES=(
     postgresql-15 postgresql-common postgresql-client-15
     python3-aiosmtpd python3-prometheus-client ca-certificates procps
     python3-zmq python3-msgpack clang libclang-rt-14-dev
+    pgbouncer
 )
 
 # Only "install ok installed" counts: a removed package can leave "deinstall ok config-files".

@@ -20,15 +20,23 @@
        attempt. Then it applies the migrations the database lacks. A
        database whose schema is newer than this program is refused (exit
        3): old code must not write into a schema it does not know.
-    3. The actor system, named by the key "name", and with gateway_bind
-       its gateway, which sender workers connect to. A gateway that refuses
-       its configuration (a certificate without its secret, an allow
-       directory that is missing or unreadable) ends fairqd with exit code
-       2, its reason logged by the gateway: fairqd must not run where no
-       sender can ever join.
-    4. It waits for SIGTERM or SIGINT, then stops the system (each actor
-       drains its in-flight work first), closes the store, logs "stopped"
-       and exits 0.
+    3. The actor system, named by the key "name", and the HTTP API: from
+       here on this fairqd serves the API, as a standby.
+    4. Leadership (fq_lease_keeper.h): it looks at the leader's lease in
+       the database, and takes it over once no other fairqd holds it. Then
+       it leads: it starts, with gateway_bind, its gateway, which sender
+       workers connect to, and the pipeline, whose writes carry the
+       lease's epoch. A gateway that refuses its configuration (a
+       certificate without its secret, an allow directory that is missing
+       or unreadable) ends fairqd with exit code 2, its reason logged by
+       the gateway: fairqd must not run where no sender can ever join.
+    5. It renews the lease (or, as a standby, watches it) until SIGTERM or
+       SIGINT, then drains the pipeline, stops the system (each actor
+       finishes its work first), gives the lease up, closes the store,
+       logs "stopped" and exits 0. A leader that finds another has taken
+       over (it was frozen, or cut off from the database, longer than its
+       lease) exits 4 at once, to start again as a standby: what its
+       pipeline holds in memory belongs to an epoch that is over.
 
     The exit codes are fq_fairqd.h's, shared with "fairqd token create".
 
@@ -45,13 +53,16 @@
     for every line of the log.
 
     Under systemd: Restart=on-failure, and RestartPreventExitStatus=2 3,
-    since restarting does not mend a configuration or an old binary.
+    since restarting does not mend a configuration or an old binary (4,
+    deposed, is restarted: it comes back as a standby).
 */
 #include "fq_config.h"
 #include "fq_error.h"
 #include "fq_fairqd.h"
 #include "fq_gateway.h"
 #include "fq_http.h"
+#include "fq_lease.h"
+#include "fq_lease_keeper.h"
 #include "fq_log.h"
 #include "fq_metrics.h"
 #include "fq_pipeline.h"
@@ -94,6 +105,9 @@ typedef struct {
     fq_system_t *system;
     fq_metrics_t *metrics; //  Shared by the actors and the HTTP API
     fq_http_t *http;
+    fq_lease_t *lease; //  Who leads; shared by the actors, the HTTP API and the metrics
+    fq_lease_keeper_t *keeper;
+    bool leading; //  The gateway and the pipeline run
 } s_daemon_t;
 
 //  ---------------------------------------------------------------------
@@ -288,25 +302,52 @@ static int s_start_gateway(s_daemon_t *self)
     return FQ_FAIRQD_EXIT_OK;
 }
 
+//  This instance's name as leader: the system's name, the host and the
+//  process, so that the log and /healthz say which one leads.
+static void s_holder_name(const char *name, char *out, size_t size)
+{
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0)
+        snprintf(host, sizeof host, "unknown-host");
+    snprintf(out, size, "%s@%s:%ld", name, host, (long)getpid());
+}
+
 static int s_start_system(s_daemon_t *self)
 {
     const char *name = fq_config_str(self->config, FQ_CONFIG_NAME);
     fq_system_config_t config = {
         .name = name, .on_escalation = s_on_escalation, .on_escalation_arg = self};
+    char holder[FQ_LEADER_HOLDER_SIZE];
+    s_holder_name(name, holder, sizeof holder);
     self->system = fq_system_new(&config);
     self->metrics = fq_metrics_new();
-    if (!self->system || !self->metrics) {
+    self->lease = fq_lease_new(holder);
+    self->keeper =
+        self->lease
+            ? fq_lease_keeper_new(fq_config_str(self->config, FQ_CONFIG_DATABASE), self->lease,
+                                  fq_config_int(self->config, FQ_CONFIG_LEASE_MS))
+            : NULL;
+    if (!self->system || !self->metrics || !self->keeper) {
         fq_log(FQ_LOG_FATAL, "could not start the actor system \"%s\"", name);
         return FQ_FAIRQD_EXIT_FAILURE;
     }
-    fq_log(FQ_LOG_INFO, "actor system \"%s\" started", name);
-    int rc = s_start_gateway(self);
-    if (rc)
-        return rc;
+    fq_metrics_set_lease(self->metrics, self->lease);
+    fq_log(FQ_LOG_INFO, "actor system \"%s\" started; this fairqd is %s", name, holder);
+    return FQ_FAIRQD_EXIT_OK;
+}
 
+//  This fairqd has just taken the lease over: the pipeline starts, its
+//  writes carrying the lease's epoch, then the gateway. In that order: a
+//  sender that joins the moment the gateway is bound finds the dispatcher
+//  there to answer its HELLO (else the HELLO is lost, and the sender waits
+//  for its answer until it times out).
+static int s_start_leading(s_daemon_t *self)
+{
     //  The pipeline (docs/architecture.md); each actor opens its own connection
+    const char *name = fq_config_str(self->config, FQ_CONFIG_NAME);
     fq_pipeline_config_t pipeline = {
         .database = fq_config_str(self->config, FQ_CONFIG_DATABASE),
+        .database_listen = fq_config_str(self->config, FQ_CONFIG_DATABASE_LISTEN),
         .name = name,
         .prefetch = fq_config_int(self->config, FQ_CONFIG_PREFETCH),
         .splitters = fq_config_int(self->config, FQ_CONFIG_SPLITTERS),
@@ -316,17 +357,24 @@ static int s_start_system(s_daemon_t *self)
         .retry = {fq_config_int(self->config, FQ_CONFIG_RETRY_BASE_MS),
                   fq_config_int(self->config, FQ_CONFIG_RETRY_CAP_MS)},
         .retention_s = fq_config_int(self->config, FQ_CONFIG_RETENTION_S),
-        .metrics = self->metrics};
+        .metrics = self->metrics,
+        .epoch = fq_lease_epoch(self->lease),
+        .lease = self->lease};
     if (fq_pipeline_start(self->system, &pipeline) != 0)
         return FQ_FAIRQD_EXIT_FAILURE;
+    self->leading = true;
+    int rc = s_start_gateway(self);
+    if (rc)
+        return rc;
     fq_log(FQ_LOG_INFO,
-           "pipeline started: scheduler, %d splitters, dispatcher, store, intake, reaper",
-           pipeline.splitters);
+           "pipeline started: scheduler, %d splitters, dispatcher, store, intake, reaper "
+           "(epoch %lld)",
+           pipeline.splitters, (long long)pipeline.epoch);
     return FQ_FAIRQD_EXIT_OK;
 }
 
-//  The HTTP API (api/API.md), once the pipeline runs: a submit is taken
-//  up at once.
+//  The HTTP API (api/API.md): every fairqd serves it, leader or standby;
+//  a submit reaches the leader's pipeline through the database's NOTIFY.
 static int s_start_http(s_daemon_t *self)
 {
     const char *listen = fq_config_str(self->config, FQ_CONFIG_HTTP_LISTEN);
@@ -344,7 +392,8 @@ static int s_start_http(s_daemon_t *self)
         .idle_timeout_s = fq_config_int(self->config, FQ_CONFIG_HTTP_IDLE_TIMEOUT_S),
         .metrics_public = fq_config_bool(self->config, FQ_CONFIG_METRICS_PUBLIC),
         .metrics = self->metrics,
-        .system = self->system};
+        .system = self->system,
+        .lease = self->lease};
     char error[FQ_FAIRQD_ERROR_MAX];
     self->http = fq_http_new(&config, error, sizeof error);
     if (!self->http) {
@@ -353,6 +402,48 @@ static int s_start_http(s_daemon_t *self)
     }
     fq_log(FQ_LOG_INFO, "http api listening on %s (port %d)", listen, fq_http_port(self->http));
     return FQ_FAIRQD_EXIT_OK;
+}
+
+//  ---------------------------------------------------------------------
+//  Leadership
+
+//  One look at the lease (fq_lease_keeper.h): a standby that takes it over
+//  starts leading; a leader that was deposed stops. Returns the exit code,
+//  or FQ_FAIRQD_EXIT_OK to go on, with *next_ms until the next look.
+static int s_lease_step(s_daemon_t *self, int *next_ms)
+{
+    switch (fq_lease_keeper_step(self->keeper, next_ms)) {
+    case FQ_LEASE_ELECTED:
+        return s_start_leading(self);
+    case FQ_LEASE_DEPOSED: {
+        fq_lease_view_t view;
+        fq_lease_view(self->lease, &view);
+        fq_log(FQ_LOG_FATAL,
+               "leadership: deposed: %s leads (epoch %lld); stopping, to start again as a "
+               "standby (the messages in flight here are sent again by the new leader)",
+               view.holder, (long long)view.epoch);
+        return FQ_FAIRQD_EXIT_DEPOSED;
+    }
+    default:
+        return FQ_FAIRQD_EXIT_OK;
+    }
+}
+
+//  A stop was asked for: a leader lets the messages in flight come back
+//  first (a standby has none).
+static void s_drain(s_daemon_t *self, int sig)
+{
+    fq_log(FQ_LOG_INFO, "received %s, %s", s_signal_name(sig),
+           self->leading ? "draining" : "stopping");
+    if (!self->leading)
+        return;
+    int left =
+        fq_pipeline_drain(self->system, fq_config_int(self->config, FQ_CONFIG_DRAIN_TIMEOUT_MS));
+    if (left == 0)
+        fq_log(FQ_LOG_INFO, "drained: no message in flight, stopping");
+    else
+        fq_log(FQ_LOG_WARNING,
+               "stopping with %d messages in flight (they are sent again after restart)", left);
 }
 
 //  ---------------------------------------------------------------------
@@ -383,8 +474,15 @@ static int s_run(s_daemon_t *self)
         if (reconnect)
             fq_store_destroy(&self->store);
     } while (reconnect);
+    fq_store_destroy(&self->store); //  The lease keeper has a connection of its own
+    //  The first look at the lease before the HTTP API: a fairqd that leads
+    //  at once (the only one) has its gateway and pipeline running when it
+    //  says it is ready, and a gateway it cannot start ends it before
+    int next_ms = 0;
     if (rc == FQ_FAIRQD_EXIT_OK)
         rc = s_start_system(self);
+    if (rc == FQ_FAIRQD_EXIT_OK)
+        rc = s_lease_step(self, &next_ms);
     if (rc == FQ_FAIRQD_EXIT_OK)
         rc = s_start_http(self);
     if (rc)
@@ -392,18 +490,16 @@ static int s_run(s_daemon_t *self)
     fq_log(FQ_LOG_INFO, "ready");
 
     while (true) {
-        int sig = s_wait_signal(self, -1);
+        int sig = next_ms > 0 ? s_wait_signal(self, next_ms) : 0;
         char reason[FQ_FAIRQD_ERROR_MAX];
+        if (sig == 0) {
+            rc = s_lease_step(self, &next_ms);
+            if (rc)
+                return rc;
+            continue;
+        }
         if (s_is_stop(sig)) {
-            fq_log(FQ_LOG_INFO, "received %s, draining", s_signal_name(sig));
-            int left = fq_pipeline_drain(self->system,
-                                         fq_config_int(self->config, FQ_CONFIG_DRAIN_TIMEOUT_MS));
-            if (left == 0)
-                fq_log(FQ_LOG_INFO, "drained: no message in flight, stopping");
-            else
-                fq_log(FQ_LOG_WARNING,
-                       "stopping with %d messages in flight (they are sent again after restart)",
-                       left);
+            s_drain(self, sig);
             return FQ_FAIRQD_EXIT_OK;
         }
         if (fq_system_failed(self->system, reason, sizeof reason)) {
@@ -462,7 +558,16 @@ int main(int argc, char *argv[])
     //  actors (they drain their work and may still use the database)
     fq_http_destroy(&fairqd.http);
     fq_system_destroy(&fairqd.system);
+    //  Only once the actors wrote what they will: a standby that takes over
+    //  now fences every later write of this epoch. Whatever the exit code:
+    //  a leader that fails (its gateway refused, say) lets a standby take
+    //  over at once rather than when the lease runs out; a deposed one
+    //  holds nothing, and the database ignores its resignation
+    if (fairqd.keeper)
+        fq_lease_keeper_resign(fairqd.keeper);
+    fq_lease_keeper_destroy(&fairqd.keeper);
     fq_metrics_destroy(&fairqd.metrics);
+    fq_lease_destroy(&fairqd.lease);
     fq_store_destroy(&fairqd.store);
     if (rc == FQ_FAIRQD_EXIT_OK)
         fq_log(FQ_LOG_INFO, "stopped");

@@ -31,18 +31,19 @@ static void s_replace_all(char *out, size_t size, const char *text, const char *
     }
 }
 
-//  Checks that libpq can read the database key. Returns 0, or FQ_EINVAL
-//  with "ORIGIN: invalid value for "database": REASON" in error. libpq's
+//  Checks that libpq can read a connection string key (database,
+//  database_listen). Returns 0, or FQ_EINVAL with "ORIGIN: invalid value
+//  for "KEY": REASON" in error. libpq's
 //  reason may quote the string back (a URI whole, one of its parts): what
 //  the printed form masks (fq_config_shown) is masked in it too, found as
 //  the span where the two differ.
-static int s_check_database(fq_config_t *config, char *error, size_t size)
+static int s_check_conninfo(fq_config_t *config, fq_config_key_t key, char *error, size_t size)
 {
-    const char *conninfo = fq_config_str(config, FQ_CONFIG_DATABASE);
+    const char *conninfo = fq_config_str(config, key);
     char reason[FQ_FAIRQD_ERROR_MAX], hidden[FQ_FAIRQD_ERROR_MAX];
     if (fq_db_conninfo_check(conninfo, reason, sizeof reason) == 0)
         return 0;
-    char *shown = fq_config_shown(config, FQ_CONFIG_DATABASE);
+    char *shown = fq_config_shown(config, key);
     snprintf(hidden, sizeof hidden, "%s", reason);
     if (shown && strcmp(shown, conninfo) != 0) {
         size_t len = strlen(conninfo), shown_len = strlen(shown), head = 0, tail = 0;
@@ -61,9 +62,8 @@ static int s_check_database(fq_config_t *config, char *error, size_t size)
         free(secret);
     }
     free(shown);
-    snprintf(error, size, "%s: invalid value for \"%s\": %s",
-             fq_config_origin(config, FQ_CONFIG_DATABASE), fq_config_key_name(FQ_CONFIG_DATABASE),
-             hidden);
+    snprintf(error, size, "%s: invalid value for \"%s\": %s", fq_config_origin(config, key),
+             fq_config_key_name(key), hidden);
     return FQ_EINVAL;
 }
 
@@ -72,7 +72,9 @@ int fq_fairqd_config_load(fq_config_t *config, int argc, char *const argv[], cha
 {
     int rc = fq_config_load(config, argc, argv, NULL, error, size);
     if (rc == 0 && fq_config_action(config) != FQ_CONFIG_HELP)
-        rc = s_check_database(config, error, size);
+        rc = s_check_conninfo(config, FQ_CONFIG_DATABASE, error, size);
+    if (rc == 0 && fq_config_action(config) != FQ_CONFIG_HELP)
+        rc = s_check_conninfo(config, FQ_CONFIG_DATABASE_LISTEN, error, size);
     return rc;
 }
 

@@ -19,6 +19,7 @@ typedef enum {
     FQ_FAIRQD_EXIT_FAILURE = 1, //  Could not start or finish (the database), or a failure escalated
     FQ_FAIRQD_EXIT_CONFIG = 2,  //  The configuration or the command line is wrong
     FQ_FAIRQD_EXIT_SCHEMA = 3,  //  The database's schema is newer than this program
+    FQ_FAIRQD_EXIT_DEPOSED = 4, //  It led, and another fairqd took over: start again as a standby
 } fq_fairqd_exit_t;
 
 //  Room for an error message from the configuration or the store.
@@ -26,7 +27,8 @@ typedef enum {
 
 //  Loads config from argv (argv[0] is the program) and the environment, as
 //  fq_config_load does, then, unless --help was asked for, checks that
-//  libpq can read the database key: a connection string it cannot read is
+//  libpq can read the database keys (database, database_listen): a
+//  connection string it cannot read is
 //  a mistake of the configuration, never retried. Returns 0, FQ_EINVAL
 //  with the reason in error ("ORIGIN: ..."; a password in it masked), or
 //  FQ_ENOMEM.

@@ -148,6 +148,7 @@ struct fq_metrics {
     s_db_t db[FQ_METRICS_DB_COUNT];
     int64_t (*now_ms)(void *arg);
     void *clock_arg;
+    const fq_lease_t *lease; //  Who leads; NULL: not said
 };
 
 typedef enum {
@@ -251,6 +252,12 @@ void fq_metrics_set_clock(fq_metrics_t *self, int64_t (*now_ms)(void *arg), void
     self->now_ms = now_ms ? now_ms : s_mono_ms;
     self->clock_arg = arg;
     pthread_mutex_unlock(&self->lock);
+}
+
+void fq_metrics_set_lease(fq_metrics_t *self, const fq_lease_t *lease)
+{
+    if (self)
+        self->lease = lease;
 }
 
 //  ---------------------------------------------------------------------
@@ -1040,6 +1047,31 @@ static int s_render_db(fq_buf_t *out, const s_snapshot_t *snap)
     return rc;
 }
 
+//  Who leads, as this instance last read it, and whether it is this one.
+static int s_render_leadership(fq_buf_t *out, const fq_lease_t *lease)
+{
+    if (!lease)
+        return 0;
+    fq_lease_view_t view;
+    fq_lease_view(lease, &view);
+    int rc = s_out_family(out, "fairq_leader", "gauge",
+                          "1 when this fairqd leads (splits, schedules, dispatches), else 0");
+    rc |= fq_buf_printf(out, "fairq_leader %d\n", view.leading ? 1 : 0);
+    rc |= s_out_family(out, "fairq_leader_lease_held", "gauge",
+                       "1 while this fairqd holds the leader's lease and may dispatch, else 0");
+    rc |= fq_buf_printf(out, "fairq_leader_lease_held %d\n", view.held ? 1 : 0);
+    if (!view.known || !view.holder[0])
+        return rc;
+    rc |= s_out_family(out, "fairq_leader_epoch", "gauge",
+                       "the current leader's epoch (it grows with every takeover), by holder");
+    rc |= s_out_sample(out, "fairq_leader_epoch", "", "holder", view.holder);
+    rc |= fq_buf_printf(out, "} %" PRId64 "\n", view.epoch);
+    rc |= s_out_family(out, "fairq_leader_since_seconds", "gauge",
+                       "when the current leader took over, Unix time");
+    rc |= s_out_sample(out, "fairq_leader_since_seconds", "", "holder", view.holder);
+    return rc | fq_buf_printf(out, "} %.3f\n", (double)view.since_ms / 1000.0);
+}
+
 char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_list_t *tenants)
 {
     s_snapshot_t snap = {0};
@@ -1058,6 +1090,7 @@ char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_li
     rc |= s_out_family(&out, "fairq_database_up", "gauge",
                        "1 when fairqd could read the tenants' figures from the database, else 0");
     rc |= fq_buf_printf(&out, "fairq_database_up %d\n", tenants ? 1 : 0);
+    rc |= s_render_leadership(&out, self ? self->lease : NULL);
     rc |= s_render_tenants(&out, &snap, tenants != NULL);
     rc |= s_render_senders(&out, &snap);
     if (sys)

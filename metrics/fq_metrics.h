@@ -21,6 +21,7 @@
 #ifndef FQ_METRICS_H
 #define FQ_METRICS_H
 
+#include "fq_lease.h"
 #include "fq_store.h"
 #include "fq_system.h"
 #include <stdbool.h>
@@ -39,6 +40,11 @@ void fq_metrics_destroy(fq_metrics_t **self_p);
 //  Makes the send rate read its time, in milliseconds of any monotonic
 //  clock, from now_ms(arg) rather than zclock_mono(). For tests.
 void fq_metrics_set_clock(fq_metrics_t *self, int64_t (*now_ms)(void *arg), void *arg);
+
+//  Makes the exposition say who leads and whether this fairqd does
+//  (lease borrowed; it must outlive self). Set once, before the HTTP API
+//  starts.
+void fq_metrics_set_lease(fq_metrics_t *self, const fq_lease_t *lease);
 
 //  ---------------------------------------------------------------------
 //  Queries (HTTP threads)

@@ -11,6 +11,12 @@
 #define S_PROTOCOL_VERSION 1
 #define S_ZAP_DOMAIN       "fairq"
 
+//  Where a connect list's endpoints must point: addresses name a joined
+//  system as tcp://HOST:PORT, so no other transport can be routed to.
+#define S_ENDPOINT_SCHEME "tcp://"
+//  Room for a reason that names an endpoint, as logged when moving on.
+#define S_REASON_SIZE 256
+
 typedef struct {
     char *target; //  Remote address as the watcher wrote it
     char *path;   //  Its path part
@@ -30,7 +36,12 @@ typedef struct {
 typedef struct {
     //  Configuration, owned (copied at start); survives restarts.
     char *bind;
-    char *connect;
+    char *connect; //  The connect list as given
+    //  Its endpoints, pointing into endpoint_text (connect with each
+    //  separator made a string's end)
+    char *endpoint_text;
+    const char *endpoints[FQ_GATEWAY_ENDPOINTS_MAX];
+    size_t endpoint_count;
     char *allow_dir;
     char *server_key;
     zcert_t *cert;
@@ -39,6 +50,7 @@ typedef struct {
     size_t admit_count;
     int heartbeat_ms;
     int heartbeat_timeout_ms;
+    int welcome_timeout_ms; //  Connecting side: how long an endpoint has to welcome us
     int reconnect_min_ms;
     int reconnect_max_ms;
     bool holds_zap; //  This gateway holds s_zap_claimed
@@ -56,8 +68,12 @@ typedef struct {
     zactor_t *auth;
     zsock_t *router;
     zsock_t *dealer;
+    zsock_t *monitor;        //  PAIR reading the DEALER's connection events
+    unsigned dealer_serial;  //  Counts DEALERs: tells a read loop its socket was replaced
     zhashx_t *peers_by_name; //  name -> s_peer_t*, owned
     s_peer_t *server;        //  Connecting side: the system we joined, once welcomed
+    size_t endpoint;         //  Index of the DEALER's endpoint in cfg->endpoints
+    size_t tried;            //  Endpoints that failed since the last welcome or back-off
     int64_t dealer_since;    //  When the current DEALER was created
     int64_t reconnect_at;    //  When to create the next DEALER, 0 = now
     int reconnect_delay;
@@ -76,6 +92,7 @@ static void s_config_free(void *arg)
         atomic_store(&s_zap_claimed, false);
     free(cfg->bind);
     free(cfg->connect);
+    free(cfg->endpoint_text);
     free(cfg->allow_dir);
     free(cfg->server_key);
     for (size_t i = 0; i < cfg->admit_count; i++)
@@ -227,66 +244,172 @@ static void s_peer_lost(s_self_t *self, s_peer_t *peer, const char *reason)
     zhashx_delete(self->peers_by_name, peer->name);
 }
 
+static int s_on_dealer(fq_ctx_t *ctx, void *state, zsock_t *sock);
+static int s_on_monitor(fq_ctx_t *ctx, void *state, zsock_t *sock);
+
+//  The endpoint the DEALER connects to (or will, once it is opened).
+static const char *s_endpoint(const s_self_t *self)
+{
+    return self->cfg->endpoints[self->endpoint];
+}
+
+//  Has the heartbeat tick run in delay_ms as well as on its own schedule:
+//  a welcome that is due or a reconnect must not wait for the next tick
+//  (a second by default), or finding a new leader would take that long.
+static void s_tick_in(s_self_t *self, int delay_ms)
+{
+    fq_timer_once(self->ctx, delay_ms, &fq_gw_heartbeat_desc, &(fq_gw_heartbeat_t){0});
+}
+
+static void s_monitor_close(s_self_t *self)
+{
+    if (!self->monitor)
+        return;
+    fq_ctx_remove_reader(self->ctx, self->monitor);
+    zsock_destroy(&self->monitor);
+}
+
+//  Watches the DEALER's connection through a socket monitor: when the
+//  server's process dies, its kernel closes the TCP connection and
+//  DISCONNECTED says so at once, where the heartbeats take
+//  heartbeat_timeout_ms. (A frozen server keeps its connection up; the
+//  heartbeats still catch that.) Returns 0 or -1.
+static int s_monitor_open(s_self_t *self)
+{
+    //  Each DEALER's monitor needs an inproc name of its own in the process
+    static atomic_uint serial;
+    char endpoint[64];
+    snprintf(endpoint, sizeof endpoint, "inproc://fq-gateway-monitor-%u",
+             atomic_fetch_add(&serial, 1));
+    if (zmq_socket_monitor(zsock_resolve(self->dealer), endpoint,
+                           ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECT_RETRIED) != 0)
+        return -1;
+    self->monitor = zsock_new(ZMQ_PAIR);
+    if (!self->monitor)
+        return -1;
+    zsock_set_linger(self->monitor, 0);
+    if (zsock_connect(self->monitor, "%s", endpoint) != 0 ||
+        fq_ctx_add_reader(self->ctx, self->monitor, s_on_monitor) != 0) {
+        zsock_destroy(&self->monitor);
+        return -1;
+    }
+    return 0;
+}
+
 static void s_dealer_close(s_self_t *self)
 {
     if (!self->dealer)
         return;
+    zmq_socket_monitor(zsock_resolve(self->dealer), NULL, 0);
+    s_monitor_close(self);
     fq_ctx_remove_reader(self->ctx, self->dealer);
     zsock_destroy(&self->dealer);
 }
 
-static int s_on_dealer(fq_ctx_t *ctx, void *state, zsock_t *sock);
+static void s_dealer_open(s_self_t *self);
 
-//  Creates a fresh DEALER: after a server restart the old connection's
-//  identity means nothing, so Paranoid Pirate starts over with a new socket.
+//  The current endpoint gave us no server, or we lost the one it gave:
+//  try the next endpoint at once, since with several fairqd only the
+//  leader binds and the others refuse. Only once a whole round of
+//  endpoints failed do we wait, doubling the wait each round, so that a
+//  cluster that is down is not hammered. reason says what happened.
+static void s_move_on_logged(s_self_t *self, const char *reason, fq_log_level_t level)
+{
+    s_config_t *cfg = self->cfg;
+    s_dealer_close(self);
+    self->endpoint = (self->endpoint + 1) % cfg->endpoint_count;
+    if (++self->tried < cfg->endpoint_count) {
+        fq_log(level, "gateway: %s; trying %s", reason, s_endpoint(self));
+        self->reconnect_at = 0;
+        s_dealer_open(self);
+        return;
+    }
+    self->tried = 0;
+    self->reconnect_at = zclock_mono() + self->reconnect_delay;
+    fq_log(level, "gateway: %s; reconnecting to %s in %d ms", reason, s_endpoint(self),
+           self->reconnect_delay);
+    s_tick_in(self, self->reconnect_delay);
+    int most = cfg->endpoint_count > 1 && cfg->reconnect_max_ms > FQ_GATEWAY_ROUND_DELAY_MAX_MS
+                   ? FQ_GATEWAY_ROUND_DELAY_MAX_MS
+                   : cfg->reconnect_max_ms;
+    self->reconnect_delay = self->reconnect_delay * 2 > most ? most : self->reconnect_delay * 2;
+}
+
+static void s_move_on(s_self_t *self, const char *reason)
+{
+    s_move_on_logged(self, reason, FQ_LOG_INFO);
+}
+
+//  The server we joined is gone: its watchers hear of it (s_peer_lost)
+//  and we move on to the next endpoint.
+static void s_server_lost(s_self_t *self, const char *reason)
+{
+    char what[S_REASON_SIZE];
+    snprintf(what, sizeof what, "lost %s at %s (%s)", self->server->name, s_endpoint(self), reason);
+    s_peer_lost(self, self->server, reason);
+    s_move_on(self, what);
+}
+
+//  Creates a fresh DEALER to the current endpoint: after a server restart
+//  the old connection's identity means nothing, so Paranoid Pirate starts
+//  over with a new socket. A DEALER that cannot be made counts as a failed
+//  endpoint.
 static void s_dealer_open(s_self_t *self)
 {
     s_config_t *cfg = self->cfg;
     self->dealer = zsock_new(ZMQ_DEALER);
-    if (!self->dealer)
-        return;
-    zsock_set_linger(self->dealer, 0);
-    zsock_set_maxmsgsize(self->dealer, (int)FQ_ENVELOPE_MAX_SIZE);
-    zsock_set_sndtimeo(self->dealer, fq_ctx_system(self->ctx)->config.send_timeout_ms);
-    zsock_set_reconnect_ivl(self->dealer, cfg->reconnect_min_ms);
-    zsock_set_reconnect_ivl_max(self->dealer, cfg->reconnect_max_ms);
-    if (!cfg->insecure) {
-        zcert_apply(cfg->cert, self->dealer);
-        zsock_set_curve_serverkey(self->dealer, cfg->server_key);
+    self->dealer_serial++;
+    if (self->dealer) {
+        zsock_set_linger(self->dealer, 0);
+        zsock_set_maxmsgsize(self->dealer, (int)FQ_ENVELOPE_MAX_SIZE);
+        zsock_set_sndtimeo(self->dealer, fq_ctx_system(self->ctx)->config.send_timeout_ms);
+        zsock_set_reconnect_ivl(self->dealer, cfg->reconnect_min_ms);
+        zsock_set_reconnect_ivl_max(self->dealer, cfg->reconnect_max_ms);
+        if (!cfg->insecure) {
+            zcert_apply(cfg->cert, self->dealer);
+            zsock_set_curve_serverkey(self->dealer, cfg->server_key);
+        }
     }
-    if (zsock_connect(self->dealer, "%s", cfg->connect) != 0 ||
+    //  The monitor before the connection, so that it sees every event
+    if (!self->dealer || s_monitor_open(self) != 0 ||
+        zsock_connect(self->dealer, "%s", s_endpoint(self)) != 0 ||
         fq_ctx_add_reader(self->ctx, self->dealer, s_on_dealer) != 0) {
-        fq_log(FQ_LOG_ERROR, "gateway: could not connect to %s", cfg->connect);
-        zsock_destroy(&self->dealer);
+        char reason[S_REASON_SIZE];
+        snprintf(reason, sizeof reason, "could not connect to %s", s_endpoint(self));
+        fq_log(FQ_LOG_ERROR, "gateway: %s", reason);
+        s_move_on(self, reason);
         return;
     }
     self->dealer_since = zclock_mono();
+    s_tick_in(self, cfg->welcome_timeout_ms + 1);
     s_send_hello(self);
-}
-
-static void s_schedule_reconnect(s_self_t *self, const char *reason)
-{
-    s_dealer_close(self);
-    self->reconnect_at = zclock_mono() + self->reconnect_delay;
-    fq_log(FQ_LOG_INFO, "gateway: %s; reconnecting to %s in %d ms", reason, self->cfg->connect,
-           self->reconnect_delay);
-    self->reconnect_delay = self->reconnect_delay * 2 > self->cfg->reconnect_max_ms
-                                ? self->cfg->reconnect_max_ms
-                                : self->reconnect_delay * 2;
 }
 
 //  ---------------------------------------------------------------------
 //  Frames from peers
 
+//  Whether system ("tcp://HOST:PORT") names the system we join: any one
+//  endpoint of the connect list, whichever we joined (all of them stand for
+//  one service, which only one of them serves at a time), or the list.
+static bool s_names_server(const s_config_t *cfg, const char *system)
+{
+    if (!cfg->connect)
+        return false;
+    for (size_t i = 0; i < cfg->endpoint_count; i++)
+        if (streq(system, cfg->endpoints[i]))
+            return true;
+    return streq(system, cfg->connect);
+}
+
 //  Finds the peer an outbound address names: a bound-side peer by system
-//  name, or the system we joined, by name or by its endpoint.
+//  name, or the system we joined, by name or by an endpoint of the list.
 static s_peer_t *s_peer_for(s_self_t *self, const char *system)
 {
     if (strncmp(system, "fq://", 5) == 0) {
         s_peer_t *peer = zhashx_lookup(self->peers_by_name, system + 5);
         return peer;
     }
-    if (self->server && self->cfg->connect && streq(system, self->cfg->connect))
+    if (self->server && s_names_server(self->cfg, system))
         return self->server;
     return NULL;
 }
@@ -521,8 +644,10 @@ static void s_on_frame(s_self_t *self, zframe_t *routing_id, const char *key, co
             if (self->server &&
                 zhashx_insert(self->peers_by_name, self->server->name, self->server) != 0)
                 s_peer_destroy((void **)&self->server);
+            //  Joined: the next loss starts a fresh round, without waiting
             self->reconnect_delay = self->cfg->reconnect_min_ms;
-            fq_log(FQ_LOG_INFO, "gateway: joined %s at %s", welcome.system, self->cfg->connect);
+            self->tried = 0;
+            fq_log(FQ_LOG_INFO, "gateway: joined %s at %s", welcome.system, s_endpoint(self));
             return;
         }
         if (env.type == FQ_MSG_GW_REHELLO) {
@@ -538,10 +663,9 @@ static void s_on_frame(s_self_t *self, zframe_t *routing_id, const char *key, co
     case FQ_MSG_GW_HEARTBEAT:
         break;
     case FQ_MSG_GW_BYE:
-        if (peer == self->server) {
-            s_peer_lost(self, peer, S_GOODBYE);
-            s_schedule_reconnect(self, "server said goodbye");
-        } else
+        if (peer == self->server)
+            s_server_lost(self, S_GOODBYE);
+        else
             s_peer_lost(self, peer, S_GOODBYE);
         break;
     case FQ_MSG_GW_WATCH:
@@ -582,9 +706,12 @@ static int s_on_dealer(fq_ctx_t *ctx, void *state, zsock_t *sock)
 {
     (void)ctx;
     s_self_t *self = state;
+    //  A frame (BYE) may make us move on: the DEALER read here is then
+    //  gone, and a new one may have been made at the same address
+    unsigned serial = self->dealer_serial;
     zmq_msg_t frame;
     zmq_msg_init(&frame);
-    for (int i = 0; i < 256 && self->dealer == sock; i++) {
+    for (int i = 0; i < 256 && self->dealer == sock && self->dealer_serial == serial; i++) {
         if (zmq_msg_recv(&frame, zsock_resolve(sock), ZMQ_DONTWAIT) < 0)
             break;
         if (zmq_msg_more(&frame)) {
@@ -597,6 +724,53 @@ static int s_on_dealer(fq_ctx_t *ctx, void *state, zsock_t *sock)
         s_on_frame(self, NULL, "", zmq_msg_data(&frame), zmq_msg_size(&frame));
     }
     zmq_msg_close(&frame);
+    return 0;
+}
+
+//  A socket monitor's event number (an event frame holds a 16-bit event
+//  number and a 32-bit value; the endpoint follows); 0 when unreadable.
+static uint16_t s_event_number(zmsg_t *event)
+{
+    zframe_t *head = zmsg_first(event);
+    uint16_t number;
+    if (!head || zframe_size(head) < sizeof number)
+        return 0;
+    memcpy(&number, zframe_data(head), sizeof number);
+    return number;
+}
+
+//  The DEALER's connection dropped: the server's process died (or the
+//  connection was cut), and ZeroMQ would only reconnect to the same
+//  endpoint. Move on at once, whether or not it had welcomed us. Or, with
+//  several endpoints, the connection was refused (a standby binds
+//  nothing): the next endpoint at once too, quietly, since during a
+//  failover this happens a few times a second.
+static int s_on_monitor(fq_ctx_t *ctx, void *state, zsock_t *sock)
+{
+    (void)ctx;
+    s_self_t *self = state;
+    zmsg_t *event;
+    while (self->monitor == sock && (event = zmsg_recv_nowait(sock)) != NULL) {
+        uint16_t number = s_event_number(event);
+        zmsg_destroy(&event);
+        if (number == ZMQ_EVENT_CONNECT_RETRIED && !self->server && self->cfg->endpoint_count > 1) {
+            char reason[S_REASON_SIZE];
+            snprintf(reason, sizeof reason, "%s refused the connection", s_endpoint(self));
+            s_move_on_logged(self, reason, FQ_LOG_DEBUG);
+            break;
+        }
+        if (number != ZMQ_EVENT_DISCONNECTED)
+            continue;
+        if (self->server)
+            s_server_lost(self, "connection dropped");
+        else {
+            char reason[S_REASON_SIZE];
+            snprintf(reason, sizeof reason, "connection to %s dropped before a welcome",
+                     s_endpoint(self));
+            s_move_on(self, reason);
+        }
+        break;
+    }
     return 0;
 }
 
@@ -687,10 +861,10 @@ static void s_heartbeat(s_self_t *self)
             snprintf(reason, sizeof reason, "not reading what it is sent for %d ms",
                      self->cfg->heartbeat_timeout_ms);
         if (reason[0]) {
-            bool was_server = peer == self->server;
-            s_peer_lost(self, peer, reason);
-            if (was_server)
-                s_schedule_reconnect(self, reason);
+            if (peer == self->server)
+                s_server_lost(self, reason);
+            else
+                s_peer_lost(self, peer, reason);
             //  The hash changed under the cursor: start over next tick
             return;
         }
@@ -704,8 +878,12 @@ static void s_heartbeat(s_self_t *self)
     if (!self->dealer && now >= self->reconnect_at)
         s_dealer_open(self);
     else if (self->dealer && !self->server &&
-             now - self->dealer_since > self->cfg->heartbeat_timeout_ms)
-        s_schedule_reconnect(self, "no welcome");
+             now - self->dealer_since > self->cfg->welcome_timeout_ms) {
+        char reason[S_REASON_SIZE];
+        snprintf(reason, sizeof reason, "no welcome from %s in %d ms", s_endpoint(self),
+                 self->cfg->welcome_timeout_ms);
+        s_move_on(self, reason);
+    }
 }
 
 static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
@@ -924,6 +1102,51 @@ static const char *s_allow_dir_problem(const char *dir, char *problem, size_t si
     return *problem ? problem : NULL;
 }
 
+bool fq_gateway_endpoints_valid(const char *list, char *problem, size_t size)
+{
+    size_t count = 0;
+    for (const char *element = list; element; count++) {
+        const char *separator = strchr(element, FQ_GATEWAY_ENDPOINT_SEPARATOR);
+        int len = separator ? (int)(separator - element) : (int)strlen(element);
+        if (count == FQ_GATEWAY_ENDPOINTS_MAX) {
+            snprintf(problem, size, "more than %d endpoints in \"%.*s\"", FQ_GATEWAY_ENDPOINTS_MAX,
+                     FQ_PATH_MAX, list);
+            return false;
+        }
+        if (len == 0) {
+            snprintf(problem, size, "endpoint %zu of \"%.*s\" is empty", count + 1, FQ_PATH_MAX,
+                     list);
+            return false;
+        }
+        if (len <= (int)strlen(S_ENDPOINT_SCHEME) ||
+            strncmp(element, S_ENDPOINT_SCHEME, strlen(S_ENDPOINT_SCHEME)) != 0) {
+            snprintf(problem, size, "endpoint \"%.*s\" is not " S_ENDPOINT_SCHEME "HOST:PORT",
+                     len < FQ_PATH_MAX ? len : FQ_PATH_MAX, element);
+            return false;
+        }
+        element = separator ? separator + 1 : NULL;
+    }
+    return true;
+}
+
+//  Splits the connect list into cfg->endpoints. Returns NULL, or what is
+//  wrong with the list (written into problem).
+static const char *s_endpoints_split(s_config_t *cfg, char *problem, size_t size)
+{
+    if (!fq_gateway_endpoints_valid(cfg->connect, problem, size))
+        return problem;
+    cfg->endpoint_text = strdup(cfg->connect);
+    if (!cfg->endpoint_text)
+        return s_out_of_memory;
+    for (char *element = cfg->endpoint_text; element;) {
+        cfg->endpoints[cfg->endpoint_count++] = element;
+        element = strchr(element, FQ_GATEWAY_ENDPOINT_SEPARATOR);
+        if (element)
+            *element++ = 0;
+    }
+    return NULL;
+}
+
 int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *in)
 {
     if (!in || (!in->bind && !in->connect)) {
@@ -939,10 +1162,15 @@ int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *in)
     cfg->server_key = s_strdup_or_null(in->server_key);
     cfg->insecure = in->insecure;
     const char *problem = s_admit_copy(cfg, in->admit, in->admit_count);
-    char allow_problem[FQ_PATH_MAX + 128] = "";
+    char problem_text[FQ_PATH_MAX + 128] = "";
+    if (!problem && cfg->connect)
+        problem = s_endpoints_split(cfg, problem_text, sizeof problem_text);
     cfg->heartbeat_ms = s_default(in->heartbeat_ms, FQ_GATEWAY_HEARTBEAT_MS);
     cfg->heartbeat_timeout_ms =
         s_default(in->heartbeat_timeout_ms, FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS);
+    cfg->welcome_timeout_ms = cfg->heartbeat_timeout_ms < FQ_GATEWAY_WELCOME_TIMEOUT_MS
+                                  ? cfg->heartbeat_timeout_ms
+                                  : FQ_GATEWAY_WELCOME_TIMEOUT_MS;
     cfg->reconnect_min_ms = s_default(in->reconnect_min_ms, FQ_GATEWAY_RECONNECT_MIN_MS);
     cfg->reconnect_max_ms = s_default(in->reconnect_max_ms, FQ_GATEWAY_RECONNECT_MAX_MS);
     if (!problem && cfg->insecure)
@@ -955,18 +1183,18 @@ int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *in)
                     : in->cert_file ? zcert_load(in->cert_file)
                                     : NULL;
         if (!cfg->cert && in->cert_file)
-            snprintf(allow_problem, sizeof allow_problem,
-                     "could not load the CURVE certificate %.*s", FQ_PATH_MAX, in->cert_file);
+            snprintf(problem_text, sizeof problem_text, "could not load the CURVE certificate %.*s",
+                     FQ_PATH_MAX, in->cert_file);
         if (!cfg->cert)
-            problem = *allow_problem ? allow_problem
-                                     : "a CURVE certificate (cert or cert_file) is required";
+            problem = *problem_text ? problem_text
+                                    : "a CURVE certificate (cert or cert_file) is required";
         else if (!s_cert_has_secret(cfg->cert))
             problem = "the CURVE certificate has no secret key (its _secret file is missing)";
         else if (cfg->bind && !cfg->allow_dir)
             problem = "binding needs allow_dir, the directory of allowed peer certificates";
         else if (cfg->bind &&
-                 s_allow_dir_problem(cfg->allow_dir, allow_problem, sizeof allow_problem))
-            problem = allow_problem;
+                 s_allow_dir_problem(cfg->allow_dir, problem_text, sizeof problem_text))
+            problem = problem_text;
         else if (cfg->connect && !s_z85_key_valid(cfg->server_key))
             problem = "connecting needs server_key, the server's 40-character Z85 public key";
         else if (cfg->bind && atomic_exchange(&s_zap_claimed, true))

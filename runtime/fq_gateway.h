@@ -24,7 +24,29 @@
     Liveness (the Paranoid Pirate pattern): both sides send HEARTBEAT when
     idle; a peer silent for heartbeat_timeout_ms is dead, and every local
     watcher of its actors gets TERMINATED. The connecting side then drops
-    its socket and reconnects with exponential back-off, saying HELLO anew.
+    its socket and connects anew, saying HELLO again. It also watches its
+    TCP connection (a ZeroMQ socket monitor): a server whose process died
+    has its connection closed by its kernel, and is lost at once rather
+    than after the heartbeat timeout. A frozen server keeps its connection
+    up, and the heartbeats catch it.
+
+    Several servers: connect may list up to FQ_GATEWAY_ENDPOINTS_MAX
+    endpoints, comma-separated ("tcp://a:5555,tcp://b:5555"), the
+    instances of one service of which one at a time binds (a leader; the
+    standbys bind nothing). The gateway connects to one endpoint at a time,
+    the first to begin with. When the current one gives no WELCOME within
+    the welcome timeout (the smaller of heartbeat_timeout_ms and
+    FQ_GATEWAY_WELCOME_TIMEOUT_MS), or the server joined there is lost
+    (heartbeat timeout, BYE, connection dropped), or refuses the TCP
+    connection (nothing listens there: a standby), it tries the next one
+    at once; between whole rounds of endpoints that failed it waits,
+    doubling from reconnect_min_ms up to FQ_GATEWAY_ROUND_DELAY_MAX_MS (a
+    failover lasts seconds, and a refused connection costs nothing), and
+    starts over once joined. An address
+    "tcp://X/path" where X is any endpoint of the list (or the list
+    itself) reaches whichever server was joined. They share one server
+    certificate: server_key is the same for all of them. With one endpoint
+    this is the plain reconnect with back-off.
 */
 #ifndef FQ_GATEWAY_H
 #define FQ_GATEWAY_H
@@ -50,7 +72,7 @@ typedef struct {
 
 typedef struct {
     const char *bind;    //  Endpoint to accept peers on, e.g. "tcp://*:5555"; or NULL
-    const char *connect; //  Endpoint of the system to join; or NULL
+    const char *connect; //  Endpoint(s) of the system to join, comma-separated; or NULL
     //  CURVE. cert: this system's certificate (secret key included), from
     //  cert_file or given directly (borrowed). allow_dir: public
     //  certificates of the peers allowed in (bind side). server_key: the
@@ -73,19 +95,36 @@ typedef struct {
 #define FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS 3000
 #define FQ_GATEWAY_RECONNECT_MIN_MS     100
 #define FQ_GATEWAY_RECONNECT_MAX_MS     5000
+//  Longest wait for an endpoint's WELCOME before trying the next: a
+//  standby refuses the connection at once, so waiting longer only keeps
+//  us from the leader.
+#define FQ_GATEWAY_WELCOME_TIMEOUT_MS 1000
+//  Longest wait between two rounds of a connect list's endpoints: a new
+//  leader binds a few seconds after the old one died, and should be found
+//  within a fraction of a second.
+#define FQ_GATEWAY_ROUND_DELAY_MAX_MS 250
+//  Most endpoints in a connect list: the instances of one service.
+#define FQ_GATEWAY_ENDPOINTS_MAX 16
+//  What separates a connect list's endpoints.
+#define FQ_GATEWAY_ENDPOINT_SEPARATOR ','
+
+//  Whether list is a valid connect list: 1 to FQ_GATEWAY_ENDPOINTS_MAX
+//  endpoints separated by commas, none empty, each tcp://HOST:PORT (as far
+//  as its scheme). When not, what is wrong is written into problem.
+bool fq_gateway_endpoints_valid(const char *list, char *problem, size_t size);
 
 //  Validates cfg, loads keys and spawns /system/gateway. Strings and the
 //  admission table in cfg are copied. Returns 0, FQ_EINVAL (with a logged
 //  reason: a certificate that is missing or lacks its secret key, an allow
 //  directory that is missing, not a directory or unreadable, a malformed
-//  admission row) or FQ_EEXIST. The
-//  bind itself happens later, in the gateway's own thread: a failed bind
+//  admission row, a connect list that fq_gateway_endpoints_valid refuses)
+//  or FQ_EEXIST. The bind itself happens later, in the gateway's own thread: a failed bind
 //  fails the actor (restarts, then escalation), so wait for it with
 //  fq_gateway_wait_connected and watch fq_system_failed.
 int fq_gateway_start(fq_system_t *sys, const fq_gateway_config_t *cfg);
 
 //  Blocks until the gateway has a welcomed connection to the system at
-//  its connect endpoint, or timeout_ms passes. Returns 0 or FQ_ETIMEDOUT.
+//  (one of) its connect endpoint(s), or timeout_ms passes. Returns 0 or FQ_ETIMEDOUT.
 int fq_gateway_wait_connected(fq_system_t *sys, int timeout_ms);
 
 #endif

@@ -1,7 +1,7 @@
 /*  fairq_sender.c — fairq-sender, a sender worker (the processes are in
     docs/architecture.md, the protocol it speaks in docs/protocol.md).
 
-        fairq-sender --connect tcp://HOST:PORT [options]
+        fairq-sender --connect tcp://HOST:PORT[,tcp://HOST:PORT...] [options]
         fairq-sender --make-cert PATH
 
     It runs a small actor system whose gateway connects to fairqd's (CURVE:
@@ -10,6 +10,11 @@
     gateway_allow_dir). The sender actor says HELLO, grants credit (its
     concurrency) and delivers through the chosen transport. It reconnects
     with backoff when fairqd goes away.
+
+    Several fairqd (one leader, the others standing by with their gateway
+    unbound): --connect lists every one's gateway, and the gateway follows
+    whichever binds (fq_gateway.h). They share one server certificate, so
+    one --server-cert or --server-key serves them all.
 
     Every option may also come from the environment: FAIRQ_SENDER_ and the
     option's name in capitals with '_' for '-' (FAIRQ_SENDER_SMTP_PASSWORD
@@ -60,8 +65,8 @@ enum { S_EXIT_OK = 0, S_EXIT_FAILURE = 1, S_EXIT_USAGE = 2 };
 //  character, so that S_OPT_BASE + an s_opt_t names the option.
 #define S_OPT_BASE 1000
 
-//  Where --connect must point: fairqd's gateway speaks ZeroMQ over TCP.
-#define S_CONNECT_SCHEME "tcp://"
+//  What --connect looks like, for the messages that ask for it.
+#define S_CONNECT_FORM "tcp://HOST:PORT[,tcp://HOST:PORT...]"
 
 //  What the environment's names start with, and room for the longest.
 #define S_ENV_PREFIX "FAIRQ_SENDER_"
@@ -84,9 +89,9 @@ enum { S_EXIT_OK = 0, S_EXIT_FAILURE = 1, S_EXIT_USAGE = 2 };
 
 //  The options, in one table: name, whether it takes a value, help.
 #define S_OPTIONS(X)                                                                               \
-    X(CONNECT, "connect", "tcp://HOST:PORT of fairqd's gateway (required)")                        \
+    X(CONNECT, "connect", "tcp://HOST:PORT of fairqd's gateway, or of each fairqd's (required)")   \
     X(CERT, "cert", "this sender's CURVE certificate (PATH, its secret in PATH_secret)")           \
-    X(SERVER_CERT, "server-cert", "fairqd's public CURVE certificate")                             \
+    X(SERVER_CERT, "server-cert", "fairqd's public CURVE certificate (one for all fairqd)")        \
     X(SERVER_KEY, "server-key", "fairqd's public CURVE key (Z85), instead of --server-cert")       \
     X(INSECURE, "insecure", "no CURVE (development only; fairqd must allow it too)")               \
     X(NAME, "name", "this sender's name (default: sender-HOST-PID)")                               \
@@ -134,9 +139,15 @@ static bool s_is_switch(s_opt_t opt)
 
 static void s_usage(FILE *out)
 {
-    fprintf(out, "Usage: %s --connect tcp://HOST:PORT [options]\n\nOptions:\n", S_PROGRAM);
+    fprintf(out, "Usage: %s --connect " S_CONNECT_FORM " [options]\n\nOptions:\n", S_PROGRAM);
     for (int i = 0; i < S_OPT_COUNT; i++)
         fprintf(out, "  --%-22s %s\n", s_names[i], s_help[i]);
+    fprintf(out,
+            "\nSeveral fairqd (a leader and standbys): list each one's gateway in --connect,\n"
+            "comma-separated (at most %d); the sender joins whichever is the leader. All of\n"
+            "them use one server certificate, so one --server-cert or --server-key serves\n"
+            "every endpoint.\n",
+            FQ_GATEWAY_ENDPOINTS_MAX);
     fprintf(out, "\nEach option may come from the environment as FAIRQ_SENDER_<NAME>.\n");
 }
 
@@ -186,6 +197,13 @@ static bool s_public_key_valid(const char *key)
 {
     uint8_t decoded[S_KEY_SIZE];
     return key && strlen(key) == S_Z85_KEY_LEN && zmq_z85_decode(decoded, key) != NULL;
+}
+
+//  The length of the first endpoint of a --connect list.
+static int s_first_endpoint_len(const char *connect)
+{
+    const char *separator = strchr(connect, FQ_GATEWAY_ENDPOINT_SEPARATOR);
+    return separator ? (int)(separator - connect) : (int)strlen(connect);
 }
 
 static int s_make_cert(const char *path)
@@ -246,8 +264,14 @@ int main(int argc, char *argv[])
     }
     fq_log_set_level(level);
     const char *connect = s_value(values, S_OPT_CONNECT);
-    if (!connect || strncmp(connect, S_CONNECT_SCHEME, strlen(S_CONNECT_SCHEME)) != 0) {
-        fprintf(stderr, "%s: --connect tcp://HOST:PORT is required\n", S_PROGRAM);
+    if (!connect) {
+        fprintf(stderr, "%s: --connect " S_CONNECT_FORM " is required\n", S_PROGRAM);
+        return S_EXIT_USAGE;
+    }
+    char problem[S_ERROR_SIZE];
+    if (!fq_gateway_endpoints_valid(connect, problem, sizeof problem)) {
+        fprintf(stderr, "%s: invalid value for --connect: %s (want " S_CONNECT_FORM ")\n",
+                S_PROGRAM, problem);
         return S_EXIT_USAGE;
     }
     int concurrency, heartbeat_ms, heartbeat_timeout_ms, drain_ms, smtp_timeout_ms;
@@ -333,8 +357,11 @@ int main(int argc, char *argv[])
         return S_EXIT_USAGE;
     }
 
+    //  Addressed by the first endpoint: the gateway takes any endpoint of
+    //  the list to the fairqd it joined, whichever that is
     char dispatcher[FQ_ADDRESS_MAX];
-    snprintf(dispatcher, sizeof dispatcher, "%s%s", connect, S_DISPATCHER_PATH);
+    snprintf(dispatcher, sizeof dispatcher, "%.*s%s", s_first_endpoint_len(connect), connect,
+             S_DISPATCHER_PATH);
     config.dispatcher = dispatcher;
     //  Each delivery worker takes a few ZeroMQ sockets; the default cap (1,024
     //  sockets per context) must not be what limits the concurrency. Set

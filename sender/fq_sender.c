@@ -5,23 +5,30 @@
     one credit per idle worker. Each MSG goes to an idle worker; each
     outcome goes back as ACK or NACK, which gives the credit back.
 
-    When the gateway declares fairqd dead (missed heartbeats), the
-    dispatcher has already given this sender's messages back to its
-    scheduler. The sender then says HELLO again; outcomes that arrive
-    meanwhile are kept and sent after the WELCOME (late answers: fairqd
-    drops them, since only the sender holding a message may answer for
-    it, and the message, given back, goes out again), and each worker still busy with a message of
-   the old session gives its credit back with an explicit CREDIT 1 when done, since fairqd no longer
-   counts that message as this sender's. */
+    When the gateway declares fairqd dead (missed heartbeats, a dropped
+    connection, BYE), the dispatcher has already given this sender's
+    messages back to its scheduler (or, when it was the leader of several
+    fairqd and died, the new leader sends them again). The sender then
+    says HELLO again, to whichever fairqd the gateway joins next; outcomes
+    that arrive meanwhile are kept and sent after the WELCOME (late
+    answers: fairqd drops them, since only the sender holding a message may
+    answer for it, and the message, given back, goes out again), and each
+    worker still busy with a message of the old session gives its credit
+    back with an explicit CREDIT 1 when done, since fairqd no longer counts
+    that message as this sender's. */
 #include "fq_sender.h"
 #include "fq_log.h"
 #include <stdlib.h>
 #include <string.h>
 
 //  How long fairqd has to answer HELLO, and the waits between attempts.
+//  The longest wait is short: a HELLO to a fairqd the gateway has not
+//  joined (yet) fails at once and costs nothing, and when the gateway joins
+//  a new leader the sender should be served within a fraction of a second, not
+//  after a back-off grown while the cluster changed leaders.
 #define S_HELLO_TIMEOUT_MS 2000
 #define S_HELLO_RETRY_MIN  100
-#define S_HELLO_RETRY_MAX  5000
+#define S_HELLO_RETRY_MAX  250
 
 //  Room for a delivery error.
 #define S_ERROR_MAX 512
@@ -223,6 +230,9 @@ static void s_on_welcome(fq_ctx_t *ctx, void *state, int status, const fq_msg_t 
     self->welcomed = true;
     self->session++;
     self->hello_delay_ms = S_HELLO_RETRY_MIN;
+    //  Watched anew at each WELCOME: the address stays the same, but the
+    //  gateway places the watch at the fairqd it joined now (after a change
+    //  of leader, the new one), and forgot the old watch with the old one
     fq_watch(ctx, self->config->dispatcher);
     fq_log(FQ_LOG_INFO, "sender: welcomed by \"%s\" (protocol %u); granting %d credit",
            welcome.system, welcome.protocol, self->idle);

@@ -30,6 +30,7 @@ struct fq_db {
     int delay_ms;
     int (*on_connect)(fq_store_t *store, void *arg);
     void *on_connect_arg;
+    int64_t epoch; //  The leader's epoch every store it makes carries; 0: none
 };
 
 //  Milliseconds of the monotonic clock: waits between reconnects must not
@@ -61,6 +62,7 @@ static void s_try_connect(fq_db_t *self)
             s_schedule_retry(self);
             return;
         }
+        fq_store_set_epoch(self->store, self->epoch);
     }
     if (rc == 0 && self->on_connect)
         rc = self->on_connect(self->store, self->on_connect_arg);
@@ -156,4 +158,11 @@ int fq_db_retry_in_ms(fq_db_t *self)
         return 0;
     int64_t left = self->retry_at - s_now_ms();
     return left > 0 ? (int)left : 0;
+}
+
+void fq_db_set_epoch(fq_db_t *self, int64_t epoch)
+{
+    self->epoch = epoch;
+    if (self->store)
+        fq_store_set_epoch(self->store, epoch);
 }

@@ -40,6 +40,10 @@ void fq_db_on_connect(fq_db_t *self, int (*fn)(fq_store_t *store, void *arg), vo
 //  false when the database refused the statement itself.
 bool fq_db_failed(fq_db_t *self, int rc);
 
+//  Makes the leader-only writes of this connection, now and after every
+//  reconnect, carry the leader's epoch (fq_store_set_epoch).
+void fq_db_set_epoch(fq_db_t *self, int64_t epoch);
+
 //  Milliseconds until the next reconnect attempt (0 when connected).
 int fq_db_retry_in_ms(fq_db_t *self);
 

@@ -14,6 +14,30 @@
 //  most NAMEDATALEN - 1 bytes, each quote doubled when quoted.
 #define S_LISTEN_SQL_SIZE 256
 
+/*  A session is never configured with SET. Behind PgBouncer in transaction
+    pooling (docs/operations.md, "Behind PgBouncer") each transaction may
+    run on another server connection, and a SET stays on the one it ran
+    on: it would be lost to fairq's next statement, and handed to whichever
+    client that server connection serves next. So what fairq once SET on
+    each session now goes another way, setting by setting:
+
+    * application_name travels in the startup packet, which PgBouncer
+      reads and applies to every server connection it lends the client.
+    * TimeZone is not needed: times cross as epoch seconds both ways
+      (extract(epoch FROM ...) out, to_timestamp($n) in), which no session
+      zone changes, and no statement formats or parses a time as text.
+    * jit (off, for fairq: its statements are short and many, and
+      compiling one whose stale estimate crossed jit_above_cost cost more
+      than running it, 64 ms of 6.4 s measured) is the server's to set
+      for fairq's role: ALTER ROLE ... SET jit = off applies to that role's
+      sessions, pooled or direct, and to no one else's. The startup
+      packet cannot carry it: PgBouncer refuses an "options" parameter
+      (or, told to ignore it, drops it), and a per-statement setting would
+      cost every statement a transaction.
+    * A setting one statement needs goes in that statement's own
+      transaction (fq_store_query_after), as the scheduler's paging does. */
+#define S_APPLICATION_NAME "fairq"
+
 //  ---------------------------------------------------------------------
 //  Errors and statements
 
@@ -32,11 +56,14 @@ int fq_store_fail(fq_store_t *self, int code, const char *format, ...)
 }
 
 //  Maps a failed result to a code: data the database refused (bad input,
-//  a violated check) is the caller's FQ_EINVAL, anything else FQ_EDB.
+//  a violated check) is the caller's FQ_EINVAL, a fence that refused a
+//  stale leader's write FQ_EDEPOSED, anything else FQ_EDB.
 static int s_result_code(const char *state)
 {
     if (state && (strncmp(state, "22", 2) == 0 || strncmp(state, "23", 2) == 0))
         return FQ_EINVAL;
+    if (state && strcmp(state, FQ_STORE_SQLSTATE_DEPOSED) == 0)
+        return FQ_EDEPOSED;
     return FQ_EDB;
 }
 
@@ -110,6 +137,53 @@ PGresult *fq_store_query_ids(fq_store_t *self, const char *sql, const int64_t *i
     else
         res = fq_store_query(self, sql, 1, (const char *const[]){array.data}, wanted, what, rc);
     fq_buf_free(&array);
+    return res;
+}
+
+PGresult *fq_store_query_after(fq_store_t *self, const char *setup, const char *sql, int nparams,
+                               const char *const *params, ExecStatusType wanted, const char *what,
+                               int *rc)
+{
+    //  Both statements, then one Sync: the server runs them in one
+    //  transaction (an implicit one, or the block already open), and a
+    //  pooler lends one server connection for all of it
+    PGconn *conn = self->conn;
+    bool sent =
+        PQenterPipelineMode(conn) && PQsendQueryParams(conn, setup, 0, NULL, NULL, NULL, NULL, 0) &&
+        PQsendQueryParams(conn, sql, nparams, NULL, params, NULL, NULL, 0) && PQpipelineSync(conn);
+    //  Each statement's results end with a NULL; the last one counts (a
+    //  statement after a failed one answers PGRES_PIPELINE_ABORTED)
+    PGresult *results[2] = {NULL, NULL};
+    for (int i = 0; sent && i < 2; i++) {
+        PGresult *res;
+        while ((res = PQgetResult(conn)) != NULL) {
+            PQclear(results[i]);
+            results[i] = res;
+        }
+    }
+    PGresult *sync = sent ? PQgetResult(conn) : NULL;
+    bool synced = sync && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+    PQclear(sync);
+    //  Out of step with the server (a send failed halfway, the Sync never
+    //  came): only a new connection is sure to be in step again
+    bool out_of_step = !synced || !PQexitPipelineMode(conn);
+    *rc = fq_store_check(self, results[0], PGRES_TUPLES_OK, what);
+    if (*rc == 0)
+        PQclear(results[0]);
+    PGresult *res = NULL;
+    if (*rc == 0) {
+        *rc = fq_store_check(self, results[1], wanted, what);
+        res = *rc ? NULL : results[1];
+    } else
+        PQclear(results[1]);
+    if (out_of_step) {
+        self->lost = true;
+        if (*rc == 0) {
+            PQclear(res);
+            res = NULL;
+            *rc = fq_store_fail(self, FQ_EDB, "could not %s: %s", what, PQerrorMessage(conn));
+        }
+    }
     return res;
 }
 
@@ -228,22 +302,25 @@ int fq_store_reconnect(fq_store_t *self)
     if (self->conn)
         PQfinish(self->conn);
     self->lost = false;
-    self->conn = PQconnectdb(self->conninfo);
+    //  The conninfo is expanded in place of dbname; the name comes after it
+    //  as a fallback, so that a conninfo's own application_name wins
+    const char *const keys[] = {"dbname", "fallback_application_name", NULL};
+    const char *const values[] = {self->conninfo, S_APPLICATION_NAME, NULL};
+    self->conn = PQconnectdbParams(keys, values, 1);
     if (!self->conn || PQstatus(self->conn) != CONNECTION_OK)
         return fq_store_fail(self, FQ_EDB, "could not connect to database: %s",
                              self->conn ? PQerrorMessage(self->conn) : "out of memory");
     PQsetNoticeReceiver(self->conn, s_notice, self);
-    //  Times are stored as timestamptz; the session zone only affects text.
-    //  JIT is off: fairq's statements are short and many, and compiling one
-    //  whose estimate crossed jit_above_cost (a stale one, after a burst of
-    //  inserts) cost more than running it (measured: 64 ms of 6.4 s).
-    return fq_store_exec(self, "SET application_name = 'fairq'; SET TIME ZONE 'UTC'; SET jit = off",
-                         "configure the session");
+    return 0;
 }
 
 //  ---------------------------------------------------------------------
 //  Notifications
 
+//  The one statement whose effect must outlive its transaction: the server
+//  session it ran on listens from then on. So the connection must be a
+//  session of its own, never a transaction pooler's (fairqd's
+//  database_listen).
 int fq_store_listen(fq_store_t *self, const char *channel)
 {
     char *quoted = PQescapeIdentifier(self->conn, channel, strlen(channel));

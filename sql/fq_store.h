@@ -93,6 +93,39 @@ int fq_store_migrate(fq_store_t *self);
 int fq_store_schema_version(fq_store_t *self, int *version);
 
 //  ---------------------------------------------------------------------
+//  Leadership (fq_store_leader.c): one leader among several fairqd, by a
+//  lease on the one row of fairq.leader and an epoch that fences the
+//  leader's writes (migration 0009 says why both).
+
+//  The SQLSTATE of a fence that refused a stale leader's write.
+#define FQ_STORE_SQLSTATE_DEPOSED "FQ001"
+
+typedef struct {
+    bool leading;                       //  The caller holds the lease now (renewed or taken over)
+    int64_t epoch;                      //  The current epoch: the leader's fencing token
+    char holder[FQ_LEADER_HOLDER_SIZE]; //  Who leads, as it names itself
+    int64_t since_ms;                   //  When the current leader took over, Unix ms
+    int ms_left; //  Of the current lease, by the database's clock; 0 when out
+} fq_leader_t;
+
+//  Renews holder's lease of lease_ms (it leads at epoch), or with epoch 0
+//  takes it over if it has run out; answers who leads now in out. Returns
+//  0 or FQ_EDB (FQ_EINVAL for a bad argument).
+int fq_store_lead(fq_store_t *self, const char *holder, int64_t epoch, int lease_ms,
+                  fq_leader_t *out);
+
+//  Gives holder's lease at epoch up at once (a clean stop), so that a
+//  standby need not wait for it to run out. Returns 0 or FQ_EDB.
+int fq_store_resign(fq_store_t *self, const char *holder, int64_t epoch);
+
+//  Makes every leader-only statement of this connection (splits, the
+//  dispatcher's loads, acks and nacks, claims of due retries, the reaper's
+//  writes) carry epoch: the database then refuses each with FQ_EDEPOSED
+//  once another fairqd has taken over. 0, the default, fences nothing
+//  (tools and tests).
+void fq_store_set_epoch(fq_store_t *self, int64_t epoch);
+
+//  ---------------------------------------------------------------------
 //  Tenants and their API tokens. A tenant's live figures come from the
 //  counters of its unfinished requests (never from counting messages).
 //  What is in flight is known to the scheduler only, not to the store.
@@ -139,6 +172,24 @@ int fq_store_tenant_name(fq_store_t *self, int64_t tenant_id, char name[FQ_TENAN
 
 //  A tenant's id by name. Returns 0, FQ_ENOTFOUND or FQ_EDB.
 int fq_store_tenant_id(fq_store_t *self, const char *name, int64_t *tenant_id);
+
+//  A tenant's submit rate, one token bucket in the database that every
+//  fairqd shares (migration 0010 says why): it holds up to rate tokens, a
+//  minute's worth, and gains rate/60 a second, so a tenant may submit its
+//  whole minute at once and then its rate on average, never more than
+//  twice its rate in any minute, however many fairqd serve it. Times are
+//  the database's.
+
+//  Takes one token of tenant_id's bucket for rate (> 0) submits per
+//  minute: *retry_after_s is 0 when it took one, otherwise the whole
+//  seconds (1..60) until one is back. Returns 0, FQ_EINVAL (a rate not
+//  above 0, an unknown tenant) or FQ_EDB.
+int fq_store_take_submit_token(fq_store_t *self, int64_t tenant_id, int rate, int *retry_after_s);
+
+//  Gives back the token a take got, when what it paid for did not happen
+//  (a submit the database refused). Never fills the bucket past rate.
+//  Returns 0 or FQ_EDB.
+int fq_store_give_back_submit_token(fq_store_t *self, int64_t tenant_id, int rate);
 
 //  Tokens of the HTTP API (api/API.md): only their SHA-256 is stored.
 
@@ -335,9 +386,12 @@ int fq_store_next_ready(fq_store_t *self, int64_t request_id, int64_t after_id, 
 //  planner, then believing few rows are pending, reads every pending row
 //  of the request with a bitmap scan and sorts them to keep the first page:
 //  measured 18 to 160 ms per page instead of 0.1 ms, which capped dispatch
-//  at 8,000 msgs/s. Bitmap scans are turned off for the session (the
-//  scheduler's connection runs only paging queries, all of them served by
-//  plain index scans). Returns 0 or a code.
+//  at 8,000 msgs/s. Bitmap scans are turned off for each of this
+//  connection's fq_store_next_ready, in that page's own transaction, not
+//  for the session: a session's setting is not the statement's behind
+//  PgBouncer in transaction pooling, and lingers for other clients there
+//  (docs/operations.md). The setting goes with the page in one round trip.
+//  Marks the store only (it lasts across reconnects); returns 0.
 int fq_store_tune_paging(fq_store_t *self);
 
 typedef struct {

@@ -2,7 +2,9 @@
     (see fq_store.h).
 
     A batch is one statement, so one transaction, all of it or none: it
-    changes the messages and the counters of their requests together.
+    changes the messages and the counters of their requests together. Only
+    the leader writes outcomes: each batch passes the fence of its epoch
+    first (fq_store_set_epoch).
 */
 #include "fq_store_internal.h"
 #include "fq_error.h"
@@ -31,7 +33,7 @@ static const char *const S_ACK_SQL =
     "  UPDATE fairq.messages m SET status = 'sent', try_count = m.try_count + 1,"
     "    last_attempt_at = now(), next_attempt_at = NULL, updated_at = now()"
     "  FROM unnest($1::bigint[]) AS a(id)"
-    "  WHERE m.id = a.id AND m.status IN ('pending', 'failed')"
+    "  WHERE m.id = a.id AND m.status IN ('pending', 'failed') AND (SELECT fairq.fence($2::bigint))"
     "  RETURNING m.request_id, m.try_count > 1 AS was_failed),"
     " counted AS (UPDATE fairq.requests r SET sent = r.sent + c.n,"
     "    failed = r.failed - c.retried, updated_at = now()"
@@ -45,9 +47,15 @@ int fq_store_ack_batch(fq_store_t *self, const int64_t *ids, size_t count)
     if (count == 0)
         return 0;
     int rc;
+    fq_buf_t array = {0};
+    if (fq_store_id_array(&array, ids, count, sizeof *ids)) {
+        fq_buf_free(&array);
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    }
     //  One statement is one transaction: all of the batch or none of it
-    PGresult *res =
-        fq_store_query_ids(self, S_ACK_SQL, ids, count, PGRES_TUPLES_OK, "apply acks", &rc);
+    const char *params[] = {array.data, fq_store_fence(self)};
+    PGresult *res = fq_store_query(self, S_ACK_SQL, 2, params, PGRES_TUPLES_OK, "apply acks", &rc);
+    fq_buf_free(&array);
     if (!res)
         return rc;
     int applied = (int)fq_store_int64(res, 0, 0);
@@ -69,6 +77,7 @@ static const char *const S_NACK_SQL =
     "             $4::float8 * power(2, m.try_count)) * (0.5 + random() / 2) / 1000) END"
     "  FROM input i, fairq.requests r"
     "  WHERE m.id = i.id AND r.id = m.request_id AND m.status IN ('pending', 'failed')"
+    "    AND (SELECT fairq.fence($6::bigint))"
     "  RETURNING m.request_id, m.status, m.try_count > 1 AS was_failed),"
     " counted AS (UPDATE fairq.requests r SET"
     "    failed = r.failed + c.failed - c.retried, dead = r.dead + c.dead, updated_at = now()"
@@ -101,13 +110,13 @@ int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
     char base[FQ_STORE_INT_TEXT], cap[FQ_STORE_INT_TEXT];
     snprintf(base, sizeof base, "%d", policy->base_ms);
     snprintf(cap, sizeof cap, "%d", policy->cap_ms);
-    const char *params[] = {ids.data, permanent.data, errors.data, base, cap};
+    const char *params[] = {ids.data, permanent.data, errors.data, base, cap, fq_store_fence(self)};
     PGresult *res = NULL;
     int rc;
     if (mem)
         rc = fq_store_fail(self, FQ_ENOMEM, "out of memory");
     else
-        res = fq_store_query(self, S_NACK_SQL, 5, params, PGRES_TUPLES_OK, "apply nacks", &rc);
+        res = fq_store_query(self, S_NACK_SQL, 6, params, PGRES_TUPLES_OK, "apply nacks", &rc);
     fq_buf_free(&ids);
     fq_buf_free(&permanent);
     fq_buf_free(&errors);

@@ -44,6 +44,11 @@ struct fq_store {
     //  A statement failed in a way that leaves the connection unusable
     //  (the server went away), though libpq may still call it OK
     bool lost;
+    //  Pages walk messages_request_idx in order (fq_store_tune_paging)
+    bool paging_tuned;
+    //  The leader's epoch its writes carry (fq_store_set_epoch), as text;
+    //  "" when they carry none
+    char epoch[FQ_STORE_INT_TEXT];
 };
 
 //  ---------------------------------------------------------------------
@@ -72,6 +77,26 @@ PGresult *fq_store_query(fq_store_t *self, const char *sql, int nparams, const c
 //  fq_store_query does.
 PGresult *fq_store_query_ids(fq_store_t *self, const char *sql, const int64_t *ids, size_t count,
                              ExecStatusType wanted, const char *what, int *rc);
+
+//  Runs setup, a SELECT without parameters (set_config(name, value, true),
+//  say), then sql as fq_store_query does, in one round trip and one
+//  transaction: what setup sets for its transaction holds for sql and
+//  ends with it, on whichever server connection a pooler lent the
+//  transaction, never lingering on the session. Returns sql's result,
+//  which the caller clears, or NULL with *rc set.
+PGresult *fq_store_query_after(fq_store_t *self, const char *setup, const char *sql, int nparams,
+                               const char *const *params, ExecStatusType wanted, const char *what,
+                               int *rc);
+
+//  The parameter of fairq.fence for this connection's leader-only writes:
+//  its epoch's text, or NULL (SQL NULL: no fence) when it has none. A
+//  statement calls the fence once, before it writes: "... AND (SELECT
+//  fairq.fence($n::bigint))", an uncorrelated subquery run once.
+const char *fq_store_fence(fq_store_t *self);
+
+//  Runs SELECT fairq.fence(epoch) in the open transaction, when this
+//  connection carries an epoch. Returns 0, FQ_EDEPOSED or FQ_EDB.
+int fq_store_fence_transaction(fq_store_t *self);
 
 //  Rolls back an open transaction, if any.
 void fq_store_rollback(fq_store_t *self);

@@ -6,7 +6,8 @@
     writes much WAL at once, and skips rows someone else holds rather than
     waiting for them: the acks come first. Pruning locks the requests
     first, then their messages, as a retry of dead messages does
-    (fq_store_operator.c), so the two cannot deadlock.
+    (fq_store_operator.c), so the two cannot deadlock. They are the
+    leader's work: each passes the fence of its epoch (fq_store_set_epoch).
 */
 #include "fq_store_internal.h"
 #include "fq_error.h"
@@ -40,7 +41,8 @@ static const char *const S_FINISH_SQL =
     "  FROM (SELECT id FROM fairq.requests WHERE status IN " FQ_STORE_FINISHED
     "        AND finished_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) s"
     "  WHERE r.id = s.id RETURNING r.id)"
-    " SELECT (SELECT count(*) FROM done), (SELECT count(*) FROM stamped)";
+    " SELECT (SELECT count(*) FROM done), (SELECT count(*) FROM stamped),"
+    "  (SELECT fairq.fence($2::bigint))";
 
 int fq_store_finish_requests(fq_store_t *self, int limit)
 {
@@ -51,10 +53,10 @@ int fq_store_finish_requests(fq_store_t *self, int limit)
                              limit, FQ_STORE_PAGE_MAX);
     char count[FQ_STORE_INT_TEXT];
     snprintf(count, sizeof count, "%d", limit);
-    const char *params[] = {count};
+    const char *params[] = {count, fq_store_fence(self)};
     int rc;
     PGresult *res =
-        fq_store_query(self, S_FINISH_SQL, 1, params, PGRES_TUPLES_OK, "finish requests", &rc);
+        fq_store_query(self, S_FINISH_SQL, 2, params, PGRES_TUPLES_OK, "finish requests", &rc);
     if (!res)
         return rc;
     int done = (int)fq_store_int64(res, 0, 0);
@@ -89,7 +91,7 @@ static const char *const S_ADVANCE_SCAN_SQL =
     " l AS (SELECT r.id, s.next_from FROM fairq.requests r JOIN s ON s.id = r.id"
     "       WHERE s.next_from > r.scan_from ORDER BY r.id FOR UPDATE OF r SKIP LOCKED)"
     " UPDATE fairq.requests r SET scan_from = l.next_from"
-    " FROM l WHERE r.id = l.id";
+    " FROM l WHERE r.id = l.id AND (SELECT fairq.fence($3::bigint))";
 
 int fq_store_refresh_stats(fq_store_t *self)
 {
@@ -123,9 +125,9 @@ int fq_store_advance_scan(fq_store_t *self, int limit, int window)
     char limit_text[FQ_STORE_INT_TEXT], window_text[FQ_STORE_INT_TEXT];
     snprintf(limit_text, sizeof limit_text, "%d", limit);
     snprintf(window_text, sizeof window_text, "%d", window);
-    const char *params[] = {limit_text, window_text};
+    const char *params[] = {limit_text, window_text, fq_store_fence(self)};
     int rc;
-    PGresult *res = fq_store_query(self, S_ADVANCE_SCAN_SQL, 2, params, PGRES_COMMAND_OK,
+    PGresult *res = fq_store_query(self, S_ADVANCE_SCAN_SQL, 3, params, PGRES_COMMAND_OK,
                                    "advance scan cursors", &rc);
     if (!res)
         return rc;
@@ -169,6 +171,8 @@ int fq_store_prune(fq_store_t *self, int retention_s, int batch, fq_prune_result
     snprintf(requests, sizeof requests, "%d", S_PRUNE_REQUESTS);
     const char *params[] = {retention, requests};
     int rc = fq_store_exec(self, "BEGIN", "begin prune");
+    if (rc == 0)
+        rc = fq_store_fence_transaction(self);
     //  The oldest expired requests, locked and marked: from now on nothing
     //  reopens them (fq_store_retry_dead skips requests being pruned)
     PGresult *res = NULL;

@@ -220,6 +220,8 @@ int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const
     s_chunk_t chunk = {0};
     s_rejects_t rejects = {0};
     int rc = fq_store_exec(self, "BEGIN", "begin split");
+    if (rc == 0)
+        rc = fq_store_fence_transaction(self);
     int taken = rc ? rc : s_take_chunk(self, id, &chunk);
     if (taken < 0)
         rc = taken;
@@ -273,6 +275,14 @@ int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const
 //  ---------------------------------------------------------------------
 //  Paging for the scheduler
 
+//  Bitmap scans off for one page (fq_store_tune_paging says why), in the
+//  page's own transaction rather than the session's: behind PgBouncer in
+//  transaction pooling a SET on the session would stay on whichever
+//  server connection ran it, serving other clients, while the next page
+//  may run on another. The setting costs no round trip of its own: it
+//  goes with the page, in one pipeline (fq_store_query_after).
+#define S_PAGING_SETUP "SELECT set_config('enable_bitmapscan', 'off', true)"
+
 int fq_store_next_ready(fq_store_t *self, int64_t request_id, int64_t after_id, int limit,
                         int64_t *ids)
 {
@@ -281,11 +291,14 @@ int fq_store_next_ready(fq_store_t *self, int64_t request_id, int64_t after_id, 
     snprintf(after, sizeof after, "%lld", (long long)after_id);
     snprintf(count, sizeof count, "%d", limit);
     const char *params[] = {id, after, count};
+    const char *sql = "SELECT id FROM fairq.messages WHERE request_id = $1 AND id > $2"
+                      " AND status = 'pending' ORDER BY id LIMIT $3";
     int rc;
-    PGresult *res = fq_store_query(self,
-                                   "SELECT id FROM fairq.messages WHERE request_id = $1 AND id > $2"
-                                   " AND status = 'pending' ORDER BY id LIMIT $3",
-                                   3, params, PGRES_TUPLES_OK, "page ready messages", &rc);
+    PGresult *res =
+        self->paging_tuned
+            ? fq_store_query_after(self, S_PAGING_SETUP, sql, 3, params, PGRES_TUPLES_OK,
+                                   "page ready messages", &rc)
+            : fq_store_query(self, sql, 3, params, PGRES_TUPLES_OK, "page ready messages", &rc);
     if (!res)
         return rc;
     int n = PQntuples(res);
@@ -300,7 +313,7 @@ int fq_store_claim_due_retries(fq_store_t *self, int limit, int lease_s, fq_due_
     char count[FQ_STORE_INT_TEXT], lease[FQ_STORE_INT_TEXT];
     snprintf(count, sizeof count, "%d", limit);
     snprintf(lease, sizeof lease, "%d", lease_s);
-    const char *params[] = {count, lease};
+    const char *params[] = {count, lease, fq_store_fence(self)};
     int rc;
     PGresult *res = fq_store_query(
         self,
@@ -312,8 +325,9 @@ int fq_store_claim_due_retries(fq_store_t *self, int limit, int lease_s, fq_due_
         "                   AND r.status IN ('splitting', 'active'))"
         "       ORDER BY next_attempt_at LIMIT $1"
         "       FOR UPDATE SKIP LOCKED) due"
-        " WHERE m.id = due.id RETURNING m.id, m.request_id, m.tenant_id",
-        2, params, PGRES_TUPLES_OK, "claim due retries", &rc);
+        " WHERE m.id = due.id AND (SELECT fairq.fence($3::bigint))"
+        " RETURNING m.id, m.request_id, m.tenant_id",
+        3, params, PGRES_TUPLES_OK, "claim due retries", &rc);
     if (!res)
         return rc;
     int n = PQntuples(res);
@@ -359,7 +373,8 @@ int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out)
 
 int fq_store_tune_paging(fq_store_t *self)
 {
-    return fq_store_exec(self, "SET enable_bitmapscan = off", "tune the paging session");
+    self->paging_tuned = true;
+    return 0;
 }
 
 //  ---------------------------------------------------------------------
@@ -375,7 +390,17 @@ int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
         return fq_store_fail(self, FQ_EINVAL, "could not load messages: %zu ids (at most %d)",
                              count, FQ_STORE_LOAD_MAX);
     int rc;
-    PGresult *res = fq_store_query_ids(
+    fq_buf_t array = {0};
+    if (fq_store_id_array(&array, ids, count, sizeof *ids)) {
+        fq_buf_free(&array);
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    }
+    //  Loading is how the leader hands messages out, so it passes the fence
+    //  of its epoch too: once a standby has taken over, a deposed leader
+    //  (woken from SIGSTOP, say) cannot load, so cannot send, anything more
+    //  than what it had loaded before, whatever its own clock says
+    const char *params[] = {array.data, fq_store_fence(self)};
+    PGresult *res = fq_store_query(
         self,
         "SELECT m.id, m.request_id, m.tenant_id, m.recipient, m.fields, m.try_count"
         " FROM fairq.messages m WHERE m.id = ANY($1::bigint[])"
@@ -388,8 +413,9 @@ int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
         //  of open requests are rewritten by every ack batch
         //  (fq_bench_pipeline: 28,400 msgs/s without the check, 18,500
         //  with it, on one machine in one hour).
-        " AND m.status IN ('pending', 'failed')",
-        ids, count, PGRES_TUPLES_OK, "load messages", &rc);
+        " AND m.status IN ('pending', 'failed') AND (SELECT fairq.fence($2::bigint))",
+        2, params, PGRES_TUPLES_OK, "load messages", &rc);
+    fq_buf_free(&array);
     if (!res)
         return rc;
     int n = PQntuples(res);

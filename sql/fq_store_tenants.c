@@ -1,5 +1,5 @@
-/*  fq_store_tenants.c — tenants, their live figures, and their API tokens
-    (see fq_store.h).
+/*  fq_store_tenants.c — tenants, their live figures, their submit rate and
+    their API tokens (see fq_store.h).
 
     Tokens: 32 random bytes from libsodium's CSPRNG, written as "fq_" and
     URL-safe base64, so they can be told apart from other secrets in a
@@ -152,6 +152,44 @@ int fq_store_tenant_id(fq_store_t *self, const char *name, int64_t *tenant_id)
     else
         rc = fq_store_fail(self, FQ_ENOTFOUND, "could not read tenant: \"%.*s\" does not exist",
                            FQ_TENANT_NAME_MAX, params[0]);
+    PQclear(res);
+    return rc;
+}
+
+//  ---------------------------------------------------------------------
+//  Submit rate (migration 0010)
+
+int fq_store_take_submit_token(fq_store_t *self, int64_t tenant_id, int rate, int *retry_after_s)
+{
+    *retry_after_s = 0;
+    if (rate <= 0)
+        return fq_store_fail(self, FQ_EINVAL, "could not take a submit token: rate %d", rate);
+    char id[FQ_STORE_INT_TEXT], rate_text[FQ_STORE_INT_TEXT];
+    snprintf(id, sizeof id, "%lld", (long long)tenant_id);
+    snprintf(rate_text, sizeof rate_text, "%d", rate);
+    const char *params[] = {id, rate_text};
+    int rc;
+    PGresult *res = fq_store_query(self, "SELECT fairq.take_submit_token($1::bigint, $2::int)", 2,
+                                   params, PGRES_TUPLES_OK, "take a submit token", &rc);
+    if (!res)
+        return rc;
+    if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
+        *retry_after_s = (int)fq_store_int64(res, 0, 0);
+    else
+        rc = fq_store_fail(self, FQ_EDB, "could not take a submit token: no answer");
+    PQclear(res);
+    return rc;
+}
+
+int fq_store_give_back_submit_token(fq_store_t *self, int64_t tenant_id, int rate)
+{
+    char id[FQ_STORE_INT_TEXT], rate_text[FQ_STORE_INT_TEXT];
+    snprintf(id, sizeof id, "%lld", (long long)tenant_id);
+    snprintf(rate_text, sizeof rate_text, "%d", rate);
+    const char *params[] = {id, rate_text};
+    int rc;
+    PGresult *res = fq_store_query(self, "SELECT fairq.give_back_submit_token($1::bigint, $2::int)",
+                                   2, params, PGRES_TUPLES_OK, "give a submit token back", &rc);
     PQclear(res);
     return rc;
 }

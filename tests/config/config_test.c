@@ -771,6 +771,15 @@ static void test_masked_conninfo(void **unused)
         assert_string_equal(shown, cases[i].shown);
         free(shown);
     }
+    //  The LISTEN connection's string is one too: empty by default (the
+    //  intake then uses database's), masked like it
+    s_expect_ok(config, (char *[]){"fairqd", NULL}, s_no_env);
+    assert_string_equal(fq_config_str(config, FQ_CONFIG_DATABASE_LISTEN), "");
+    char *listen_argv[] = {"fairqd", "--database-listen=host=db password=secret", NULL};
+    s_expect_ok(config, listen_argv, s_no_env);
+    char *listen = fq_config_shown(config, FQ_CONFIG_DATABASE_LISTEN);
+    assert_string_equal(listen, "host=db password=********");
+    free(listen);
     //  Other text keys are shown as they are
     char *argv[] = {"fairqd", "--gateway_cert=/etc/password=x", NULL};
     s_expect_ok(config, argv, s_no_env);

@@ -305,6 +305,9 @@ class Harness:
             os.symlink(os.path.abspath(PATHS[key]), self.bin[key])
         self._run(["dropdb", "--if-exists", "--force", self.dbname])
         self._run(["createdb", self.dbname], check=True)
+        # Where sql() goes: this test's database, unless a test that runs a
+        # cluster of its own (test_pg_failover) names another
+        self.dsn = None
 
     # -----------------------------------------------------------------
     # SQL
@@ -320,7 +323,8 @@ class Harness:
         """Runs query (one or more statements) with psql; returns the rows
         of the results as lists of strings (NULL is "")."""
         done = self._run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-F", FIELD_SEP,
-                          "-R", RECORD_SEP, "-d", self.dbname, "-f", "-"], input_text=query)
+                          "-R", RECORD_SEP, "-d", self.dsn or self.dbname, "-f", "-"],
+                         input_text=query)
         if done.returncode != 0:
             raise AssertionError(f"SQL failed: {done.stderr.strip()}\nquery: {query[:2000]}")
         out = done.stdout
@@ -498,15 +502,17 @@ class Harness:
         return proc
 
     def start_sender(self, name, sink=None, concurrency=16, wait=True, smtp_url=None,
-                     extra=(), cert=None):
+                     extra=(), cert=None, connect=None):
         """Starts fairq-sender NAME delivering to sink over SMTP (EHLO
         NAME.test, so the sink's "helo" tells who delivered); with wait,
         returns once fairqd welcomed it. cert: its CURVE certificate
         (make_cert), for a fairqd started with curve_settings(); without
-        it the sender connects in insecure mode."""
+        it the sender connects in insecure mode. connect: its --connect
+        (several fairqd: "tcp://A,tcp://B"); this test's gateway if None."""
         security = ["--cert", cert, "--server-cert", self.curve_server_cert()] if cert else \
             ["--insecure"]
-        argv = ([self.bin["sender"], "--connect", f"tcp://127.0.0.1:{self.gateway_port}"]
+        argv = ([self.bin["sender"], "--connect",
+                 connect or f"tcp://127.0.0.1:{self.gateway_port}"]
                 + security
                 + ["--transport", "smtp", "--smtp-url", smtp_url or sink.url,
                    "--concurrency", str(concurrency), "--name", name, "--helo", f"{name}.test",

@@ -588,6 +588,12 @@ static void test_malformed_database_exits_2(void **unused)
              reason);
     s_expect_config_error(file_args, NULL, wanted);
 
+    //  The LISTEN connection's string is checked the same way
+    snprintf(flag, sizeof flag, "--database_listen=%s", "host=db colour=red");
+    snprintf(wanted, sizeof wanted,
+             "flag --database_listen: invalid value for \"database_listen\": %s", reason);
+    s_expect_config_error(args, NULL, wanted);
+
     //  --help still helps
     s_fairqd_t fairqd;
     const char *help[] = {"--help", "--database=host=db dbname", NULL};

@@ -33,6 +33,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <cmocka.h>
+#include "fq_test_port.h"
 
 extern char **environ;
 
@@ -41,11 +42,6 @@ extern char **environ;
 #endif
 
 #define S_GATEWAY "/system/gateway"
-
-//  Ports come from this range, claimed and probed free at run time (see
-//  s_free_port): another run of this test may be using some of them.
-#define S_PORT_FIRST 47400
-#define S_PORT_COUNT 100
 
 //  Short heartbeats, so that a dead peer shows within a second.
 #define S_HEARTBEAT_MS         100
@@ -99,45 +95,6 @@ static char *s_address(char *buf, size_t size, int port, const char *path)
 {
     snprintf(buf, size, "tcp://127.0.0.1:%d%s", port, path);
     return buf;
-}
-
-//  A port of our range that no other run of this test holds and nothing
-//  listens on. Runs in other build directories may go at the same time:
-//  each claims its ports with an abstract unix socket named after the port,
-//  which the kernel releases when the process ends, however it ends.
-static int s_free_port(void)
-{
-    static int next = -1;
-    if (next < 0)
-        next = (int)(getpid() % S_PORT_COUNT);
-    for (int tries = 0; tries < S_PORT_COUNT; tries++) {
-        int port = S_PORT_FIRST + next++ % S_PORT_COUNT;
-        int claim = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        assert_true(claim >= 0);
-        struct sockaddr_un name = {.sun_family = AF_UNIX};
-        //  sun_path[0] stays 0: an abstract name, no file
-        int len = snprintf(name.sun_path + 1, sizeof name.sun_path - 1, "fq-gateway-test-%d", port);
-        socklen_t size = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)len);
-        if (bind(claim, (struct sockaddr *)&name, size) != 0) {
-            close(claim);
-            continue;
-        }
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        assert_true(fd >= 0);
-        //  As ZeroMQ binds: a port left in TIME_WAIT counts as free
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        struct sockaddr_in addr = {.sin_family = AF_INET,
-                                   .sin_port = htons((uint16_t)port),
-                                   .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        bool available = bind(fd, (struct sockaddr *)&addr, sizeof addr) == 0;
-        close(fd);
-        if (available)
-            return port; //  The claim stays open until the process ends
-        close(claim);
-    }
-    fail_msg("no free port in %d..%d", S_PORT_FIRST, S_PORT_FIRST + S_PORT_COUNT - 1);
-    return -1;
 }
 
 //  ---------------------------------------------------------------------
@@ -551,7 +508,7 @@ static void s_expect_terminated(fq_client_t *client, int timeout_ms, const char 
 static void test_curve_allowed(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
+    int port = fq_test_free_port();
     s_keys_t keys;
     s_keys_new(&keys);
     char cert_file[256];
@@ -599,7 +556,7 @@ static void test_curve_allowed(void **unused)
 static void test_curve_refused(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
+    int port = fq_test_free_port();
     s_keys_t keys;
     s_keys_new(&keys);
     char allowed_file[256], intruder_file[256];
@@ -641,7 +598,7 @@ static void test_curve_refused(void **unused)
 static void test_death_watch_on_kill(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
+    int port = fq_test_free_port();
     s_keys_t keys;
     s_keys_new(&keys);
     char cert_file[256];
@@ -684,7 +641,7 @@ static void test_death_watch_on_kill(void **unused)
 static void test_reconnect(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
+    int port = fq_test_free_port();
     s_keys_t keys;
     s_keys_new(&keys);
     char cert_file[256];
@@ -741,15 +698,15 @@ static bool s_ping_until(fq_client_t *client, const char *address, int timeout_m
 
 //  4b. The bound system, a process of its own, crashes (SIGKILL: no BYE)
 //  and is started again on the same port: once after the connecting side
-//  has declared it dead, and once at once, before it noticed (the new hub
-//  then does not know the old connection and asks it for HELLO again).
-//  Either way the connecting side's watchers hear of the crash and it joins
-//  the new hub by itself.
+//  has declared it dead, and once at once. The connecting side notices the
+//  dropped connection at once (its socket monitor), without waiting for the
+//  heartbeat timeout. Either way its watchers hear of the crash and it
+//  joins the new hub by itself.
 
 static void test_reconnect_after_crash(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
+    int port = fq_test_free_port();
     s_keys_t keys;
     s_keys_new(&keys);
     char server_file[256], cert_file[256];
@@ -769,7 +726,7 @@ static void test_reconnect_after_crash(void **unused)
     assert_int_equal(fq_client_watch(client, echo), 0);
     assert_int_equal(s_ping(client, echo, 1), 0);
 
-    //  Crash; the spoke notices by the missing heartbeats; restart
+    //  Crash; the spoke notices by the dropped connection; restart
     assert_int_equal(kill(hub.pid, SIGKILL), 0);
     assert_int_equal(s_peer_wait(&hub, S_EXIT_TIMEOUT_MS), 128 + SIGKILL);
     s_peer_destroy(&hub);
@@ -807,7 +764,7 @@ static void test_reconnect_after_crash(void **unused)
 static void test_remote_stop(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
+    int port = fq_test_free_port();
     s_keys_t keys;
     s_keys_new(&keys);
     char cert_file[256];
@@ -1082,7 +1039,7 @@ static int s_raw_send_forgeries(zsock_t *raw)
 static void test_hostile_input(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
+    int port = fq_test_free_port();
     s_keys_t keys;
     s_keys_new(&keys);
     char raw_file[256], spoke_file[256];
@@ -1180,7 +1137,7 @@ static void test_hostile_input(void **unused)
 static void test_admission(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
+    int port = fq_test_free_port();
     s_keys_t keys;
     s_keys_new(&keys);
     char raw_file[256];
@@ -1257,7 +1214,7 @@ static void test_admission(void **unused)
 static void test_reply_forgeries(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
+    int port = fq_test_free_port();
     fq_system_t *hub = s_system("hub");
     fq_gateway_config_t cfg = s_gateway_config();
     char endpoint[64];
@@ -1311,7 +1268,7 @@ static void test_unusable_configuration(void **unused)
     fq_system_t *hub = s_system("hub");
     char endpoint[64];
     fq_gateway_config_t cfg = s_gateway_config();
-    cfg.bind = s_address(endpoint, sizeof endpoint, s_free_port(), "");
+    cfg.bind = s_address(endpoint, sizeof endpoint, fq_test_free_port(), "");
     cfg.allow_dir = keys.allow;
     cfg.cert_file = public_only;
     assert_int_equal(fq_gateway_start(hub, &cfg), FQ_EINVAL);
@@ -1354,7 +1311,7 @@ static void test_unusable_configuration(void **unused)
 static void test_flood_without_reading(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
+    int port = fq_test_free_port();
     s_keys_t keys;
     s_keys_new(&keys);
     char raw_file[256], spoke_file[256];
@@ -1465,7 +1422,7 @@ static int s_status_try(fq_client_t *client, fq_gw_status_t *status)
 static void test_stalled_peer_dropped(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
+    int port = fq_test_free_port();
     s_keys_t keys;
     s_keys_new(&keys);
     char raw_file[256], spoke_file[256];
@@ -1622,9 +1579,9 @@ static void test_stalled_peer_dropped(void **unused)
 static void test_insecure_mode(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
-    int curve_port = s_free_port();
-    int plain_port = s_free_port();
+    int port = fq_test_free_port();
+    int curve_port = fq_test_free_port();
+    int plain_port = fq_test_free_port();
     fq_system_t *hub = s_system("hub");
     fq_gateway_config_t cfg = s_gateway_config();
     char endpoint[64];
@@ -1685,8 +1642,8 @@ static void test_insecure_mode(void **unused)
 static void test_bind_conflict(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
-    int other_port = s_free_port();
+    int port = fq_test_free_port();
+    int other_port = fq_test_free_port();
     s_keys_t keys;
     s_keys_new(&keys);
     char cert_file[256];
@@ -1729,8 +1686,8 @@ static void test_bind_conflict(void **unused)
 static void test_one_curve_server_per_process(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
-    int other_port = s_free_port();
+    int port = fq_test_free_port();
+    int other_port = fq_test_free_port();
     s_keys_t keys;
     s_keys_new(&keys);
     char cert_file[256];
@@ -1782,7 +1739,7 @@ static void s_tell_many(fq_client_t *client, const char *counter)
 static void test_throughput(void **unused)
 {
     (void)unused;
-    int port = s_free_port();
+    int port = fq_test_free_port();
     s_keys_t keys;
     s_keys_new(&keys);
     char cert_file[256];

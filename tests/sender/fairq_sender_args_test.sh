@@ -25,8 +25,19 @@ expect() {
 }
 
 C=(--connect tcp://127.0.0.1:1)
-expect 2 "--connect tcp://HOST:PORT is required" --insecure --transport null
-expect 2 "--connect tcp://HOST:PORT is required" --connect http://x:1 --insecure
+expect 2 "--connect tcp://HOST:PORT[,tcp://HOST:PORT...] is required" --insecure --transport null
+expect 2 'invalid value for --connect: endpoint "http://x:1" is not tcp://HOST:PORT' \
+    --connect http://x:1 --insecure
+# A list of several fairqd: each element is checked, and so is their number
+expect 2 'invalid value for --connect: endpoint "udp://b:2" is not tcp://HOST:PORT' \
+    --connect tcp://a:1,udp://b:2 --insecure --transport null
+expect 2 "invalid value for --connect: endpoint 2 of" --connect tcp://a:1,,tcp://b:2 --insecure \
+    --transport null
+expect 2 "invalid value for --connect: endpoint 2 of" --connect tcp://a:1, --insecure \
+    --transport null
+many=$(printf 'tcp://h:%d,' $(seq 1 17))
+expect 2 "invalid value for --connect: more than 16 endpoints" --connect "${many%,}" --insecure \
+    --transport null
 expect 2 "invalid value for --concurrency" "${C[@]}" --insecure --transport null --concurrency 0
 expect 2 "invalid value for --concurrency" "${C[@]}" --insecure --transport null --concurrency abc
 expect 2 "invalid value for --concurrency" "${C[@]}" --insecure --transport null --concurrency 201
@@ -69,6 +80,7 @@ expect 2 "could not read a public key from --server-cert" "${C[@]}" --transport 
 FAIRQ_SENDER_CONCURRENCY=-3 expect 2 "invalid value for --concurrency" "${C[@]}" --insecure \
     --transport null
 expect 0 "Usage:" --help
+expect 0 "one --server-cert or --server-key serves" --help
 expect 0 "wrote" --make-cert "$WORK/cert"
 if [[ ! -s "$WORK/cert" || ! -s "$WORK/cert_secret" ]] || grep -q secret-key "$WORK/cert"; then
     echo "FAIL: --make-cert did not write a public certificate and its secret apart"

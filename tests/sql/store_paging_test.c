@@ -30,6 +30,9 @@
 #define S_LEASE_S     1
 #define S_LEASE_SLACK 300
 
+//  How long a terminated backend may take to leave pg_stat_activity.
+#define S_GONE_MS 5000
+
 static char s_conninfo[128];
 static int64_t s_tenant;
 
@@ -115,22 +118,28 @@ static void test_next_ready_pages_pending_messages(void **unused)
     int64_t *expected = s_pending_ids(conn, request, &expected_count);
     assert_true(expected_count > 0 && expected_count < 250);
 
+    //  The same pages from a store tuned as the scheduler's is, whose pages
+    //  each carry their own setting (one pipeline, one transaction)
     const int pages[] = {S_PAGE, 7, 1};
-    for (size_t p = 0; p < sizeof pages / sizeof pages[0]; p++) {
-        int64_t page[S_PAGE];
-        int64_t cursor = 0;
-        int seen = 0, n;
-        while ((n = fq_store_next_ready(store, request, cursor, pages[p], page)) > 0) {
-            assert_true(n <= pages[p]);
-            for (int i = 0; i < n; i++) {
-                assert_true(seen < expected_count);
-                assert_true(page[i] == expected[seen]);
-                seen++;
+    for (int tuned = 0; tuned < 2; tuned++) {
+        if (tuned)
+            assert_int_equal(fq_store_tune_paging(store), 0);
+        for (size_t p = 0; p < sizeof pages / sizeof pages[0]; p++) {
+            int64_t page[S_PAGE];
+            int64_t cursor = 0;
+            int seen = 0, n;
+            while ((n = fq_store_next_ready(store, request, cursor, pages[p], page)) > 0) {
+                assert_true(n <= pages[p]);
+                for (int i = 0; i < n; i++) {
+                    assert_true(seen < expected_count);
+                    assert_true(page[i] == expected[seen]);
+                    seen++;
+                }
+                cursor = page[n - 1];
             }
-            cursor = page[n - 1];
+            assert_int_equal(n, 0);
+            assert_int_equal(seen, expected_count);
         }
-        assert_int_equal(n, 0);
-        assert_int_equal(seen, expected_count);
     }
     //  The other request pages its own 50
     int64_t page[S_PAGE];
@@ -138,6 +147,38 @@ static void test_next_ready_pages_pending_messages(void **unused)
     //  A request that does not exist has nothing ready
     assert_int_equal(fq_store_next_ready(store, INT64_MAX, 0, S_PAGE, page), 0);
     free(expected);
+    PQfinish(conn);
+    fq_store_destroy(&store);
+}
+
+//  A tuned page whose connection was cut fails as a lost connection (the
+//  scheduler's store then reconnects), not as a refused statement, and
+//  leaves nothing half done: after a reconnect the same page comes whole.
+static void test_tuned_page_after_lost_connection(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    PGconn *conn = fq_test_connect(s_conninfo);
+    int64_t request = s_request(store, 30, 0);
+    assert_int_equal(fq_store_tune_paging(store), 0);
+    int64_t page[S_PAGE];
+    assert_int_equal(fq_store_next_ready(store, request, 0, S_PAGE, page), 30);
+    PQclear(fq_test_query(conn,
+                          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                          " WHERE datname = current_database() AND application_name = 'fairq'",
+                          0));
+    int64_t deadline = fq_test_now_ms() + S_GONE_MS;
+    while (fq_test_int(conn,
+                       "SELECT count(*) FROM pg_stat_activity"
+                       " WHERE datname = current_database() AND application_name = 'fairq'",
+                       0) > 0) {
+        assert_true(fq_test_now_ms() < deadline);
+        fq_test_sleep_ms(20);
+    }
+    assert_int_equal(fq_store_next_ready(store, request, 0, S_PAGE, page), FQ_EDB);
+    assert_false(fq_store_connected(store));
+    assert_int_equal(fq_store_reconnect(store), 0);
+    assert_int_equal(fq_store_next_ready(store, request, 0, S_PAGE, page), 30);
     PQfinish(conn);
     fq_store_destroy(&store);
 }
@@ -490,8 +531,8 @@ static void test_paging_plans_are_bounded(void **unused)
     int claimed = fq_store_claim_due_retries(store, S_PAGE, 60, due);
     assert_true(claimed > 0);
     char *claim = s_last_store_query(conn);
-    const char *params_claim[] = {limit, "60"};
-    stats = s_explain(conn, "claim_due_retries", claim, "messages", 2, params_claim);
+    const char *params_claim[] = {limit, "60", NULL}; //  No epoch: not fenced
+    stats = s_explain(conn, "claim_due_retries", claim, "messages", 3, params_claim);
     //  As everywhere here: an index may be read by a plain or a bitmap scan
     //  (with the small statistics target of 0004 the planner picks either);
     //  what is asserted is that no scan walks the table and that few rows
@@ -521,8 +562,8 @@ static void test_paging_plans_are_bounded(void **unused)
         len += (size_t)snprintf(ids + len, sizeof ids - len, "%s%lld", i ? "," : "{",
                                 (long long)(page[i] + S_PAGE));
     snprintf(ids + len, sizeof ids - len, "}");
-    const char *params_ack[] = {ids};
-    stats = s_explain(conn, "ack_batch of 100", ack, "messages", 1, params_ack);
+    const char *params_ack[] = {ids, NULL}; //  No epoch: not fenced
+    stats = s_explain(conn, "ack_batch of 100", ack, "messages", 2, params_ack);
     assert_true(stats.index_scans >= 1);
     assert_int_equal(stats.seq_scans, 0);
     assert_true(stats.examined < S_ROWS_EXAMINED_MAX);
@@ -580,6 +621,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_next_ready_pages_pending_messages, s_reset),
+        cmocka_unit_test_setup(test_tuned_page_after_lost_connection, s_reset),
         cmocka_unit_test_setup(test_claim_due_retries_leases, s_reset),
         cmocka_unit_test_setup(test_due_requests_excludes_the_rest, s_reset),
         cmocka_unit_test_setup(test_paging_plans_are_bounded, s_reset),

@@ -121,8 +121,9 @@ int fq_store_resign(fq_store_t *self, const char *holder, int64_t epoch);
 //  Makes every leader-only statement of this connection (splits, the
 //  dispatcher's loads, acks and nacks, claims of due retries, the reaper's
 //  writes) carry epoch: the database then refuses each with FQ_EDEPOSED
-//  once another fairqd has taken over. 0, the default, fences nothing
-//  (tools and tests).
+//  once another fairqd has taken over (fairq.fence, or for loads, acks and
+//  nacks fairq.check_epoch: migration 0009). 0, the default, fences
+//  nothing (tools and tests).
 void fq_store_set_epoch(fq_store_t *self, int64_t epoch);
 
 //  ---------------------------------------------------------------------

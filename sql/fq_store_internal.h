@@ -88,10 +88,11 @@ PGresult *fq_store_query_after(fq_store_t *self, const char *setup, const char *
                                const char *const *params, ExecStatusType wanted, const char *what,
                                int *rc);
 
-//  The parameter of fairq.fence for this connection's leader-only writes:
-//  its epoch's text, or NULL (SQL NULL: no fence) when it has none. A
-//  statement calls the fence once, before it writes: "... AND (SELECT
-//  fairq.fence($n::bigint))", an uncorrelated subquery run once.
+//  The parameter of fairq.fence (or of fairq.check_epoch, its lock-free
+//  form for the hot statements: loads, acks, nacks) for this connection's
+//  leader-only statements: its epoch's text, or NULL (SQL NULL: no fence)
+//  when it has none. A statement calls it once, before it writes: "... AND
+//  (SELECT fairq.fence($n::bigint))", an uncorrelated subquery run once.
 const char *fq_store_fence(fq_store_t *self);
 
 //  Runs SELECT fairq.fence(epoch) in the open transaction, when this

@@ -395,10 +395,11 @@ int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
         fq_buf_free(&array);
         return fq_store_fail(self, FQ_ENOMEM, "out of memory");
     }
-    //  Loading is how the leader hands messages out, so it passes the fence
-    //  of its epoch too: once a standby has taken over, a deposed leader
-    //  (woken from SIGSTOP, say) cannot load, so cannot send, anything more
-    //  than what it had loaded before, whatever its own clock says
+    //  Loading is how the leader hands messages out, so it checks its epoch
+    //  too (without the fence's lock: migration 0009 says why): once a
+    //  standby has taken over, a deposed leader (woken from SIGSTOP, say)
+    //  cannot load, so cannot send, anything more than what it had loaded
+    //  before, whatever its own clock says
     const char *params[] = {array.data, fq_store_fence(self)};
     PGresult *res = fq_store_query(
         self,
@@ -413,7 +414,7 @@ int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
         //  of open requests are rewritten by every ack batch
         //  (fq_bench_pipeline: 28,400 msgs/s without the check, 18,500
         //  with it, on one machine in one hour).
-        " AND m.status IN ('pending', 'failed') AND (SELECT fairq.fence($2::bigint))",
+        " AND m.status IN ('pending', 'failed') AND (SELECT fairq.check_epoch($2::bigint))",
         2, params, PGRES_TUPLES_OK, "load messages", &rc);
     fq_buf_free(&array);
     if (!res)

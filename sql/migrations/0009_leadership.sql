@@ -84,13 +84,15 @@ CREATE FUNCTION fairq.resign(p_holder text, p_epoch bigint) RETURNS boolean
         RETURNING true
 $$;
 
--- The fence of a leader's write: true when p_epoch is still the current
+-- The fence of a leader's transaction: true when p_epoch is still the current
 -- epoch, an error (SQLSTATE FQ001) when another fairqd has taken over
 -- since. It keeps the leader's row locked FOR KEY SHARE until the calling
 -- transaction ends, so a takeover waits for the write to commit and the
 -- new leader reads it; a write that comes after the takeover is refused.
 -- NULL is no leader's write (tools and tests that run no pipeline): let
--- through. Statements call it once, as (SELECT fairq.fence($n)).
+-- through. Statements call it once, as (SELECT fairq.fence($n)). For the
+-- transactions that change what the next leader reads: splits, claims of
+-- due retries, the reaper's finishing, cursor moves and pruning.
 CREATE FUNCTION fairq.fence(p_epoch bigint) RETURNS boolean
     LANGUAGE plpgsql AS $$
 BEGIN
@@ -99,6 +101,31 @@ BEGIN
     END IF;
     PERFORM 1 FROM fairq.leader WHERE epoch = p_epoch FOR KEY SHARE;
     IF NOT FOUND THEN
+        RAISE EXCEPTION 'leadership epoch % is over', p_epoch
+            USING ERRCODE = 'FQ001';
+    END IF;
+    RETURN true;
+END $$;
+
+-- The same check without the lock, for the two statements that run
+-- hundreds of times a second: the dispatcher's load of the messages it
+-- hands out and the store's batches of acks and nacks. A row lock would
+-- give each load a transaction id, a WAL record and a commit, and make
+-- every statement of the leader write the same tuple header (single runs
+-- of the pipeline benchmark within one hour: 23,700 msgs/s with the lock;
+-- 30,600 and 33,900 with this check, as with no check at all, 41,000 and
+-- 32,700). Without it,
+-- a stale epoch is refused from the first statement that starts after the
+-- takeover committed; one already running may still finish. That is
+-- enough for these two: a leader stops dispatching on its own before its
+-- lease runs out (fq_lease.h), so it loads nothing then anyway, and an ack
+-- or a nack reports what a sender did, which is true whoever writes it (a
+-- late one costs at most a second delivery of that message).
+CREATE FUNCTION fairq.check_epoch(p_epoch bigint) RETURNS boolean
+    LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF p_epoch IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM fairq.leader WHERE epoch = p_epoch) THEN
         RAISE EXCEPTION 'leadership epoch % is over', p_epoch
             USING ERRCODE = 'FQ001';
     END IF;

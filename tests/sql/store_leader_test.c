@@ -1,8 +1,8 @@
 /*  store_leader_test.c — the leader's lease and the epoch that fences its
     writes, against a real PostgreSQL: one leader at a time, a standby
     takes over only once the lease ran out (or was given up), a deposed
-    leader cannot renew, its writes are refused and change nothing, and a
-    takeover waits for a fenced write in progress to commit. */
+    leader cannot renew, its loads and writes are refused and change
+    nothing, and a takeover waits for a fenced write in progress to commit. */
 #include "fq_store.h"
 #include "fq_error.h"
 #include <pthread.h>
@@ -162,14 +162,22 @@ static void test_a_deposed_leaders_writes_are_refused(void **state)
     int64_t ids[4];
     int64_t request = s_request(a, 4, ids);
 
-    //  While a leads, its fenced writes go through
+    //  While a leads, its loads and fenced writes go through
+    fq_message_rows_t loaded;
+    assert_int_equal(fq_store_load_messages(a, ids, 4, &loaded), 4);
+    fq_message_rows_free(&loaded);
     assert_int_equal(fq_store_ack_batch(a, ids, 1), 1);
 
     fq_test_sleep_ms(S_LEASE_MS + 50);
     fq_leader_t taken = s_lead(b, "b@host:2", 0, S_LEASE_MS);
     assert_true(taken.leading);
 
-    //  Now every leader-only write of a is refused, and changes nothing
+    //  Now a can no longer load what it would hand out
+    fq_message_rows_t rows;
+    assert_int_equal(fq_store_load_messages(a, ids, 4, &rows), FQ_EDEPOSED);
+    fq_message_rows_free(&rows);
+
+    //  And every leader-only write of a is refused, and changes nothing
     assert_int_equal(fq_store_ack_batch(a, ids + 1, 1), FQ_EDEPOSED);
     assert_string_equal(fq_store_error_sqlstate(a), FQ_STORE_SQLSTATE_DEPOSED);
     fq_nack_t nack = {.id = ids[2], .permanent = false, .error = "451 later"};

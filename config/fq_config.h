@@ -111,9 +111,9 @@
     X(DATABASE_LISTEN, database_listen, CONNINFO, "", 0, 0, NULL,                                  \
       "connection string for LISTEN only (not via a transaction pooler); empty: database")         \
     X(DATABASE_RETRY_MIN_MS, database_retry_min_ms, INT, "500", 10, 60000, NULL,                   \
-      "first wait before connecting again to an unreachable database; doubles")                    \
+      "at start: first wait before connecting again to an unreachable database")                   \
     X(DATABASE_RETRY_MAX_MS, database_retry_max_ms, INT, "30000", 10, 3600000, NULL,               \
-      "longest wait between two attempts to connect to the database")                              \
+      "at start: longest wait between two attempts to connect to the database")                    \
     X(LEASE_MS, lease_ms, INT, "3000", 500, 600000, NULL,                                          \
       "the leader's lease: a standby takes over this long after the leader stops renewing it")     \
     X(GATEWAY_BIND, gateway_bind, STRING, "", 0, 0, NULL,                                          \

@@ -95,8 +95,10 @@
     * retry_base_ms 60000, retry_cap_ms 3600000: a temporary mail failure
       (greylisting, a full mailbox) clears in minutes, not seconds; an hour
       cap is in line with MTAs (Postfix's maximal_backoff_time is 4000 s).
-    * splitters 2: splitting is COPY-bound in PostgreSQL; two keep a small
-      request from waiting behind a big one's chunk, more add little.
+    * splitters 2: splitting is COPY-bound in PostgreSQL. A big request's
+      chunks never take the last idle splitter, so with two one is always
+      free for a small request (a newcomer's is split the moment it comes,
+      not after a campaign's 10,000-row chunk); more add little.
     * poll_ms 1000: the fallback when a NOTIFY is missed, and how soon a
       due retry or a delayed send_at is noticed.
     * retention_s 604800: a week of finished requests for operators to

@@ -511,6 +511,41 @@ static void test_metrics_follow_the_messages(void **state)
     assert_true(rate > 0);
 }
 
+//  A campaign's chunks never take the last idle splitter: with two, one
+//  stays free, and a newcomer's small request is split while the big ones
+//  still have chunks to go (not after them).
+static void test_a_splitter_stays_free_for_small_requests(void **state)
+{
+    s_fixture_t *self = *state;
+    //  Three requests of three chunks each (10,000 recipients a chunk)
+    char *big = fq_test_recipients("big", 25000);
+    int64_t bigs[3];
+    for (int i = 0; i < 3; i++)
+        bigs[i] = s_submit(self, i % 2 ? "beta" : "acme", "Hi {{name}}", "Body", false, big);
+    free(big);
+    char ids[96];
+    snprintf(ids, sizeof ids, "{%lld,%lld,%lld}", (long long)bigs[0], (long long)bigs[1],
+             (long long)bigs[2]);
+    const char *left_sql =
+        "SELECT count(*) FROM fairq.recipient_chunks WHERE request_id = ANY($1::bigint[])";
+    //  While only campaigns are waiting, at most one splitter splits them
+    uint64_t most_busy = 0;
+    int64_t deadline = fq_test_now_ms() + S_WAIT_MS;
+    while (fq_test_int(self->conn, left_sql, 1, ids) > 3 && fq_test_now_ms() < deadline) {
+        uint64_t busy = s_stat(self, FQ_PATH_SCHEDULER, "splitting");
+        most_busy = busy > most_busy ? busy : most_busy;
+        fq_test_sleep_ms(2);
+    }
+    assert_int_equal(most_busy, 1);
+    //  A newcomer's request is split while chunks of the campaigns are left
+    int64_t small = s_submit(self, "acme", "Hi {{name}}", "Body", false,
+                             "[{\"to\": \"new@example.com\", \"fields\": {\"name\": \"N\"}}]");
+    char small_id[24];
+    fq_test_param(small_id, sizeof small_id, small);
+    s_wait_int(self, "SELECT count(*) FROM fairq.messages WHERE request_id = $1", small_id, 1);
+    assert_true(fq_test_int(self->conn, left_sql, 1, ids) > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -523,6 +558,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_requeue_honours_pause, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_cancelled_request_stops, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_metrics_follow_the_messages, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_a_splitter_stays_free_for_small_requests, s_setup,
+                                        s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

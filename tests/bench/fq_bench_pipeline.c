@@ -31,9 +31,10 @@
          last_attempt_at, updated_at) in batches of ack_batch rows per
          transaction, in the order a fair dispatcher acks them (one row of
          each tenant in turn); floor = N / (COPY time + UPDATE time);
-      2. new-tenant wait: once a fifth of the load is delivered, P new
-         tenants each submit a one-recipient request, one at a time, the
-         next S_PROBE_GAP_MS after the previous one was acked; the wait is
+      2. new-tenant wait: P new tenants each submit a one-recipient
+         request, one at a time, spread over the whole load (probe k once
+         2 % + 93 % k / P of it is delivered, and at least S_PROBE_GAP_MS
+         after the previous one was acked); the wait is
          from the submit's return (its commit) to the delivery line of the
          null transport's log (CLOCK_REALTIME on both sides), or, if the
          senders wrote no log, to when the benchmark saw the request's
@@ -127,7 +128,7 @@
 #define S_DEFAULT_SENDERS     2
 #define S_DEFAULT_CONCURRENCY 64
 #define S_DEFAULT_RUNS        3
-#define S_DEFAULT_PROBES      20
+#define S_DEFAULT_PROBES      60
 #define S_DEFAULT_REQUESTS    10000 //  Active requests of the memory test
 
 //  The fairness phase's backlog: this many recipients per tenant, 200,000
@@ -170,12 +171,17 @@
 #define S_POLL_MS       20
 #define S_PROBE_POLL_MS 2
 
-//  The probes start once this share of the load is delivered (so the
-//  pipeline is at full speed) and follow each other after a gap, so that
+//  The probes are spread over the whole load: probe k of P goes out once
+//  S_PROBE_FROM_FRACTION + k / P of the span up to S_PROBE_TO_FRACTION is
+//  delivered (from the start, while campaigns are still being split, to
+//  near the end), at least a gap after the previous one was acked, so that
 //  one probe at a time is ever waiting.
-#define S_PROBE_FROM_FRACTION 0.2
+#define S_PROBE_FROM_FRACTION 0.02
+#define S_PROBE_TO_FRACTION   0.95
 #define S_PROBE_GAP_MS        100
 #define S_PROBE_TIMEOUT_MS    30000 //  A probe left out after the load ended
+#define S_PROBES_MAX          1000  //  Most probes one run measures
+#define S_PROBE_NAMED_MS      50.0  //  A probe that waited longer is named in the report
 
 //  What the database is doing is sampled every S_ACTIVITY_MS during the
 //  load: each statement by its first S_ACTIVITY_LABEL - 1 characters, the
@@ -716,6 +722,7 @@ typedef struct {
     uint64_t commit_ns;     //  The same on CLOCK_MONOTONIC
     uint64_t seen_ns;       //  When its sent counter was seen at 1; 0: not (yet)
     int64_t delivered_ns;   //  CLOCK_REALTIME of its delivery in a sender's log; 0: none
+    double at;              //  The share of the load delivered when it was submitted
 } s_probe_t;
 
 //  One delivery from the senders' logs (or one ack from the database):
@@ -758,6 +765,7 @@ typedef struct {
     double stalled_rate; //  msgs/s until then
     int probes_sent, probes_measured;
     double wait_p50, wait_p99, wait_max; //  ms
+    char slowest[160];                   //  The slowest probes' waits, and when they came
     bool wait_from_log;
     uint64_t duplicates;               //  Deliveries of a message beyond its first
     s_fairness_t all;                  //  Every tenant, while all are backlogged
@@ -1294,10 +1302,13 @@ static int s_load(s_bench_t *self, const s_options_t *opts, s_run_t *run)
         }
         if (end && probe < 0)
             break;
+        double probe_at = S_PROBE_FROM_FRACTION + (S_PROBE_TO_FRACTION - S_PROBE_FROM_FRACTION) *
+                                                      run->probes_sent / opts->probes;
         if (!end && probe < 0 && run->probes_sent < opts->probes && now >= next_probe &&
-            (double)sent >= S_PROBE_FROM_FRACTION * (double)opts->messages) {
+            (double)sent >= probe_at * (double)opts->messages) {
             if (s_probe_submit(self, run->probes_sent))
                 return -1;
+            self->probes[run->probes_sent].at = (double)sent / (double)opts->messages;
             probe = run->probes_sent++;
         }
         if (s_children_check(self))
@@ -1652,15 +1663,23 @@ static int s_analyse(s_bench_t *self, const s_options_t *opts, const char *name,
     free(ids);
     if (rc)
         return -1;
-    double waits[FQ_BENCH_MAX_RUNS];
+    double waits[S_PROBES_MAX];
     int nwaits = 0;
     run->wait_from_log = from_log;
-    for (int k = 0; k < run->probes_sent && k < FQ_BENCH_MAX_RUNS; k++) {
+    run->slowest[0] = 0;
+    for (int k = 0; k < run->probes_sent && k < S_PROBES_MAX; k++) {
         const s_probe_t *probe = &self->probes[k];
         if (from_log && probe->delivered_ns)
             waits[nwaits++] = (double)(probe->delivered_ns - probe->commit_real_ns) / S_NS_PER_MS;
         else if (!from_log && probe->seen_ns)
             waits[nwaits++] = s_ms(probe->seen_ns - probe->commit_ns);
+        else
+            continue;
+        //  Any probe above the target is named, with when it came
+        size_t len = strlen(run->slowest);
+        if (waits[nwaits - 1] > S_PROBE_NAMED_MS && len + 32 < sizeof run->slowest)
+            snprintf(run->slowest + len, sizeof run->slowest - len, "%s%.0f ms at %.0f%%",
+                     len ? ", " : "", waits[nwaits - 1], 100 * probe->at);
     }
     run->probes_measured = nwaits;
     if (nwaits < run->probes_sent)
@@ -1893,11 +1912,12 @@ static void s_print_method(const s_bench_t *self, const s_options_t *opts, const
            "            each tenant in turn (the order a fair dispatcher acks them); "
            "floor = N / (COPY time + UPDATE time)\n",
            messages, options[0] ? options : "no storage parameters", chunk, S_FAIRQD_ACK_BATCH);
-    printf("probes:     %d new tenants, one at a time from %.0f%% delivered, each %d ms after the "
-           "previous one was acked, submit a\n"
-           "            1-recipient request; wait = its line in the delivery log - the submit's "
-           "return (CLOCK_REALTIME)\n",
-           opts->probes, 100 * S_PROBE_FROM_FRACTION, S_PROBE_GAP_MS);
+    printf("probes:     %d new tenants, one at a time, spread from %.0f%% to %.0f%% delivered, "
+           "each at least %d ms after the\n"
+           "            previous one was acked, submit a 1-recipient request; wait = its line in "
+           "the delivery log - the submit's\n"
+           "            return (CLOCK_REALTIME)\n",
+           opts->probes, 100 * S_PROBE_FROM_FRACTION, 100 * S_PROBE_TO_FRACTION, S_PROBE_GAP_MS);
     printf("fairness:   Jain's index in each window of %s consecutive deliveries (the logs "
            "merged by time, probes left out): over all\n"
            "            %llu tenants while every one is backlogged (from the last tenant's first "
@@ -2173,6 +2193,9 @@ static void s_print_run(const s_options_t *opts, int index, const s_run_t *run)
            s_figure(run->wait_p99, "%.1f", f[2], sizeof f[2]),
            s_figure(run->wait_max, "%.1f", f[3], sizeof f[3]),
            run->wait_from_log ? "delivery log" : "sent counter: no delivery log");
+    if (run->slowest[0])
+        printf("      over %.0f ms: %s (share of the load delivered at its submit)\n",
+               S_PROBE_NAMED_MS, run->slowest);
     char span[160];
     if (run->last_start_s <= run->first_done_s)
         snprintf(span, sizeof span,

@@ -81,6 +81,7 @@
 */
 //  libpq first: fq_bench_util.h then offers its PostgreSQL helpers
 #include <libpq-fe.h>
+#include "fq_bench_fifo.h"
 #include "fq_bench_util.h"
 #include "fq_test_db.h"
 #include <arpa/inet.h>
@@ -181,7 +182,14 @@
 #define S_PROBE_GAP_MS        100
 #define S_PROBE_TIMEOUT_MS    30000 //  A probe left out after the load ended
 #define S_PROBES_MAX          1000  //  Most probes one run measures
-#define S_PROBE_NAMED_MS      50.0  //  A probe that waited longer is named in the report
+
+//  The naive FIFO queue beside the floor (fq_bench_fifo.h): workers, as
+//  many as the senders' connections a queue of that kind would use, each
+//  claiming an ack batch at a time; its newcomer comes once a fifth of the
+//  rows is done, and waits behind the other four fifths.
+#define S_FIFO_WORKERS     4
+#define S_FIFO_NEWCOMER_AT 0.2
+#define S_PROBE_NAMED_MS   50.0 //  A probe that waited longer is named in the report
 
 //  What the database is doing is sampled every S_ACTIVITY_MS during the
 //  load: each statement by its first S_ACTIVITY_LABEL - 1 characters, the
@@ -760,9 +768,10 @@ typedef struct {
 typedef struct {
     double rate, floor; //  msgs/s
     double submit_s, load_s, copy_s, update_s;
-    bool stalled;        //  No ack for S_STALL_MS before the last
-    uint64_t stalled_at; //  Acks by then
-    double stalled_rate; //  msgs/s until then
+    fq_bench_fifo_result_t fifo; //  The naive FIFO queue on the same rows
+    bool stalled;                //  No ack for S_STALL_MS before the last
+    uint64_t stalled_at;         //  Acks by then
+    double stalled_rate;         //  msgs/s until then
     int probes_sent, probes_measured;
     double wait_p50, wait_p99, wait_max; //  ms
     char slowest[160];                   //  The slowest probes' waits, and when they came
@@ -1073,6 +1082,19 @@ static int s_floor(s_bench_t *self, const s_options_t *opts, s_run_t *run)
     run->update_s = s_seconds(end - updating);
     run->floor = (double)n / (run->copy_s + run->update_s);
     return s_exec(self, "TRUNCATE " S_RAW_TABLE, "empty " S_RAW_TABLE);
+}
+
+//  The naive queue, beside the floor: the same rows, FIFO.
+static int s_fifo(s_bench_t *self, const s_options_t *opts, s_run_t *run)
+{
+    s_floor_rows_t rows = {opts->messages / opts->tenants};
+    if (s_quiesce(self))
+        return -1;
+    char conninfo[S_DATABASE_SIZE + 16];
+    snprintf(conninfo, sizeof conninfo, "dbname=%s", self->database);
+    return fq_bench_fifo_run(S_PROGRAM, self->conn, conninfo, opts->messages, S_FIFO_WORKERS,
+                             S_FAIRQD_ACK_BATCH, S_FIFO_NEWCOMER_AT, s_floor_row, &rows,
+                             &run->fifo);
 }
 
 //  ---------------------------------------------------------------------
@@ -1788,6 +1810,8 @@ static void s_print_table(const s_options_t *opts, const s_run_t *runs, int n)
     enum {
         RATE,
         FLOOR,
+        FIFO,
+        FIFO_WAIT,
         P50,
         P99,
         MAX,
@@ -1809,6 +1833,8 @@ static void s_print_table(const s_options_t *opts, const s_run_t *runs, int n)
         const s_run_t *r = &runs[i];
         double row[ROWS] = {[RATE] = r->rate,
                             [FLOOR] = r->floor,
+                            [FIFO] = r->fifo.rate,
+                            [FIFO_WAIT] = r->fifo.newcomer_wait_s * 1000,
                             [P50] = r->wait_p50,
                             [P99] = r->wait_p99,
                             [MAX] = r->wait_max,
@@ -1849,6 +1875,8 @@ static void s_print_table(const s_options_t *opts, const s_run_t *runs, int n)
     s_print_row("raw floor, COPY + batched UPDATE (msgs/s)", messages, v[FLOOR], n, false, ",", "",
                 0);
     s_print_ratio_row("pipeline / raw floor", v[RATE], v[FLOOR], n);
+    s_print_row("naive FIFO queue, SKIP LOCKED (msgs/s)", messages, v[FIFO], n, false, ",", "", 0);
+    s_print_row("naive FIFO queue: newcomer's wait (ms)", "", v[FIFO_WAIT], n, true, "%.0f", "", 0);
     s_print_row("new-tenant wait p50 (ms)", probes_text, v[P50], n, true, "%.1f", "", 0);
     s_print_row("new-tenant wait p99 (ms)", probes_text, v[P99], n, true, "%.1f", "", 0);
     s_print_row("new-tenant wait max (ms)", probes_text, v[MAX], n, true, "%.1f", "", 0);
@@ -1948,6 +1976,13 @@ static void s_print_method(const s_bench_t *self, const s_options_t *opts, const
            "            threads), the senders, the cluster's postgres processes, this program; "
            "other = the machine's busy time\n"
            "            (/proc/stat) less theirs: anything else running on this machine\n");
+    printf("fifo:       after the floor, the same rows in a plain queue table (a state column, a "
+           "partial index on what is\n"
+           "            pending): %d workers claim the oldest %d with FOR UPDATE SKIP LOCKED and "
+           "mark them done, first in first\n"
+           "            out; rate = N / (COPY + drain); a newcomer's row goes in once %.0f%% is "
+           "done (insert to claim)\n",
+           S_FIFO_WORKERS, S_FAIRQD_ACK_BATCH, 100 * S_FIFO_NEWCOMER_AT);
     printf("hygiene:    CHECKPOINT and sync(2) before every timed part\n\n");
 }
 
@@ -1999,7 +2034,7 @@ static int s_run_load(s_bench_t *self, const s_options_t *opts, int index, s_run
     }
     //  Odd runs measure the floor first
     bool floor_first = index % 2 != 0;
-    if (floor_first && s_floor(self, opts, run))
+    if (floor_first && (s_floor(self, opts, run) || s_fifo(self, opts, run)))
         return -1;
     if (s_senders_start(self, opts, name, port) || s_load(self, opts, run))
         return -1;
@@ -2011,7 +2046,7 @@ static int s_run_load(s_bench_t *self, const s_options_t *opts, int index, s_run
         (s_exec(self,
                 "TRUNCATE " S_STORE_TABLE ", fairq.requests, fairq.recipient_chunks, fairq.rejects",
                 "empty fairq's tables") ||
-         s_floor(self, opts, run)))
+         s_floor(self, opts, run) || s_fifo(self, opts, run)))
         return -1;
     s_database_close(self);
     return 0;
@@ -2196,6 +2231,13 @@ static void s_print_run(const s_options_t *opts, int index, const s_run_t *run)
     if (run->slowest[0])
         printf("      over %.0f ms: %s (share of the load delivered at its submit)\n",
                S_PROBE_NAMED_MS, run->slowest);
+    char fifo_rate[32];
+    printf("    naive FIFO queue (SKIP LOCKED, %d workers, batches of %d): %s rows/s (COPY %.1f s "
+           "+ drain %.1f s); a newcomer behind %llu rows waited %.2f s\n",
+           S_FIFO_WORKERS, S_FAIRQD_ACK_BATCH,
+           fq_bench_grouped(run->fifo.rate, fifo_rate, sizeof fifo_rate), run->fifo.copy_s,
+           run->fifo.drain_s, (unsigned long long)run->fifo.newcomer_behind,
+           run->fifo.newcomer_wait_s);
     char span[160];
     if (run->last_start_s <= run->first_done_s)
         snprintf(span, sizeof span,

@@ -2,7 +2,6 @@
 #include "fq_api_internal.h"
 #include "fq_log.h"
 #include <stdlib.h>
-#include <time.h>
 
 #define S_PROMETHEUS_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
@@ -24,14 +23,10 @@ static void s_add_leadership(json_t *body, const fq_lease_t *lease)
         json_object_set_new(body, "leader", json_null());
         return;
     }
-    char since[32];
-    time_t seconds = (time_t)(view.since_ms / 1000);
-    struct tm tm;
-    gmtime_r(&seconds, &tm);
-    strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", &tm);
     json_object_set_new(body, "leader",
-                        json_pack("{s:s, s:I, s:s}", "instance", view.holder, "epoch",
-                                  (json_int_t)view.epoch, "since", since));
+                        json_pack("{s:s, s:I, s:o}", "instance", view.holder, "epoch",
+                                  (json_int_t)view.epoch, "since",
+                                  fq_api_time(view.since_ms / 1000)));
 }
 
 void fq_api_healthz(fq_api_call_t *call)

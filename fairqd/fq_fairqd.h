@@ -28,8 +28,8 @@ typedef enum {
 //  Loads config from argv (argv[0] is the program) and the environment, as
 //  fq_config_load does, then, unless --help was asked for, checks that
 //  libpq can read the database keys (database, database_listen): a
-//  connection string it cannot read is
-//  a mistake of the configuration, never retried. Returns 0, FQ_EINVAL
+//  connection string it cannot read is a mistake of the configuration,
+//  never retried. Returns 0, FQ_EINVAL
 //  with the reason in error ("ORIGIN: ..."; a password in it masked), or
 //  FQ_ENOMEM.
 int fq_fairqd_config_load(fq_config_t *config, int argc, char *const argv[], char *error,

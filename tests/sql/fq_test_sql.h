@@ -125,6 +125,25 @@ static inline void fq_test_sleep_ms(int ms)
     nanosleep(&delay, NULL);
 }
 
+//  Terminates every store connection to conn's database (the store names
+//  its sessions "fairq"; conn's own is psql-like and stays) and waits up to
+//  timeout_ms until they are gone, as after a database restart.
+static inline void fq_test_kill_store_backends(PGconn *conn, int timeout_ms)
+{
+    PQclear(fq_test_query(conn,
+                          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                          " WHERE datname = current_database() AND application_name = 'fairq'",
+                          0));
+    int64_t deadline = fq_test_now_ms() + timeout_ms;
+    while (fq_test_int(conn,
+                       "SELECT count(*) FROM pg_stat_activity"
+                       " WHERE datname = current_database() AND application_name = 'fairq'",
+                       0) > 0) {
+        assert_true(fq_test_now_ms() < deadline);
+        fq_test_sleep_ms(20);
+    }
+}
+
 //  Opens a store on conninfo, or fails the test.
 static inline fq_store_t *fq_test_store(const char *conninfo)
 {

@@ -163,18 +163,7 @@ static void test_tuned_page_after_lost_connection(void **unused)
     assert_int_equal(fq_store_tune_paging(store), 0);
     int64_t page[S_PAGE];
     assert_int_equal(fq_store_next_ready(store, request, 0, S_PAGE, page), 30);
-    PQclear(fq_test_query(conn,
-                          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                          " WHERE datname = current_database() AND application_name = 'fairq'",
-                          0));
-    int64_t deadline = fq_test_now_ms() + S_GONE_MS;
-    while (fq_test_int(conn,
-                       "SELECT count(*) FROM pg_stat_activity"
-                       " WHERE datname = current_database() AND application_name = 'fairq'",
-                       0) > 0) {
-        assert_true(fq_test_now_ms() < deadline);
-        fq_test_sleep_ms(20);
-    }
+    fq_test_kill_store_backends(conn, S_GONE_MS);
     assert_int_equal(fq_store_next_ready(store, request, 0, S_PAGE, page), FQ_EDB);
     assert_false(fq_store_connected(store));
     assert_int_equal(fq_store_reconnect(store), 0);

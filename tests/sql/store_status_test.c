@@ -385,24 +385,6 @@ static void test_failed_then_acked(void **unused)
     fq_store_destroy(&store);
 }
 
-//  Terminates every fairq backend of the test database and waits until
-//  they are gone.
-static void s_kill_store_backends(PGconn *conn)
-{
-    PQclear(fq_test_query(conn,
-                          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                          " WHERE datname = current_database() AND application_name = 'fairq'",
-                          0));
-    int64_t deadline = fq_test_now_ms() + S_STATS_DEADLINE_MS;
-    while (fq_test_int(conn,
-                       "SELECT count(*) FROM pg_stat_activity"
-                       " WHERE datname = current_database() AND application_name = 'fairq'",
-                       0) > 0) {
-        assert_true(fq_test_now_ms() < deadline);
-        fq_test_sleep_ms(20);
-    }
-}
-
 //  When the database connection is lost, an ack batch fails whole with
 //  "could not apply acks: ...", nothing of it is written, and after a
 //  reconnect the same batch applies fully.
@@ -414,7 +396,7 @@ static void test_lost_connection_fails_whole_batch(void **unused)
     int64_t ids[300];
     int64_t request = s_request(store, conn, 300, 5, ids);
 
-    s_kill_store_backends(conn);
+    fq_test_kill_store_backends(conn, S_STATS_DEADLINE_MS);
     int rc = fq_store_ack_batch(store, ids, 300);
     print_message("%s\n", fq_store_error(store));
     assert_int_equal(rc, FQ_EDB);
@@ -434,7 +416,7 @@ static void test_lost_connection_fails_whole_batch(void **unused)
     //  Nacks likewise
     int64_t more[10];
     int64_t second = s_request(store, conn, 10, 5, more);
-    s_kill_store_backends(conn);
+    fq_test_kill_store_backends(conn, S_STATS_DEADLINE_MS);
     fq_nack_t nacks[10];
     for (int i = 0; i < 10; i++)
         nacks[i] = (fq_nack_t){.id = more[i], .permanent = i % 2, .error = "421 busy"};

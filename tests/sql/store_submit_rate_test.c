@@ -284,19 +284,7 @@ static void test_errors(void **unused)
     assert_string_equal(PQresultErrorField(res, PG_DIAG_SQLSTATE), "22023");
     PQclear(res);
 
-    PQclear(fq_test_query(conn,
-                          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                          " WHERE datname = current_database() AND pid <> pg_backend_pid()",
-                          0));
-    int64_t deadline = fq_test_now_ms() + S_SLACK_S * 1000;
-    while (fq_test_int(conn,
-                       "SELECT count(*) FROM pg_stat_activity"
-                       " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                       " AND backend_type = 'client backend'",
-                       0) > 0) {
-        assert_true(fq_test_now_ms() < deadline);
-        fq_test_sleep_ms(20);
-    }
+    fq_test_kill_store_backends(conn, S_SLACK_S * 1000);
     assert_int_equal(fq_store_take_submit_token(store, acme, 5, &retry_after_s), FQ_EDB);
     assert_false(fq_store_connected(store));
     assert_int_equal(fq_store_reconnect(store), 0);

@@ -721,6 +721,7 @@ typedef struct {
     int probes;
     uint64_t requests;          //  Active requests of the memory test
     uint64_t fairness_messages; //  The fairness phase's backlog, a multiple of tenants
+    bool insecure;              //  The gateway without CURVE (production never runs so)
 } s_options_t;
 
 //  A new tenant's one-recipient request, submitted while the load drains.
@@ -801,6 +802,10 @@ typedef struct {
     char dir[S_DIR_SIZE];          //  Logs
     char fairqd_link[S_PATH_SIZE]; //  What runs: links to the programs in dir
     char sender_link[S_PATH_SIZE];
+    bool curve;                     //  The gateway with CURVE, as in production:
+    char server_cert[S_PATH_SIZE];  //  fairqd's certificate,
+    char allow_dir[S_PATH_SIZE];    //  the senders' public ones it lets in,
+    char sender_certs[S_PATH_SIZE]; //  and theirs, with their secrets
     char database[S_DATABASE_SIZE];
     PGconn *conn; //  On database
     int postmaster;
@@ -893,16 +898,85 @@ static void s_database_close(s_bench_t *self)
 static int s_fairqd_start(s_bench_t *self, const char *log, int port)
 {
     char database[S_DATABASE_SIZE + 32], bind[64], poll[32], batch[32];
+    char cert[S_PATH_SIZE + 32], allow[S_PATH_SIZE + 32];
     snprintf(database, sizeof database, "--database=dbname=%s", self->database);
     snprintf(bind, sizeof bind, "--gateway_bind=tcp://127.0.0.1:%d", port);
     snprintf(poll, sizeof poll, "--poll_ms=%d", S_FAIRQD_POLL_MS);
     snprintf(batch, sizeof batch, "--ack_batch=%d", S_FAIRQD_ACK_BATCH);
+    snprintf(cert, sizeof cert, "--gateway_cert=%s", self->server_cert);
+    snprintf(allow, sizeof allow, "--gateway_allow_dir=%s", self->allow_dir);
     //  No HTTP API: the benchmark measures the pipeline, and 8080 may be taken
-    char *argv[] = {self->fairqd_link, database, bind, "--gateway_insecure", poll, batch,
-                    "--http_listen=",  NULL};
+    char *argv[] = {self->fairqd_link, database, bind, poll, batch, "--http_listen=", NULL, NULL,
+                    NULL};
+    if (self->curve) {
+        argv[6] = cert;
+        argv[7] = allow;
+    } else
+        argv[6] = "--gateway_insecure";
     if (s_proc_start(&self->fairqd_proc, "fairqd", self->fairqd_link, argv, log))
         return -1;
     return s_proc_wait_log(&self->fairqd_proc, S_FAIRQD_READY, S_READY_TIMEOUT_MS);
+}
+
+//  Runs program to its end; 0 if it exited 0, else -1 (said).
+static int s_proc_run(s_bench_t *self, const char *what, char *const argv[])
+{
+    char log[S_PATH_SIZE + 64];
+    snprintf(log, sizeof log, "%s/%s.log", self->dir, what);
+    s_proc_t proc;
+    if (s_proc_start(&proc, what, argv[0], argv, log))
+        return -1;
+    uint64_t deadline = fq_bench_now_ns() + (uint64_t)S_READY_TIMEOUT_MS * S_NS_PER_MS;
+    while (s_proc_alive(&proc) && fq_bench_now_ns() < deadline)
+        s_sleep_ms(S_WAIT_STEP_MS);
+    return s_proc_stop(&proc, 0);
+}
+
+//  Copies the file at from to to; 0 or -1 (said).
+static int s_copy_file(const char *from, const char *to)
+{
+    char text[4096];
+    FILE *in = fopen(from, "r");
+    size_t len = in ? fread(text, 1, sizeof text, in) : 0;
+    FILE *out = in ? fopen(to, "w") : NULL;
+    bool ok = in && out && feof(in) && fwrite(text, 1, len, out) == len;
+    if (in)
+        fclose(in);
+    if (out && fclose(out))
+        ok = false;
+    if (!ok)
+        fprintf(stderr, S_PROGRAM ": could not copy %s to %s\n", from, to);
+    return ok ? 0 : -1;
+}
+
+//  The production gateway's CURVE material, made by fairq-sender
+//  --make-cert as an operator would: fairqd's certificate, one per sender,
+//  and the allow directory holding the senders' public halves.
+static int s_certs_make(s_bench_t *self, const s_options_t *opts)
+{
+    snprintf(self->sender_certs, sizeof self->sender_certs, "%s/certs", self->dir);
+    snprintf(self->allow_dir, sizeof self->allow_dir, "%s/allowed", self->dir);
+    snprintf(self->server_cert, sizeof self->server_cert, "%s/certs/fairqd", self->dir);
+    if (mkdir(self->sender_certs, 0700) || mkdir(self->allow_dir, 0700)) {
+        fprintf(stderr, S_PROGRAM ": could not create %s: %s\n", self->sender_certs,
+                strerror(errno));
+        return -1;
+    }
+    char *server[] = {self->sender_link, "--make-cert", self->server_cert, NULL};
+    if (s_proc_run(self, "make-cert-fairqd", server))
+        return -1;
+    for (uint64_t i = 0; i < opts->senders; i++) {
+        char cert[S_PATH_SIZE + 64], allowed[S_PATH_SIZE + 64], what[48];
+        snprintf(cert, sizeof cert, "%s/bench-sender-%llu", self->sender_certs,
+                 (unsigned long long)i + 1);
+        snprintf(allowed, sizeof allowed, "%s/bench-sender-%llu", self->allow_dir,
+                 (unsigned long long)i + 1);
+        snprintf(what, sizeof what, "make-cert-sender%llu", (unsigned long long)i + 1);
+        char *argv[] = {self->sender_link, "--make-cert", cert, NULL};
+        if (s_proc_run(self, what, argv) || s_copy_file(cert, allowed))
+            return -1;
+    }
+    return 0;
 }
 
 //  Starts the senders and waits until fairqd welcomed each.
@@ -920,19 +994,18 @@ static int s_senders_start(s_bench_t *self, const s_options_t *opts, const char 
         snprintf(deliveries, sizeof deliveries, "%s/%s-sender%llu.deliveries", self->dir, run,
                  (unsigned long long)i + 1);
         unlink(deliveries);
-        char *argv[] = {self->sender_link,
-                        "--connect",
-                        connect,
-                        "--insecure",
-                        "--transport",
-                        "null",
-                        "--concurrency",
-                        concurrency,
-                        "--name",
-                        name,
-                        "--file",
-                        deliveries,
-                        NULL};
+        char cert[S_PATH_SIZE + 64];
+        snprintf(cert, sizeof cert, "%s/%s", self->sender_certs, name);
+        char *argv[20] = {self->sender_link, "--connect", connect, "--transport", "null",
+                          "--concurrency", concurrency, "--name", name, "--file", deliveries};
+        int argc = 11;
+        if (self->curve) {
+            argv[argc++] = "--cert";
+            argv[argc++] = cert;
+            argv[argc++] = "--server-cert";
+            argv[argc++] = self->server_cert;
+        } else
+            argv[argc++] = "--insecure";
         if (s_proc_start(&self->senders[i], what, self->sender_link, argv, log))
             return -1;
         self->nsenders = (int)i + 1;
@@ -1925,12 +1998,13 @@ static void s_print_method(const s_bench_t *self, const s_options_t *opts, const
            "each, submitted back to back with fairq.submit_json\n"
            "            on one connection; %llu fairq-sender x concurrency %llu, null transport "
            "writing a --file delivery log;\n"
-           "            fairqd --poll_ms=%d --ack_batch=%d, other settings its defaults; "
-           "throughput from the first submit until\n"
+           "            gateway %s; fairqd --poll_ms=%d --ack_batch=%d, other settings its "
+           "defaults; throughput from the first submit until\n"
            "            sum(fairq.requests.sent) = %s (polled every %d ms)\n",
            messages, (unsigned long long)opts->tenants, per, (unsigned long long)opts->senders,
-           (unsigned long long)opts->concurrency, S_FAIRQD_POLL_MS, S_FAIRQD_ACK_BATCH, messages,
-           S_POLL_MS);
+           (unsigned long long)opts->concurrency,
+           self->curve ? "with CURVE (as in production)" : "WITHOUT CURVE (--insecure)",
+           S_FAIRQD_POLL_MS, S_FAIRQD_ACK_BATCH, messages, S_POLL_MS);
     printf("floor:      in the run's database: COPY of the same %s rows into " S_RAW_TABLE
            " (LIKE " S_STORE_TABLE " INCLUDING ALL)\n"
            "            WITH (%s), autovacuum off, %s rows per transaction "
@@ -2338,6 +2412,9 @@ static int s_bench_setup(s_bench_t *self, const s_options_t *opts)
             return -1;
         }
     }
+    self->curve = !opts->insecure;
+    if (self->curve && s_certs_make(self, opts))
+        return -1;
     uint64_t per = opts->messages / opts->tenants;
     self->recipients = s_recipients_json(per);
     self->fairness_recipients = s_recipients_json(opts->fairness_messages / opts->tenants);
@@ -2401,7 +2478,7 @@ static void s_usage(FILE *out)
     fprintf(out,
             "usage: " S_PROGRAM " [--messages N] [--tenants T] [--senders S]\n"
             "                         [--concurrency C] [--fairness-messages F]\n"
-            "                         [--runs R] [--quick]\n"
+            "                         [--runs R] [--insecure] [--quick]\n"
             "  --messages N     messages of the load, a multiple of T (default %d)\n"
             "  --tenants T      tenants of the load, one request each (default %d)\n"
             "  --senders S      fairq-sender processes, null transport (default %d)\n"
@@ -2411,6 +2488,7 @@ static void s_usage(FILE *out)
             "                   before the senders start (default T x %d)\n"
             "  --runs R         repetitions (default %d, max %d; an even count balances\n"
             "                   which of the pipeline and its floor goes first)\n"
+            "  --insecure       the gateway without CURVE (production runs with it)\n"
             "  --quick          %d messages from %d tenants, %d probes, T x %d messages in\n"
             "                   the fairness phase, %d active requests in the memory\n"
             "                   test: a smoke run, not figures\n"
@@ -2427,7 +2505,7 @@ static int s_parse_args(int argc, char **argv, s_options_t *opts)
     //  The fairness phase's messages follow from the tenants, below
     *opts = (s_options_t){
         S_DEFAULT_MESSAGES, S_DEFAULT_TENANTS, S_DEFAULT_SENDERS,  S_DEFAULT_CONCURRENCY,
-        S_DEFAULT_RUNS,     S_DEFAULT_PROBES,  S_DEFAULT_REQUESTS, 0};
+        S_DEFAULT_RUNS,     S_DEFAULT_PROBES,  S_DEFAULT_REQUESTS, 0, false};
     uint64_t messages = 0, tenants = 0, runs = 0, fairness = 0;
     uint64_t fairness_per = S_DEFAULT_FAIRNESS_RECIPIENTS;
     bool quick = false;
@@ -2441,6 +2519,10 @@ static int s_parse_args(int argc, char **argv, s_options_t *opts)
         }
         if (strcmp(arg, "--quick") == 0) {
             quick = true;
+            continue;
+        }
+        if (strcmp(arg, "--insecure") == 0) {
+            opts->insecure = true;
             continue;
         }
         if (strcmp(arg, "--messages") == 0)

@@ -23,6 +23,7 @@
     DISPATCH and per flush of answers, so the shared lock is taken once for
     a whole batch. */
 #include "fq_db.h"
+#include "fq_dispatch_batch.h"
 #include "fq_intkeys.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"
@@ -57,8 +58,10 @@ typedef struct {
     char *name;
     int64_t credit; //  Messages it may still be given
     size_t inflight;
-    bool leaving;        //  Said BYE: finishes what it holds, gets nothing new
-    uint64_t metrics_id; //  Its records in fq_metrics (0: none)
+    bool leaving;            //  Said BYE: finishes what it holds, gets nothing new
+    uint64_t metrics_id;     //  Its records in fq_metrics (0: none)
+    bool batches;            //  Its HELLO listed "batch": it takes MESSAGES
+    fq_dispatch_batch_t out; //  What this DISPATCH has for it so far
 } s_sender_t;
 
 typedef struct {
@@ -220,6 +223,7 @@ static void s_sender_free(void **item)
 {
     s_sender_t *sender = *item;
     if (sender) {
+        fq_dispatch_batch_release(&sender->out);
         free(sender->address);
         free(sender->name);
         free(sender);
@@ -339,6 +343,25 @@ static bool s_hello_text_valid(const char *text)
     return length <= S_HELLO_TEXT_MAX;
 }
 
+//  True if the comma-separated capabilities hold wanted (spaces around a
+//  name are allowed).
+static bool s_capable(const char *capabilities, const char *wanted)
+{
+    size_t length = strlen(wanted);
+    for (const char *at = capabilities; at;) {
+        while (*at == ' ')
+            at++;
+        const char *end = at + strcspn(at, ",");
+        const char *last = end;
+        while (last > at && last[-1] == ' ')
+            last--;
+        if ((size_t)(last - at) == length && strncmp(at, wanted, length) == 0)
+            return true;
+        at = *end ? end + 1 : NULL;
+    }
+    return false;
+}
+
 static void s_hello(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
     fq_hello_t hello;
@@ -365,6 +388,7 @@ static void s_hello(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         s_sender_free((void **)&sender);
         return;
     }
+    sender->batches = s_capable(hello.capabilities, FQ_SENDER_CAN_BATCH);
     sender->metrics_id = fq_metrics_sender_join(self->config->metrics, hello.name, sender->address);
     zhashx_insert(self->senders, sender->address, sender);
     zlistx_add_end(self->turns, sender);
@@ -439,6 +463,36 @@ static bool s_answered(s_self_t *self, s_sender_t *sender, uint64_t id,
     return true;
 }
 
+//  One ACK of sender's, alone or out of an ACKS.
+static void s_ack_one(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, uint64_t id)
+{
+    if (id == 0) {
+        s_malformed(self);
+        return;
+    }
+    if (!s_answered(self, sender, id, FQ_METRICS_SENT)) {
+        s_stray(ctx, self, sender, id, "an ACK");
+        return;
+    }
+    self->acked++;
+    if (self->acks_held == self->acks_capacity) {
+        uint32_t capacity = self->acks_capacity ? self->acks_capacity * 2 : S_ANSWER_BATCH;
+        uint64_t *grown = realloc(self->acks, capacity * sizeof *grown);
+        if (!grown) {
+            //  Out of memory: this one goes on its own
+            fq_store_acks_t one = {.ids = {1, &id}};
+            fq_tell(ctx, FQ_PATH_STORE, &fq_store_acks_desc, &one);
+            s_flush_settles(ctx, self);
+            return;
+        }
+        self->acks = grown;
+        self->acks_capacity = capacity;
+    }
+    self->acks[self->acks_held++] = id;
+    if (self->acks_held >= S_ANSWER_BATCH || sender->leaving)
+        s_flush_answers(ctx, self);
+}
+
 static void s_ack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
     fq_sender_ack_t ack;
@@ -449,27 +503,23 @@ static void s_ack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     s_sender_t *sender = s_known_sender(ctx, self, msg);
     if (!sender)
         return;
-    if (!s_answered(self, sender, ack.id, FQ_METRICS_SENT)) {
-        s_stray(ctx, self, sender, ack.id, "an ACK");
+    s_ack_one(ctx, self, sender, ack.id);
+    s_sender_check_left(ctx, self, sender);
+}
+
+//  ACKS (protocol 2): each id as its own ACK.
+static void s_acks(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
+{
+    fq_sender_acks_t acks;
+    if (fq_msg_decode(msg, &fq_sender_acks_desc, &acks) != 0) {
+        s_malformed(self);
         return;
     }
-    self->acked++;
-    if (self->acks_held == self->acks_capacity) {
-        uint32_t capacity = self->acks_capacity ? self->acks_capacity * 2 : S_ANSWER_BATCH;
-        uint64_t *grown = realloc(self->acks, capacity * sizeof *grown);
-        if (!grown) {
-            //  Out of memory: this one goes on its own
-            fq_store_acks_t one = {.ids = {1, &ack.id}};
-            fq_tell(ctx, FQ_PATH_STORE, &fq_store_acks_desc, &one);
-            s_flush_settles(ctx, self);
-            return;
-        }
-        self->acks = grown;
-        self->acks_capacity = capacity;
-    }
-    self->acks[self->acks_held++] = ack.id;
-    if (self->acks_held >= S_ANSWER_BATCH || sender->leaving)
-        s_flush_answers(ctx, self);
+    s_sender_t *sender = s_known_sender(ctx, self, msg);
+    if (!sender)
+        return;
+    for (uint32_t i = 0; i < acks.ids.count; i++)
+        s_ack_one(ctx, self, sender, acks.ids.items[i]);
     s_sender_check_left(ctx, self, sender);
 }
 
@@ -549,10 +599,6 @@ static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t req
         s_templates_free((void **)&templates);
         return NULL;
     }
-    if (self->template_bytes + templates->bytes > S_TEMPLATE_CACHE_BYTES) {
-        zhashx_purge(self->templates);
-        self->template_bytes = 0;
-    }
     fq_intkey_insert(self->templates, request_id, templates);
     self->template_bytes += templates->bytes;
     return templates;
@@ -584,6 +630,70 @@ static int64_t s_latency_ms(const s_templates_t *templates, int64_t now_ms)
     if (templates->due_at_ms <= 0)
         return -1;
     return now_ms > templates->due_at_ms ? now_ms - templates->due_at_ms : 0;
+}
+
+static void s_free_rendered(char *subject, char *body)
+{
+    free(subject);
+    free(body);
+}
+
+//  Sends what sender's batch holds as one MESSAGES. Its messages were
+//  counted in flight as they were added; if the frame cannot go (its peer
+//  is going, most likely), each is taken back as s_send_row does for a MSG
+//  that cannot: the sender keeps its credit, the pick gives its own back.
+static void s_batch_send(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender)
+{
+    fq_dispatch_batch_t *out = &sender->out;
+    if (out->count == 0)
+        return;
+    fq_messages_t frame = fq_dispatch_batch_frame(out);
+    bool sent = fq_tell(ctx, sender->address, &fq_messages_desc, &frame) == 0;
+    for (uint32_t i = 0; i < out->count; i++) {
+        const fq_dispatch_batch_item_t *item = &out->items[i];
+        uint64_t id = out->messages[i].id;
+        if (sent)
+            fq_metrics_batch_dispatched(self->metrics, item->tenant_id, item->request_id,
+                                        sender->metrics_id, item->latency_ms);
+        else {
+            fq_intkey_delete(self->inflight, id);
+            sender->credit++;
+            sender->inflight--;
+            self->sent--;
+            s_settle_add(&self->requeue, id, (uint64_t)item->request_id, (uint64_t)item->tenant_id,
+                         1);
+        }
+    }
+    fq_dispatch_batch_clear(out);
+}
+
+//  Adds a rendered message to sender's batch (sent when full, or at the end
+//  of the DISPATCH), in flight from now on. Returns 0 with message's
+//  subject and body taken, or -1 (out of memory) with the pick settled to
+//  be sent again.
+static int s_batch_add(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender,
+                       const fq_message_t *message, const fq_message_row_t *row,
+                       const s_templates_t *templates, int64_t now_ms)
+{
+    fq_dispatch_batch_item_t item = {row->request_id, row->tenant_id,
+                                     row->try_count == 0 ? s_latency_ms(templates, now_ms) : -1};
+    s_flight_t *flight = malloc(sizeof *flight);
+    if (!flight || fq_dispatch_batch_add(&sender->out, message, item) != 0) {
+        free(flight);
+        s_settle_add(&self->requeue, message->id, (uint64_t)row->request_id,
+                     (uint64_t)row->tenant_id, 1);
+        return -1;
+    }
+    *flight = (s_flight_t){sender, row->request_id, row->tenant_id,
+                           row->try_count + 1 >= templates->max_attempts};
+    fq_intkey_insert(self->inflight, message->id, flight);
+    sender->credit--;
+    sender->inflight++;
+    self->sent++;
+    self->senders_changed = true;
+    if (fq_dispatch_batch_full(&sender->out))
+        s_batch_send(ctx, self, sender);
+    return 0;
 }
 
 //  Renders row and hands it to a sender with credit; a message that cannot
@@ -636,6 +746,12 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
                                 .subject = subject,
                                 .body = body,
                                 .body_is_html = templates->body_is_html};
+        if (sender->batches) {
+            if (s_batch_add(ctx, self, sender, &message, row, templates, now_ms) == 0)
+                subject = body = NULL; //  The batch has them now
+            s_free_rendered(subject, body);
+            return;
+        }
         s_flight_t *flight = malloc(sizeof *flight);
         if (!flight || fq_tell(ctx, sender->address, &fq_message_desc, &message) != 0) {
             //  Not sent (its peer is going, most likely): the sender keeps
@@ -656,8 +772,7 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
             self->senders_changed = true;
         }
     }
-    free(subject);
-    free(body);
+    s_free_rendered(subject, body);
 }
 
 //  Picks from the scheduler: load their rows in one query, render, send.
@@ -719,6 +834,14 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
                 s_hold(ctx, self, rows.rows[i].id, (uint64_t)rows.rows[i].request_id,
                        (uint64_t)rows.rows[i].tenant_id);
         }
+    //  The batches borrow the rows' and the templates' strings: they go
+    //  before either is freed
+    for (s_sender_t *sender = zlistx_first(self->turns); sender; sender = zlistx_next(self->turns))
+        s_batch_send(ctx, self, sender);
+    if (self->template_bytes > S_TEMPLATE_CACHE_BYTES) {
+        zhashx_purge(self->templates);
+        self->template_bytes = 0;
+    }
     //  What is left was not sent: held while the database fails (or the
     //  dispatcher drains), else cancelled or sent meanwhile, nothing to send
     for (void *index = zhashx_first(batch); index; index = zhashx_next(batch)) {
@@ -837,6 +960,9 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
     }
     case FQ_MSG_ACK:
         s_ack(ctx, self, msg);
+        break;
+    case FQ_MSG_ACKS:
+        s_acks(ctx, self, msg);
         break;
     case FQ_MSG_NACK:
         s_nack(ctx, self, msg);

@@ -3,10 +3,12 @@
     Applications submit with fairq.submit in their own transactions; every
     submit and every change of a request NOTIFYs fairq_requests at commit.
     The intake LISTENs on a connection of its own, waits on its socket in
-    the actor's poll loop, and relays each burst of notifications to the
-    scheduler as one REQUESTS_CHANGED, so a new request is looked at within
-    a millisecond or two instead of at the next slow poll: the first
-    messages of a small request from a new tenant must not wait.
+    the actor's poll loop, and relays each notification's request (its
+    payload) to the scheduler as a REQUESTS_CHANGED naming it, so a new
+    request is looked at within a millisecond or two instead of at the next
+    slow poll: the first messages of a small request from a new tenant must
+    not wait. A burst of more than S_NAMED_MAX becomes one REQUESTS_CHANGED
+    naming none (a full poll).
 
     After a lost connection it connects again (fq_db.h), LISTENs again and
     tells the scheduler too, since notifications sent meanwhile are gone.
@@ -27,6 +29,9 @@
 //  a reconnect is tried at this pace at the fastest.
 #define S_CHECK_MS 500
 
+//  Most requests of one burst of notifications passed on by name.
+#define S_NAMED_MAX 64
+
 typedef struct {
     fq_pipeline_config_t *config;
     fq_ctx_t *ctx; //  The intake's own context (fq_db calls back in its thread)
@@ -35,9 +40,10 @@ typedef struct {
     uint64_t notifications;
 } s_self_t;
 
-static void s_tell_changed(fq_ctx_t *ctx)
+//  request: the one that changed, or 0 for "look at them all".
+static void s_tell_changed(fq_ctx_t *ctx, int64_t request)
 {
-    fq_requests_changed_t changed = {.request = 0};
+    fq_requests_changed_t changed = {.request = (uint64_t)request};
     fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_requests_changed_desc, &changed);
 }
 
@@ -51,13 +57,18 @@ static void s_unwatch(s_self_t *self)
 //  Reads the notifications that came; tells the scheduler if any did.
 static void s_read(s_self_t *self, fq_store_t *store)
 {
-    int count = fq_store_notifications(store);
+    int64_t named[S_NAMED_MAX];
+    int nnamed = 0;
+    int count = fq_store_notifications(store, named, S_NAMED_MAX, &nnamed);
     if (count < 0) {
         fq_db_failed(self->db, count);
         s_unwatch(self);
     } else if (count > 0) {
         self->notifications += (uint64_t)count;
-        s_tell_changed(self->ctx);
+        for (int i = 0; i < nnamed && nnamed == count; i++)
+            s_tell_changed(self->ctx, named[i]);
+        if (nnamed < count)
+            s_tell_changed(self->ctx, 0);
     }
 }
 
@@ -86,7 +97,7 @@ static int s_on_connect(fq_store_t *store, void *arg)
     self->fd = fq_store_socket(store);
     if (self->fd >= 0 && fq_ctx_add_fd_reader(self->ctx, self->fd, s_on_readable) != 0)
         self->fd = -1;
-    s_tell_changed(self->ctx);
+    s_tell_changed(self->ctx, 0);
     return 0;
 }
 

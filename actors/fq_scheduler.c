@@ -395,6 +395,28 @@ static void s_poll_now(fq_ctx_t *ctx, s_self_t *self)
     s_pump(ctx, self);
 }
 
+//  A NOTIFY named request_id: it is taken in at once by a lookup of its
+//  own. The full poll it also asks for is spaced twice as far apart as the
+//  last one took, and under a busy database that is a hundred ms or more,
+//  which a newcomer's request must not wait; the full poll still follows
+//  for whatever else changed (a cancel, a pause, a request this lookup
+//  found not due).
+static void s_open_one(fq_ctx_t *ctx, s_self_t *self, int64_t request_id)
+{
+    fq_store_t *store = fq_db_store(self->db);
+    if (!store)
+        return;
+    fq_due_request_t due;
+    int n = fq_store_due_request(store, request_id, &due);
+    if (n < 0)
+        fq_db_failed(self->db, n);
+    if (n != 1)
+        return;
+    s_open(self, &due);
+    s_split_feed(ctx, self);
+    s_pump(ctx, self);
+}
+
 //  ---------------------------------------------------------------------
 //  Messages
 
@@ -540,11 +562,16 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
         break;
     }
     case FQ_MSG_REQUESTS_CHANGED: {
+        fq_requests_changed_t changed;
+        if (fq_msg_decode(msg, &fq_requests_changed_desc, &changed) != 0)
+            changed.request = 0;
         int64_t since = zclock_mono() - self->last_poll;
         int64_t gap = 2 * self->poll_took_ms > S_SOON_MS ? 2 * self->poll_took_ms : S_SOON_MS;
         if (since >= gap)
             s_poll(ctx, self);
-        else if (!self->soon_armed) {
+        else if (changed.request)
+            s_open_one(ctx, self, (int64_t)changed.request);
+        if (since < gap && !self->soon_armed) {
             fq_tick_t tick = {.what = FQ_TICK_SOON};
             self->soon_armed = fq_timer_once(ctx, (int)(gap - since), &fq_tick_desc, &tick) > 0;
         }

@@ -9,6 +9,7 @@ const fq_gateway_admit_t fq_protocol_fairqd_admit[] = {
     {FQ_MSG_HELLO, FQ_PROTOCOL_DISPATCHER_PATH, FQ_ADMIT_ASK},
     {FQ_MSG_CREDIT, FQ_PROTOCOL_DISPATCHER_PATH, FQ_ADMIT_TELL},
     {FQ_MSG_ACK, FQ_PROTOCOL_DISPATCHER_PATH, FQ_ADMIT_TELL},
+    {FQ_MSG_ACKS, FQ_PROTOCOL_DISPATCHER_PATH, FQ_ADMIT_TELL},
     {FQ_MSG_NACK, FQ_PROTOCOL_DISPATCHER_PATH, FQ_ADMIT_TELL},
     {FQ_MSG_BYE, FQ_PROTOCOL_DISPATCHER_PATH, FQ_ADMIT_TELL},
 };
@@ -17,6 +18,7 @@ const size_t fq_protocol_fairqd_admit_count =
 
 const fq_gateway_admit_t fq_protocol_sender_admit[] = {
     {FQ_MSG_MESSAGE, FQ_PROTOCOL_SENDER_PATH, FQ_ADMIT_TELL},
+    {FQ_MSG_MESSAGES, FQ_PROTOCOL_SENDER_PATH, FQ_ADMIT_TELL},
     {FQ_MSG_WELCOME, FQ_PROTOCOL_SENDER_PATH, FQ_ADMIT_REPLY},
     //  An ask of HELLO that fairqd's gateway or dispatcher could not take
     {FQ_MSG_ERROR, FQ_PROTOCOL_SENDER_PATH, FQ_ADMIT_REPLY},

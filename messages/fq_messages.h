@@ -12,16 +12,20 @@
 #undef FQ_SCHEMA_FILE
 
 //  The sender protocol's version, said in WELCOME (docs/protocol.md).
-#define FQ_SENDER_PROTOCOL 1
+//  2 added the batches: MESSAGES to a sender whose HELLO lists
+//  FQ_SENDER_CAN_BATCH among its capabilities, and ACKS from a sender
+//  welcomed with protocol 2 or later.
+#define FQ_SENDER_PROTOCOL  2
+#define FQ_SENDER_CAN_BATCH "batch"
 
 //  The protocol's two ends: fairqd's dispatcher and a sender's actor.
 #define FQ_PROTOCOL_DISPATCHER_PATH "/user/dispatcher"
 #define FQ_PROTOCOL_SENDER_PATH     "/user/sender"
 
 //  The admission tables of the two gateways (fq_gateway.h): all that a
-//  sender may send into fairqd (HELLO, CREDIT, ACK, NACK, BYE to the
-//  dispatcher), and all that fairqd may send into a sender (MSG, and the
-//  replies to its HELLO). Nothing else from the other side reaches an actor.
+//  sender may send into fairqd (HELLO, CREDIT, ACK, ACKS, NACK, BYE to
+//  the dispatcher), and all that fairqd may send into a sender (MSG,
+//  MESSAGES, and the replies to its HELLO). Nothing else from the other side reaches an actor.
 extern const fq_gateway_admit_t fq_protocol_fairqd_admit[];
 extern const size_t fq_protocol_fairqd_admit_count;
 extern const fq_gateway_admit_t fq_protocol_sender_admit[];

@@ -17,7 +17,9 @@
 
     Field kinds: FQ_U64, FQ_I64, FQ_U32, FQ_BOOL, FQ_DOUBLE, FQ_STR
     (NUL-terminated, never NULL after decode), FQ_BIN (bytes), FQ_STRMAP
-    (string to string map), FQ_U64LIST.
+    (string to string map), FQ_U64LIST, FQ_LIST(name, type): a list of
+    messages of a type declared earlier in the same schema (a batch), each
+    encoded as that type's body; the struct holds count and items.
 */
 #ifndef FQ_SCHEMA_H
 #define FQ_SCHEMA_H
@@ -50,6 +52,7 @@ typedef struct fq_msgdesc {
     size_t size; //  sizeof the generated struct
     int (*encode)(const void *msg, msgpack_packer *pk);
     int (*decode)(const msgpack_object *obj, void *msg, msgpack_zone *zone);
+    uint32_t nfields; //  Fields a body must have at least
 } fq_msgdesc_t;
 
 //  Field codecs used by the generated code. Each decoder returns 0 or
@@ -64,11 +67,15 @@ int fq_field_decode_str(const msgpack_object *o, const char **out, msgpack_zone 
 int fq_field_decode_bin(const msgpack_object *o, fq_bin_t *out);
 int fq_field_decode_strmap(const msgpack_object *o, fq_strmap_t *out, msgpack_zone *zone);
 int fq_field_decode_u64list(const msgpack_object *o, fq_u64list_t *out, msgpack_zone *zone);
+int fq_field_decode_list(const msgpack_object *o, const fq_msgdesc_t *desc, const void **items,
+                         uint32_t *count, msgpack_zone *zone);
 
 int fq_field_encode_str(msgpack_packer *pk, const char *s);
 int fq_field_encode_bin(msgpack_packer *pk, fq_bin_t bin);
 int fq_field_encode_strmap(msgpack_packer *pk, fq_strmap_t map);
 int fq_field_encode_u64list(msgpack_packer *pk, fq_u64list_t list);
+int fq_field_encode_list(msgpack_packer *pk, const fq_msgdesc_t *desc, const void *items,
+                         uint32_t count);
 
 //  True unless o is an array of at least nfields items.
 static inline bool fq_field_array_too_short(const msgpack_object *o, uint32_t nfields)

@@ -16,6 +16,11 @@
 #define FQ_BIN(n)     fq_bin_t n;
 #define FQ_STRMAP(n)  fq_strmap_t n;
 #define FQ_U64LIST(n) fq_u64list_t n;
+#define FQ_LIST(n, low)                                                                            \
+    struct {                                                                                       \
+        uint32_t count;                                                                            \
+        const fq_##low##_t *items;                                                                 \
+    } n;
 //  fq_unused_ keeps field-less messages valid C.
 #define FQ_MESSAGE(UP, low, id, fields)                                                            \
     enum { FQ_MSG_##UP = (id) };                                                                   \

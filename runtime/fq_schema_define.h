@@ -15,6 +15,7 @@
 #define FQ_BIN(n)                       +1
 #define FQ_STRMAP(n)                    +1
 #define FQ_U64LIST(n)                   +1
+#define FQ_LIST(n, low)                 +1
 #define FQ_MESSAGE(UP, low, id, fields) enum { s_##low##_nfields = 0 fields };
 #include FQ_SCHEMA_FILE
 #include "fq_schema_undef.h"
@@ -29,6 +30,8 @@
 #define FQ_BIN(n)     rc |= fq_field_encode_bin(pk, msg->n);
 #define FQ_STRMAP(n)  rc |= fq_field_encode_strmap(pk, msg->n);
 #define FQ_U64LIST(n) rc |= fq_field_encode_u64list(pk, msg->n);
+#define FQ_LIST(n, low)                                                                            \
+    rc |= fq_field_encode_list(pk, &fq_##low##_desc, msg->n.items, msg->n.count);
 #define FQ_MESSAGE(UP, low, id, fields)                                                            \
     int fq_##low##_encode(const fq_##low##_t *msg, msgpack_packer *pk)                             \
     {                                                                                              \
@@ -53,6 +56,13 @@
 #define FQ_BIN(n)     FQ_DECODE_FIELD_(fq_field_decode_bin(field, &msg->n))
 #define FQ_STRMAP(n)  FQ_DECODE_FIELD_(fq_field_decode_strmap(field, &msg->n, zone))
 #define FQ_U64LIST(n) FQ_DECODE_FIELD_(fq_field_decode_u64list(field, &msg->n, zone))
+#define FQ_LIST(n, low)                                                                            \
+    {                                                                                              \
+        const void *items_;                                                                        \
+        FQ_DECODE_FIELD_(                                                                          \
+            fq_field_decode_list(field, &fq_##low##_desc, &items_, &msg->n.count, zone))           \
+        msg->n.items = items_;                                                                     \
+    }
 #define FQ_MESSAGE(UP, low, id, fields)                                                            \
     int fq_##low##_decode(const msgpack_object *obj, fq_##low##_t *msg, msgpack_zone *zone)        \
     {                                                                                              \
@@ -78,6 +88,7 @@
 #define FQ_BIN(n)
 #define FQ_STRMAP(n)
 #define FQ_U64LIST(n)
+#define FQ_LIST(n, low)
 #define FQ_MESSAGE(UP, low, id, fields)                                                            \
     static int s_##low##_encode_any(const void *msg, msgpack_packer *pk)                           \
     {                                                                                              \
@@ -87,8 +98,12 @@
     {                                                                                              \
         return fq_##low##_decode(obj, (fq_##low##_t *)msg, zone);                                  \
     }                                                                                              \
-    const fq_msgdesc_t fq_##low##_desc = {(id), #UP, sizeof(fq_##low##_t), s_##low##_encode_any,   \
-                                          s_##low##_decode_any};
+    const fq_msgdesc_t fq_##low##_desc = {(id),                                                    \
+                                          #UP,                                                     \
+                                          sizeof(fq_##low##_t),                                    \
+                                          s_##low##_encode_any,                                    \
+                                          s_##low##_decode_any,                                    \
+                                          s_##low##_nfields};
 #include FQ_SCHEMA_FILE
 #include "fq_schema_undef.h"
 
@@ -104,6 +119,7 @@
 #define FQ_BIN(n)
 #define FQ_STRMAP(n)
 #define FQ_U64LIST(n)
+#define FQ_LIST(n, low)
 #define FQ_MESSAGE(UP, low, id, fields) &fq_##low##_desc,
 const fq_msgdesc_t *const FQ_SCHEMA_TABLE[] = {
 #include FQ_SCHEMA_FILE

@@ -8,4 +8,5 @@
 #undef FQ_BIN
 #undef FQ_STRMAP
 #undef FQ_U64LIST
+#undef FQ_LIST
 #undef FQ_MESSAGE

@@ -15,7 +15,13 @@
     answer for it, and the message, given back, goes out again), and each
     worker still busy with a message of the old session gives its credit
     back with an explicit CREDIT 1 when done, since fairqd no longer counts
-    that message as this sender's. */
+    that message as this sender's.
+
+    Batches (protocol 2): the HELLO lists "batch", so fairqd may send the
+    messages of one dispatch as one MESSAGES frame; and when fairqd's
+    WELCOME says protocol 2 or later, the ACKs of one burst go back as one
+    ACKS, sent once the actor has handled every message waiting (its idle)
+    or S_ACKS_MAX are gathered: no wait is added. */
 #include "fq_sender.h"
 #include "fq_log.h"
 #include <stdlib.h>
@@ -34,6 +40,9 @@
 #define S_ERROR_MAX 512
 
 #define S_TICK_HELLO 1
+
+//  Most ids one ACKS carries.
+#define S_ACKS_MAX 512
 
 typedef struct {
     uint64_t id; //  Message being delivered, 0 when idle
@@ -57,7 +66,10 @@ typedef struct {
     int hello_delay_ms;
     uint64_t session; //  Counts WELCOMEs
     bool stopping;
-    zlistx_t *held; //  s_outcome_t*, while not welcomed
+    zlistx_t *held;            //  s_outcome_t*, while not welcomed
+    bool acks_batched;         //  fairqd's WELCOME said protocol 2 or later: ACKS
+    uint64_t acks[S_ACKS_MAX]; //  Gathered for the next ACKS
+    uint32_t nacks;
     uint64_t delivered, failed, malformed;
 } s_self_t;
 
@@ -201,11 +213,32 @@ static void s_credit(fq_ctx_t *ctx, s_self_t *self, uint32_t n)
     fq_tell(ctx, self->config->dispatcher, &fq_credit_desc, &credit);
 }
 
-//  Sends an outcome to fairqd: ACK, or NACK (permanent or not).
+//  Sends the ACKs gathered: as one ACKS, or one ACK each to a fairqd of
+//  protocol 1 (a WELCOME from one came since they were gathered).
+static void s_acks_flush(fq_ctx_t *ctx, s_self_t *self)
+{
+    if (self->nacks == 0)
+        return;
+    fq_sender_acks_t acks = {.ids = {self->nacks, self->acks}};
+    if (self->acks_batched)
+        fq_tell(ctx, self->config->dispatcher, &fq_sender_acks_desc, &acks);
+    for (uint32_t i = 0; i < self->nacks && !self->acks_batched; i++) {
+        fq_sender_ack_t ack = {.id = self->acks[i]};
+        fq_tell(ctx, self->config->dispatcher, &fq_sender_ack_desc, &ack);
+    }
+    self->nacks = 0;
+}
+
+//  Sends an outcome to fairqd: ACK (gathered into the next ACKS when fairqd
+//  takes them), or NACK (permanent or not).
 static void s_answer(fq_ctx_t *ctx, s_self_t *self, uint64_t id, uint32_t outcome,
                      const char *error)
 {
-    if (outcome == FQ_DELIVERY_OK) {
+    if (outcome == FQ_DELIVERY_OK && self->acks_batched) {
+        self->acks[self->nacks++] = id;
+        if (self->nacks == S_ACKS_MAX)
+            s_acks_flush(ctx, self);
+    } else if (outcome == FQ_DELIVERY_OK) {
         fq_sender_ack_t ack = {.id = id};
         fq_tell(ctx, self->config->dispatcher, &fq_sender_ack_desc, &ack);
     } else {
@@ -228,6 +261,10 @@ static void s_on_welcome(fq_ctx_t *ctx, void *state, int status, const fq_msg_t 
     }
     self->hello_pending = false;
     self->welcomed = true;
+    self->acks_batched = welcome.protocol >= 2;
+    //  ACKs gathered before go first, as they would have, in the form this
+    //  fairqd takes
+    s_acks_flush(ctx, self);
     self->session++;
     self->hello_delay_ms = S_HELLO_RETRY_MIN;
     //  Watched anew at each WELCOME: the address stays the same, but the
@@ -248,7 +285,8 @@ static void s_hello(fq_ctx_t *ctx, s_self_t *self)
     if (self->stopping)
         return;
     char capabilities[64];
-    snprintf(capabilities, sizeof capabilities, "%s", self->config->transport.kind);
+    snprintf(capabilities, sizeof capabilities, "%s," FQ_SENDER_CAN_BATCH,
+             self->config->transport.kind);
     fq_hello_t hello = {.name = self->config->name,
                         .version = self->config->version,
                         .capabilities = capabilities,
@@ -285,17 +323,17 @@ static void s_deliver_inline(fq_ctx_t *ctx, s_self_t *self, const fq_message_t *
     s_answer(ctx, self, message->id, (uint32_t)outcome, error);
 }
 
-static void s_message(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
+//  One message from fairqd, alone (MSG) or out of a MESSAGES.
+static void s_take(fq_ctx_t *ctx, s_self_t *self, const fq_message_t *message)
 {
-    fq_message_t message;
-    if (fq_msg_decode(msg, &fq_message_desc, &message) != 0 || message.id == 0) {
+    if (message->id == 0) {
         self->malformed++;
         return;
     }
     //  Even while stopping: a MSG sent before fairqd had our BYE counts on
     //  our credit, and is delivered (the drain waits for it)
     if (self->inline_transport) {
-        s_deliver_inline(ctx, self, &message);
+        s_deliver_inline(ctx, self, message);
         return;
     }
     int free_worker = -1;
@@ -305,17 +343,39 @@ static void s_message(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     if (free_worker < 0) {
         //  More than the credit granted (a protocol error of the other side):
         //  refused, fairqd retries it later
-        s_answer(ctx, self, message.id, FQ_DELIVERY_TRANSIENT, "sender has no idle worker");
+        s_answer(ctx, self, message->id, FQ_DELIVERY_TRANSIENT, "sender has no idle worker");
         return;
     }
     char path[64];
     snprintf(path, sizeof path, FQ_SENDER_PATH "/worker-%d", free_worker + 1);
-    if (fq_forward(ctx, path, msg->frame, msg->frame_size) != 0) {
-        s_answer(ctx, self, message.id, FQ_DELIVERY_TRANSIENT, "sender could not start delivery");
+    if (fq_tell(ctx, path, &fq_message_desc, message) != 0) {
+        s_answer(ctx, self, message->id, FQ_DELIVERY_TRANSIENT, "sender could not start delivery");
         return;
     }
-    self->workers[free_worker] = (s_worker_t){message.id, self->session};
+    self->workers[free_worker] = (s_worker_t){message->id, self->session};
     self->idle--;
+}
+
+static void s_message(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
+{
+    fq_message_t message;
+    if (fq_msg_decode(msg, &fq_message_desc, &message) != 0) {
+        self->malformed++;
+        return;
+    }
+    s_take(ctx, self, &message);
+}
+
+//  MESSAGES (protocol 2): each as its own MSG, in order.
+static void s_messages(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
+{
+    fq_messages_t batch;
+    if (fq_msg_decode(msg, &fq_messages_desc, &batch) != 0) {
+        self->malformed++;
+        return;
+    }
+    for (uint32_t i = 0; i < batch.messages.count; i++)
+        s_take(ctx, self, &batch.messages.items[i]);
 }
 
 static void s_delivered(fq_ctx_t *ctx, s_self_t *self, const fq_delivered_t *delivered)
@@ -402,6 +462,9 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
     case FQ_MSG_MESSAGE:
         s_message(ctx, self, msg);
         break;
+    case FQ_MSG_MESSAGES:
+        s_messages(ctx, self, msg);
+        break;
     case FQ_MSG_DELIVERED: {
         fq_delivered_t delivered;
         if (fq_msg_decode(msg, &fq_delivered_desc, &delivered) == 0)
@@ -423,6 +486,7 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
             s_hello(ctx, self);
         break;
     case FQ_MSG_DRAIN: {
+        s_acks_flush(ctx, self); //  Before the BYE
         if (!self->stopping && self->welcomed) {
             fq_bye_t bye = {.reason = "stopping"};
             fq_tell(ctx, self->config->dispatcher, &fq_bye_desc, &bye);
@@ -441,12 +505,17 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
 
 static void s_stop(fq_ctx_t *ctx, void *state)
 {
-    (void)ctx;
+    s_acks_flush(ctx, state);
     s_destroy(state);
 }
 
+static void s_idle(fq_ctx_t *ctx, void *state)
+{
+    s_acks_flush(ctx, state);
+}
+
 static const fq_behaviour_t s_sender_behaviour = {
-    .name = "sender", .start = s_start, .receive = s_receive, .stop = s_stop};
+    .name = "sender", .start = s_start, .receive = s_receive, .stop = s_stop, .idle = s_idle};
 
 int fq_sender_start(fq_system_t *sys, const fq_sender_config_t *config)
 {

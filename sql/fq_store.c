@@ -3,8 +3,10 @@
 */
 #include "fq_store_internal.h"
 #include "fq_error.h"
+#include <errno.h>
 #include <libpq-fe.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -337,8 +339,9 @@ int fq_store_socket(fq_store_t *self)
     return self->conn && PQstatus(self->conn) == CONNECTION_OK ? PQsocket(self->conn) : -1;
 }
 
-int fq_store_notifications(fq_store_t *self)
+int fq_store_notifications(fq_store_t *self, int64_t *requests, int max, int *nrequests)
 {
+    *nrequests = 0;
     if (!PQconsumeInput(self->conn) || PQstatus(self->conn) != CONNECTION_OK)
         return fq_store_fail(self, FQ_EDB, "could not read notifications: %s",
                              PQerrorMessage(self->conn));
@@ -346,6 +349,12 @@ int fq_store_notifications(fq_store_t *self)
     PGnotify *notify;
     while ((notify = PQnotifies(self->conn)) != NULL) {
         count++;
+        char *end = NULL;
+        errno = 0;
+        long long id = strtoll(notify->extra, &end, 10);
+        bool named = errno == 0 && end != notify->extra && *end == 0 && id > 0;
+        if (named && *nrequests < max)
+            requests[(*nrequests)++] = id;
         PQfreemem(notify);
     }
     return count;

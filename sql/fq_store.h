@@ -76,9 +76,11 @@ int fq_store_listen(fq_store_t *self, const char *channel);
 int fq_store_socket(fq_store_t *self);
 
 //  Reads what the server sent without waiting and counts the notifications
-//  received since the last call. Returns the count, or FQ_EDB when the
-//  connection is lost.
-int fq_store_notifications(fq_store_t *self);
+//  received since the last call. The first max that name a request (their
+//  payload is its id, as every fairq notification's is) go to requests,
+//  *nrequests of them. Returns the count, or FQ_EDB when the connection is
+//  lost.
+int fq_store_notifications(fq_store_t *self, int64_t *requests, int max, int *nrequests);
 
 //  ---------------------------------------------------------------------
 //  Migrations
@@ -422,6 +424,12 @@ typedef struct {
 //  requests, so the scan never touches finished history). Returns how many
 //  were written to out.
 int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out);
+
+//  The one request request_id if it is due as fq_store_due_requests finds
+//  them: returns 1 with it in *out, 0 if it is not (finished, paused,
+//  later, unknown), or an error. A primary-key lookup: the scheduler's
+//  answer to the NOTIFY of a submit, with no full poll in between.
+int fq_store_due_request(fq_store_t *self, int64_t request_id, fq_due_request_t *out);
 
 //  A message as the dispatcher renders it. Strings point into the page.
 typedef struct {

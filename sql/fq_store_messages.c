@@ -338,25 +338,16 @@ int fq_store_claim_due_retries(fq_store_t *self, int limit, int lease_s, fq_due_
     return n;
 }
 
-int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out)
+//  The columns of a due request, and the rows they come from.
+#define S_DUE_SELECT                                                                               \
+    "SELECT r.id, r.tenant_id, r.priority, r.scan_from,"                                           \
+    " NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id),"              \
+    " t.weight, t.max_inflight, r.total"                                                           \
+    " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"                            \
+    " WHERE r.status IN " FQ_STORE_UNFINISHED " AND r.status <> 'paused' AND r.send_at <= now()"
+
+static int s_due_rows(PGresult *res, fq_due_request_t *out)
 {
-    char count[FQ_STORE_INT_TEXT];
-    snprintf(count, sizeof count, "%d", limit);
-    const char *params[] = {count};
-    int rc;
-    //  The IN list repeats the predicate of requests_open_idx word for word,
-    //  so the planner can use that partial index; paused is then left out
-    PGresult *res = fq_store_query(
-        self,
-        "SELECT r.id, r.tenant_id, r.priority, r.scan_from,"
-        " NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id),"
-        " t.weight, t.max_inflight, r.total"
-        " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
-        " WHERE r.status IN " FQ_STORE_UNFINISHED " AND r.status <> 'paused' AND r.send_at <= now()"
-        " ORDER BY r.send_at, r.id LIMIT $1",
-        1, params, PGRES_TUPLES_OK, "find due requests", &rc);
-    if (!res)
-        return rc;
     int n = PQntuples(res);
     for (int i = 0; i < n; i++)
         out[i] = (fq_due_request_t){.id = fq_store_int64(res, i, 0),
@@ -369,6 +360,30 @@ int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out)
                                     .total = fq_store_int64(res, i, 7)};
     PQclear(res);
     return n;
+}
+
+int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out)
+{
+    char count[FQ_STORE_INT_TEXT];
+    snprintf(count, sizeof count, "%d", limit);
+    const char *params[] = {count};
+    int rc;
+    //  The IN list repeats the predicate of requests_open_idx word for word,
+    //  so the planner can use that partial index; paused is then left out
+    PGresult *res = fq_store_query(self, S_DUE_SELECT " ORDER BY r.send_at, r.id LIMIT $1", 1,
+                                   params, PGRES_TUPLES_OK, "find due requests", &rc);
+    return res ? s_due_rows(res, out) : rc;
+}
+
+int fq_store_due_request(fq_store_t *self, int64_t request_id, fq_due_request_t *out)
+{
+    char id[FQ_STORE_INT_TEXT];
+    snprintf(id, sizeof id, "%lld", (long long)request_id);
+    const char *params[] = {id};
+    int rc;
+    PGresult *res = fq_store_query(self, S_DUE_SELECT " AND r.id = $1", 1, params, PGRES_TUPLES_OK,
+                                   "find a due request", &rc);
+    return res ? s_due_rows(res, out) : rc;
 }
 
 int fq_store_tune_paging(fq_store_t *self)

@@ -5,7 +5,9 @@
     credit and receives MSGs as a remote fairq-sender would, without the
     gateway in between (tests/e2e run the real programs). That makes the
     protocol's rules checkable to the message: the credit bound, rendering,
-    acks and nacks in the database, BYE, and hostile messages. */
+    acks and nacks in the database, BYE, and hostile messages. Most tests
+    play a protocol 1 sender (one MSG and one ACK per message); the batch
+    tests play one that lists "batch" (MESSAGES and ACKS, protocol 2). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -73,10 +75,11 @@ static int s_teardown(void **state)
     return 0;
 }
 
-//  Says HELLO as a sender and grants credit.
-static void s_join(s_fixture_t *self, uint32_t credit)
+//  Says HELLO as a sender with capabilities and grants credit.
+static void s_join_as(s_fixture_t *self, const char *capabilities, uint32_t credit)
 {
-    fq_hello_t hello = {.name = "test", .version = "0", .capabilities = "null", .concurrency = 1};
+    fq_hello_t hello = {
+        .name = "test", .version = "0", .capabilities = capabilities, .concurrency = 1};
     fq_msg_t reply;
     assert_int_equal(
         fq_client_ask(self->sender, FQ_PATH_DISPATCHER, &fq_hello_desc, &hello, S_WAIT_MS, &reply),
@@ -87,6 +90,12 @@ static void s_join(s_fixture_t *self, uint32_t credit)
     assert_int_equal(welcome.protocol, FQ_SENDER_PROTOCOL);
     fq_credit_t grant = {.n = credit};
     assert_int_equal(fq_client_tell(self->sender, FQ_PATH_DISPATCHER, &fq_credit_desc, &grant), 0);
+}
+
+//  Says HELLO as a sender that takes one MSG at a time (protocol 1).
+static void s_join(s_fixture_t *self, uint32_t credit)
+{
+    s_join_as(self, "null", credit);
 }
 
 static int64_t s_submit(s_fixture_t *self, const char *tenant, const char *subject,
@@ -108,9 +117,24 @@ static int64_t s_submit(s_fixture_t *self, const char *tenant, const char *subje
 typedef struct {
     uint64_t id, request;
     uint32_t attempt;
-    char to[128], tenant[64], subject[256], body[1024];
+    char to[128], from[128], tenant[64], subject[256], body[1024];
     bool html;
+    uint32_t headers;
 } s_got_t;
+
+static void s_copy(s_got_t *got, const fq_message_t *message)
+{
+    *got = (s_got_t){.id = message->id,
+                     .request = message->request,
+                     .attempt = message->attempt,
+                     .html = message->body_is_html,
+                     .headers = message->headers.count};
+    snprintf(got->to, sizeof got->to, "%s", message->to);
+    snprintf(got->from, sizeof got->from, "%s", message->from);
+    snprintf(got->tenant, sizeof got->tenant, "%s", message->tenant);
+    snprintf(got->subject, sizeof got->subject, "%s", message->subject);
+    snprintf(got->body, sizeof got->body, "%s", message->body);
+}
 
 //  Waits up to timeout_ms for the next MSG. Returns 0, or -1 if none came.
 static int s_receive(s_fixture_t *self, int timeout_ms, s_got_t *got)
@@ -123,14 +147,36 @@ static int s_receive(s_fixture_t *self, int timeout_ms, s_got_t *got)
         fq_message_t message;
         if (msg.type != FQ_MSG_MESSAGE || fq_msg_decode(&msg, &fq_message_desc, &message) != 0)
             continue;
-        *got = (s_got_t){.id = message.id,
-                         .request = message.request,
-                         .attempt = message.attempt,
-                         .html = message.body_is_html};
-        snprintf(got->to, sizeof got->to, "%s", message.to);
-        snprintf(got->tenant, sizeof got->tenant, "%s", message.tenant);
-        snprintf(got->subject, sizeof got->subject, "%s", message.subject);
-        snprintf(got->body, sizeof got->body, "%s", message.body);
+        s_copy(got, &message);
+        return 0;
+    }
+    return -1;
+}
+
+//  Waits up to timeout_ms for the next MESSAGES frame, as a batch sender
+//  takes them, and copies its messages into got, which has room for at
+//  most room (more fails the test: more than the credit left). A lone MSG
+//  fails the test too: a sender that listed "batch" gets MESSAGES only.
+//  Returns 0 with *count set, or -1 if no frame came.
+static int s_receive_batch(s_fixture_t *self, int timeout_ms, s_got_t *got, uint32_t room,
+                           uint32_t *count)
+{
+    int64_t deadline = fq_test_now_ms() + timeout_ms;
+    while (fq_test_now_ms() < deadline) {
+        fq_msg_t msg;
+        if (fq_client_recv(self->sender, (int)(deadline - fq_test_now_ms()), &msg) != 0)
+            return -1;
+        if (msg.type == FQ_MSG_MESSAGE)
+            fail_msg("a sender that listed \"batch\" got a lone MSG");
+        fq_messages_t batch;
+        if (msg.type != FQ_MSG_MESSAGES)
+            continue;
+        assert_int_equal(fq_msg_decode(&msg, &fq_messages_desc, &batch), 0);
+        if (batch.messages.count > room)
+            fail_msg("a MESSAGES of %u messages, with room for %u", batch.messages.count, room);
+        for (uint32_t i = 0; i < batch.messages.count; i++)
+            s_copy(&got[i], &batch.messages.items[i]);
+        *count = batch.messages.count;
         return 0;
     }
     return -1;
@@ -140,6 +186,13 @@ static void s_ack(s_fixture_t *self, uint64_t id)
 {
     fq_sender_ack_t ack = {.id = id};
     assert_int_equal(fq_client_tell(self->sender, FQ_PATH_DISPATCHER, &fq_sender_ack_desc, &ack),
+                     0);
+}
+
+static void s_acks(s_fixture_t *self, const uint64_t *ids, uint32_t count)
+{
+    fq_sender_acks_t acks = {.ids = {count, ids}};
+    assert_int_equal(fq_client_tell(self->sender, FQ_PATH_DISPATCHER, &fq_sender_acks_desc, &acks),
                      0);
 }
 
@@ -414,6 +467,184 @@ static void test_outcomes_only_from_the_holder(void **state)
     fq_client_destroy(&other);
 }
 
+//  ids as a PostgreSQL array literal ("{1,2,3}"), for "= ANY($1::bigint[])".
+static const char *s_id_array(char *buf, size_t size, const s_got_t *got, uint32_t count)
+{
+    size_t len = (size_t)snprintf(buf, size, "{");
+    for (uint32_t i = 0; i < count && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%llu", i ? "," : "",
+                                (unsigned long long)got[i].id);
+    if (len < size)
+        snprintf(buf + len, size - len, "}");
+    assert_true(len + 1 < size);
+    return buf;
+}
+
+//  A sender whose HELLO lists "batch" gets the MSGs of a dispatch as
+//  MESSAGES frames, several to a frame and never a lone MSG; never more in
+//  all than its credit, each rendered as a MSG is (see
+//  test_messages_are_rendered). One ACKS answers for them all: each id is
+//  written as sent, and the credit it gives back brings the rest.
+static void test_batch_sender_gets_messages_frames(void **state)
+{
+    s_fixture_t *self = *state;
+    enum { S_CREDIT = 20, S_RECIPIENTS = 30 };
+    char recipients[S_RECIPIENTS * 96];
+    size_t len = 0;
+    for (int k = 0; k < S_RECIPIENTS; k++)
+        len += (size_t)snprintf(
+            recipients + len, sizeof recipients - len,
+            "%s{\"to\": \"m%d@example.com\", \"fields\": {\"name\": \"A<b>%d\", \"raw\": "
+            "\"<i>%d</i>\"}}",
+            k ? "," : "[", k, k, k);
+    snprintf(recipients + len, sizeof recipients - len, "]");
+    assert_true(len + 1 < sizeof recipients);
+    int64_t request = s_submit(self, "beta", "Hello {{name}}", "<p>{{name}} &amp; {{{raw}}}</p>",
+                               true, recipients);
+    char id[24];
+    fq_test_param(id, sizeof id, request);
+    //  Every message is ready before the credit comes, so that each
+    //  dispatch has several to put in one frame
+    s_wait_int(self, "SELECT count(*) FROM fairq.messages WHERE request_id = $1", id, S_RECIPIENTS);
+    s_join_as(self, "null,batch", S_CREDIT);
+
+    s_got_t got[S_RECIPIENTS];
+    uint32_t total = 0, frames = 0, count;
+    while (total < S_CREDIT) {
+        assert_int_equal(s_receive_batch(self, S_WAIT_MS, got + total, S_CREDIT - total, &count),
+                         0);
+        assert_true(count > 0); //  An empty frame would be a frame for nothing
+        total += count;
+        frames++;
+    }
+    //  Credit used up; and batched: at least one frame carried several
+    assert_int_equal(s_receive_batch(self, S_QUIET_MS, got + total, 0, &count), -1);
+    assert_true(frames < total);
+
+    bool seen[S_RECIPIENTS] = {false};
+    for (uint32_t i = 0; i < total; i++) {
+        int k = -1;
+        assert_int_equal(sscanf(got[i].to, "m%d@example.com", &k), 1);
+        assert_in_range(k, 0, S_RECIPIENTS - 1);
+        assert_false(seen[k]);
+        seen[k] = true;
+        char want[128];
+        snprintf(want, sizeof want, "Hello A<b>%d", k);
+        assert_string_equal(got[i].subject, want);
+        snprintf(want, sizeof want, "<p>A&lt;b&gt;%d &amp; <i>%d</i></p>", k, k);
+        assert_string_equal(got[i].body, want);
+        assert_true(got[i].html);
+        assert_int_equal(got[i].request, (uint64_t)request);
+        assert_string_equal(got[i].tenant, "beta");
+        assert_string_equal(got[i].from, "news@acme.example");
+        assert_int_equal(got[i].attempt, 1);
+        assert_int_equal(got[i].headers, 0);
+        assert_int_equal(fq_test_int(self->conn,
+                                     "SELECT id FROM fairq.messages"
+                                     " WHERE request_id = $1 AND recipient = $2",
+                                     2, id, got[i].to),
+                         (int64_t)got[i].id);
+        for (uint32_t j = 0; j < i; j++)
+            assert_true(got[j].id != got[i].id);
+    }
+
+    //  One ACKS for the lot: exactly these are sent, and their credit
+    //  brings the rest, within the credit again
+    uint64_t ids[S_RECIPIENTS];
+    for (uint32_t i = 0; i < total; i++)
+        ids[i] = got[i].id;
+    s_acks(self, ids, total);
+    char acked[S_RECIPIENTS * 24];
+    s_wait_int(
+        self,
+        "SELECT count(*) FROM fairq.messages WHERE id = ANY($1::bigint[]) AND status = 'sent'",
+        s_id_array(acked, sizeof acked, got, total), S_CREDIT);
+    while (total < S_RECIPIENTS) {
+        assert_int_equal(
+            s_receive_batch(self, S_WAIT_MS, got + total, S_RECIPIENTS - total, &count), 0);
+        for (uint32_t i = total; i < total + count; i++) {
+            assert_int_equal(got[i].request, (uint64_t)request);
+            for (uint32_t j = 0; j < i; j++)
+                assert_true(got[j].id != got[i].id);
+        }
+        total += count;
+    }
+    assert_int_equal(s_receive_batch(self, S_QUIET_MS, got + total, 0, &count), -1);
+    for (uint32_t i = S_CREDIT; i < total; i++)
+        ids[i - S_CREDIT] = got[i].id;
+    s_acks(self, ids, total - S_CREDIT);
+    s_wait_int(self, "SELECT sent FROM fairq.requests WHERE id = $1", id, S_RECIPIENTS);
+    s_wait_int(self,
+               "SELECT count(*) FROM fairq.messages WHERE request_id = $1 AND status = 'sent'", id,
+               S_RECIPIENTS);
+    s_wait_stat(self, FQ_PATH_DISPATCHER, "acked", S_RECIPIENTS);
+    assert_int_equal(s_stat(self, FQ_PATH_DISPATCHER, "stray"), 0);
+    assert_int_equal(s_stat(self, FQ_PATH_DISPATCHER, "malformed"), 0);
+}
+
+//  An ACKS is read id by id, as that many ACKs: id 0 is malformed and an id
+//  the sender was never given is stray, each counted and dropped (its
+//  message stays unsent and goes out later as any other), while the valid
+//  id beside them is written. An ACKS from an address that never said
+//  HELLO is ignored, even for a message in flight.
+static void test_acks_from_others_or_zero_are_dropped(void **state)
+{
+    s_fixture_t *self = *state;
+    char *recipients = fq_test_recipients("z", 3);
+    int64_t request = s_submit(self, "acme", "S", "B", false, recipients);
+    free(recipients);
+    char id[24], one[24];
+    fq_test_param(id, sizeof id, request);
+    s_wait_int(self, "SELECT count(*) FROM fairq.messages WHERE request_id = $1", id, 3);
+    s_join_as(self, "null,batch", 1);
+    s_got_t got[3];
+    uint32_t count;
+    assert_int_equal(s_receive_batch(self, S_WAIT_MS, got, 1, &count), 0);
+    assert_int_equal(count, 1);
+    const char *sent_sql = "SELECT count(*) FROM fairq.messages WHERE id = $1 AND status = 'sent'";
+
+    //  A stranger answers for the message held
+    fq_client_t *stranger = fq_client_new(self->sys);
+    fq_sender_acks_t forged = {.ids = {1, &got[0].id}};
+    assert_int_equal(fq_client_tell(stranger, FQ_PATH_DISPATCHER, &fq_sender_acks_desc, &forged),
+                     0);
+    fq_client_destroy(&stranger);
+    s_wait_stat(self, FQ_PATH_DISPATCHER, "unknown_peer", 1);
+    fq_test_sleep_ms(S_QUIET_MS);
+    assert_int_equal(
+        fq_test_int(self->conn, sent_sql, 1, fq_test_param(one, sizeof one, (int64_t)got[0].id)),
+        0);
+    assert_int_equal(s_stat(self, FQ_PATH_DISPATCHER, "acked"), 0);
+
+    //  The holder: 0, a message it was never given, and the one it holds
+    int64_t first =
+        fq_test_int(self->conn, "SELECT min(id) FROM fairq.messages WHERE request_id = $1", 1, id);
+    uint64_t never_given = (uint64_t)first == got[0].id ? (uint64_t)first + 1 : (uint64_t)first;
+    uint64_t malformed = s_stat(self, FQ_PATH_DISPATCHER, "malformed"),
+             stray = s_stat(self, FQ_PATH_DISPATCHER, "stray");
+    uint64_t mixed[] = {0, never_given, got[0].id};
+    s_acks(self, mixed, 3);
+    s_wait_int(self, sent_sql, fq_test_param(one, sizeof one, (int64_t)got[0].id), 1);
+    //  The whole ACKS was handled before the valid id's ack was written
+    assert_int_equal(s_stat(self, FQ_PATH_DISPATCHER, "malformed"), malformed + 1);
+    assert_int_equal(s_stat(self, FQ_PATH_DISPATCHER, "stray"), stray + 1);
+    assert_int_equal(s_stat(self, FQ_PATH_DISPATCHER, "acked"), 1);
+    assert_int_equal(fq_test_int(self->conn,
+                                 "SELECT count(*) FROM fairq.messages"
+                                 " WHERE id = $1 AND status = 'pending' AND try_count = 0",
+                                 1, fq_test_param(one, sizeof one, (int64_t)never_given)),
+                     1);
+
+    //  The valid ack gave its credit back: the other two follow, one at a
+    //  time, the one never given among them, and are written when acked
+    for (int i = 1; i < 3; i++) {
+        assert_int_equal(s_receive_batch(self, S_WAIT_MS, &got[i], 1, &count), 0);
+        s_acks(self, &got[i].id, 1);
+    }
+    assert_true(got[1].id == never_given || got[2].id == never_given);
+    s_wait_int(self, "SELECT sent FROM fairq.requests WHERE id = $1", id, 3);
+}
+
 //  Messages given back unsent (their sender restarted) go out again only
 //  while their request may send: not while it is paused, and all of them
 //  once it is resumed.
@@ -555,6 +786,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bye_keeps_what_is_held, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_bad_messages_are_dropped, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_outcomes_only_from_the_holder, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_batch_sender_gets_messages_frames, s_setup,
+                                        s_teardown),
+        cmocka_unit_test_setup_teardown(test_acks_from_others_or_zero_are_dropped, s_setup,
+                                        s_teardown),
         cmocka_unit_test_setup_teardown(test_requeue_honours_pause, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_cancelled_request_stops, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_metrics_follow_the_messages, s_setup, s_teardown),

@@ -906,8 +906,8 @@ static int s_fairqd_start(s_bench_t *self, const char *log, int port)
     snprintf(cert, sizeof cert, "--gateway_cert=%s", self->server_cert);
     snprintf(allow, sizeof allow, "--gateway_allow_dir=%s", self->allow_dir);
     //  No HTTP API: the benchmark measures the pipeline, and 8080 may be taken
-    char *argv[] = {self->fairqd_link, database, bind, poll, batch, "--http_listen=", NULL, NULL,
-                    NULL};
+    char *argv[] = {self->fairqd_link, database, bind, poll, batch,
+                    "--http_listen=",  NULL,     NULL, NULL};
     if (self->curve) {
         argv[6] = cert;
         argv[7] = allow;
@@ -996,8 +996,9 @@ static int s_senders_start(s_bench_t *self, const s_options_t *opts, const char 
         unlink(deliveries);
         char cert[S_PATH_SIZE + 64];
         snprintf(cert, sizeof cert, "%s/%s", self->sender_certs, name);
-        char *argv[20] = {self->sender_link, "--connect", connect, "--transport", "null",
-                          "--concurrency", concurrency, "--name", name, "--file", deliveries};
+        char *argv[20] = {self->sender_link, "--connect", connect,  "--transport", "null",
+                          "--concurrency",   concurrency, "--name", name,          "--file",
+                          deliveries};
         int argc = 11;
         if (self->curve) {
             argv[argc++] = "--cert";
@@ -2503,9 +2504,15 @@ static void s_usage(FILE *out)
 static int s_parse_args(int argc, char **argv, s_options_t *opts)
 {
     //  The fairness phase's messages follow from the tenants, below
-    *opts = (s_options_t){
-        S_DEFAULT_MESSAGES, S_DEFAULT_TENANTS, S_DEFAULT_SENDERS,  S_DEFAULT_CONCURRENCY,
-        S_DEFAULT_RUNS,     S_DEFAULT_PROBES,  S_DEFAULT_REQUESTS, 0, false};
+    *opts = (s_options_t){S_DEFAULT_MESSAGES,
+                          S_DEFAULT_TENANTS,
+                          S_DEFAULT_SENDERS,
+                          S_DEFAULT_CONCURRENCY,
+                          S_DEFAULT_RUNS,
+                          S_DEFAULT_PROBES,
+                          S_DEFAULT_REQUESTS,
+                          0,
+                          false};
     uint64_t messages = 0, tenants = 0, runs = 0, fairness = 0;
     uint64_t fairness_per = S_DEFAULT_FAIRNESS_RECIPIENTS;
     bool quick = false;

@@ -771,8 +771,8 @@ class HostilePeerTest(E2ETest):
 
     def test_outcomes_only_from_the_holder(self):
         """A peer that joined as a sender (HELLO, WELCOME, CREDIT) reports
-        outcomes for messages it never received: ACK, permanent NACK and
-        transient NACK of the paused request's messages, of ids that do
+        outcomes for messages it never received: ACK, ACKS, permanent NACK
+        and transient NACK of the paused request's messages, of ids that do
         not exist, and of messages the real sender s1 holds right now
         (held by the sink). None is recorded; s1's own outcomes are."""
         self.start(curve=True, hold=True)
@@ -789,9 +789,13 @@ class HostilePeerTest(E2ETest):
                   envelope(T["NACK"], TELL, 0, to, [U64_MAX, False, "451 4.7.1 forged"]),
                   envelope(T["ACK"], TELL, 0, to, [h_ids[0]]),
                   envelope(T["NACK"], TELL, 0, to, [h_ids[1], True, "550 5.7.1 forged"]),
-                  envelope(T["NACK"], TELL, 0, to, [h_ids[2], False, "451 4.7.1 forged"])]
-        what = ("ACK and NACK from a sender of messages it never held (the paused request's, "
-                "ids that do not exist, and s1's in flight)")
+                  envelope(T["NACK"], TELL, 0, to, [h_ids[2], False, "451 4.7.1 forged"]),
+                  #  Protocol 2's batch of acks: each id is judged as its own ACK
+                  envelope(T["ACKS"], TELL, 0, to, [[p[0], 10**12 + 2, 0, U64_MAX, h_ids[0],
+                                                     h_ids[1]]]),
+                  envelope(T["ACKS"], TELL, 0, to, [[]])]
+        what = ("ACK, ACKS and NACK from a sender of messages it never held (the paused "
+                "request's, ids that do not exist, and s1's in flight)")
         peer.send(frames)
         self.sync(peer, what)
         time.sleep(SETTLE_S)

@@ -226,15 +226,16 @@ static uint64_t s_read_u64list(fq_u64list_t list)
 //  s_read_<type>: decodes msg's body as that type, the way an actor does
 //  (fq_msg_decode) when any_type is false, or whatever msg's type is, and
 //  reads each field. Returns the decoder's code.
-#define FQ_U64(n)     digest += m.n;
-#define FQ_I64(n)     digest += (uint64_t)m.n;
-#define FQ_U32(n)     digest += m.n;
-#define FQ_BOOL(n)    digest += m.n;
-#define FQ_DOUBLE(n)  digest += m.n != m.n;
-#define FQ_STR(n)     digest += s_read_str(m.n);
-#define FQ_BIN(n)     digest += s_read_bin(m.n);
-#define FQ_STRMAP(n)  digest += s_read_strmap(m.n);
-#define FQ_U64LIST(n) digest += s_read_u64list(m.n);
+#define FQ_U64(n)       digest += m.n;
+#define FQ_I64(n)       digest += (uint64_t)m.n;
+#define FQ_U32(n)       digest += m.n;
+#define FQ_BOOL(n)      digest += m.n;
+#define FQ_DOUBLE(n)    digest += m.n != m.n;
+#define FQ_STR(n)       digest += s_read_str(m.n);
+#define FQ_BIN(n)       digest += s_read_bin(m.n);
+#define FQ_STRMAP(n)    digest += s_read_strmap(m.n);
+#define FQ_U64LIST(n)   digest += s_read_u64list(m.n);
+#define FQ_LIST(n, low) digest += m.n.count;
 #define FQ_MESSAGE(UP, low, id, fields)                                                            \
     static int s_read_##low(const fq_msg_t *msg, bool any_type, uint64_t *digest_p)                \
     {                                                                                              \
@@ -258,15 +259,16 @@ static uint64_t s_read_u64list(fq_u64list_t list)
 static const char *s_sample_keys[S_SAMPLE_ITEMS] = {"k1", "k2"};
 static const char *s_sample_values[S_SAMPLE_ITEMS] = {"v1", "v2"};
 static const uint64_t s_sample_ids[S_SAMPLE_ITEMS] = {1, 2};
-#define FQ_U64(n)     m.n = 1;
-#define FQ_I64(n)     m.n = 1;
-#define FQ_U32(n)     m.n = 1;
-#define FQ_BOOL(n)    m.n = true;
-#define FQ_DOUBLE(n)  m.n = 1;
-#define FQ_STR(n)     m.n = S_SAMPLE_TEXT;
-#define FQ_BIN(n)     m.n = (fq_bin_t){S_SAMPLE_TEXT, sizeof S_SAMPLE_TEXT - 1};
-#define FQ_STRMAP(n)  m.n = (fq_strmap_t){S_SAMPLE_ITEMS, s_sample_keys, s_sample_values};
-#define FQ_U64LIST(n) m.n = (fq_u64list_t){S_SAMPLE_ITEMS, s_sample_ids};
+#define FQ_U64(n)       m.n = 1;
+#define FQ_I64(n)       m.n = 1;
+#define FQ_U32(n)       m.n = 1;
+#define FQ_BOOL(n)      m.n = true;
+#define FQ_DOUBLE(n)    m.n = 1;
+#define FQ_STR(n)       m.n = S_SAMPLE_TEXT;
+#define FQ_BIN(n)       m.n = (fq_bin_t){S_SAMPLE_TEXT, sizeof S_SAMPLE_TEXT - 1};
+#define FQ_STRMAP(n)    m.n = (fq_strmap_t){S_SAMPLE_ITEMS, s_sample_keys, s_sample_values};
+#define FQ_U64LIST(n)   m.n = (fq_u64list_t){S_SAMPLE_ITEMS, s_sample_ids};
+#define FQ_LIST(n, low) m.n.count = 0;
 #define FQ_MESSAGE(UP, low, id, fields)                                                            \
     static int s_sample_##low(msgpack_sbuffer *buf, uint32_t flags, uint64_t corr,                 \
                               const char *sender, const char *to)                                  \
@@ -295,6 +297,7 @@ typedef struct {
 #define FQ_BIN(n)
 #define FQ_STRMAP(n)
 #define FQ_U64LIST(n)
+#define FQ_LIST(n, low)
 #define FQ_MESSAGE(UP, low, id, fields) {&fq_##low##_desc, s_read_##low, s_sample_##low},
 static const s_schema_t s_schemas[] = {
 #include "fq_sysmsg.def"

@@ -544,6 +544,268 @@ static void test_refusal_from_real_bytes(void **state)
 }
 
 // --------------------------------------------------------------------------
+//  Lists of messages (FQ_LIST): a batch travels as an array of item bodies
+
+//  A BATCH of three ALLTYPES as a batch of MESSAGEs would be: a full item,
+//  an empty one and one with other headers (its fields map). The arrays
+//  are static so the message can be returned by value.
+static fq_batch_t s_sample_batch(void)
+{
+    static const char *keys[] = {"x-campaign", "reply-to"};
+    static const char *values[] = {"spring ✿", "noreply@example.com"};
+    static const uint64_t ids[] = {UINT64_MAX, 7};
+    static fq_alltypes_t items[3];
+    items[0] = s_sample_alltypes();
+    items[1] = (fq_alltypes_t){.s = ""};
+    items[2] = (fq_alltypes_t){.u = 3,
+                               .i = INT64_MIN,
+                               .w = UINT32_MAX,
+                               .d = -0.0,
+                               .s = "third",
+                               .fields = {2, keys, values},
+                               .ids = {2, ids}};
+    return (fq_batch_t){.seq = 77, .items = {3, items}, .note = "after the list"};
+}
+
+static void s_assert_batch_equal(const fq_batch_t *got, const fq_batch_t *want)
+{
+    assert_int_equal(got->seq, want->seq);
+    assert_non_null(got->note);
+    assert_string_equal(got->note, want->note);
+    assert_int_equal(got->items.count, want->items.count);
+    for (uint32_t k = 0; k < want->items.count; k++)
+        s_assert_alltypes_equal(&got->items.items[k], &want->items.items[k]);
+}
+
+//  Every item comes back in order with every field as sent, the fields
+//  after the list too; on the wire the list is an array of the items'
+//  bodies, so a peer can read each item as its own message type.
+static void test_list_round_trip(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_batch_t sent = s_sample_batch();
+    msgpack_object *body = s_over_wire(&fq_batch_desc, &sent, zone);
+
+    assert_int_equal(body->via.array.size, 3);
+    const msgpack_object *list = &body->via.array.ptr[1];
+    assert_int_equal(list->type, MSGPACK_OBJECT_ARRAY);
+    assert_int_equal(list->via.array.size, 3);
+    for (uint32_t k = 0; k < 3; k++) {
+        fq_alltypes_t item;
+        assert_int_equal(fq_alltypes_decode(&list->via.array.ptr[k], &item, zone), 0);
+        s_assert_alltypes_equal(&item, &sent.items.items[k]);
+    }
+
+    fq_batch_t got;
+    assert_int_equal(fq_batch_decode(body, &got, zone), 0);
+    s_assert_batch_equal(&got, &sent);
+    assert_int_equal(fq_batch_desc.id, FQ_MSG_BATCH);
+    assert_int_equal(fq_batch_desc.size, sizeof(fq_batch_t));
+    assert_int_equal(fq_batch_desc.decode(body, &got, zone), 0);
+    s_assert_batch_equal(&got, &sent);
+}
+
+//  An empty list (no items, NULL items) is an empty array, and comes back
+//  with count 0.
+static void test_empty_list_round_trip(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_batch_t sent = {.seq = 1, .note = "nothing"};
+    msgpack_object *body = s_over_wire(&fq_batch_desc, &sent, zone);
+    assert_int_equal(body->via.array.ptr[1].type, MSGPACK_OBJECT_ARRAY);
+    assert_int_equal(body->via.array.ptr[1].via.array.size, 0);
+    fq_batch_t got;
+    assert_int_equal(fq_batch_decode(body, &got, zone), 0);
+    s_assert_batch_equal(&got, &sent);
+}
+
+//  A list past array16 (the 32-bit msgpack form) keeps its items in order.
+static void test_long_list_round_trip(void **state)
+{
+    msgpack_zone *zone = *state;
+    enum { S_ITEMS = 70000 };
+    fq_alltypes_t *items = calloc(S_ITEMS, sizeof *items);
+    assert_non_null(items);
+    for (uint32_t k = 0; k < S_ITEMS; k++)
+        items[k] = (fq_alltypes_t){.u = k, .w = S_ITEMS - k, .s = k % 2 ? "odd" : "even"};
+    fq_batch_t sent = {.seq = 2, .items = {S_ITEMS, items}, .note = "long"};
+    fq_batch_t got;
+    assert_int_equal(fq_batch_decode(s_over_wire(&fq_batch_desc, &sent, zone), &got, zone), 0);
+    s_assert_batch_equal(&got, &sent);
+    free(items);
+}
+
+//  An item from a newer peer, with fields appended, is still understood,
+//  as the same message alone would be.
+static void test_list_item_with_extra_fields_accepted(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_batch_t sent = s_sample_batch();
+    msgpack_object *body = s_over_wire(&fq_batch_desc, &sent, zone);
+    msgpack_object *item = &body->via.array.ptr[1].via.array.ptr[2];
+    uint32_t nfields = item->via.array.size;
+    msgpack_object *longer = msgpack_zone_malloc(zone, (nfields + 2) * sizeof *longer);
+    assert_non_null(longer);
+    memcpy(longer, item->via.array.ptr, nfields * sizeof *longer);
+    longer[nfields] = s_specimen(MSGPACK_OBJECT_STR);
+    longer[nfields + 1] = s_specimen(MSGPACK_OBJECT_MAP);
+    item->via.array.ptr = longer;
+    item->via.array.size = nfields + 2;
+
+    fq_batch_t got;
+    assert_int_equal(fq_batch_decode(body, &got, zone), 0);
+    s_assert_batch_equal(&got, &sent);
+}
+
+//  An item that is not a whole body of its type (any other msgpack type,
+//  or an array too short) is refused, wherever in the list it sits.
+static void test_list_item_not_a_body_refused(void **state)
+{
+    msgpack_zone *zone = *state;
+    const msgpack_object_type types[] = {
+        MSGPACK_OBJECT_NIL,     MSGPACK_OBJECT_BOOLEAN, MSGPACK_OBJECT_POSITIVE_INTEGER,
+        MSGPACK_OBJECT_FLOAT64, MSGPACK_OBJECT_STR,     MSGPACK_OBJECT_MAP,
+        MSGPACK_OBJECT_BIN,     MSGPACK_OBJECT_EXT,     MSGPACK_OBJECT_ARRAY, //  Empty: too short
+    };
+    fq_batch_t sent = s_sample_batch();
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (uint32_t at = 0; at < sent.items.count; at++) {
+            msgpack_object *body = s_over_wire(&fq_batch_desc, &sent, zone);
+            body->via.array.ptr[1].via.array.ptr[at] = s_specimen(types[t]);
+            fq_batch_t got;
+            int rc = fq_batch_decode(body, &got, zone);
+            if (rc != FQ_EDECODE)
+                fail_msg("item %u of msgpack type %d: got %s", at, (int)types[t], fq_err_name(rc));
+        }
+
+    //  One field short
+    msgpack_object *body = s_over_wire(&fq_batch_desc, &sent, zone);
+    body->via.array.ptr[1].via.array.ptr[2].via.array.size--;
+    fq_batch_t got;
+    assert_int_equal(fq_batch_decode(body, &got, zone), FQ_EDECODE);
+}
+
+//  An item whose field has the wrong type is refused as the message alone
+//  would be: in any field of any item, and deep in an item's map.
+static void test_list_item_with_wrong_field_refused(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_batch_t sent = s_sample_batch();
+    //  No ALLTYPES field takes nil; a string is wrong for all but s
+    const size_t nfields = 9, str_field = 5;
+    for (uint32_t at = 0; at < sent.items.count; at++)
+        for (size_t f = 0; f < nfields; f++) {
+            msgpack_object *body = s_over_wire(&fq_batch_desc, &sent, zone);
+            msgpack_object *item = &body->via.array.ptr[1].via.array.ptr[at];
+            assert_int_equal(item->via.array.size, nfields);
+            item->via.array.ptr[f] =
+                s_specimen(f == str_field ? MSGPACK_OBJECT_NIL : MSGPACK_OBJECT_STR);
+            fq_batch_t got;
+            int rc = fq_batch_decode(body, &got, zone);
+            if (rc != FQ_EDECODE)
+                fail_msg("item %u, field %zu: got %s", at, f, fq_err_name(rc));
+        }
+
+    //  A header value that is a number, and one with an embedded NUL
+    msgpack_object *body = s_over_wire(&fq_batch_desc, &sent, zone);
+    body->via.array.ptr[1].via.array.ptr[2].via.array.ptr[7].via.map.ptr[1].val =
+        s_specimen(MSGPACK_OBJECT_POSITIVE_INTEGER);
+    fq_batch_t got;
+    assert_int_equal(fq_batch_decode(body, &got, zone), FQ_EDECODE);
+    msgpack_object nul_str = {.type = MSGPACK_OBJECT_STR};
+    nul_str.via.str.ptr = s_nul_text;
+    nul_str.via.str.size = sizeof s_nul_text - 1;
+    body = s_over_wire(&fq_batch_desc, &sent, zone);
+    body->via.array.ptr[1].via.array.ptr[0].via.array.ptr[7].via.map.ptr[0].val = nul_str;
+    assert_int_equal(fq_batch_decode(body, &got, zone), FQ_EDECODE);
+}
+
+//  The list field itself must be an array: a map (a "list" of key/value
+//  pairs) or any other type is refused; an empty array is an empty list.
+static void test_list_field_of_wrong_type_refused(void **state)
+{
+    msgpack_zone *zone = *state;
+    const msgpack_object_type types[] = {
+        MSGPACK_OBJECT_NIL,     MSGPACK_OBJECT_BOOLEAN, MSGPACK_OBJECT_POSITIVE_INTEGER,
+        MSGPACK_OBJECT_FLOAT64, MSGPACK_OBJECT_STR,     MSGPACK_OBJECT_MAP,
+        MSGPACK_OBJECT_BIN,     MSGPACK_OBJECT_EXT,     MSGPACK_OBJECT_ARRAY,
+    };
+    fq_batch_t sent = s_sample_batch();
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        msgpack_object *body = s_over_wire(&fq_batch_desc, &sent, zone);
+        body->via.array.ptr[1] = s_specimen(types[t]);
+        fq_batch_t got;
+        int rc = fq_batch_decode(body, &got, zone);
+        int want = types[t] == MSGPACK_OBJECT_ARRAY ? 0 : FQ_EDECODE;
+        if (rc != want)
+            fail_msg("list of msgpack type %d: got %s", (int)types[t], fq_err_name(rc));
+        if (rc == 0)
+            assert_int_equal(got.items.count, 0);
+    }
+
+    //  A map whose pairs each look like an item body
+    fq_alltypes_t item = s_sample_alltypes();
+    msgpack_object *item_body = s_over_wire(&fq_alltypes_desc, &item, zone);
+    msgpack_object_kv *pairs = msgpack_zone_malloc(zone, 2 * sizeof *pairs);
+    assert_non_null(pairs);
+    pairs[0] = pairs[1] = (msgpack_object_kv){*item_body, *item_body};
+    msgpack_object *body = s_over_wire(&fq_batch_desc, &sent, zone);
+    body->via.array.ptr[1] = (msgpack_object){.type = MSGPACK_OBJECT_MAP};
+    body->via.array.ptr[1].via.map.ptr = pairs;
+    body->via.array.ptr[1].via.map.size = 2;
+    fq_batch_t got;
+    assert_int_equal(fq_batch_decode(body, &got, zone), FQ_EDECODE);
+}
+
+//  Refusals from real bytes: BATCH bodies as a hostile peer would pack
+//  them, unpacked from the wire before decoding.
+static void test_list_refusal_from_real_bytes(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_alltypes_t item = s_sample_alltypes();
+    for (int c = 0; c < 4; c++) {
+        msgpack_sbuffer buf;
+        msgpack_sbuffer_init(&buf);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+        msgpack_pack_array(&pk, 3);
+        msgpack_pack_uint64(&pk, 5);
+        switch (c) {
+        case 0: //  The list as a map
+            msgpack_pack_map(&pk, 1);
+            msgpack_pack_str_with_body(&pk, "a", 1);
+            msgpack_pack_str_with_body(&pk, "b", 1);
+            break;
+        case 1: //  An item that is a number
+            msgpack_pack_array(&pk, 1);
+            msgpack_pack_uint64(&pk, 1);
+            break;
+        case 2: //  An item of one field
+            msgpack_pack_array(&pk, 1);
+            msgpack_pack_array(&pk, 1);
+            msgpack_pack_uint64(&pk, 1);
+            break;
+        default: //  A valid item, then nil
+            msgpack_pack_array(&pk, 2);
+            assert_int_equal(fq_alltypes_encode(&item, &pk), 0);
+            msgpack_pack_nil(&pk);
+            break;
+        }
+        msgpack_pack_str_with_body(&pk, "n", 1);
+
+        msgpack_object body;
+        size_t offset = 0;
+        assert_int_equal(msgpack_unpack(buf.data, buf.size, &offset, zone, &body),
+                         MSGPACK_UNPACK_SUCCESS);
+        fq_batch_t got;
+        int rc = fq_batch_decode(&body, &got, zone);
+        msgpack_sbuffer_destroy(&buf);
+        if (rc != FQ_EDECODE)
+            fail_msg("case %d: got %s", c, fq_err_name(rc));
+    }
+}
+
+// --------------------------------------------------------------------------
 //  Look-up by id
 
 //  fq_schema_find returns the runtime descriptor for a known id, with its
@@ -614,6 +876,19 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_u64list_with_non_integer_refused, s_zone_setup,
                                         s_zone_teardown),
         cmocka_unit_test_setup_teardown(test_refusal_from_real_bytes, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_list_round_trip, s_zone_setup, s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_empty_list_round_trip, s_zone_setup, s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_long_list_round_trip, s_zone_setup, s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_list_item_with_extra_fields_accepted, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_list_item_not_a_body_refused, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_list_item_with_wrong_field_refused, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_list_field_of_wrong_type_refused, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_list_refusal_from_real_bytes, s_zone_setup,
                                         s_zone_teardown),
         cmocka_unit_test(test_schema_find),
         cmocka_unit_test(test_sysmsg_table_is_consistent),

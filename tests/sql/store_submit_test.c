@@ -181,6 +181,49 @@ static void test_committed_submit_notifies_once(void **unused)
     PQfinish(app);
 }
 
+//  The store's LISTEN hands the scheduler the requests notified by name:
+//  their ids, in commit order; a payload that is not an id (another
+//  program's, or this test's marker) is counted but names nothing, and
+//  more than the room given are counted, not named.
+static void test_notifications_name_their_requests(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    assert_int_equal(fq_store_listen(store, FQ_STORE_REQUESTS_CHANNEL), 0);
+    PGconn *app = fq_test_connect(s_conninfo);
+    int64_t first = s_app_transaction(app, "named 1", "COMMIT");
+    int64_t second = s_app_transaction(app, "named 2", "COMMIT");
+    const char *payloads[] = {"marker", "-5", "12abc", ""};
+    for (size_t i = 0; i < sizeof payloads / sizeof payloads[0]; i++)
+        PQclear(fq_test_query(app, "SELECT pg_notify('fairq_requests', $1)", 1, payloads[i]));
+    int64_t third = s_app_transaction(app, "named 3", "COMMIT");
+
+    int64_t named[2];
+    int nnamed = -1, count = 0, total_named = 0;
+    int64_t seen[3] = {0};
+    int64_t deadline = fq_test_now_ms() + S_NOTIFY_DEADLINE_MS;
+    while (count < 7 && fq_test_now_ms() < deadline) {
+        int got = fq_store_notifications(store, named, 2, &nnamed);
+        assert_true(got >= 0);
+        assert_true(nnamed <= 2 && nnamed <= got);
+        for (int i = 0; i < nnamed && total_named < 3; i++)
+            seen[total_named++] = named[i];
+        count += got;
+        if (count < 7)
+            fq_test_sleep_ms(10);
+    }
+    assert_int_equal(count, 7);
+    //  Read in one go, only the room of two is named; read as they came,
+    //  all three are: either way in commit order
+    assert_true(total_named >= 2);
+    assert_int_equal(seen[0], first);
+    assert_int_equal(seen[1], second);
+    if (total_named == 3)
+        assert_int_equal(seen[2], third);
+    PQfinish(app);
+    fq_store_destroy(&store);
+}
+
 static fq_submit_t s_valid_request(void)
 {
     return (fq_submit_t){.tenant = "acme",
@@ -713,6 +756,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rolled_back_submit_leaves_nothing),
         cmocka_unit_test(test_committed_submit_notifies_once),
+        cmocka_unit_test(test_notifications_name_their_requests),
         cmocka_unit_test(test_idempotency_key),
         cmocka_unit_test(test_idempotency_key_concurrent),
         cmocka_unit_test(test_bad_input_is_refused),

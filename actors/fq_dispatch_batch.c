@@ -1,0 +1,55 @@
+/*  fq_dispatch_batch.c — one sender's messages of a DISPATCH, as one frame. */
+#include "fq_dispatch_batch.h"
+#include "fq_error.h"
+#include <stdlib.h>
+#include <string.h>
+
+int fq_dispatch_batch_add(fq_dispatch_batch_t *self, const fq_message_t *message,
+                          fq_dispatch_batch_item_t item)
+{
+    if (self->count == self->capacity) {
+        uint32_t capacity = self->capacity ? self->capacity * 2 : 32;
+        fq_message_t *messages = realloc(self->messages, capacity * sizeof *messages);
+        if (!messages)
+            return FQ_ENOMEM;
+        self->messages = messages;
+        fq_dispatch_batch_item_t *items = realloc(self->items, capacity * sizeof *items);
+        if (!items)
+            return FQ_ENOMEM;
+        self->items = items;
+        self->capacity = capacity;
+    }
+    self->messages[self->count] = *message;
+    self->items[self->count] = item;
+    self->count++;
+    self->bytes += strlen(message->subject) + strlen(message->body);
+    return 0;
+}
+
+bool fq_dispatch_batch_full(const fq_dispatch_batch_t *self)
+{
+    return self->count >= FQ_DISPATCH_BATCH_MESSAGES || self->bytes >= FQ_DISPATCH_BATCH_BYTES;
+}
+
+fq_messages_t fq_dispatch_batch_frame(const fq_dispatch_batch_t *self)
+{
+    return (fq_messages_t){.messages = {self->count, self->messages}};
+}
+
+void fq_dispatch_batch_clear(fq_dispatch_batch_t *self)
+{
+    for (uint32_t i = 0; i < self->count; i++) {
+        free((char *)self->messages[i].subject);
+        free((char *)self->messages[i].body);
+    }
+    self->count = 0;
+    self->bytes = 0;
+}
+
+void fq_dispatch_batch_release(fq_dispatch_batch_t *self)
+{
+    fq_dispatch_batch_clear(self);
+    free(self->messages);
+    free(self->items);
+    *self = (fq_dispatch_batch_t){0};
+}

@@ -39,7 +39,9 @@
 //  Due retries claimed per query, and how long a claim lasts. A claimed
 //  retry waits in memory for its tenant's turn; the lease must outlast that
 //  wait, else it would be claimed (and sent) twice. After a crash the
-//  claims come back when the lease ends (or at once: release_claims).
+//  claims come back when the lease ends, or at once when a new leader
+//  starts (a claim records its leader's epoch), or by an operator's
+//  release_claims.
 #define S_RETRY_BATCH   500
 #define S_RETRY_LEASE_S 300
 
@@ -100,8 +102,9 @@ typedef struct {
     fq_due_request_t *due;
     fq_due_message_t *retries;
     bool soon_armed;
-    int64_t last_poll;                   //  zclock_mono() of the last poll
-    int64_t poll_took_ms;                //  How long it took
+    bool claims_released; //  An earlier leader's claims (fq_store_release_stale_claims)
+    int64_t last_poll;    //  zclock_mono() of the last poll
+    int64_t poll_took_ms; //  How long it took
     int64_t splitting[FQ_SPLITTERS_MAX]; //  Request each splitter is on, 0 = idle
     zlistx_t *express, *queue;           //  Request ids waiting for a splitter
     bool pump_wanted;                    //  Credit came back: pump once the mailbox is empty
@@ -380,6 +383,15 @@ static void s_poll_now(fq_ctx_t *ctx, s_self_t *self)
     }
     zlistx_destroy(&gone);
 
+    if (!self->claims_released) {
+        int released = fq_store_release_stale_claims(store);
+        if (released < 0)
+            fq_db_failed(self->db, released);
+        else if (released > 0)
+            fq_log(FQ_LOG_INFO, "scheduler: %d retries claimed by an earlier leader are due again",
+                   released);
+        self->claims_released = released >= 0;
+    }
     int claimed;
     do {
         claimed = fq_store_claim_due_retries(store, S_RETRY_BATCH, S_RETRY_LEASE_S, self->retries);

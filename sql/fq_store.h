@@ -408,6 +408,13 @@ typedef struct {
 //  them back then. Returns how many were written to out.
 int fq_store_claim_due_retries(fq_store_t *self, int limit, int lease_s, fq_due_message_t *out);
 
+//  Makes the retries claimed by a leader of an earlier epoch than this
+//  store's (fq_store_set_epoch) due at once: that leader is gone, and its
+//  claims would otherwise hold them back until their lease ends. A new
+//  leader's scheduler calls it once as it starts. Returns how many, 0
+//  without an epoch, or an error (FQ_EDEPOSED when deposed meanwhile).
+int fq_store_release_stale_claims(fq_store_t *self);
+
 typedef struct {
     int64_t id;
     int64_t tenant_id;

@@ -31,7 +31,8 @@ static char *s_valid_utf8_copy(const char *text)
 static const char *const S_ACK_SQL =
     "WITH acked AS ("
     "  UPDATE fairq.messages m SET status = 'sent', try_count = m.try_count + 1,"
-    "    last_attempt_at = now(), next_attempt_at = NULL, updated_at = now()"
+    "    last_attempt_at = now(), next_attempt_at = NULL, updated_at = now(),"
+    "    claimed_epoch = NULL"
     "  FROM unnest($1::bigint[]) AS a(id)"
     "  WHERE m.id = a.id AND m.status IN ('pending', 'failed') AND (SELECT "
     "fairq.check_epoch($2::bigint))"
@@ -70,7 +71,7 @@ static const char *const S_NACK_SQL =
     " nacked AS ("
     "  UPDATE fairq.messages m SET"
     "    try_count = m.try_count + 1, last_attempt_at = now(), updated_at = now(),"
-    "    last_error = left(i.error, 2000),"
+    "    last_error = left(i.error, 2000), claimed_epoch = NULL,"
     "    status = CASE WHEN i.permanent OR m.try_count + 1 >= r.max_attempts"
     "                  THEN 'dead' ELSE 'failed' END::fairq.message_status,"
     "    next_attempt_at = CASE WHEN i.permanent OR m.try_count + 1 >= r.max_attempts THEN NULL"

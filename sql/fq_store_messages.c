@@ -317,7 +317,8 @@ int fq_store_claim_due_retries(fq_store_t *self, int limit, int lease_s, fq_due_
     int rc;
     PGresult *res = fq_store_query(
         self,
-        "UPDATE fairq.messages m SET next_attempt_at = now() + make_interval(secs => $2::int)"
+        "UPDATE fairq.messages m SET next_attempt_at = now() + make_interval(secs => $2::int),"
+        " claimed_epoch = $3::bigint"
         " FROM (SELECT id FROM fairq.messages WHERE next_attempt_at <= now()"
         "       AND status = 'failed'"
         //  A paused or cancelled request's retries wait where they are
@@ -336,6 +337,26 @@ int fq_store_claim_due_retries(fq_store_t *self, int limit, int lease_s, fq_due_
                                     fq_store_int64(res, i, 2)};
     PQclear(res);
     return n;
+}
+
+int fq_store_release_stale_claims(fq_store_t *self)
+{
+    const char *params[] = {fq_store_fence(self)};
+    if (!params[0])
+        return 0; //  No leadership: no earlier leader's claims
+    int rc;
+    PGresult *res = fq_store_query(
+        self,
+        "WITH released AS (UPDATE fairq.messages SET next_attempt_at = now(), claimed_epoch = NULL"
+        "  WHERE claimed_epoch IS NOT NULL AND claimed_epoch < $1::bigint AND status = 'failed'"
+        "  AND (SELECT fairq.fence($1::bigint)) RETURNING 1)"
+        " SELECT count(*) FROM released",
+        1, params, PGRES_TUPLES_OK, "release an earlier leader's claims", &rc);
+    if (!res)
+        return rc;
+    int released = (int)fq_store_int64(res, 0, 0);
+    PQclear(res);
+    return released;
 }
 
 //  The columns of a due request, and the rows they come from.

@@ -451,7 +451,7 @@ int fq_store_release_claims(fq_store_t *self, const fq_message_filter_t *filter)
         return rc;
     s_query_t q = {0};
     s_sql(&q, "WITH released AS (UPDATE fairq.messages m SET next_attempt_at = now(),"
-              "   updated_at = now()"
+              "   claimed_epoch = NULL, updated_at = now()"
               "  WHERE m.status = 'failed' AND m.next_attempt_at > now()");
     s_filter_where(&q, &resolved);
     s_sql(&q, " RETURNING 1) SELECT count(*) FROM released");

@@ -722,6 +722,7 @@ typedef struct {
     uint64_t requests;          //  Active requests of the memory test
     uint64_t fairness_messages; //  The fairness phase's backlog, a multiple of tenants
     bool insecure;              //  The gateway without CURVE (production never runs so)
+    bool scale, quick;          //  The cost curves instead of the runs; small counts
 } s_options_t;
 
 //  A new tenant's one-recipient request, submitted while the load drains.
@@ -1399,7 +1400,8 @@ static int s_load(s_bench_t *self, const s_options_t *opts, s_run_t *run)
         if (end && probe < 0)
             break;
         double probe_at = S_PROBE_FROM_FRACTION + (S_PROBE_TO_FRACTION - S_PROBE_FROM_FRACTION) *
-                                                      run->probes_sent / opts->probes;
+                                                      run->probes_sent /
+                                                      (opts->probes ? opts->probes : 1);
         if (!end && probe < 0 && run->probes_sent < opts->probes && now >= next_probe &&
             (double)sent >= probe_at * (double)opts->messages) {
             if (s_probe_submit(self, run->probes_sent))
@@ -2271,6 +2273,277 @@ static int s_run_memory(s_bench_t *self, const s_options_t *opts, int index, s_r
     return 0;
 }
 
+//  ---------------------------------------------------------------------
+//  Cost curves (--scale): dispatch from a backlog already split, as the
+//  work grows along one axis at a time
+
+//  One point of a curve: a backlog of messages rows over requests over
+//  tenants, of which drained are dispatched and timed.
+typedef struct {
+    const char *curve;
+    uint64_t tenants, requests, messages, drained;
+} s_point_t;
+
+static const s_point_t s_points[] = {
+    {"tenants", 10, 10, 200000, 200000},      {"tenants", 100, 100, 200000, 200000},
+    {"tenants", 1000, 1000, 200000, 200000},  {"tenants", 10000, 10000, 200000, 200000},
+    {"requests", 100, 10000, 200000, 200000}, {"requests", 100, 100000, 400000, 200000},
+    {"backlog", 100, 100, 1000000, 200000},   {"backlog", 100, 100, 10000000, 200000},
+    {"backlog", 100, 100, 50000000, 200000},
+};
+static const s_point_t s_quick_points[] = {
+    {"tenants", 10, 10, 20000, 20000},     {"tenants", 1000, 1000, 20000, 20000},
+    {"requests", 100, 5000, 20000, 20000}, {"backlog", 100, 100, 100000, 20000},
+    {"backlog", 100, 100, 1000000, 20000},
+};
+
+#define S_SCALE_PREFIX   "scale-"
+#define S_SCALE_FILL_MAX 1000000 //  Rows inserted per statement
+#define S_SCALE_POLL_MS  100     //  Progress looks: sum(sent) over up to 100,000 requests
+#define S_SCALE_SETTLE   3       //  Poll intervals for fairqd to take the requests in
+
+typedef struct {
+    double fill_s, rate, cpu_us, rss_mb, table_mb, indexes_mb;
+    double reused_mb; //  The table after the drained rows were deleted, vacuumed, written again
+} s_point_result_t;
+
+//  utime + stime of process pid, in ticks; 0 if it cannot be read.
+static uint64_t s_process_ticks(pid_t pid)
+{
+    char path[64], comm[64];
+    int ppid;
+    uint64_t ticks = 0;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    return s_read_stat(path, comm, sizeof comm, &ppid, &ticks) == 0 ? ticks : 0;
+}
+
+static int s_scale_exec(s_bench_t *self, const char *sql, int nparams, const char *const *params,
+                        const char *what)
+{
+    PGresult *res = PQexecParams(self->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+    if (fq_bench_check(S_PROGRAM, self->conn, res, PGRES_COMMAND_OK, what))
+        return -1;
+    PQclear(res);
+    return 0;
+}
+
+//  The messages table's size and its indexes', in MB.
+static int s_scale_sizes(s_bench_t *self, double *table_mb, double *indexes_mb)
+{
+    char table[32], indexes[32];
+    if (s_value(self, "SELECT pg_table_size('fairq.messages')", NULL, table, sizeof table,
+                "size the messages table") ||
+        s_value(self, "SELECT pg_indexes_size('fairq.messages')", NULL, indexes, sizeof indexes,
+                "size the messages indexes"))
+        return -1;
+    *table_mb = strtod(table, NULL) / (S_KB_PER_MB * S_KB_PER_MB);
+    *indexes_mb = strtod(indexes, NULL) / (S_KB_PER_MB * S_KB_PER_MB);
+    return 0;
+}
+
+//  The backlog, written straight into the tables as the splitters leave
+//  it: tenants, active requests whose recipients are all split, and their
+//  pending messages, rendered by the load's templates. Going around the
+//  submit and the split is what makes 50 million rows take minutes, not
+//  hours; the rows are the ones a split writes. One transaction: fairqd
+//  must not see a request before its messages (it would page it empty,
+//  let it go and look again only 30 s later).
+static int s_scale_fill(s_bench_t *self, const s_point_t *point)
+{
+    if (s_scale_exec(self, "BEGIN", 0, NULL, "begin the backlog"))
+        return -1;
+    char tenants[32], requests[32], per[32];
+    snprintf(tenants, sizeof tenants, "%llu", (unsigned long long)point->tenants);
+    snprintf(requests, sizeof requests, "%llu", (unsigned long long)point->requests);
+    snprintf(per, sizeof per, "%llu", (unsigned long long)(point->messages / point->requests));
+    const char *tenant_params[] = {S_SCALE_PREFIX, tenants};
+    const char *request_params[] = {requests, tenants, per, S_FROM, S_SUBJECT, S_BODY};
+    if (s_scale_exec(self,
+                     "INSERT INTO fairq.tenants (name)"
+                     " SELECT $1 || to_char(i, 'FM00000') FROM generate_series(0, $2::int - 1) i",
+                     2, tenant_params, "create the tenants") ||
+        s_scale_exec(self,
+                     "INSERT INTO fairq.requests (tenant_id, from_addr, subject, body, status,"
+                     "                            total, split)"
+                     " SELECT t.id, $4, $5, $6, 'active', $3::int, $3::int"
+                     "   FROM generate_series(0, $1::int - 1) i"
+                     "   JOIN (SELECT id, row_number() OVER (ORDER BY id) - 1 AS k"
+                     "           FROM fairq.tenants) t ON t.k = i % $2::int",
+                     6, request_params, "create the requests"))
+        return -1;
+    //  The messages, S_SCALE_FILL_MAX rows per statement, request by request
+    uint64_t per_request = point->messages / point->requests;
+    uint64_t step = S_SCALE_FILL_MAX / per_request ? S_SCALE_FILL_MAX / per_request : 1;
+    for (uint64_t first = 0; first < point->requests; first += step) {
+        char from[32], count[32];
+        snprintf(from, sizeof from, "%llu", (unsigned long long)first);
+        snprintf(count, sizeof count, "%llu", (unsigned long long)step);
+        const char *params[] = {from, count, per};
+        if (s_scale_exec(self,
+                         "INSERT INTO fairq.messages (request_id, tenant_id, recipient, fields)"
+                         " SELECT r.id, r.tenant_id,"
+                         "        'user' || g || '@example' || r.id || '.com',"
+                         "        jsonb_build_object('name', 'User ' || g, 'code', g::text)"
+                         "   FROM (SELECT id, tenant_id FROM fairq.requests ORDER BY id"
+                         "          OFFSET $1::int LIMIT $2::int) r,"
+                         "        generate_series(1, $3::int) g",
+                         3, params, "write the backlog"))
+            return -1;
+    }
+    if (s_scale_exec(self, "COMMIT", 0, NULL, "commit the backlog"))
+        return -1;
+    return s_scale_exec(self, "ANALYZE fairq.messages", 0, NULL, "analyze the backlog") ||
+                   s_scale_exec(self, "ANALYZE fairq.requests", 0, NULL, "analyze the requests")
+               ? -1
+               : 0;
+}
+
+//  What retention does to the table: the drained rows deleted (as the
+//  reaper's prune does once their request is done and retention_s has
+//  passed), a plain VACUUM, and as many rows written again: the table's
+//  size afterwards, in MB.
+static int s_scale_reuse(s_bench_t *self, const s_point_t *point, double *table_mb)
+{
+    char count[32];
+    snprintf(count, sizeof count, "%llu", (unsigned long long)point->drained);
+    const char *params[] = {count};
+    double indexes_mb;
+    if (s_scale_exec(self, "DELETE FROM fairq.messages WHERE status = 'sent'", 0, NULL,
+                     "delete the sent messages") ||
+        s_scale_exec(self, "VACUUM fairq.messages", 0, NULL, "vacuum the messages") ||
+        s_scale_exec(self,
+                     "INSERT INTO fairq.messages (request_id, tenant_id, recipient, fields)"
+                     " SELECT r.id, r.tenant_id, 'again' || g || '@example.com', '{}'"
+                     "   FROM (SELECT id, tenant_id FROM fairq.requests ORDER BY id LIMIT 1) r,"
+                     "        generate_series(1, $1::int) g",
+                     1, params, "write the rows again"))
+        return -1;
+    return s_scale_sizes(self, table_mb, &indexes_mb);
+}
+
+//  One point: a fresh database and fairqd, the backlog, then the senders
+//  until drained messages are acked.
+static int s_scale_point(s_bench_t *self, const s_options_t *opts, int index,
+                         const s_point_t *point, s_point_result_t *result)
+{
+    char name[24], database[S_DATABASE_SIZE], log[S_PATH_SIZE];
+    snprintf(name, sizeof name, "scale%d", index + 1);
+    snprintf(database, sizeof database, "fq_bench_pipeline_%d_%s", (int)getpid(), name);
+    snprintf(log, sizeof log, "%s/%s-fairqd.log", self->dir, name);
+    *result = (s_point_result_t){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    int port = s_free_port();
+    if (port < 0 || s_database_open(self, database) || s_fairqd_start(self, log, port))
+        return -1;
+    uint64_t start = fq_bench_now_ns();
+    if (s_scale_fill(self, point) || s_quiesce(self))
+        return -1;
+    result->fill_s = s_seconds(fq_bench_now_ns() - start);
+    if (s_scale_sizes(self, &result->table_mb, &result->indexes_mb))
+        return -1;
+    //  fairqd takes the requests in at its next polls
+    s_sleep_ms(S_SCALE_SETTLE * S_FAIRQD_POLL_MS);
+    if (s_senders_start(self, opts, name, port))
+        return -1;
+    uint64_t ticks = s_process_ticks(self->fairqd_proc.pid);
+    start = fq_bench_now_ns();
+    uint64_t last_progress = start, last_sent = 0;
+    for (;;) {
+        char sent_text[32];
+        if (s_value(self, "SELECT coalesce(sum(sent), 0) FROM fairq.requests", NULL, sent_text,
+                    sizeof sent_text, "read the progress"))
+            return -1;
+        uint64_t sent = strtoull(sent_text, NULL, 10), now = fq_bench_now_ns();
+        if (sent >= point->drained)
+            break;
+        if (sent != last_sent) {
+            last_sent = sent;
+            last_progress = now;
+        } else if (now - last_progress > (uint64_t)S_STALL_MS * S_NS_PER_MS) {
+            fprintf(stderr, S_PROGRAM ": %s %s stalled at %llu of %llu messages (logs: %s)\n", name,
+                    point->curve, (unsigned long long)sent, (unsigned long long)point->drained,
+                    self->dir);
+            return -1;
+        }
+        if (s_children_check(self))
+            return -1;
+        s_sleep_ms(S_SCALE_POLL_MS);
+    }
+    double seconds = s_seconds(fq_bench_now_ns() - start);
+    uint64_t used = s_process_ticks(self->fairqd_proc.pid) - ticks;
+    double hwm;
+    if (s_read_rss(self->fairqd_proc.pid, &result->rss_mb, &hwm))
+        return -1;
+    result->rate = (double)point->drained / seconds;
+    result->cpu_us = (double)used / (double)sysconf(_SC_CLK_TCK) * 1e6 / (double)point->drained;
+    s_children_stop(self);
+    if (strcmp(point->curve, "backlog") == 0 && point->messages == 1000000 &&
+        s_scale_reuse(self, point, &result->reused_mb))
+        return -1;
+    s_database_close(self);
+    return 0;
+}
+
+//  The cost curves, each point measured once per run; best and median of
+//  the runs printed.
+static int s_scale(s_bench_t *self, const s_options_t *opts, bool quick)
+{
+    const s_point_t *points = quick ? s_quick_points : s_points;
+    size_t npoints = quick ? sizeof s_quick_points / sizeof s_quick_points[0]
+                           : sizeof s_points / sizeof s_points[0];
+    printf("cost curves: each point a fresh database and fairqd; the backlog written straight "
+           "into the tables\n"
+           "            (active requests, all split, pending messages as a split writes "
+           "them); then %llu fairq-sender x %llu\n"
+           "            (null transport, gateway %s) until the point's drained messages are "
+           "acked; rate = drained / that time;\n"
+           "            fairqd CPU per message = its utime + stime over that time / drained; "
+           "RSS at the end; sizes after the fill\n\n",
+           (unsigned long long)opts->senders, (unsigned long long)opts->concurrency,
+           self->curve ? "with CURVE" : "without CURVE");
+    printf("%-9s %8s %9s %11s %9s %6s %12s %10s %9s %9s %9s\n", "curve", "tenants", "requests",
+           "backlog", "drained", "runs", "msgs/s best", "median", "us/msg", "RSS MB", "MB per M");
+    fflush(stdout);
+    int failed = 0;
+    for (size_t p = 0; p < npoints; p++) {
+        s_point_result_t results[FQ_BENCH_MAX_RUNS];
+        double rates[FQ_BENCH_MAX_RUNS], cpus[FQ_BENCH_MAX_RUNS];
+        int n = 0;
+        for (int r = 0; r < opts->runs; r++) {
+            if (s_scale_point(self, opts, (int)p * opts->runs + r, &points[p], &results[n])) {
+                s_children_kill(self);
+                s_database_close(self);
+                failed++;
+                continue;
+            }
+            rates[n] = results[n].rate;
+            cpus[n] = results[n].cpu_us;
+            n++;
+        }
+        if (n == 0) {
+            printf("%-9s %8llu %9llu %11llu FAILED (said above)\n", points[p].curve,
+                   (unsigned long long)points[p].tenants, (unsigned long long)points[p].requests,
+                   (unsigned long long)points[p].messages);
+            continue;
+        }
+        const s_point_result_t *last = &results[n - 1];
+        double per_million = (last->table_mb + last->indexes_mb) * 1e6 / (double)points[p].messages;
+        printf("%-9s %8llu %9llu %11llu %9llu %6d %12.0f %10.0f %9.1f %9.1f %9.0f\n",
+               points[p].curve, (unsigned long long)points[p].tenants,
+               (unsigned long long)points[p].requests, (unsigned long long)points[p].messages,
+               (unsigned long long)points[p].drained, n, s_best(rates, n, false),
+               s_median(rates, n), s_median(cpus, n), last->rss_mb, per_million);
+        printf("          (fill %.1f s; table %.0f MB + indexes %.0f MB", last->fill_s,
+               last->table_mb, last->indexes_mb);
+        if (!isnan(last->reused_mb))
+            printf("; after the %llu sent were deleted, vacuumed and as many written again: "
+                   "table %.0f MB",
+                   (unsigned long long)points[p].drained, last->reused_mb);
+        printf(")\n");
+        fflush(stdout);
+    }
+    return failed ? -1 : 0;
+}
+
 //  value with format into out, or "n/a" if it is NAN.
 static const char *s_figure(double value, const char *format, char *out, size_t size)
 {
@@ -2479,7 +2752,7 @@ static void s_usage(FILE *out)
     fprintf(out,
             "usage: " S_PROGRAM " [--messages N] [--tenants T] [--senders S]\n"
             "                         [--concurrency C] [--fairness-messages F]\n"
-            "                         [--runs R] [--insecure] [--quick]\n"
+            "                         [--runs R] [--insecure] [--no-probes] [--scale] [--quick]\n"
             "  --messages N     messages of the load, a multiple of T (default %d)\n"
             "  --tenants T      tenants of the load, one request each (default %d)\n"
             "  --senders S      fairq-sender processes, null transport (default %d)\n"
@@ -2490,6 +2763,12 @@ static void s_usage(FILE *out)
             "  --runs R         repetitions (default %d, max %d; an even count balances\n"
             "                   which of the pipeline and its floor goes first)\n"
             "  --insecure       the gateway without CURVE (production runs with it)\n"
+            "  --no-probes      no new tenants during the load: the control for the\n"
+            "                   probes' own cost to the throughput\n"
+            "  --scale          the cost curves instead: dispatch rate, fairqd CPU per\n"
+            "                   message and RSS with 10 to 10,000 tenants, 10,000 and\n"
+            "                   100,000 requests, 1 to 50 million messages pending\n"
+            "                   (R runs of each point)\n"
             "  --quick          %d messages from %d tenants, %d probes, T x %d messages in\n"
             "                   the fairness phase, %d active requests in the memory\n"
             "                   test: a smoke run, not figures\n"
@@ -2512,10 +2791,12 @@ static int s_parse_args(int argc, char **argv, s_options_t *opts)
                           S_DEFAULT_PROBES,
                           S_DEFAULT_REQUESTS,
                           0,
+                          false,
+                          false,
                           false};
     uint64_t messages = 0, tenants = 0, runs = 0, fairness = 0;
     uint64_t fairness_per = S_DEFAULT_FAIRNESS_RECIPIENTS;
-    bool quick = false;
+    bool quick = false, no_probes = false;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : "";
@@ -2530,6 +2811,14 @@ static int s_parse_args(int argc, char **argv, s_options_t *opts)
         }
         if (strcmp(arg, "--insecure") == 0) {
             opts->insecure = true;
+            continue;
+        }
+        if (strcmp(arg, "--scale") == 0) {
+            opts->scale = true;
+            continue;
+        }
+        if (strcmp(arg, "--no-probes") == 0) {
+            no_probes = true;
             continue;
         }
         if (strcmp(arg, "--messages") == 0)
@@ -2557,6 +2846,7 @@ static int s_parse_args(int argc, char **argv, s_options_t *opts)
         i++; //  The value
     }
     //  --quick sets small counts; explicit ones still win
+    opts->quick = quick;
     if (quick) {
         opts->messages = S_QUICK_MESSAGES;
         opts->tenants = S_QUICK_TENANTS;
@@ -2564,6 +2854,7 @@ static int s_parse_args(int argc, char **argv, s_options_t *opts)
         opts->requests = S_QUICK_REQUESTS;
         fairness_per = S_QUICK_FAIRNESS_RECIPIENTS;
     }
+    opts->probes = no_probes ? 0 : opts->probes;
     opts->messages = messages ? messages : opts->messages;
     opts->tenants = tenants ? tenants : opts->tenants;
     opts->runs = runs ? (int)runs : opts->runs;
@@ -2608,6 +2899,10 @@ int main(int argc, char **argv)
     //  A run that fails (a child dies, a query fails) is left out and the
     //  next one tried: the benchmark then fails at the end
     int completed = 0, failed = 0, stalled = 0;
+    if (rc == 0 && opts.scale) {
+        failed = s_scale(&bench, &opts, opts.quick) != 0;
+        opts.runs = 0;
+    }
     for (int i = 0; rc == 0 && i < opts.runs; i++) {
         s_run_t *run = &runs[completed];
         s_run_init(run);

@@ -131,7 +131,15 @@ class HATest(E2ETest):
         duplicates."""
         h = self.h
         for rid, total in requests.items():
-            request = h.wait_request(rid, "done", 120)
+            try:
+                request = h.wait_request(rid, "done", 120)
+            except AssertionError as timeout:
+                left = h.sql("SELECT id, status, try_count, last_error,"
+                             " round(extract(epoch FROM next_attempt_at - now()))"
+                             " FROM fairq.messages WHERE request_id = %d AND status <> 'sent'"
+                             " ORDER BY id LIMIT 20" % rid)
+                raise AssertionError(f"{timeout}; its messages not sent (id, status, tries, "
+                                     f"last error, next attempt in s): {left}") from None
             self.assertEqual(request["sent"], total, request)
         records = self.sink.records()
         ids = [message_id_of(r) for r in records]

@@ -84,7 +84,7 @@ ANSWERS = {"ERROR", "GW_WELCOME", "GW_HEARTBEAT", "GW_BYE", "GW_REHELLO", "GW_WA
            "GW_TERMINATED", "WELCOME"}
 
 # Type ids no schema defines (a guard below checks that they are unknown)
-UNKNOWN_TYPES = (0, 6, 99, 107, 150, 65535, U32_MAX)
+UNKNOWN_TYPES = (0, 6, 99, 119, 150, 65535, U32_MAX)
 
 
 # ---------------------------------------------------------------------

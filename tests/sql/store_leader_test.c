@@ -231,6 +231,70 @@ static void *s_take_over(void *arg)
 //  A fenced write in progress holds the takeover back until it commits, so
 //  the new leader reads what the old one wrote last; the renewals of the
 //  leader itself never wait for its own writes.
+//  A leader that dies holding claimed retries: the next one releases them
+//  as it starts, so they go out at once rather than when the claim's lease
+//  ends; its own claims, and the acked and nacked, stay as they are.
+static void test_a_new_leader_releases_the_old_ones_claims(void **state)
+{
+    (void)state;
+    fq_store_t *a = fq_test_store(s_conninfo), *b = fq_test_store(s_conninfo);
+    fq_leader_t first = s_lead(a, "a@host:1", 0, S_LEASE_MS);
+    assert_true(first.leading);
+    fq_store_set_epoch(a, first.epoch);
+    int64_t ids[4];
+    int64_t request = s_request(a, 4, ids);
+    //  Four failures, due at once; a claims them (a lease of an hour)
+    fq_nack_t nacks[4];
+    for (int i = 0; i < 4; i++)
+        nacks[i] = (fq_nack_t){.id = ids[i], .permanent = false, .error = "451 later"};
+    fq_retry_policy_t soon = {1, 1};
+    assert_int_equal(fq_store_nack_batch(a, nacks, 4, &soon), 4);
+    fq_test_sleep_ms(20);
+    fq_due_message_t due[8];
+    assert_int_equal(fq_store_claim_due_retries(a, 8, 3600, due), 4);
+    //  a's own release finds nothing of an earlier epoch
+    assert_int_equal(fq_store_release_stale_claims(a), 0);
+    //  Without an epoch there is no earlier leader
+    fq_store_t *plain = fq_test_store(s_conninfo);
+    assert_int_equal(fq_store_release_stale_claims(plain), 0);
+    fq_store_destroy(&plain);
+
+    //  a dies holding them; b takes over
+    fq_test_sleep_ms(S_LEASE_MS + 50);
+    fq_leader_t taken = s_lead(b, "b@host:2", 0, S_LEASE_MS);
+    assert_true(taken.leading);
+    fq_store_set_epoch(b, taken.epoch);
+    assert_int_equal(fq_store_claim_due_retries(b, 8, 3600, due), 0);
+    //  One of them was acked meanwhile (a late answer): not a retry any more
+    PGconn *conn = fq_test_connect(s_conninfo);
+    char id_text[32];
+    fq_test_param(id_text, sizeof id_text, ids[3]);
+    fq_test_exec(conn, "UPDATE fairq.messages SET status = 'sent' WHERE id = $1", 1, id_text);
+    assert_int_equal(fq_store_release_stale_claims(b), 3);
+    assert_int_equal(fq_store_claim_due_retries(b, 8, 3600, due), 3);
+    //  Now b's own: released again by nobody but a later leader
+    assert_int_equal(fq_store_release_stale_claims(b), 0);
+    fq_test_param(id_text, sizeof id_text, request);
+    assert_int_equal(fq_test_int(conn,
+                                 "SELECT count(*) FROM fairq.messages WHERE request_id = $1"
+                                 " AND status = 'failed' AND claimed_epoch = "
+                                 "(SELECT epoch FROM fairq.leader)",
+                                 1, id_text),
+                     3);
+    //  An ack and a nack clear the mark
+    assert_int_equal(fq_store_ack_batch(b, ids, 1), 1);
+    fq_nack_t again = {.id = ids[1], .permanent = false, .error = "451 again"};
+    assert_int_equal(fq_store_nack_batch(b, &again, 1, &soon), 1);
+    assert_int_equal(fq_test_int(conn,
+                                 "SELECT count(*) FROM fairq.messages WHERE request_id = $1"
+                                 " AND claimed_epoch IS NOT NULL AND status <> 'sent'",
+                                 1, id_text),
+                     1);
+    PQfinish(conn);
+    fq_store_destroy(&a);
+    fq_store_destroy(&b);
+}
+
 static void test_a_takeover_waits_for_a_fenced_write(void **state)
 {
     (void)state;
@@ -280,6 +344,7 @@ int main(void)
         cmocka_unit_test_setup(test_bad_arguments_are_refused, s_setup),
         cmocka_unit_test_setup(test_a_deposed_leaders_writes_are_refused, s_setup),
         cmocka_unit_test_setup(test_a_takeover_waits_for_a_fenced_write, s_setup),
+        cmocka_unit_test_setup(test_a_new_leader_releases_the_old_ones_claims, s_setup),
     };
     return cmocka_run_group_tests(tests, s_group_setup, s_group_teardown);
 }

@@ -407,25 +407,32 @@ static void s_poll_now(fq_ctx_t *ctx, s_self_t *self)
     s_pump(ctx, self);
 }
 
-//  A NOTIFY named request_id: it is taken in at once by a lookup of its
-//  own. The full poll it also asks for is spaced twice as far apart as the
-//  last one took, and under a busy database that is a hundred ms or more,
-//  which a newcomer's request must not wait; the full poll still follows
-//  for whatever else changed (a cancel, a pause, a request this lookup
-//  found not due).
-static void s_open_one(fq_ctx_t *ctx, s_self_t *self, int64_t request_id)
+//  A NOTIFY named request_id (a submit, or a cancel, pause, resume,
+//  reschedule or new priority of it): it alone is looked up, and taken in
+//  if it is due, or let go if it no longer is, as a full poll would. A full
+//  poll reads every open request, and its pages after it, in the
+//  scheduler's thread: under a busy database that is tens of ms, in which
+//  credit coming back and finished splits wait, and with it a newcomer's
+//  first message. The slow poll (poll_ms) still reads them all, for what
+//  changes without a notification (a tenant's weight, a send_at come).
+static void s_look_at_one(fq_ctx_t *ctx, s_self_t *self, int64_t request_id)
 {
     fq_store_t *store = fq_db_store(self->db);
     if (!store)
         return;
     fq_due_request_t due;
     int n = fq_store_due_request(store, request_id, &due);
-    if (n < 0)
+    if (n < 0) {
         fq_db_failed(self->db, n);
-    if (n != 1)
         return;
-    s_open(self, &due);
-    s_split_feed(ctx, self);
+    }
+    if (n == 1) {
+        s_open(self, &due);
+        s_split_feed(ctx, self);
+    } else if (fq_intkey_lookup(self->known, request_id)) {
+        fq_fairness_request_remove(self->fairness, request_id);
+        fq_intkey_delete(self->known, request_id);
+    }
     s_pump(ctx, self);
 }
 
@@ -577,13 +584,17 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
         fq_requests_changed_t changed;
         if (fq_msg_decode(msg, &fq_requests_changed_desc, &changed) != 0)
             changed.request = 0;
+        //  A named request is looked at alone, whatever changed; only a
+        //  notification naming none (a reconnect, a burst) needs them all
+        if (changed.request) {
+            s_look_at_one(ctx, self, (int64_t)changed.request);
+            break;
+        }
         int64_t since = zclock_mono() - self->last_poll;
         int64_t gap = 2 * self->poll_took_ms > S_SOON_MS ? 2 * self->poll_took_ms : S_SOON_MS;
         if (since >= gap)
             s_poll(ctx, self);
-        else if (changed.request)
-            s_open_one(ctx, self, (int64_t)changed.request);
-        if (since < gap && !self->soon_armed) {
+        else if (!self->soon_armed) {
             fq_tick_t tick = {.what = FQ_TICK_SOON};
             self->soon_armed = fq_timer_once(ctx, (int)(gap - since), &fq_tick_desc, &tick) > 0;
         }

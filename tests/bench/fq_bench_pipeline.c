@@ -2000,7 +2000,18 @@ static void s_print_table(const s_options_t *opts, const s_run_t *runs, int n)
 static void s_print_header(const s_bench_t *self, const s_options_t *opts)
 {
     printf("fairq pipeline benchmark\n");
-    printf("machine:    nproc %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
+    //  What else the machine was doing as the benchmark began; each run's
+    //  cpu line then says what ran beside it ("other")
+    char load[64] = "unknown";
+    FILE *loadavg = fopen("/proc/loadavg", "r");
+    if (loadavg) {
+        if (!fgets(load, sizeof load, loadavg))
+            snprintf(load, sizeof load, "unknown");
+        load[strcspn(load, "\n")] = 0;
+        fclose(loadavg);
+    }
+    printf("machine:    nproc %ld; /proc/loadavg at the start: %s\n", sysconf(_SC_NPROCESSORS_ONLN),
+           load);
     const char *build = fq_bench_build(), *sanitizer = fq_bench_sanitizer();
     printf("build:      %s%s (this program; fairqd and fairq-sender are those below)\n", build,
            sanitizer);

@@ -65,10 +65,12 @@ static void s_read(s_self_t *self, fq_store_t *store)
         s_unwatch(self);
     } else if (count > 0) {
         self->notifications += (uint64_t)count;
-        for (int i = 0; i < nnamed && nnamed == count; i++)
-            s_tell_changed(self->ctx, named[i]);
+        //  Named one by one only if every one was named
         if (nnamed < count)
             s_tell_changed(self->ctx, 0);
+        else
+            for (int i = 0; i < nnamed; i++)
+                s_tell_changed(self->ctx, named[i]);
     }
 }
 

@@ -345,6 +345,14 @@ static void s_open(s_self_t *self, const fq_due_request_t *due)
         s_split_queue(self, due->id, known);
 }
 
+//  A request no longer open (done, cancelled, paused, rescheduled to later)
+//  leaves the rings; its prefetched ids are simply forgotten.
+static void s_let_go(s_self_t *self, int64_t request_id)
+{
+    fq_fairness_request_remove(self->fairness, request_id);
+    fq_intkey_delete(self->known, (uint64_t)request_id);
+}
+
 static void s_poll_now(fq_ctx_t *ctx, s_self_t *self);
 
 static void s_poll(fq_ctx_t *ctx, s_self_t *self)
@@ -376,11 +384,8 @@ static void s_poll_now(fq_ctx_t *ctx, s_self_t *self)
          known = zhashx_next(self->known))
         if (known->epoch != self->epoch)
             zlistx_add_end(gone, (void *)(uintptr_t)fq_intkey_cursor(self->known));
-    for (void *item = gone ? zlistx_first(gone) : NULL; item; item = zlistx_next(gone)) {
-        uint64_t id = (uint64_t)(uintptr_t)item;
-        fq_fairness_request_remove(self->fairness, (int64_t)id);
-        fq_intkey_delete(self->known, id);
-    }
+    for (void *item = gone ? zlistx_first(gone) : NULL; item; item = zlistx_next(gone))
+        s_let_go(self, (int64_t)(uintptr_t)item);
     zlistx_destroy(&gone);
 
     if (!self->claims_released) {
@@ -429,10 +434,8 @@ static void s_look_at_one(fq_ctx_t *ctx, s_self_t *self, int64_t request_id)
     if (n == 1) {
         s_open(self, &due);
         s_split_feed(ctx, self);
-    } else if (fq_intkey_lookup(self->known, request_id)) {
-        fq_fairness_request_remove(self->fairness, request_id);
-        fq_intkey_delete(self->known, request_id);
-    }
+    } else if (fq_intkey_lookup(self->known, request_id))
+        s_let_go(self, request_id);
     s_pump(ctx, self);
 }
 

@@ -219,13 +219,14 @@ static void s_acks_flush(fq_ctx_t *ctx, s_self_t *self)
 {
     if (self->nacks == 0)
         return;
-    fq_sender_acks_t acks = {.ids = {self->nacks, self->acks}};
-    if (self->acks_batched)
+    if (self->acks_batched) {
+        fq_sender_acks_t acks = {.ids = {self->nacks, self->acks}};
         fq_tell(ctx, self->config->dispatcher, &fq_sender_acks_desc, &acks);
-    for (uint32_t i = 0; i < self->nacks && !self->acks_batched; i++) {
-        fq_sender_ack_t ack = {.id = self->acks[i]};
-        fq_tell(ctx, self->config->dispatcher, &fq_sender_ack_desc, &ack);
-    }
+    } else
+        for (uint32_t i = 0; i < self->nacks; i++) {
+            fq_sender_ack_t ack = {.id = self->acks[i]};
+            fq_tell(ctx, self->config->dispatcher, &fq_sender_ack_desc, &ack);
+        }
     self->nacks = 0;
 }
 

@@ -836,6 +836,16 @@ static int s_exec(s_bench_t *self, const char *sql, const char *what)
     return fq_bench_exec(S_PROGRAM, self->conn, sql, what);
 }
 
+static int s_exec_params(s_bench_t *self, const char *sql, int nparams, const char *const *params,
+                         const char *what)
+{
+    PGresult *res = PQexecParams(self->conn, sql, nparams, NULL, params, NULL, NULL, 0);
+    if (fq_bench_check(S_PROGRAM, self->conn, res, PGRES_COMMAND_OK, what))
+        return -1;
+    PQclear(res);
+    return 0;
+}
+
 static int s_value(s_bench_t *self, const char *sql, const char *param, char *out, size_t size,
                    const char *what)
 {
@@ -2355,16 +2365,6 @@ static uint64_t s_process_ticks(pid_t pid)
     return s_read_stat(path, comm, sizeof comm, &ppid, &ticks) == 0 ? ticks : 0;
 }
 
-static int s_scale_exec(s_bench_t *self, const char *sql, int nparams, const char *const *params,
-                        const char *what)
-{
-    PGresult *res = PQexecParams(self->conn, sql, nparams, NULL, params, NULL, NULL, 0);
-    if (fq_bench_check(S_PROGRAM, self->conn, res, PGRES_COMMAND_OK, what))
-        return -1;
-    PQclear(res);
-    return 0;
-}
-
 //  The messages table's size and its indexes', in MB.
 static int s_scale_sizes(s_bench_t *self, double *table_mb, double *indexes_mb)
 {
@@ -2388,7 +2388,7 @@ static int s_scale_sizes(s_bench_t *self, double *table_mb, double *indexes_mb)
 //  let it go and look again only 30 s later).
 static int s_scale_fill(s_bench_t *self, const s_point_t *point)
 {
-    if (s_scale_exec(self, "BEGIN", 0, NULL, "begin the backlog"))
+    if (s_exec(self, "BEGIN", "begin the backlog"))
         return -1;
     char tenants[32], requests[32], per[32];
     snprintf(tenants, sizeof tenants, "%llu", (unsigned long long)point->tenants);
@@ -2396,18 +2396,18 @@ static int s_scale_fill(s_bench_t *self, const s_point_t *point)
     snprintf(per, sizeof per, "%llu", (unsigned long long)(point->messages / point->requests));
     const char *tenant_params[] = {S_SCALE_PREFIX, tenants};
     const char *request_params[] = {requests, tenants, per, S_FROM, S_SUBJECT, S_BODY};
-    if (s_scale_exec(self,
-                     "INSERT INTO fairq.tenants (name)"
-                     " SELECT $1 || to_char(i, 'FM00000') FROM generate_series(0, $2::int - 1) i",
-                     2, tenant_params, "create the tenants") ||
-        s_scale_exec(self,
-                     "INSERT INTO fairq.requests (tenant_id, from_addr, subject, body, status,"
-                     "                            total, split)"
-                     " SELECT t.id, $4, $5, $6, 'active', $3::int, $3::int"
-                     "   FROM generate_series(0, $1::int - 1) i"
-                     "   JOIN (SELECT id, row_number() OVER (ORDER BY id) - 1 AS k"
-                     "           FROM fairq.tenants) t ON t.k = i % $2::int",
-                     6, request_params, "create the requests"))
+    if (s_exec_params(self,
+                      "INSERT INTO fairq.tenants (name)"
+                      " SELECT $1 || to_char(i, 'FM00000') FROM generate_series(0, $2::int - 1) i",
+                      2, tenant_params, "create the tenants") ||
+        s_exec_params(self,
+                      "INSERT INTO fairq.requests (tenant_id, from_addr, subject, body, status,"
+                      "                            total, split)"
+                      " SELECT t.id, $4, $5, $6, 'active', $3::int, $3::int"
+                      "   FROM generate_series(0, $1::int - 1) i"
+                      "   JOIN (SELECT id, row_number() OVER (ORDER BY id) - 1 AS k"
+                      "           FROM fairq.tenants) t ON t.k = i % $2::int",
+                      6, request_params, "create the requests"))
         return -1;
     //  The messages, S_SCALE_FILL_MAX rows per statement, request by request
     uint64_t per_request = point->messages / point->requests;
@@ -2417,21 +2417,21 @@ static int s_scale_fill(s_bench_t *self, const s_point_t *point)
         snprintf(from, sizeof from, "%llu", (unsigned long long)first);
         snprintf(count, sizeof count, "%llu", (unsigned long long)step);
         const char *params[] = {from, count, per};
-        if (s_scale_exec(self,
-                         "INSERT INTO fairq.messages (request_id, tenant_id, recipient, fields)"
-                         " SELECT r.id, r.tenant_id,"
-                         "        'user' || g || '@example' || r.id || '.com',"
-                         "        jsonb_build_object('name', 'User ' || g, 'code', g::text)"
-                         "   FROM (SELECT id, tenant_id FROM fairq.requests ORDER BY id"
-                         "          OFFSET $1::int LIMIT $2::int) r,"
-                         "        generate_series(1, $3::int) g",
-                         3, params, "write the backlog"))
+        if (s_exec_params(self,
+                          "INSERT INTO fairq.messages (request_id, tenant_id, recipient, fields)"
+                          " SELECT r.id, r.tenant_id,"
+                          "        'user' || g || '@example' || r.id || '.com',"
+                          "        jsonb_build_object('name', 'User ' || g, 'code', g::text)"
+                          "   FROM (SELECT id, tenant_id FROM fairq.requests ORDER BY id"
+                          "          OFFSET $1::int LIMIT $2::int) r,"
+                          "        generate_series(1, $3::int) g",
+                          3, params, "write the backlog"))
             return -1;
     }
-    if (s_scale_exec(self, "COMMIT", 0, NULL, "commit the backlog"))
+    if (s_exec(self, "COMMIT", "commit the backlog"))
         return -1;
-    return s_scale_exec(self, "ANALYZE fairq.messages", 0, NULL, "analyze the backlog") ||
-                   s_scale_exec(self, "ANALYZE fairq.requests", 0, NULL, "analyze the requests")
+    return s_exec(self, "ANALYZE fairq.messages", "analyze the backlog") ||
+                   s_exec(self, "ANALYZE fairq.requests", "analyze the requests")
                ? -1
                : 0;
 }
@@ -2446,15 +2446,15 @@ static int s_scale_reuse(s_bench_t *self, const s_point_t *point, double *table_
     snprintf(count, sizeof count, "%llu", (unsigned long long)point->drained);
     const char *params[] = {count};
     double indexes_mb;
-    if (s_scale_exec(self, "DELETE FROM fairq.messages WHERE status = 'sent'", 0, NULL,
-                     "delete the sent messages") ||
-        s_scale_exec(self, "VACUUM fairq.messages", 0, NULL, "vacuum the messages") ||
-        s_scale_exec(self,
-                     "INSERT INTO fairq.messages (request_id, tenant_id, recipient, fields)"
-                     " SELECT r.id, r.tenant_id, 'again' || g || '@example.com', '{}'"
-                     "   FROM (SELECT id, tenant_id FROM fairq.requests ORDER BY id LIMIT 1) r,"
-                     "        generate_series(1, $1::int) g",
-                     1, params, "write the rows again"))
+    if (s_exec(self, "DELETE FROM fairq.messages WHERE status = 'sent'",
+               "delete the sent messages") ||
+        s_exec(self, "VACUUM fairq.messages", "vacuum the messages") ||
+        s_exec_params(self,
+                      "INSERT INTO fairq.messages (request_id, tenant_id, recipient, fields)"
+                      " SELECT r.id, r.tenant_id, 'again' || g || '@example.com', '{}'"
+                      "   FROM (SELECT id, tenant_id FROM fairq.requests ORDER BY id LIMIT 1) r,"
+                      "        generate_series(1, $1::int) g",
+                      1, params, "write the rows again"))
         return -1;
     return s_scale_sizes(self, table_mb, &indexes_mb);
 }

@@ -152,15 +152,22 @@ static int64_t s_request(fq_store_t *store, int n, int64_t *ids)
     return id;
 }
 
+//  a leads (its writes fenced by its epoch) and has a split request of n
+//  messages, their ids in ids.
+static int64_t s_lead_with_request(fq_store_t *a, int n, int64_t *ids)
+{
+    fq_leader_t first = s_lead(a, "a@host:1", 0, S_LEASE_MS);
+    assert_true(first.leading);
+    fq_store_set_epoch(a, first.epoch);
+    return s_request(a, n, ids);
+}
+
 static void test_a_deposed_leaders_writes_are_refused(void **state)
 {
     (void)state;
     fq_store_t *a = fq_test_store(s_conninfo), *b = fq_test_store(s_conninfo);
-    fq_leader_t first = s_lead(a, "a@host:1", 0, S_LEASE_MS);
-    assert_true(first.leading);
-    fq_store_set_epoch(a, first.epoch);
     int64_t ids[4];
-    int64_t request = s_request(a, 4, ids);
+    int64_t request = s_lead_with_request(a, 4, ids);
 
     //  While a leads, its loads and fenced writes go through
     fq_message_rows_t loaded;
@@ -238,11 +245,8 @@ static void test_a_new_leader_releases_the_old_ones_claims(void **state)
 {
     (void)state;
     fq_store_t *a = fq_test_store(s_conninfo), *b = fq_test_store(s_conninfo);
-    fq_leader_t first = s_lead(a, "a@host:1", 0, S_LEASE_MS);
-    assert_true(first.leading);
-    fq_store_set_epoch(a, first.epoch);
     int64_t ids[4];
-    int64_t request = s_request(a, 4, ids);
+    int64_t request = s_lead_with_request(a, 4, ids);
     //  Four failures, due at once; a claims them (a lease of an hour)
     fq_nack_t nacks[4];
     for (int i = 0; i < 4; i++)

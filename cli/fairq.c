@@ -2,6 +2,8 @@
     (api/API.md).
 
         fairq [--url URL] [--token TOKEN] [--json] [--timeout-s N] COMMAND [ARGS]
+        fairq --version
+
 
     The global options may also follow the command. --url and --token may
     come from the environment (FAIRQ_URL, FAIRQ_TOKEN; better than a flag,
@@ -57,11 +59,31 @@
 #define S_COMMAND_WIDTH 15
 #define S_OPTION_WIDTH  22
 #define S_CODE_WIDTH    2
+//  A command's subcommands ("tenants set"), and their options under them
+#define S_SUBCOMMAND_WIDTH  21
+#define S_SUBCOMMAND_INDENT 2
+#define S_SUB_OPTION_INDENT 6
+#define S_SUB_OPTION_WIDTH  21
 
 //  A command that moved out of fairq: "token create" wrote to PostgreSQL,
 //  and fairq speaks HTTP only. The bootstrap token is now made by fairqd,
 //  which has the database (fairqd/fq_token_command.h)
 #define S_MOVED_TOKEN "token"
+
+//  What "fairq token --help" says: where the command went
+static const char s_moved_token_help[] =
+    "Usage: fairqd token create --admin | --tenant NAME [--json] [--config PATH]\n"
+    "\n"
+    "\"" FQ_CLI_PROGRAM " token create\" moved to fairqd. " FQ_CLI_PROGRAM
+    " only talks to the HTTP API, and\n"
+    "the first admin token cannot come from the API, which needs one: fairqd makes it\n"
+    "straight in the database. Run \"fairqd token create\" on a host that reaches the\n"
+    "database, with fairqd's configuration (\"fairqd token create --help\" tells more).\n"
+    "\n"
+    "Every later token comes through the API, with an admin token:\n"
+    "  " FQ_CLI_PROGRAM " tenants token NAME            a new token of tenant NAME, shown once\n"
+    "  " FQ_CLI_PROGRAM " tenants tokens NAME           their ids and ages\n"
+    "  " FQ_CLI_PROGRAM " tenants revoke NAME TOKEN_ID  one of them revoked\n";
 
 //  The commands, in the order --help lists them
 static const fq_cli_command_t *const s_commands[] = {
@@ -84,12 +106,21 @@ static const fq_cli_option_t s_global_options[] = {
      "longest one HTTP exchange may take (default $FAIRQ_TIMEOUT_S, else 30; 1..86400)"},
     {NULL, NULL, NULL}};
 
-//  Prints "  LEFT  text" with text wrapped at S_HELP_COLUMNS, its
-//  continuation lines indented under its start.
-static void s_print_item(FILE *out, const char *left, int left_width, const char *text)
+//  Options of fairq alone, before any command
+static const fq_cli_option_t s_program_options[] = {
+    {"version", NULL, "print the version (" FQ_CLI_PROGRAM " X.Y.Z) and exit; before any command"},
+    {NULL, NULL, NULL}};
+
+//  Prints "  LEFT  text", LEFT after indent spaces, with text wrapped at
+//  S_HELP_COLUMNS, its continuation lines indented under its start (and
+//  on a line of its own when LEFT is wider than left_width).
+static void s_print_item_at(FILE *out, int indent, const char *left, int left_width,
+                            const char *text)
 {
-    int indent = S_HELP_INDENT + left_width + 1;
-    int column = fprintf(out, "%*s%-*s ", S_HELP_INDENT, "", left_width, left);
+    int column = fprintf(out, "%*s%-*s ", indent, "", left_width, left);
+    indent += left_width + 1;
+    if (column > indent)
+        column = fprintf(out, "\n%*s", indent, "") - 1;
     bool first = true;
     while (*text) {
         while (*text == ' ')
@@ -108,27 +139,40 @@ static void s_print_item(FILE *out, const char *left, int left_width, const char
     fputc('\n', out);
 }
 
-static void s_print_options(FILE *out, const fq_cli_option_t *options)
+static void s_print_item(FILE *out, const char *left, int left_width, const char *text)
+{
+    s_print_item_at(out, S_HELP_INDENT, left, left_width, text);
+}
+
+//  Each option as "--name VALUE  help", indented, in a column width wide.
+static void s_print_options_at(FILE *out, const fq_cli_option_t *options, int indent, int width)
 {
     for (size_t i = 0; options && options[i].name; i++) {
         char left[S_PREFIX_SIZE];
         snprintf(left, sizeof left, "--%s%s%s", options[i].name, options[i].value ? " " : "",
                  options[i].value ? options[i].value : "");
-        s_print_item(out, left, S_OPTION_WIDTH, options[i].help);
+        s_print_item_at(out, indent, left, width, options[i].help);
     }
+}
+
+static void s_print_options(FILE *out, const fq_cli_option_t *options)
+{
+    s_print_options_at(out, options, S_HELP_INDENT, S_OPTION_WIDTH);
 }
 
 static void s_usage(FILE *out)
 {
     fprintf(out,
-            "Usage: %s [--url URL] [--token TOKEN] [--json] [--timeout-s N] COMMAND [ARGS]\n\n"
+            "Usage: %s [--url URL] [--token TOKEN] [--json] [--timeout-s N] COMMAND [ARGS]\n"
+            "       %s --version\n\n"
             "The command-line client of fairqd's HTTP API.\n\nCommands:\n",
-            FQ_CLI_PROGRAM);
+            FQ_CLI_PROGRAM, FQ_CLI_PROGRAM);
     for (size_t i = 0; s_commands[i]; i++)
         s_print_item(out, s_commands[i]->name, S_COMMAND_WIDTH, s_commands[i]->summary);
     fprintf(out, "\nGlobal options (before or after the command):\n");
     s_print_options(out, s_global_options);
     s_print_item(out, "--help, -h", S_OPTION_WIDTH, "this text; after a command, that command's");
+    s_print_options(out, s_program_options);
     fprintf(out, "\nExit codes:\n");
 #define X(name, code, meaning) s_print_item(out, #code, S_CODE_WIDTH, meaning);
     FQ_CLI_EXITS(X)
@@ -136,16 +180,61 @@ static void s_usage(FILE *out)
     fprintf(out, "\n\"%s COMMAND --help\" tells more about a command.\n", FQ_CLI_PROGRAM);
 }
 
+//  The subcommand of parent that commands[i] is ("set" of "tenants"), or
+//  NULL when it is none.
+static const char *s_subcommand(const fq_cli_command_t *parent, size_t i)
+{
+    size_t len = strlen(parent->name);
+    const char *name = s_commands[i]->name;
+    return strncmp(name, parent->name, len) == 0 && name[len] == ' ' ? name + len + 1 : NULL;
+}
+
+//  A command's subcommands, one line each (its name, arguments and
+//  summary), with their options under them. Nothing when it has none.
+static void s_print_subcommands(FILE *out, const fq_cli_command_t *command)
+{
+    bool first = true;
+    for (size_t i = 0; s_commands[i]; i++) {
+        const char *sub = s_subcommand(command, i);
+        if (!sub)
+            continue;
+        if (first)
+            fprintf(out, "\nSubcommands (\"%s %s SUBCOMMAND --help\" tells more):\n",
+                    FQ_CLI_PROGRAM, command->name);
+        first = false;
+        //  Its positional arguments; the options follow, one a line
+        const fq_cli_command_t *c = s_commands[i];
+        const char *options = strstr(c->usage, " [--");
+        int words = options ? (int)(options - c->usage) : (int)strlen(c->usage);
+        char left[S_PREFIX_SIZE];
+        snprintf(left, sizeof left, "%s%s%.*s", sub, words ? " " : "", words, c->usage);
+        s_print_item_at(out, S_SUBCOMMAND_INDENT, left, S_SUBCOMMAND_WIDTH, c->summary);
+        s_print_options_at(out, c->options, S_SUB_OPTION_INDENT, S_SUB_OPTION_WIDTH);
+    }
+}
+
+static bool s_has_subcommands(const fq_cli_command_t *command)
+{
+    for (size_t i = 0; s_commands[i]; i++)
+        if (s_subcommand(command, i))
+            return true;
+    return false;
+}
+
 static void s_command_usage(FILE *out, const fq_cli_command_t *command)
 {
-    fprintf(out, "Usage: %s %s%s%s\n\n%s.\n", FQ_CLI_PROGRAM, command->name,
-            *command->usage ? " " : "", command->usage, command->summary);
+    fprintf(out, "Usage: %s %s%s%s\n", FQ_CLI_PROGRAM, command->name, *command->usage ? " " : "",
+            command->usage);
+    if (s_has_subcommands(command))
+        fprintf(out, "       %s %s SUBCOMMAND [ARGS]\n", FQ_CLI_PROGRAM, command->name);
+    fprintf(out, "\n%s.\n", command->summary);
     if (command->description)
         fprintf(out, "\n%s\n", command->description);
     if (command->options && command->options[0].name) {
         fprintf(out, "\nOptions:\n");
         s_print_options(out, command->options);
     }
+    s_print_subcommands(out, command);
     fprintf(out, "\nGlobal options (\"%s --help\" for all, and the exit codes):\n", FQ_CLI_PROGRAM);
     s_print_options(out, s_global_options);
 }
@@ -222,11 +311,15 @@ static int s_setup(fq_cli_t *cli, const fq_cli_args_t *args, char **url)
 
 static int s_run(int argc, char **argv)
 {
-    fq_cli_args_t args = {.tables = {s_global_options}, .ntables = 1};
+    fq_cli_args_t args = {.tables = {s_global_options, s_program_options}, .ntables = 2};
     int next = 0;
     int rc = fq_cli_args_parse(&args, argc, argv, true, &next, FQ_CLI_PROGRAM);
     if (rc)
         return rc;
+    if (fq_cli_flag(&args, "version")) {
+        printf("%s %s\n", FQ_CLI_PROGRAM, FQ_VERSION);
+        return FQ_CLI_EXIT_OK;
+    }
     if (next >= argc) {
         if (args.help) {
             s_usage(stdout);
@@ -248,6 +341,14 @@ static int s_run(int argc, char **argv)
         return FQ_CLI_EXIT_OK;
     }
     if (strcmp(argv[next], S_MOVED_TOKEN) == 0) {
+        //  Asked for help, it answers with where the command went
+        bool help = args.help;
+        for (int i = next + 1; i < argc && !help; i++)
+            help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+        if (help) {
+            fputs(s_moved_token_help, stdout);
+            return FQ_CLI_EXIT_OK;
+        }
         fq_cli_error("\"%s token create\" moved to fairqd: run \"fairqd token create\" on the "
                      "database host (%s only talks to the HTTP API)",
                      FQ_CLI_PROGRAM, FQ_CLI_PROGRAM);
@@ -264,6 +365,8 @@ static int s_run(int argc, char **argv)
     char prefix[S_PREFIX_SIZE];
     snprintf(prefix, sizeof prefix, "%s %s", FQ_CLI_PROGRAM, command->name);
     args.command = command;
+    //  The command's options take the place of fairq's own (--version
+    //  was not given: it returned above)
     args.tables[1] = command->options;
     args.ntables = 2;
     //  The command's argv: its last word stands where getopt wants argv[0]
@@ -282,6 +385,8 @@ static int s_run(int argc, char **argv)
         else
             fprintf(stderr, "%s: missing argument\n", prefix);
         fprintf(stderr, "Usage: %s %s\n", prefix, command->usage);
+        if (s_has_subcommands(command))
+            fprintf(stderr, "Try \"%s --help\" for its subcommands.\n", prefix);
         return FQ_CLI_EXIT_USAGE;
     }
     fq_cli_t cli = {0};

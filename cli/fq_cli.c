@@ -119,6 +119,17 @@ int fq_cli_call_stream(fq_cli_t *self, const char *method, const char *path,
     return s_outcome(self, method, path, answer);
 }
 
+int fq_cli_call_text(fq_cli_t *self, const char *path, fq_cli_answer_t *answer)
+{
+    if (!s_http(self, answer))
+        return FQ_CLI_EXIT_SERVER;
+    fq_cli_http_request(self->http, "GET", path, NULL, 0, NULL, answer);
+    int rc = s_exit_for(answer);
+    if (rc != FQ_CLI_EXIT_OK && !self->quiet)
+        fq_cli_report(self, answer);
+    return rc;
+}
+
 int fq_cli_call(fq_cli_t *self, const char *method, const char *path, json_t *body,
                 const char *const *headers, fq_cli_answer_t *answer)
 {

@@ -91,6 +91,11 @@ int fq_cli_call_stream(fq_cli_t *self, const char *method, const char *path,
                        fq_cli_http_read_fn *read, void *arg, size_t body_size,
                        const char *const *headers, fq_cli_answer_t *answer);
 
+//  GET path of a route that answers text, not JSON (/metrics): a 2xx
+//  answer is FQ_CLI_EXIT_OK whatever its body (in answer->body).
+//  Otherwise as fq_cli_call.
+int fq_cli_call_text(fq_cli_t *self, const char *path, fq_cli_answer_t *answer);
+
 //  Prints "fairq: ..." saying why the exchange failed, with a hint where
 //  one helps (no token given, Retry-After, the timeout).
 void fq_cli_report(const fq_cli_t *self, const fq_cli_answer_t *answer);

@@ -12,6 +12,10 @@
 //  character, so that no option is mistaken for a short one.
 #define S_OPTION_BASE 1000
 
+//  Room for an option's name spelled with underscores ("timeout_s"):
+//  the longest name in the tables is far shorter
+#define S_NAME_SIZE 32
+
 //  An Idempotency-Key's length (API.md: 1..255 bytes)
 #define S_IDEMPOTENCY_KEY_MAX 255
 
@@ -65,22 +69,34 @@ static int s_find(const fq_cli_args_t *args, const char *name)
 int fq_cli_args_parse(fq_cli_args_t *args, int argc, char **argv, bool stop_at_word, int *next,
                       const char *prefix)
 {
-    struct option longopts[FQ_CLI_OPTIONS_MAX + 2];
-    size_t count = 0;
+    //  Each option, its spelling with underscores, --help and the end
+    struct option longopts[2 * FQ_CLI_OPTIONS_MAX + 2];
+    char underscored[FQ_CLI_OPTIONS_MAX][S_NAME_SIZE];
+    size_t count = 0, nlong = 0;
     const fq_cli_option_t *option;
     while ((option = s_option(args, count)) != NULL) {
         //  A programming error, not a user's: the tables are ours
-        if (count >= FQ_CLI_OPTIONS_MAX) {
-            fq_cli_error("too many options for %s (raise FQ_CLI_OPTIONS_MAX)", prefix);
+        if (count >= FQ_CLI_OPTIONS_MAX || strlen(option->name) >= S_NAME_SIZE) {
+            fq_cli_error("too many options, or too long a name, for %s", prefix);
             return FQ_CLI_EXIT_USAGE;
         }
-        longopts[count] =
-            (struct option){option->name, option->value ? required_argument : no_argument, NULL,
-                            S_OPTION_BASE + (int)count};
+        int has_arg = option->value ? required_argument : no_argument;
+        int value = S_OPTION_BASE + (int)count;
+        longopts[nlong++] = (struct option){option->name, has_arg, NULL, value};
+        //  Flags are spelled with dashes; the API's fields, with
+        //  underscores (max_inflight, timeout_s...), so a flag typed that
+        //  way is taken too, as the same option (help shows the dashes)
+        if (strchr(option->name, '-')) {
+            char *name = underscored[count];
+            snprintf(name, S_NAME_SIZE, "%s", option->name);
+            for (char *c = name; (c = strchr(c, '-')) != NULL;)
+                *c = '_';
+            longopts[nlong++] = (struct option){name, has_arg, NULL, value};
+        }
         count++;
     }
-    longopts[count++] = (struct option){"help", no_argument, NULL, 'h'};
-    longopts[count] = (struct option){0};
+    longopts[nlong++] = (struct option){"help", no_argument, NULL, 'h'};
+    longopts[nlong] = (struct option){0};
 
     //  "+" stops at the first word (the command); ":" reports a missing
     //  value apart from an unknown option; getopt itself prints nothing

@@ -48,10 +48,10 @@ static void s_print_message(const json_t *message)
 
 static const fq_cli_option_t s_search_options[] = {
     {"request", "ID", "messages of this request"},
-    {"tenant", "T", "messages of this tenant"},
-    {"status", "S", "in this status (pending, sent, failed, dead, cancelled)"},
+    {"tenant", "NAME", "messages of this tenant"},
+    {"status", "STATUS", "in this status (pending, sent, failed, dead, cancelled)"},
     {"to", "ADDR", "to this address (exact, any case)"},
-    {"domain", "D", "to addresses at this domain (the part after '@', any case)"},
+    {"domain", "DOMAIN", "to addresses at this domain (the part after '@', any case)"},
     {"limit", "N", "at most N per page (1..1000, default 100)"},
     {"after", "ID", "after message ID (the next page)"},
     {"all", NULL, "every page, following next_after (with --json: one document)"},
@@ -107,15 +107,16 @@ static int s_search(fq_cli_t *cli, const fq_cli_args_t *args)
     return fq_cli_pages_print(cli, list, &view);
 }
 
-const fq_cli_command_t fq_cli_cmd_search = {
-    .name = "search",
-    .usage = "[--request ID] [--tenant T] [--status S] [--to ADDR] [--domain D] [--limit N] "
-             "[--after ID] [--all]",
-    .summary = "find messages, in id order",
-    .options = s_search_options,
-    .min_args = 0,
-    .max_args = 0,
-    .run = s_search};
+const fq_cli_command_t fq_cli_cmd_search = {.name = "search",
+                                            .usage =
+                                                "[--request ID] [--tenant NAME] [--status STATUS] "
+                                                "[--to ADDR] [--domain DOMAIN] [--limit N] "
+                                                "[--after ID] [--all]",
+                                            .summary = "find messages, in id order",
+                                            .options = s_search_options,
+                                            .min_args = 0,
+                                            .max_args = 0,
+                                            .run = s_search};
 
 //  ---------------------------------------------------------------------
 //  message, retry

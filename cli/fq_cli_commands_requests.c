@@ -115,7 +115,7 @@ const fq_cli_command_t fq_cli_cmd_status = {
         "a counter changes, and with --json the final request object. --watch exits 0 when\n"
         "the request is done with every recipient sent, 1 when it finished with dead,\n"
         "cancelled or rejected recipients (or was cancelled or rejected). While fairqd cannot\n"
-        "be reached it keeps trying for --timeout-s, then exits 5.",
+        "be reached it keeps trying for --timeout-s N seconds, then exits 5.",
     .options = s_status_options,
     .min_args = 1,
     .max_args = 1,
@@ -125,8 +125,8 @@ const fq_cli_command_t fq_cli_cmd_status = {
 //  list
 
 static const fq_cli_option_t s_list_options[] = {
-    {"tenant", "T", "only this tenant's requests"},
-    {"status", "S",
+    {"tenant", "NAME", "only this tenant's requests"},
+    {"status", "STATUS",
      "only requests in this status (accepted, splitting, active, paused, done, "
      "cancelled, rejected)"},
     {"limit", "N", "at most N requests (1..1000, default 100)"},
@@ -164,14 +164,14 @@ static int s_list(fq_cli_t *cli, const fq_cli_args_t *args)
     return fq_cli_pages_print(cli, list, &view);
 }
 
-const fq_cli_command_t fq_cli_cmd_list = {.name = "list",
-                                          .usage =
-                                              "[--tenant T] [--status S] [--limit N] [--before ID]",
-                                          .summary = "requests, newest first",
-                                          .options = s_list_options,
-                                          .min_args = 0,
-                                          .max_args = 0,
-                                          .run = s_list};
+const fq_cli_command_t fq_cli_cmd_list = {
+    .name = "list",
+    .usage = "[--tenant NAME] [--status STATUS] [--limit N] [--before ID]",
+    .summary = "requests, newest first",
+    .options = s_list_options,
+    .min_args = 0,
+    .max_args = 0,
+    .run = s_list};
 
 //  ---------------------------------------------------------------------
 //  cancel, pause, resume

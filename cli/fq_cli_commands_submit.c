@@ -20,6 +20,7 @@
 #include "fq_cli_commands.h"
 #include "fq_buf.h"
 #include "fq_cli_csv.h"
+#include "fq_cli_table.h"
 #include "fq_template.h"
 #include <errno.h>
 #include <stdio.h>
@@ -98,22 +99,26 @@ static const char *s_name(const char *path)
 }
 
 static const fq_cli_option_t s_submit_options[] = {
-    {"csv", "FILE", "recipients from a CSV file (\"-\": standard input) instead of a JSON body"},
-    {"tenant", "T", "--csv: the tenant (needed with an admin token)"},
-    {"from", "ADDR", "--csv: the sender address"},
-    {"subject", "S", "--csv: the subject template"},
-    {"body-file", "FILE", "--csv: the body template, from a file"},
-    {"html", NULL, "--csv: the body is HTML ({{field}} is HTML-escaped)"},
-    {"send-at", "TIME", "--csv: send from TIME: RFC 3339 with a zone, Unix seconds, or +N[smhd]"},
-    {"priority", "N", "--csv: priority within the tenant (-1000..1000, default 0)"},
-    {"max-attempts", "N", "--csv: attempts per message before it is dead (1..100, default 5)"},
-    {"idempotency-key", "K", "submit at most once: the same key answers the first request again"},
+    {"csv", "PATH", "recipients from a CSV file (\"-\": standard input) instead of a JSON body"},
+    {"tenant", "NAME", "with a CSV: the tenant (needed with an admin token)"},
+    {"from", "ADDR", "with a CSV: the sender address"},
+    {"subject", "TEXT", "with a CSV: the subject template"},
+    {"body", "TEXT", "with a CSV: the body template, as it is given"},
+    {"body-file", "PATH",
+     "with a CSV: the body template, from a file (\"-\": standard input); not with --body TEXT"},
+    {"html", NULL, "with a CSV: the body is HTML ({{field}} is HTML-escaped)"},
+    {"send-at", "TIME",
+     "with a CSV: send from TIME: RFC 3339 with a zone, Unix seconds, or +N[smhd]"},
+    {"priority", "N", "with a CSV: priority within the tenant (-1000..1000, default 0)"},
+    {"max-attempts", "N", "with a CSV: attempts per message before it is dead (1..100, default 5)"},
+    {"idempotency-key", "KEY", "submit at most once: the same key answers the first request again"},
     {"watch", NULL, "then follow the request as status --watch does (and exit as it does)"},
     {NULL, NULL, NULL}};
 
-//  The options that only make sense with --csv
-static const char *const s_csv_only[] = {"tenant",  "from",     "subject",      "body-file", "html",
-                                         "send-at", "priority", "max-attempts", NULL};
+//  The options that only make sense with --csv (a JSON file holds them)
+static const char *const s_csv_only[] = {"tenant",       "from", "subject", "body",
+                                         "body-file",    "html", "send-at", "priority",
+                                         "max-attempts", NULL};
 
 //  Checks that a template parses, and that the CSV has every field it
 //  uses. Returns 0 or FQ_CLI_EXIT_USAGE (printed).
@@ -378,13 +383,20 @@ static int s_csv_submit(fq_cli_t *cli, const fq_cli_args_t *args, const char *co
     const char *path = fq_cli_arg(args, "csv"), *tenant = fq_cli_arg(args, "tenant");
     const char *from = fq_cli_arg(args, "from"), *subject = fq_cli_arg(args, "subject");
     const char *body_path = fq_cli_arg(args, "body-file"), *send_at = fq_cli_arg(args, "send-at");
+    const char *body = fq_cli_arg(args, "body");
     const char *priority = fq_cli_arg(args, "priority");
     const char *attempts = fq_cli_arg(args, "max-attempts");
-    if (!from || !subject || !body_path) {
-        fq_cli_error("submit --csv needs --from, --subject and --body-file");
+    if (body && body_path) {
+        fq_cli_error("submit --csv takes the body template from --body TEXT or from --body-file "
+                     "PATH, not both");
         return FQ_CLI_EXIT_USAGE;
     }
-    if (strcmp(path, "-") == 0 && strcmp(body_path, "-") == 0) {
+    if (!from || !subject || (!body && !body_path)) {
+        fq_cli_error("submit --csv needs --from ADDR, --subject TEXT and --body TEXT (or "
+                     "--body-file PATH)");
+        return FQ_CLI_EXIT_USAGE;
+    }
+    if (body_path && strcmp(path, "-") == 0 && strcmp(body_path, "-") == 0) {
         fq_cli_error("--csv and --body-file cannot both be standard input");
         return FQ_CLI_EXIT_USAGE;
     }
@@ -404,18 +416,28 @@ static int s_csv_submit(fq_cli_t *cli, const fq_cli_args_t *args, const char *co
     fq_cli_csv_t *csv = NULL;
     s_source_t source = {0};
     s_upload_t upload = {0};
-    if (s_source_open(&source, path) || s_read_file(body_path, &template, &template_size))
+    if (s_source_open(&source, path))
+        goto done;
+    if (body) {
+        template = strdup(body);
+        template_size = strlen(body);
+        if (!template) {
+            fq_cli_error("out of memory");
+            goto done;
+        }
+    } else if (s_read_file(body_path, &template, &template_size))
         goto done;
     csv = s_csv_check(&source, &json_size);
     if (!csv)
         goto done;
     //  The body template must be text: fq_template checks UTF-8, not NUL
+    //  (an argument cannot hold one)
     if (strlen(template) != template_size) {
         fq_cli_error("%s: NUL byte in the body template", s_name(body_path));
         goto done;
     }
     char what[S_WHAT_SIZE];
-    snprintf(what, sizeof what, "the body template (%s)", s_name(body_path));
+    snprintf(what, sizeof what, "the body template (%s)", body ? "--body" : s_name(body_path));
     if (s_check_template(subject, FQ_TEMPLATE_HEADER, "--subject", csv, s_name(path)) ||
         s_check_template(template, fq_cli_flag(args, "html") ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN,
                          what, csv, s_name(path)))
@@ -472,20 +494,52 @@ done:
     return rc;
 }
 
+//  A request's status while fairqd has not checked all its recipients:
+//  it checks each as it splits the request into messages, after the
+//  submit was answered (api/API.md), and a paused request's split waits
+static const char *const s_unchecked[] = {"accepted", "splitting", "paused", NULL};
+
+//  What became of a submission, for people: "accepted request 42 (acme):
+//  998 recipients, 2 rejected (...)". The submit's answer knows the
+//  rejected recipients once fairqd has checked them: at once for a
+//  request submitted before with the same key, else a moment later.
+static void s_print_accepted(const json_t *request)
+{
+    long long id = (long long)json_integer_value(json_object_get(request, "id"));
+    long long total = (long long)json_integer_value(json_object_get(request, "total"));
+    long long rejected = (long long)json_integer_value(json_object_get(request, "rejected"));
+    const char *status = json_string_value(json_object_get(request, "status"));
+    bool checked = status != NULL;
+    for (size_t i = 0; checked && s_unchecked[i]; i++)
+        checked = strcmp(status, s_unchecked[i]) != 0;
+    char tenant[FQ_CLI_VALUE_SIZE];
+    fq_cli_format_value(tenant, sizeof tenant, json_object_get(request, "tenant"));
+    printf("accepted request %lld (%s): ", id, tenant);
+    if (rejected > 0)
+        printf("%lld recipients, %lld rejected%s (\"%s rejects %lld\" shows them)\n",
+               total - rejected, rejected, checked ? "" : " so far", FQ_CLI_PROGRAM, id);
+    else if (checked)
+        printf("%lld recipients, none rejected\n", total);
+    else
+        printf("%lld recipients (fairqd checks each as it splits the request: \"%s status "
+               "%lld\" counts those rejected, \"%s rejects %lld\" shows them)\n",
+               total, FQ_CLI_PROGRAM, id, FQ_CLI_PROGRAM, id);
+}
+
 static int s_submit(fq_cli_t *cli, const fq_cli_args_t *args)
 {
     const char *csv = fq_cli_arg(args, "csv"), *key = fq_cli_arg(args, "idempotency-key");
     if (csv && args->npos > 0) {
-        fq_cli_error("submit takes a JSON FILE or --csv FILE, not both");
+        fq_cli_error("submit takes a JSON FILE or --csv PATH, not both");
         return FQ_CLI_EXIT_USAGE;
     }
     if (!csv && args->npos == 0) {
-        fq_cli_error("submit needs a JSON FILE (\"-\": standard input) or --csv FILE");
+        fq_cli_error("submit needs a JSON FILE (\"-\": standard input) or --csv PATH");
         return FQ_CLI_EXIT_USAGE;
     }
     for (size_t i = 0; !csv && s_csv_only[i]; i++)
         if (fq_cli_flag(args, s_csv_only[i])) {
-            fq_cli_error("--%s goes with --csv (a JSON file holds the whole request)",
+            fq_cli_error("--%s goes with --csv PATH (a JSON file holds the whole request)",
                          s_csv_only[i]);
             return FQ_CLI_EXIT_USAGE;
         }
@@ -532,7 +586,7 @@ static int s_submit(fq_cli_t *cli, const fq_cli_args_t *args)
         if (cli->json)
             fq_cli_print_raw(&answer);
         else
-            fq_cli_print_request_line(answer.json);
+            s_print_accepted(answer.json);
     }
     fq_cli_answer_reset(&answer);
     if (watch)
@@ -542,16 +596,23 @@ static int s_submit(fq_cli_t *cli, const fq_cli_args_t *args)
 
 const fq_cli_command_t fq_cli_cmd_submit = {
     .name = "submit",
-    .usage = "FILE.json | --csv FILE.csv --from ADDR --subject S --body-file FILE [options]",
+    .usage = "FILE.json | --csv PATH --from ADDR --subject TEXT (--body TEXT | --body-file PATH) "
+             "[--tenant NAME] [--html] [--send-at TIME] [--priority N] [--max-attempts N] "
+             "[--idempotency-key KEY] [--watch]",
     .summary = "submit a request: a JSON body, or a CSV of recipients",
     .description =
         "FILE.json is the body of POST /v1/requests (api/API.md), sent as it is; \"-\" reads\n"
-        "standard input. With --csv, the first row names the fields; the column \"to\" (else\n"
-        "\"email\") is the address, and every column, that one too, is a template field\n"
+        "standard input. With --csv PATH, the first row names the fields; the column \"to\"\n"
+        "(else \"email\") is the address, and every column, that one too, is a template field\n"
         "({{name}}). RFC 4180: quote fields that hold commas, quotes (doubled) or line\n"
-        "breaks; UTF-8; empty lines are skipped; a record holds at most 1 MiB. Templates are\n"
-        "checked against the columns before anything is sent. A CSV of any size is read and\n"
-        "sent in pieces, in little memory.",
+        "breaks; UTF-8; empty lines are skipped; a record holds at most 1 MiB. The body\n"
+        "template is --body TEXT or --body-file PATH, one of them. Templates are checked\n"
+        "against the columns before anything is sent. A CSV of any size is read and sent in\n"
+        "pieces, in little memory.\n"
+        "\n"
+        "Prints \"accepted request ID (TENANT): N recipients\", and how many were rejected\n"
+        "once fairqd has checked them (it does as it splits the request, a moment after the\n"
+        "submit: \"fairq status ID\" counts them then, \"fairq rejects ID\" shows them).",
     .options = s_submit_options,
     .min_args = 0,
     .max_args = 1,

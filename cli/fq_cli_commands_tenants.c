@@ -34,10 +34,10 @@ static char *s_tenant_path(const char *name, const char *suffix)
 static void s_print_tenant(const json_t *tenant)
 {
     static const char *const fields[] = {
-        "tenant",       "name",        "weight",      "weight",        "max in flight",
-        "max_inflight", "submit rate", "submit_rate", "open requests", "open_requests",
-        "depth",        "depth",       "failed",      "failed",        "unsplit",
-        "unsplit",      "in flight",   "inflight",    "send rate",     "send_rate",
+        "tenant",       "name",        "weight",      "weight",           "max in flight",
+        "max_inflight", "submit rate", "submit_rate", "open requests",    "open_requests",
+        "depth",        "depth",       "failed",      "failed",           "unsplit",
+        "unsplit",      "in flight",   "inflight",    "send rate/s (1m)", "send_rate",
         "oldest",       "oldest",      NULL};
     //  A copy with the age written for people under the key "oldest"
     json_t *shown = json_copy((json_t *)tenant);
@@ -59,9 +59,9 @@ static int s_tenants(fq_cli_t *cli, const fq_cli_args_t *args)
     if (rc == FQ_CLI_EXIT_OK && cli->json)
         fq_cli_print_raw(&answer);
     else if (rc == FQ_CLI_EXIT_OK) {
-        static const char *const headers[] = {"NAME",   "WEIGHT", "MAX INFLIGHT", "SUBMIT RATE",
-                                              "OPEN",   "DEPTH",  "FAILED",       "IN FLIGHT",
-                                              "RATE/S", "OLDEST"};
+        static const char *const headers[] = {
+            "NAME",  "WEIGHT", "MAX INFLIGHT", "SUBMIT RATE", "OPEN",
+            "DEPTH", "FAILED", "IN FLIGHT",    "RATE/S (1m)", "OLDEST"};
         static const char *const keys[] = {"name",        "weight",        "max_inflight",
                                            "submit_rate", "open_requests", "depth",
                                            "failed",      "inflight",      "send_rate"};
@@ -94,7 +94,9 @@ const fq_cli_command_t fq_cli_cmd_tenants = {
     .name = "tenants",
     .usage = "",
     .summary = "tenants with their weight, limits, depth, in flight, rate and oldest age",
-    .description = "A tenant token sees only its own tenant.",
+    .description =
+        "A tenant token sees only its own tenant. RATE/S (1m) is messages acked a second,\n"
+        "fairqd's average over the last minute (\"fairq top\" shows the rate now).",
     .min_args = 0,
     .max_args = 0,
     .run = s_tenants};

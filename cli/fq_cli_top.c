@@ -2,6 +2,14 @@
     (depth, in flight, rate, oldest pending age), redrawn in the terminal
     every interval until q or Ctrl-C.
 
+    Two rates, each labelled with its window. The tenants' send_rate is
+    fairqd's average over the last minute, "RATE/S (1m)": steady, but a
+    minute late. The rate now, "RATE/S (6s)", comes from fairqd's
+    counters of acked messages (GET /metrics), read at every refresh:
+    the difference between the newest reading and the one a few
+    refreshes before it (fq_cli_rates.h). /metrics needs an admin token
+    (or fairqd's metrics_public): without it, only the minute's rate.
+
     The screen is drawn on the terminal's alternate screen, as top does,
     and each frame is written at once over the last one (cursor home, each
     line then "erase to its end", then "erase below"), so nothing flickers.
@@ -14,8 +22,10 @@
 */
 #include "fq_cli_args.h"
 #include "fq_cli_commands.h"
+#include "fq_cli_rates.h"
 #include "fq_cli_table.h"
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,6 +43,20 @@
 #define S_INTERVAL_MAX_S 3600.0
 
 #define S_MS_PER_S 1000.0
+#define S_NS_PER_S 1e9
+
+//  The rate now is over at least this long, in whole refreshes (6 s at
+//  the default 2 s): a few seconds show a change at once, and smooth out
+//  the acks that senders send in batches
+#define S_NOW_WINDOW_S 5.0
+
+//  What the API's send_rate averages over (api/API.md)
+#define S_MINUTE_LABEL "1m"
+
+#define S_HEADER_SIZE 32
+
+//  Below any interval's rounding error: 5 s / 0.2 s is 25 refreshes, not 26
+#define S_ROUNDING 1e-9
 
 //  Lines above the table (title, totals, blank) and below it (a "more"
 //  line), for fitting the table in the terminal's height
@@ -65,7 +89,9 @@ static void s_on_signal(int signum)
 }
 
 static const fq_cli_option_t s_top_options[] = {
-    {"interval-s", "N", "seconds between refreshes (default 2; 0.2..3600)"},
+    {"interval-s", "N",
+     "seconds between refreshes (default 2; 0.2..3600); the rate now is over the whole "
+     "refreshes that make at least 5 s"},
     {"once", NULL, "print one snapshot and exit (what happens without a terminal)"},
     {NULL, NULL, NULL}};
 
@@ -82,15 +108,42 @@ static int s_by_depth(const void *a, const void *b)
     return strcmp(nx ? nx : "", ny ? ny : "");
 }
 
-//  The table of tenants, busiest first, at most max_rows of them, each
-//  line ending with eol; then a line saying how many did not fit.
-static void s_print_table(FILE *out, const json_t *tenants, size_t max_rows, const char *eol)
+//  The rate now: where it comes from and its column's header
+typedef struct {
+    fq_cli_rates_t *rates; //  NULL: not shown (a snapshot, or no /metrics)
+    char header[S_HEADER_SIZE];
+} s_now_t;
+
+//  A rate for people, one decimal; "-" when not known (negative).
+static void s_format_rate(char *text, size_t size, double rate)
 {
-    static const char *const headers[] = {"TENANT", "WEIGHT", "DEPTH",  "IN FLIGHT", "MAX",
-                                          "FAILED", "RATE/S", "OLDEST", "OPEN",      "UNSPLIT"};
+    if (rate < 0)
+        snprintf(text, size, "-");
+    else
+        snprintf(text, size, "%.1f", rate);
+}
+
+//  The table of tenants, busiest first, at most max_rows of them, each
+//  line ending with eol; then a line saying how many did not fit. With
+//  now->rates, a column of the rate now before the minute's.
+static void s_print_table(FILE *out, const json_t *tenants, size_t max_rows, const char *eol,
+                          const s_now_t *now)
+{
+    static const char *const leading[] = {"TENANT",    "WEIGHT", "DEPTH",
+                                          "IN FLIGHT", "MAX",    "FAILED"};
+    //  Then the rate now (or not), and these
+    const char *const trailing[] = {"RATE/S (" S_MINUTE_LABEL ")", "OLDEST", "OPEN", "UNSPLIT"};
+    const char *headers[sizeof leading / sizeof *leading + 1 + sizeof trailing / sizeof *trailing];
+    size_t column = 0;
+    for (size_t i = 0; i < sizeof leading / sizeof *leading; i++)
+        headers[column++] = leading[i];
+    if (now->rates)
+        headers[column++] = now->header;
+    for (size_t i = 0; i < sizeof trailing / sizeof *trailing; i++)
+        headers[column++] = trailing[i];
     size_t count = json_array_size(tenants);
     json_t **sorted = calloc(count ? count : 1, sizeof *sorted);
-    fq_cli_table_t *table = fq_cli_table_new(headers, "lrrrrrrrrr");
+    fq_cli_table_t *table = fq_cli_table_new(headers, now->rates ? "lrrrrrrrrrr" : "lrrrrrrrrr");
     if (!sorted || !table) {
         fprintf(out, "%s: out of memory%s", FQ_CLI_PROGRAM, eol);
         free(sorted);
@@ -100,11 +153,18 @@ static void s_print_table(FILE *out, const json_t *tenants, size_t max_rows, con
     for (size_t i = 0; i < count; i++)
         sorted[i] = json_array_get(tenants, i);
     qsort(sorted, count, sizeof *sorted, s_by_depth);
-    static const char *const keys[] = {"name",         "weight", "depth",     "inflight",
-                                       "max_inflight", "failed", "send_rate", NULL};
+    static const char *const keys[] = {"name",         "weight", "depth", "inflight",
+                                       "max_inflight", "failed", NULL};
     for (size_t i = 0; i < count; i++) {
         for (size_t k = 0; keys[k]; k++)
             fq_cli_table_add_json(table, json_object_get(sorted[i], keys[k]));
+        if (now->rates) {
+            char rate[FQ_CLI_VALUE_SIZE];
+            const char *name = json_string_value(json_object_get(sorted[i], "name"));
+            s_format_rate(rate, sizeof rate, name ? fq_cli_rates_get(now->rates, name) : -1);
+            fq_cli_table_add(table, rate);
+        }
+        fq_cli_table_add_json(table, json_object_get(sorted[i], "send_rate"));
         char age[FQ_CLI_VALUE_SIZE];
         fq_cli_format_age_value(age, sizeof age,
                                 json_object_get(sorted[i], "oldest_pending_age_s"));
@@ -119,11 +179,11 @@ static void s_print_table(FILE *out, const json_t *tenants, size_t max_rows, con
     free(sorted);
 }
 
-//  The totals over every tenant.
-static void s_print_totals(FILE *out, const json_t *tenants, const char *eol)
+//  The totals over every tenant, each rate with its window.
+static void s_print_totals(FILE *out, const json_t *tenants, const char *eol, const s_now_t *now)
 {
     json_int_t depth = 0, inflight = 0, open = 0;
-    double rate = 0;
+    double rate = 0, rate_now = 0;
     size_t i;
     json_t *tenant;
     json_array_foreach(tenants, i, tenant)
@@ -132,14 +192,27 @@ static void s_print_totals(FILE *out, const json_t *tenants, const char *eol)
         inflight += json_integer_value(json_object_get(tenant, "inflight"));
         open += json_integer_value(json_object_get(tenant, "open_requests"));
         rate += json_number_value(json_object_get(tenant, "send_rate"));
+        const char *name = json_string_value(json_object_get(tenant, "name"));
+        double r = now->rates && name ? fq_cli_rates_get(now->rates, name) : -1;
+        //  One tenant not known makes the total not known
+        rate_now = r < 0 || rate_now < 0 ? -1 : rate_now + r;
     }
-    fprintf(out, "%zu tenants  depth %lld  in flight %lld  %.1f/s  open requests %lld%s",
-            json_array_size(tenants), (long long)depth, (long long)inflight, rate, (long long)open,
-            eol);
+    fprintf(out, "%zu tenants  depth %lld  in flight %lld  ", json_array_size(tenants),
+            (long long)depth, (long long)inflight);
+    if (now->rates) {
+        char text[FQ_CLI_VALUE_SIZE];
+        s_format_rate(text, sizeof text, rate_now);
+        //  "RATE/S (6s)" says the window: "(6s)"
+        const char *window = strchr(now->header, '(');
+        fprintf(out, "%s/s %s, ", text, window ? window : "");
+    }
+    fprintf(out, "%.1f/s (" S_MINUTE_LABEL ")  open requests %lld%s", rate, (long long)open, eol);
 }
 
-//  One frame of the live view, written at once.
-static void s_draw(const fq_cli_t *cli, const fq_cli_answer_t *answer, int rc, double interval)
+//  One frame of the live view, written at once. note, if any, follows
+//  the title (why the rate now is not shown).
+static void s_draw(const fq_cli_t *cli, const fq_cli_answer_t *answer, int rc, double interval,
+                   const s_now_t *now, const char *note)
 {
     char *frame = NULL;
     size_t size = 0;
@@ -150,13 +223,13 @@ static void s_draw(const fq_cli_t *cli, const fq_cli_answer_t *answer, int rc, d
     int rows =
         ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 ? ws.ws_row : S_DEFAULT_ROWS;
     char clock[S_TIME_SIZE];
-    time_t now = time(NULL);
+    time_t seconds = time(NULL);
     struct tm tm;
-    strftime(clock, sizeof clock, "%H:%M:%S", localtime_r(&now, &tm));
+    strftime(clock, sizeof clock, "%H:%M:%S", localtime_r(&seconds, &tm));
     char url[FQ_CLI_VALUE_SIZE];
     fq_cli_escape(url, sizeof url, cli->url);
-    fprintf(out, "%sfairq top  %s  %s  every %gs  q: quit%s", S_HOME, url, clock, interval,
-            S_ERASE_LINE "\n");
+    fprintf(out, "%sfairq top  %s  %s  every %gs  q: quit%s%s%s", S_HOME, url, clock, interval,
+            note ? "  " : "", note ? note : "", S_ERASE_LINE "\n");
     const json_t *tenants = json_object_get(answer->json, "tenants");
     if (rc != FQ_CLI_EXIT_OK) {
         char text[S_LINE_SIZE], shown[FQ_CLI_VALUE_SIZE];
@@ -164,10 +237,10 @@ static void s_draw(const fq_cli_t *cli, const fq_cli_answer_t *answer, int rc, d
         fq_cli_escape(shown, sizeof shown, text);
         fprintf(out, "%s (asking again)%s", shown, S_ERASE_LINE "\n");
     } else {
-        s_print_totals(out, tenants, S_ERASE_LINE "\n");
+        s_print_totals(out, tenants, S_ERASE_LINE "\n", now);
         fprintf(out, "%s", S_ERASE_LINE "\n");
         int room = rows - S_HEADER_LINES - S_FOOTER_LINES - 1;
-        s_print_table(out, tenants, room > 0 ? (size_t)room : 0, S_ERASE_LINE "\n");
+        s_print_table(out, tenants, room > 0 ? (size_t)room : 0, S_ERASE_LINE "\n", now);
     }
     fprintf(out, "%s", S_ERASE_BELOW);
     fclose(out);
@@ -201,13 +274,41 @@ static int s_once(fq_cli_t *cli)
         if (cli->json)
             fq_cli_print_raw(&answer);
         else {
+            //  One reading: the minute's rate only
             const json_t *tenants = json_object_get(answer.json, "tenants");
-            s_print_totals(stdout, tenants, "\n");
-            s_print_table(stdout, tenants, SIZE_MAX, "\n");
+            const s_now_t none = {0};
+            s_print_totals(stdout, tenants, "\n", &none);
+            s_print_table(stdout, tenants, SIZE_MAX, "\n", &none);
         }
     }
     fq_cli_answer_reset(&answer);
     return rc;
+}
+
+static double s_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / S_NS_PER_S;
+}
+
+//  Reads fairqd's counters into now->rates. When they cannot be had for
+//  good (refused: a tenant token, or not fairqd's metrics), stops reading
+//  them, drops the column and says why in *note; a server that does not
+//  answer for a moment is asked again at the next refresh.
+static void s_read_rates(fq_cli_t *cli, s_now_t *now, const char **note)
+{
+    if (!now->rates)
+        return;
+    fq_cli_answer_t metrics = {0};
+    int rc = fq_cli_call_text(cli, "/metrics", &metrics);
+    if (rc == FQ_CLI_EXIT_OK && fq_cli_rates_add(now->rates, s_monotonic(), metrics.body.data))
+        rc = FQ_CLI_EXIT_FAILED;
+    if (rc != FQ_CLI_EXIT_OK && rc != FQ_CLI_EXIT_SERVER) {
+        fq_cli_rates_destroy(&now->rates);
+        *note = "(rate now needs /metrics: an admin token, or metrics_public)";
+    }
+    fq_cli_answer_reset(&metrics);
 }
 
 static int s_top(fq_cli_t *cli, const fq_cli_args_t *args)
@@ -237,6 +338,12 @@ static int s_top(fq_cli_t *cli, const fq_cli_args_t *args)
         sigaction(signals[i], &action, &old[i]);
     fputs(S_ALT_SCREEN_ON S_CURSOR_HIDE, stdout);
 
+    //  The rate now spans as many refreshes as make S_NOW_WINDOW_S
+    double intervals = ceil(S_NOW_WINDOW_S / interval - S_ROUNDING);
+    s_now_t now = {.rates = fq_cli_rates_new((size_t)intervals + 1)};
+    snprintf(now.header, sizeof now.header, "RATE/S (%gs)", intervals * interval);
+    const char *note = now.rates ? NULL : "(out of memory for the rate now)";
+
     fq_cli_answer_t answer = {0};
     int rc = FQ_CLI_EXIT_OK;
     cli->quiet = true;
@@ -245,7 +352,9 @@ static int s_top(fq_cli_t *cli, const fq_cli_args_t *args)
         //  Waiting will not change these: stop, and say why below
         if (rc != FQ_CLI_EXIT_OK && rc != FQ_CLI_EXIT_SERVER)
             break;
-        s_draw(cli, &answer, rc, interval);
+        if (rc == FQ_CLI_EXIT_OK)
+            s_read_rates(cli, &now, &note);
+        s_draw(cli, &answer, rc, interval, &now, note);
         if (s_wait_key(keys, interval))
             break;
     }
@@ -263,6 +372,7 @@ static int s_top(fq_cli_t *cli, const fq_cli_args_t *args)
         //  Quitting is a success, whatever the last refresh saw
         rc = FQ_CLI_EXIT_OK;
     fq_cli_answer_reset(&answer);
+    fq_cli_rates_destroy(&now.rates);
     return rc;
 }
 
@@ -270,9 +380,15 @@ const fq_cli_command_t fq_cli_cmd_top = {
     .name = "top",
     .usage = "[--interval-s N] [--once]",
     .summary = "live per-tenant view: depth, in flight, rate, oldest pending age",
-    .description = "Refreshes every interval until q or Ctrl-C; any other key refreshes at once.\n"
-                   "Busiest tenants (deepest backlog) first. Without a terminal, with --once\n"
-                   "or with --json, prints one snapshot.",
+    .description =
+        "Refreshes every interval until q or Ctrl-C; any other key refreshes at once.\n"
+        "Busiest tenants (deepest backlog) first. Two rates, of messages acked a second:\n"
+        "RATE/S (6s) is the rate now, over the last 6 s (the whole refreshes that make at\n"
+        "least 5 s: 5 s at --interval-s 1, 10 s at --interval-s 10), from fairqd's counters\n"
+        "(GET /metrics, read at each refresh; it needs an admin token or fairqd's\n"
+        "metrics_public, and shows \"-\" until two readings are in); RATE/S (1m) is fairqd's\n"
+        "average over the last minute. Without a terminal, with --once or with --json,\n"
+        "prints one snapshot, with the minute's rate only.",
     .options = s_top_options,
     .min_args = 0,
     .max_args = 0,

@@ -137,9 +137,13 @@ int fq_cli_watch(fq_cli_t *cli, int64_t id, double interval_s)
     if (fq_cli_progress_succeeded(&progress))
         return FQ_CLI_EXIT_OK;
     fflush(stdout);
-    fq_cli_error("request %lld %s with %lld dead, %lld cancelled and %lld rejected of %lld",
+    char hint[S_LINE_SIZE] = "";
+    if (progress.rejected > 0)
+        snprintf(hint, sizeof hint, " (\"%s rejects %lld\" shows the rejected)", FQ_CLI_PROGRAM,
+                 (long long)id);
+    fq_cli_error("request %lld %s with %lld dead, %lld cancelled and %lld rejected of %lld%s",
                  (long long)id, progress.status, (long long)progress.dead,
                  (long long)progress.cancelled, (long long)progress.rejected,
-                 (long long)progress.total);
+                 (long long)progress.total, hint);
     return FQ_CLI_EXIT_FAILED;
 }

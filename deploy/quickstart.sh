@@ -21,9 +21,10 @@
 #   var/mail.jsonl   every message the SMTP sink accepted, one JSON object a line
 #
 # The cluster and the certificates are made once and reused. Each start drops and
-# recreates the database "fairq" and empties var/mail.jsonl: a half-sent campaign of an
-# earlier run would otherwise resume alongside the new ones and muddle what the demo
-# shows. A quickstart still running is stopped first, so there are never two.
+# recreates the database "fairq" and empties var/mail.jsonl, and says so before it does:
+# a half-sent campaign of an earlier run would otherwise resume alongside the new ones and
+# muddle what the demo shows. A quickstart still running is stopped first, so there are
+# never two.
 #
 # Ports (127.0.0.1 only; override when taken): QUICKSTART_GATEWAY_PORT (fairqd's gateway,
 # default 25555), QUICKSTART_HTTP_PORT (fairqd's HTTP API, 25080), QUICKSTART_SMTP_PORT
@@ -222,6 +223,10 @@ EOF
     if ! as_pg "$PGBIN/pg_ctl" start -D "$PGDATA_DIR" -l "$LOG/postgresql.log" -w -t 60 >/dev/null; then
         tail -n 20 "$LOG/postgresql.log" >&2
         die "PostgreSQL did not start (log: $(show "$LOG/postgresql.log"))"
+    fi
+    # A run before this one left its database: say so before it goes
+    if [[ -n $(DB=postgres sql -c "SELECT 1 FROM pg_database WHERE datname = 'fairq'") ]]; then
+        say "quickstart: resetting the demo database fairq (drops its data: the requests, messages and tokens of the last run)"
     fi
     DB=postgres sql -c 'SET client_min_messages = warning' \
         -c 'DROP DATABASE IF EXISTS fairq WITH (FORCE)' -c 'CREATE DATABASE fairq'
@@ -460,6 +465,9 @@ EOF
 }
 
 start_sink() {
+    if [[ -s $MAIL ]]; then
+        say "quickstart: emptying $(show "$MAIL") (the mail of the last run)"
+    fi
     : >"$MAIL" # A fresh demo, a fresh mailbox
     start_bg smtp-sink "$PYTHON" "$SINK" --host 127.0.0.1 --port "$SMTP_PORT" --out "$MAIL"
     wait_log smtp-sink '^ready [0-9]+' 20

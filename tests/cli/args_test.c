@@ -163,6 +163,45 @@ static void test_choices_and_keys(void **state)
     assert_int_equal(fq_cli_parse_idempotency_key("a\r\nX-Evil: 1"), FQ_CLI_EXIT_USAGE);
 }
 
+//  Flags are spelled with dashes; the same flag with underscores, as the
+//  API spells its fields (max_inflight), is taken as that option
+static void test_flags_with_underscores(void **state)
+{
+    (void)state;
+    static const fq_cli_option_t global[] = {
+        {"timeout-s", "N", "seconds"}, {"json", NULL, "switch"}, {NULL, NULL, NULL}};
+    static const fq_cli_option_t command[] = {{"max-inflight", "N", "most in flight"},
+                                              {"submit-rate", "N|none", "per minute"},
+                                              {"weight", "N", "share"},
+                                              {NULL, NULL, NULL}};
+    char *argv[] = {"set",
+                    "acme",
+                    "--max_inflight",
+                    "50",
+                    "--submit-rate",
+                    "none",
+                    "--timeout_s",
+                    "7",
+                    "--json",
+                    "--weight",
+                    "3",
+                    NULL};
+    fq_cli_args_t args = {.tables = {global, command}, .ntables = 2};
+    assert_int_equal(fq_cli_args_parse(&args, 11, argv, false, NULL, "fairq tenants set"), 0);
+    assert_string_equal(fq_cli_arg(&args, "max-inflight"), "50");
+    assert_string_equal(fq_cli_arg(&args, "submit-rate"), "none");
+    assert_string_equal(fq_cli_arg(&args, "timeout-s"), "7");
+    assert_string_equal(fq_cli_arg(&args, "weight"), "3");
+    assert_true(fq_cli_flag(&args, "json"));
+    assert_int_equal(args.npos, 1);
+    assert_string_equal(args.pos[0], "acme");
+    //  Only as a flag: an underscore elsewhere is still an unknown option
+    char *bad[] = {"set", "--wei_ght", "3", NULL};
+    fq_cli_args_t other = {.tables = {global, command}, .ntables = 2};
+    assert_int_equal(fq_cli_args_parse(&other, 3, bad, false, NULL, "fairq tenants set"),
+                     FQ_CLI_EXIT_USAGE);
+}
+
 static void test_url_escape(void **state)
 {
     (void)state;
@@ -187,6 +226,7 @@ int main(void)
         cmocka_unit_test(test_times),
         cmocka_unit_test(test_tenant_names),
         cmocka_unit_test(test_choices_and_keys),
+        cmocka_unit_test(test_flags_with_underscores),
         cmocka_unit_test(test_url_escape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -267,7 +267,10 @@ class CliTest(E2ETest):
         h = self.h
         path = self.json_file("request.json", body(rcpts=recipients(5)))
         done = self.fairq("submit", path)
-        m = re.match(r"request (\d+) \(shop\) \w+: total 5,", done.stdout)
+        # Its recipients are checked as it is split, after the answer
+        m = re.match(r"accepted request (\d+) \(shop\): 5 recipients(, none rejected| \(fairqd "
+                     r"checks each as it splits the request: \"fairq status \d+\" counts those "
+                     r"rejected, \"fairq rejects \d+\" shows them\))\n$", done.stdout)
         self.assertIsNotNone(m, done.stdout)
         rid = int(m.group(1))
         watch = self.fairq("status", str(rid), "--watch", "--interval-s", "0.2",
@@ -343,6 +346,14 @@ class CliTest(E2ETest):
                                 "news@shop.test", "--subject", "Hi {{name}}", "--body-file",
                                 template, "--html", "--idempotency-key", "csv-1")
         self.assertEqual(again["id"], rid)
+        # The body template inline, as it is given (later: no delivery waited for)
+        inline = self.fairq_json("submit", "--csv", csv, "--tenant", "shop", "--from",
+                                 "news@shop.test", "--subject", "Hi {{name}}", "--body",
+                                 "Hello {{name}}: {{note}}", "--send-at", "+1h")
+        self.assertEqual(inline["total"], 3)
+        self.assertEqual(self.h.scalar(f"SELECT body || '|' || body_is_html FROM fairq.requests"
+                                       f" WHERE id = {inline['id']}"),
+                         "Hello {{name}}: {{note}}|false")
 
     def test_submit_large_csv_in_bounded_memory(self):
         """submit --csv streams the file: a CSV of 80 MiB, whose JSON is far
@@ -398,11 +409,17 @@ class CliTest(E2ETest):
         self.start(rules={"rules": [{"match": "doomed", "reply": "550 5.1.1 no such user"}]})
         rcpts = recipients(3) + [{"to": "doomed@example.org", "fields": {"name": "D"}},
                                  {"to": "not an address", "fields": {"name": "X"}}]
-        rid = self.fairq_json("submit", self.json_file("r.json", body(rcpts=rcpts)))["id"]
+        path = self.json_file("r.json", body(rcpts=rcpts))
+        rid = self.fairq_json("submit", path, "--idempotency-key", "r-1")["id"]
         watch = self.fairq("status", str(rid), "--watch", "--interval-s", "0.2",
                            expect=FAILED, timeout=DELIVERY_TIMEOUT_S * 2)
-        self.assertIn(f"fairq: request {rid} done with 1 dead, 0 cancelled and 1 rejected of 5",
-                      watch.stderr)
+        self.assertIn(f"fairq: request {rid} done with 1 dead, 0 cancelled and 1 rejected of 5 "
+                      f"(\"fairq rejects {rid}\" shows the rejected)", watch.stderr)
+        # Once checked, a submit's answer (here: the same key again) tells
+        # the rejected recipients, and where to see them
+        done = self.fairq("submit", path, "--idempotency-key", "r-1")
+        self.assertEqual(done.stdout, f"accepted request {rid} (shop): 4 recipients, 1 rejected "
+                                      f"(\"fairq rejects {rid}\" shows them)\n")
         rejects = self.fairq_json("rejects", str(rid))
         self.assertEqual([(r["position"], r["recipient"]) for r in rejects["rejects"]],
                          [(4, "not an address")])
@@ -579,9 +596,11 @@ class CliTest(E2ETest):
         done = self.fairqd_token("--tenant", "nosuch", "--database", database,
                                  expect=FAIRQD_FAILURE)
         self.assertIn("no tenant \"nosuch\"", done.stderr)
-        # fairq itself makes none: it points to fairqd
+        # fairq itself makes none: it points to fairqd (and says so when asked)
         done = self.fairq("token", "create", "--admin", token=None, expect=USAGE)
         self.assertIn("run \"fairqd token create\" on the database host", done.stderr)
+        done = self.fairq("token", "--help", token=None)
+        self.assertIn("Run \"fairqd token create\" on a host that reaches the", done.stdout)
 
         # top: a snapshot without a terminal, busiest first
         self.h.wait(lambda: self.fairq_json("tenants", "show", "shop")["depth"] == 3, 30,
@@ -589,8 +608,10 @@ class CliTest(E2ETest):
         done = self.fairq("top", "--once")
         lines = done.stdout.splitlines()
         self.assertRegex(lines[0], r"^2 tenants  depth \d+  in flight \d+ ")
-        self.assertRegex(lines[1], r"^TENANT +WEIGHT +DEPTH +IN FLIGHT +MAX +FAILED +RATE/S "
-                                   r"+OLDEST")
+        self.assertRegex(lines[0], r" 0\.0/s \(1m\)  open requests ")
+        # One reading: the minute's rate only, its window said
+        self.assertRegex(lines[1], r"^TENANT +WEIGHT +DEPTH +IN FLIGHT +MAX +FAILED +"
+                                   r"RATE/S \(1m\) +OLDEST")
         self.assertRegex(lines[2], r"^shop +1 +3 ", lines)
         self.assertRegex(lines[3], r"^newco +1000 +0 ", lines)
         # The same snapshot without a terminal; the ages (OLDEST) may have
@@ -600,10 +621,16 @@ class CliTest(E2ETest):
         self.assertEqual(ages_masked(self.fairq("top").stdout), ages_masked(done.stdout))
         top = self.fairq_json("top", "--once")
         self.assertEqual(sorted(t["name"] for t in top["tenants"]), ["newco", "shop"])
-        # top on a terminal: redrawn in place until q, the terminal put back
-        code, screen, stderr = self.run_on_pty(["top", "--interval-s", "0.2"], keys=b"q",
-                                               until=r"(?s)TENANT.*shop.*TENANT.*shop")
+        # top on a terminal: redrawn in place until q, the terminal put back;
+        # the rate now over 5 s of refreshes (from /metrics: no sender, 0.0)
+        # beside the minute's, once two readings are in
+        code, screen, stderr = self.run_on_pty(
+            ["top", "--interval-s", "0.2"], keys=b"q",
+            until=r"(?s)TENANT.*shop +1 +3 +0 +\d+ +0 +0\.0 +0\.0 .*TENANT.*shop")
         self.assertEqual(code, OK, stderr)
+        self.assertRegex(screen, r"FAILED +RATE/S \(5s\) +RATE/S \(1m\) +OLDEST")
+        self.assertRegex(screen, r"in flight \d+  0\.0/s \(5s\), 0\.0/s \(1m\)  open")
+        self.assertNotIn("rate now needs", screen)
         self.assertIn("\x1b[?1049h", screen)
         self.assertTrue(screen.endswith("\x1b[?25h\x1b[?1049l"), repr(screen[-100:]))
         self.assertGreaterEqual(screen.count("fairq top"), 2)
@@ -611,6 +638,14 @@ class CliTest(E2ETest):
         code, screen, stderr = self.run_on_pty(["top"], keys=signal.SIGINT, until=r"TENANT")
         self.assertEqual(code, OK, stderr)
         self.assertTrue(screen.endswith("\x1b[?1049l"), repr(screen[-100:]))
+        # A tenant's token may not read /metrics: the minute's rate only, and why
+        code, screen, stderr = self.run_on_pty(["top", "--interval-s", "0.2"], keys=b"q",
+                                               token=answer["token"],
+                                               until=r"(?s)TENANT.*shop.*TENANT.*shop")
+        self.assertEqual(code, OK, stderr)
+        self.assertIn("(rate now needs /metrics: an admin token, or metrics_public)", screen)
+        self.assertRegex(screen, r"FAILED +RATE/S \(1m\) +OLDEST")
+        self.assertNotIn("(5s)", screen)
 
     def test_progress_bar_on_a_terminal(self):
         """status --watch on a terminal redraws one line in place: a bar,

@@ -26,6 +26,10 @@ SANITIZER_REPORT = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer)|runtime 
 
 SECRET = "fq_" + "s3cr3t" * 7 + "x"
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The one place the version is set: the project's top CMakeLists.txt
+TOP_CMAKELISTS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "CMakeLists.txt")
+
 COMMANDS = ["submit", "status", "list", "search", "message", "cancel", "pause", "resume",
             "reschedule", "retry", "rejects", "tenants", "tenants show", "tenants set",
             "tenants token", "tenants tokens", "tenants revoke", "top", "health"]
@@ -96,6 +100,83 @@ class ArgsTest(unittest.TestCase):
         self.expect(0, "--watch", "status", "--help")
         # Help comes before checks: nothing else on the line matters
         self.expect(0, "Usage: fairq status", "status", "abc", "--help")
+
+    def test_version(self):
+        """--version prints "fairq X.Y.Z", the version of project() in the
+        top CMakeLists.txt, and exits 0; before the command only."""
+        with open(TOP_CMAKELISTS) as f:
+            version = re.search(r"project\(fairq VERSION ([0-9.]+)", f.read()).group(1)
+        done = self.expect(0, None, "--version")
+        self.assertEqual(done.stdout, f"fairq {version}\n")
+        self.assertEqual(done.stderr, "")
+        self.assertEqual(self.expect(0, None, "--json", "--version").stdout, done.stdout)
+        self.assertIn("--version", self.expect(0, "Usage: fairq", "--help").stdout)
+        self.expect(2, "unknown option --version", "status", "1", "--version")
+
+    def help_texts(self):
+        """(name, text) of fairq --help and of every command's --help."""
+        texts = [("fairq", self.expect(0, "Usage: fairq", "--help").stdout)]
+        for command in COMMANDS:
+            texts.append((command, self.expect(0, None, *command.split(), "--help").stdout))
+        return texts
+
+    def test_help_shows_every_value(self):
+        """Every option that takes a value shows its placeholder, a word
+        that says what to give (N, PATH, NAME...), wherever the help names
+        it; flags are spelled with dashes."""
+        option_line = re.compile(r"(?m)^ +--([a-z][a-z-]*)(?: ([A-Z][A-Za-z|]*))?(?:  |\n|$)")
+        for name, text in self.help_texts():
+            values = {}
+            for option, value in option_line.findall(text):
+                if value:
+                    self.assertTrue(value == "N" or len(value) > 1,
+                                    f"{name} --help: --{option} {value} says little")
+                    values[option] = value
+            self.assertTrue(name == "fairq" or "timeout-s" in values, f"{name} --help: {text}")
+            self.assertNotRegex(text, r"--[a-z]+_", f"{name} --help spells a flag with _")
+            for m in re.finditer(r"--([a-z][a-z-]*[a-z])", text):
+                if m.group(1) not in values:
+                    continue
+                after = text[m.end():].split(None, 1)
+                word = after[0] if after and text[m.end()] in " \n" else ""
+                self.assertTrue(word.startswith(values[m.group(1)]) or re.match(r'[0-9"+]', word),
+                                f"{name} --help: --{m.group(1)} without its value "
+                                f"{values[m.group(1)]}: ...{text[m.start() - 40:m.end() + 20]!r}")
+
+    def test_tenants_help_lists_its_subcommands(self):
+        done = self.expect(0, "Usage: fairq tenants", "tenants", "--help")
+        text = done.stdout
+        self.assertIn("fairq tenants SUBCOMMAND [ARGS]", text)
+        subcommands = {"show": "show NAME", "set": "set NAME", "token": "token NAME",
+                       "tokens": "tokens NAME", "revoke": "revoke NAME TOKEN_ID"}
+        for sub, left in subcommands.items():
+            summary = self.expect(0, None, "tenants", sub, "--help").stdout.split("\n")[2]
+            self.assertRegex(text, rf"(?m)^  {left} +{re.escape(summary.rstrip('.')[:30])}")
+        # The options of each, under it, with their values
+        self.assertRegex(text, r"(?m)^  set NAME .*\n      --weight N +share of dispatch")
+        self.assertRegex(text, r"(?m)^      --max-inflight N +")
+        self.assertRegex(text, r"(?m)^      --submit-rate N\|none +")
+        self.assertEqual(self.expect(0, None, "help", "tenants").stdout, text)
+        done = self.expect(2, "unexpected argument \"bogus\"", "tenants", "bogus")
+        self.assertIn("Try \"fairq tenants --help\" for its subcommands", done.stderr)
+
+    def test_flags_with_underscores(self):
+        """A flag spelled as the API spells its fields, with underscores,
+        is the same flag (help and messages show the dashes)."""
+        self.expect(2, "invalid value for --timeout-s", "--timeout_s", "0", "health")
+        self.expect(2, "invalid value for --timeout-s", "health", "--timeout_s", "0")
+        self.expect(2, "invalid value for --max-inflight", "tenants", "set", "acme",
+                    "--max_inflight", "0")
+        self.expect(2, "invalid value for --interval-s", "top", "--interval_s", "0.01")
+        self.expect(5, "could not reach", "tenants", "set", "acme", "--submit_rate", "none",
+                    "--max_inflight", "9")
+        self.expect(2, "unknown option --wei_ght", "tenants", "set", "acme", "--wei_ght", "1")
+
+    def test_top_help_says_its_windows(self):
+        text = self.expect(0, "Usage: fairq top", "top", "--help").stdout
+        self.assertIn("RATE/S (6s) is the rate now, over the last 6 s", text)
+        self.assertIn("RATE/S (1m) is fairqd's\naverage over the last minute", text)
+        self.assertIn("RATE/S (1m)", self.expect(0, None, "tenants", "--help").stdout)
 
     def test_commands_and_options(self):
         self.expect(2, "no command given")
@@ -204,7 +285,23 @@ class ArgsTest(unittest.TestCase):
         csv = ["submit", "--csv"]
         opts = ["--from", "news@acme.example", "--subject", "Hi {{name}}", "--body-file", body]
         self.expect(2, "not both", "submit", good, "--csv", good, *opts)
-        self.expect(2, "needs --from, --subject and --body-file", *csv, good, "--from", "a@b.c")
+        self.expect(2, "needs --from ADDR, --subject TEXT and --body TEXT (or --body-file PATH)",
+                    *csv, good, "--from", "a@b.c")
+        # The body template inline, or from a file: one of them
+        inline = ["--from", "news@acme.example", "--subject", "Hi {{name}}", "--body",
+                  "Dear {{name}}, hello from {{ city }}."]
+        self.expect(2, "from --body TEXT or from --body-file PATH, not both", *csv, good,
+                    *inline, "--body-file", body)
+        self.expect(2, "the body template (--body) uses the field \"nom\"", *csv, good,
+                    *inline[:4], "--body", "Dear {{nom}}")
+        self.expect(2, "the body template (--body): ", *csv, good, *inline[:4], "--body",
+                    "Dear {{name")
+        self.expect(2, "--body goes with --csv PATH", "submit", self.file("j.json", "{}"),
+                    "--body", "x")
+        self.expect(5, "could not reach", *csv, good, *inline)
+        # Standard input is free for the CSV when the body is inline
+        with open(good) as f:
+            self.expect(5, "could not reach", *csv, "-", *inline, input_text=f.read())
         self.expect(2, "could not open", *csv, os.path.join(self.dir, "none.csv"), *opts)
         cases = {
             "unterminated.csv": ("to,name\nann@example.org,\"Ann\n", 2,
@@ -267,12 +364,18 @@ class ArgsTest(unittest.TestCase):
                 "database host"
         for args in (("token", "create", "--admin"), ("token", "create"), ("token",),
                      ("--json", "token", "create", "--tenant", "acme"),
-                     ("token", "create", "--help"),
                      ("token", "create", "--admin", "--database", "dbname=fairq")):
             done = self.expect(2, moved, *args)
             self.assertEqual(done.stdout, "")
             self.assertIn("fairqd token create --help", done.stderr)
         self.assertNotIn("token create", self.expect(0, "Usage: fairq", "--help").stdout)
+        # Asked for help, it is help: where the command went, exit 0
+        for args in (("token", "--help"), ("token", "-h"), ("token", "create", "--help"),
+                     ("--help", "token"), ("token", "create", "--admin", "-h")):
+            done = self.expect(0, "Usage: fairqd token create --admin | --tenant NAME", *args)
+            self.assertEqual(done.stderr, "")
+            self.assertIn("\"fairq token create\" moved to fairqd", done.stdout)
+            self.assertIn("fairq tenants token NAME", done.stdout)
 
     def test_connection_refused(self):
         done = self.expect(5, f"fairq: could not reach {self.url}", "status", "1")

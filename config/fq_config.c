@@ -1,6 +1,5 @@
-/*  fq_config.c — fairqd's configuration (see fq_config.h). */
+/*  fq_config.c — the configuration engine (see fq_config.h). */
 #include "fq_config.h"
-#include "fq_address.h"
 #include "fq_buf.h"
 #include "fq_error.h"
 #include <assert.h>
@@ -16,11 +15,9 @@
 //  line instead of being read whole.
 #define S_LINE_MAX 4096
 
-//  User text quoted in an error message is cut after this many bytes:
-//  enough to recognise it, without a pasted blob burying the message.
-#define S_QUOTE_MAX 64
-//  Room for such a quote: each byte may become \xNN, plus quotes and "...".
-#define S_QUOTED_SIZE (4 * S_QUOTE_MAX + 8)
+//  How error messages quote user text (fq_config.h).
+#define S_QUOTE_MAX   FQ_CONFIG_QUOTE_MAX
+#define S_QUOTED_SIZE FQ_CONFIG_QUOTED_SIZE
 
 //  No key is longer; a longer name is unknown without looking further.
 #define S_KEY_MAX 64
@@ -31,15 +28,8 @@
 //  many edits away: typos are one or two edits, more is another word.
 #define S_SUGGEST_DISTANCE_MAX 2
 
-//  A heartbeat timeout covers at least this many heartbeats, so that one
-//  late heartbeat does not make a live sender worker dead.
-#define S_HEARTBEAT_TIMEOUT_FACTOR 2
-
 //  What a masked secret shows instead.
 #define S_MASK "********"
-
-//  The environment variable naming the config file when --config does not.
-#define S_ENV_CONFIG "FAIRQ_CONFIG"
 
 //  The byte order mark some editors write at the start of a UTF-8 file.
 #define S_BOM "\xEF\xBB\xBF"
@@ -51,24 +41,6 @@ static const char *const s_uri_prefixes[] = {"postgresql://", "postgres://"};
 static const char *const s_secret_keywords[] = {"password", "sslpassword"};
 
 typedef struct {
-    const char *name;
-    const char *env;
-    fq_config_type_t type;
-    const char *def;
-    long long min;
-    long long max;
-    const char *choices;
-    const char *help;
-} s_key_t;
-
-static const s_key_t s_keys[FQ_CONFIG_KEY_COUNT] = {
-#define X(id, name, type, def, min, max, choices, help)                                            \
-    {#name, "FAIRQ_" #id, FQ_CONFIG_TYPE_##type, def, min, max, choices, help},
-    FQ_CONFIG_KEYS(X)
-#undef X
-};
-
-typedef struct {
     char *text;       //  The value as given (a boolean or a choice: its canonical word)
     long long number; //  INT: the value; BOOL: 0 or 1; CHOICE: the word's index
     fq_config_source_t source;
@@ -76,14 +48,19 @@ typedef struct {
 } s_value_t;
 
 struct fq_config {
-    s_value_t values[FQ_CONFIG_KEY_COUNT];
+    const fq_config_schema_t *schema; //  Static
+    const fq_config_key_t *keys;      //  schema's
+    int key_count;
+    s_value_t *values; //  key_count of them
     fq_config_action_t action;
-    char *file; //  The config file read, or NULL
+    int command;               //  FQ_CONFIG_COMMAND: its index in the schema
+    const char *command_value; //  Its value, in argv, or NULL
+    char *file;                //  The config file read, or NULL
 };
 
 //  A flag of the command line, kept until the file and environment are in.
 typedef struct {
-    fq_config_key_t key;
+    int key;
     const char *value; //  Points into argv
     char origin[S_ORIGIN_SIZE];
 } s_flag_t;
@@ -92,16 +69,23 @@ typedef struct {
 //  Error messages
 
 //  Writes "origin: message" to error. Returns FQ_EINVAL.
-static int s_fail(char *error, size_t size, const char *origin, const char *format, ...)
+static int s_vfail(char *error, size_t size, const char *origin, const char *format, va_list args)
 {
     int len = snprintf(error, size, "%s: ", origin);
-    if (len >= 0 && (size_t)len < size) {
-        va_list args;
-        va_start(args, format);
+    if (len >= 0 && (size_t)len < size)
         vsnprintf(error + len, size - (size_t)len, format, args);
-        va_end(args);
-    }
     return FQ_EINVAL;
+}
+
+static int s_fail(char *error, size_t size, const char *origin, const char *format, ...)
+    __attribute__((format(printf, 4, 5)));
+static int s_fail(char *error, size_t size, const char *origin, const char *format, ...)
+{
+    va_list args;
+    va_start(args, format);
+    int rc = s_vfail(error, size, origin, format, args);
+    va_end(args);
+    return rc;
 }
 
 static int s_no_memory(char *error, size_t size)
@@ -142,17 +126,23 @@ static const char *s_quote(char *out, const char *text)
 //  ---------------------------------------------------------------------
 //  Keys
 
+//  True if a and b are one character of a name: equal, or '-' and '_'.
+static bool s_same_char(char a, char b)
+{
+    return a == b || ((a == '-' || a == '_') && (b == '-' || b == '_'));
+}
+
 //  The key named name (len bytes; '-' may stand for '_'), or -1.
-static int s_lookup(const char *name, size_t len)
+static int s_lookup(fq_config_t *self, const char *name, size_t len)
 {
     if (len > S_KEY_MAX)
         return -1;
-    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
-        const char *known = s_keys[key].name;
+    for (int key = 0; key < self->key_count; key++) {
+        const char *known = self->keys[key].name;
         if (strlen(known) != len)
             continue;
         size_t i = 0;
-        while (i < len && (name[i] == known[i] || (name[i] == '-' && known[i] == '_')))
+        while (i < len && s_same_char(name[i], known[i]))
             i++;
         if (i == len)
             return key;
@@ -160,13 +150,13 @@ static int s_lookup(const char *name, size_t len)
     return -1;
 }
 
-//  True if name (len bytes) is word, with '-' standing for '_'.
+//  True if name (len bytes) is word, with '-' and '_' alike.
 static bool s_name_is(const char *name, size_t len, const char *word)
 {
     if (strlen(word) != len)
         return false;
     for (size_t i = 0; i < len; i++)
-        if (name[i] != word[i] && !(name[i] == '-' && word[i] == '_'))
+        if (!s_same_char(name[i], word[i]))
             return false;
     return true;
 }
@@ -183,7 +173,7 @@ static size_t s_distance(const char *a, size_t alen, const char *b, size_t blen)
         size_t *row = rows[i % 3], *up = rows[(i - 1) % 3], *two_up = rows[(i + 1) % 3];
         row[0] = i;
         for (size_t j = 1; j <= blen; j++) {
-            bool same = a[i - 1] == b[j - 1] || (a[i - 1] == '-' && b[j - 1] == '_');
+            bool same = s_same_char(a[i - 1], b[j - 1]);
             size_t best = up[j - 1] + (same ? 0 : 1);
             if (up[j] + 1 < best)
                 best = up[j] + 1;
@@ -199,14 +189,14 @@ static size_t s_distance(const char *a, size_t alen, const char *b, size_t blen)
 }
 
 //  The known key closest to name, if it is close enough to be a typo.
-static const char *s_suggest(const char *name, size_t len)
+static const char *s_suggest(fq_config_t *self, const char *name, size_t len)
 {
     if (len > S_KEY_MAX)
         return NULL;
     const char *best = NULL;
     size_t best_distance = S_SUGGEST_DISTANCE_MAX + 1;
-    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
-        const char *known = s_keys[key].name;
+    for (int key = 0; key < self->key_count; key++) {
+        const char *known = self->keys[key].name;
         size_t distance = s_distance(name, len, known, strlen(known));
         if (distance < best_distance) {
             best = known;
@@ -216,11 +206,12 @@ static const char *s_suggest(const char *name, size_t len)
     return best;
 }
 
-static int s_unknown_key(char *error, size_t size, const char *origin, const char *name, size_t len)
+static int s_unknown_key(fq_config_t *self, char *error, size_t size, const char *origin,
+                         const char *name, size_t len)
 {
     char quoted[S_QUOTED_SIZE];
     s_quote_n(quoted, name, len);
-    const char *suggestion = s_suggest(name, len);
+    const char *suggestion = s_suggest(self, name, len);
     if (suggestion)
         return s_fail(error, size, origin, "unknown key %s (did you mean \"%s\"?)", quoted,
                       suggestion);
@@ -230,20 +221,26 @@ static int s_unknown_key(char *error, size_t size, const char *origin, const cha
 //  ---------------------------------------------------------------------
 //  Values
 
+//  Whether a type's values are text, kept as given.
+static bool s_is_text(fq_config_type_t type)
+{
+    return type == FQ_CONFIG_TYPE_STRING || type == FQ_CONFIG_TYPE_CONNINFO ||
+           type == FQ_CONFIG_TYPE_SECRET;
+}
+
 //  The words of a boolean, true ones at even indexes.
 static const char *const s_bool_words[] = {"true", "false", "yes", "no", "on", "off", "1", "0"};
 
 //  Checks text against key's type. Returns 0 with the number (INT, BOOL)
 //  and the canonical text (BOOL, CHOICE: static storage; others: text),
 //  or FQ_EINVAL.
-static int s_parse(fq_config_key_t key, const char *text, long long *number, const char **canonical,
-                   const char *origin, char *error, size_t size)
+static int s_parse(const fq_config_key_t *k, const char *text, long long *number,
+                   const char **canonical, const char *origin, char *error, size_t size)
 {
-    const s_key_t *k = &s_keys[key];
     char quoted[S_QUOTED_SIZE];
     *number = 0;
     *canonical = text;
-    if (k->type == FQ_CONFIG_TYPE_STRING || k->type == FQ_CONFIG_TYPE_CONNINFO)
+    if (s_is_text(k->type))
         return 0;
     if (!*text)
         return s_fail(error, size, origin, "missing value for \"%s\"", k->name);
@@ -294,16 +291,17 @@ static int s_parse(fq_config_key_t key, const char *text, long long *number, con
 }
 
 //  Sets key from text. Returns 0, FQ_EINVAL or FQ_ENOMEM (with error).
-static int s_set(fq_config_t *self, fq_config_key_t key, const char *text,
-                 fq_config_source_t source, const char *origin, char *error, size_t size)
+static int s_set(fq_config_t *self, int key, const char *text, fq_config_source_t source,
+                 const char *origin, char *error, size_t size)
 {
     long long number;
     const char *canonical;
-    int rc = s_parse(key, text, &number, &canonical, origin, error, size);
+    const fq_config_key_t *k = &self->keys[key];
+    int rc = s_parse(k, text, &number, &canonical, origin, error, size);
     if (rc)
         return rc;
     size_t canonical_len =
-        s_keys[key].type == FQ_CONFIG_TYPE_CHOICE ? strcspn(canonical, "|") : strlen(canonical);
+        k->type == FQ_CONFIG_TYPE_CHOICE ? strcspn(canonical, "|") : strlen(canonical);
     char *copy = strndup(canonical, canonical_len);
     char *origin_copy = strdup(origin);
     if (!copy || !origin_copy) {
@@ -320,7 +318,7 @@ static int s_set(fq_config_t *self, fq_config_key_t key, const char *text,
 
 static void s_clear(fq_config_t *self)
 {
-    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+    for (int key = 0; key < self->key_count; key++) {
         free(self->values[key].text);
         free(self->values[key].origin);
         self->values[key] = (s_value_t){0};
@@ -328,15 +326,17 @@ static void s_clear(fq_config_t *self)
     free(self->file);
     self->file = NULL;
     self->action = FQ_CONFIG_RUN;
+    self->command = -1;
+    self->command_value = NULL;
 }
 
 //  Sets every key to its default. Returns 0 or FQ_ENOMEM.
 static int s_defaults(fq_config_t *self)
 {
     s_clear(self);
-    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+    for (int key = 0; key < self->key_count; key++) {
         char error[S_QUOTED_SIZE * 2];
-        int rc = s_set(self, key, s_keys[key].def, FQ_CONFIG_FROM_DEFAULT, "default", error,
+        int rc = s_set(self, key, self->keys[key].def, FQ_CONFIG_FROM_DEFAULT, "default", error,
                        sizeof error);
         //  A default the table's own parser refuses is a bug in the table
         assert(rc != FQ_EINVAL);
@@ -385,7 +385,7 @@ static bool s_blank(char c)
 //  Parses one line of the file (see fq_config.h). first_line holds the
 //  line each key was first set on (0: not yet).
 static int s_parse_line(fq_config_t *self, char *line, int number, const char *origin,
-                        int first_line[FQ_CONFIG_KEY_COUNT], char *error, size_t size)
+                        int first_line[], char *error, size_t size)
 {
     size_t len = strlen(line);
     if (len && line[len - 1] == '\r') //  A file written on Windows
@@ -404,10 +404,10 @@ static int s_parse_line(fq_config_t *self, char *line, int number, const char *o
         key_end--;
     if (key_end == p)
         return s_fail(error, size, origin, "missing key before \"=\"");
-    int key = s_lookup(p, (size_t)(key_end - p));
+    int key = s_lookup(self, p, (size_t)(key_end - p));
     if (key < 0)
-        return s_unknown_key(error, size, origin, p, (size_t)(key_end - p));
-    const char *name = s_keys[key].name;
+        return s_unknown_key(self, error, size, origin, p, (size_t)(key_end - p));
+    const char *name = self->keys[key].name;
     if (first_line[key])
         return s_fail(error, size, origin, "duplicate key \"%s\" (first set on line %d)", name,
                       first_line[key]);
@@ -456,12 +456,14 @@ static int s_load_file(fq_config_t *self, const char *path, char *error, size_t 
         return rc;
     }
     char *line = malloc(S_LINE_MAX + 1);
-    if (!line) {
+    int *first_line = calloc((size_t)self->key_count, sizeof *first_line);
+    if (!line || !first_line) {
         fclose(file);
+        free(line);
+        free(first_line);
         free(origin);
         return s_no_memory(error, size);
     }
-    int first_line[FQ_CONFIG_KEY_COUNT] = {0};
     int rc = 0;
     for (int number = 1; rc == 0; number++) {
         s_line_t status = s_read_line(file, line);
@@ -484,6 +486,7 @@ static int s_load_file(fq_config_t *self, const char *path, char *error, size_t 
         rc = s_fail(error, size, origin, "could not read: %s", strerror(errno));
     fclose(file);
     free(line);
+    free(first_line);
     free(origin);
     return rc;
 }
@@ -509,6 +512,24 @@ static bool s_is_flag(const char *arg)
     return strncmp(arg, "--", 2) == 0;
 }
 
+//  True if argv holds arg itself (--help, --version: no value, anywhere).
+static bool s_has_arg(int argc, char *const argv[], const char *arg, const char *alias)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], arg) == 0 || (alias && strcmp(argv[i], alias) == 0))
+            return true;
+    return false;
+}
+
+//  The schema's command named name (len bytes), or -1.
+static int s_lookup_command(fq_config_t *self, const char *name, size_t len)
+{
+    for (int i = 0; i < self->schema->command_count; i++)
+        if (s_name_is(name, len, self->schema->commands[i].name))
+            return i;
+    return -1;
+}
+
 //  Reads argv into flags (the settings, in order), the config file path
 //  and the action.
 static int s_parse_args(fq_config_t *self, int argc, char *const argv[], s_flag_t *flags,
@@ -528,14 +549,30 @@ static int s_parse_args(fq_config_t *self, int argc, char *const argv[], s_flag_
         const char *value = equals ? equals + 1 : NULL;
         char origin[S_ORIGIN_SIZE];
         snprintf(origin, sizeof origin, "flag --%.*s", (int)len, name);
-        if (s_name_is(name, len, "print_config")) {
+        int command = s_lookup_command(self, name, len);
+        bool takes_value = command < 0 || self->schema->commands[command].placeholder;
+        if (s_name_is(name, len, "print_config") || s_name_is(name, len, "version") ||
+            !takes_value) {
             if (value)
                 return s_fail(error, size, origin, "takes no value");
-            self->action = FQ_CONFIG_PRINT;
+            if (command >= 0) {
+                self->action = FQ_CONFIG_COMMAND;
+                self->command = command;
+            } else if (s_name_is(name, len, "print_config"))
+                self->action = FQ_CONFIG_PRINT;
             continue;
         }
         if (!value && i + 1 < argc && !s_is_flag(argv[i + 1]))
             value = argv[++i];
+        if (command >= 0) {
+            if (!value || !*value)
+                return s_fail(error, size, origin, "missing value (%s)",
+                              self->schema->commands[command].placeholder);
+            self->action = FQ_CONFIG_COMMAND;
+            self->command = command;
+            self->command_value = value;
+            continue;
+        }
         if (s_name_is(name, len, "config")) {
             if (*config_path)
                 return s_fail(error, size, origin, "given more than once");
@@ -544,13 +581,13 @@ static int s_parse_args(fq_config_t *self, int argc, char *const argv[], s_flag_
             *config_path = value;
             continue;
         }
-        int key = s_lookup(name, len);
+        int key = s_lookup(self, name, len);
         if (key < 0)
-            return s_unknown_key(error, size, origin, name, len);
-        if (!value && s_keys[key].type == FQ_CONFIG_TYPE_BOOL)
-            value = "true"; //  --gateway_insecure alone
+            return s_unknown_key(self, error, size, origin, name, len);
+        if (!value && self->keys[key].type == FQ_CONFIG_TYPE_BOOL)
+            value = "true"; //  --gateway-insecure alone
         if (!value)
-            return s_fail(error, size, origin, "missing value for \"%s\"", s_keys[key].name);
+            return s_fail(error, size, origin, "missing value for \"%s\"", self->keys[key].name);
         s_flag_t *flag = &flags[(*nflags)++];
         flag->key = key;
         flag->value = value;
@@ -567,69 +604,54 @@ static const char *s_times(int factor)
     return factor == 1 ? "" : factor == 2 ? "twice " : "a multiple of ";
 }
 
-//  upper must be at least factor times lower. The error is put on the
-//  source that overrode the other (a flag, over a default).
-static int s_check_at_least(fq_config_t *self, fq_config_key_t upper, fq_config_key_t lower,
-                            int factor, char *error, size_t size)
+//  Only asserts use it: inline, so a release build (NDEBUG) does not warn
+static inline bool s_key_valid(fq_config_t *self, int key)
 {
+    return key >= 0 && key < self->key_count;
+}
+
+int fq_config_check_at_least(fq_config_t *self, int upper, int lower, int factor, char *error,
+                             size_t size)
+{
+    assert(s_key_valid(self, upper) && s_key_valid(self, lower));
     const s_value_t *u = &self->values[upper], *l = &self->values[lower];
     if (u->number >= factor * l->number)
         return 0;
     const char *blame = l->source > u->source ? l->origin : u->origin;
     return s_fail(error, size, blame, "%s = %lld (%s) must be at least %s%s = %lld (%s)",
-                  s_keys[upper].name, u->number, u->origin, s_times(factor), s_keys[lower].name,
-                  l->number, l->origin);
+                  self->keys[upper].name, u->number, u->origin, s_times(factor),
+                  self->keys[lower].name, l->number, l->origin);
 }
 
-static int s_check(fq_config_t *self, char *error, size_t size)
+int fq_config_error(fq_config_t *self, int key, char *error, size_t size, const char *format, ...)
 {
-    char quoted[S_QUOTED_SIZE];
-    const s_value_t *name = &self->values[FQ_CONFIG_NAME];
-    if (!fq_name_valid(name->text))
-        return s_fail(error, size, name->origin,
-                      "invalid value for \"name\": %s is not a valid system name (1 to %d "
-                      "letters, digits, '.', '_' or '-')",
-                      s_quote(quoted, name->text), FQ_NAME_MAX);
-    int rc = s_check_at_least(self, FQ_CONFIG_DATABASE_RETRY_MAX_MS,
-                              FQ_CONFIG_DATABASE_RETRY_MIN_MS, 1, error, size);
-    if (rc == 0)
-        rc = s_check_at_least(self, FQ_CONFIG_HEARTBEAT_TIMEOUT_MS, FQ_CONFIG_HEARTBEAT_MS,
-                              S_HEARTBEAT_TIMEOUT_FACTOR, error, size);
-    if (rc == 0)
-        rc =
-            s_check_at_least(self, FQ_CONFIG_RETRY_CAP_MS, FQ_CONFIG_RETRY_BASE_MS, 1, error, size);
-    //  The HTTP server shares its connections among its threads, each
-    //  taking at least one; one address may not be allowed more than all
-    if (rc == 0)
-        rc = s_check_at_least(self, FQ_CONFIG_HTTP_CONNECTIONS_MAX, FQ_CONFIG_HTTP_THREADS, 1,
-                              error, size);
-    if (rc == 0)
-        rc = s_check_at_least(self, FQ_CONFIG_HTTP_CONNECTIONS_MAX,
-                              FQ_CONFIG_HTTP_CONNECTIONS_PER_IP, 1, error, size);
-    if (rc)
-        return rc;
-    const s_value_t *bind = &self->values[FQ_CONFIG_GATEWAY_BIND];
-    if (*bind->text && !self->values[FQ_CONFIG_GATEWAY_INSECURE].number) {
-        if (!*self->values[FQ_CONFIG_GATEWAY_CERT].text)
-            return s_fail(error, size, bind->origin,
-                          "gateway_bind needs gateway_cert, the gateway's CURVE certificate "
-                          "(or gateway_insecure = true, for development only)");
-        if (!*self->values[FQ_CONFIG_GATEWAY_ALLOW_DIR].text)
-            return s_fail(error, size, bind->origin,
-                          "gateway_bind needs gateway_allow_dir, the directory of the sender "
-                          "workers' public certificates (or gateway_insecure = true, for "
-                          "development only)");
-    }
-    return 0;
+    assert(s_key_valid(self, key));
+    va_list args;
+    va_start(args, format);
+    int rc = s_vfail(error, size, self->values[key].origin, format, args);
+    va_end(args);
+    return rc;
+}
+
+const char *fq_config_quote(char out[FQ_CONFIG_QUOTED_SIZE], const char *text)
+{
+    return s_quote(out, text);
 }
 
 //  ---------------------------------------------------------------------
 //  Public API
 
-fq_config_t *fq_config_new(void)
+fq_config_t *fq_config_new(const fq_config_schema_t *schema)
 {
+    assert(schema && schema->keys && schema->key_count > 0);
     fq_config_t *self = calloc(1, sizeof *self);
-    if (self && s_defaults(self) != 0)
+    if (!self)
+        return NULL;
+    self->schema = schema;
+    self->keys = schema->keys;
+    self->key_count = schema->key_count;
+    self->values = calloc((size_t)schema->key_count, sizeof *self->values);
+    if (!self->values || s_defaults(self) != 0)
         fq_config_destroy(&self);
     return self;
 }
@@ -639,7 +661,9 @@ void fq_config_destroy(fq_config_t **self_p)
     fq_config_t *self = *self_p;
     if (!self)
         return;
-    s_clear(self);
+    if (self->values)
+        s_clear(self);
+    free(self->values);
     free(self);
     *self_p = NULL;
 }
@@ -650,32 +674,39 @@ int fq_config_load(fq_config_t *self, int argc, char *const argv[], char *const 
     int rc = s_defaults(self);
     if (rc)
         return s_no_memory(error, size);
-    //  Help is what someone lost needs: nothing else is looked at
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            self->action = FQ_CONFIG_HELP;
-            return 0;
-        }
+    //  Help is what someone lost needs: nothing else is looked at; nor
+    //  for the version, which someone wants whatever else is wrong
+    if (s_has_arg(argc, argv, "--help", "-h")) {
+        self->action = FQ_CONFIG_HELP;
+        return 0;
+    }
+    if (s_has_arg(argc, argv, "--version", NULL)) {
+        self->action = FQ_CONFIG_VERSION;
+        return 0;
+    }
     s_flag_t *flags = calloc(argc > 0 ? (size_t)argc : 1, sizeof *flags);
     if (!flags)
         return s_no_memory(error, size);
     int nflags = 0;
     const char *config_path = NULL;
     rc = s_parse_args(self, argc, argv, flags, &nflags, &config_path, error, size);
-    if (rc == 0 && !config_path) {
-        config_path = s_env_get(envp, S_ENV_CONFIG);
+    //  A command does something else than run: its flags are checked,
+    //  the rest of the settings are not its business
+    bool command = self->action == FQ_CONFIG_COMMAND;
+    if (rc == 0 && !command && !config_path) {
+        config_path = s_env_get(envp, self->schema->env_file);
         if (config_path && !*config_path) //  Set but empty: no file
             config_path = NULL;
     }
-    if (rc == 0 && config_path) {
+    if (rc == 0 && !command && config_path) {
         self->file = strdup(config_path);
         rc = self->file ? s_load_file(self, config_path, error, size) : s_no_memory(error, size);
     }
-    for (int key = 0; rc == 0 && key < FQ_CONFIG_KEY_COUNT; key++) {
-        const char *value = s_env_get(envp, s_keys[key].env);
+    for (int key = 0; rc == 0 && !command && key < self->key_count; key++) {
+        const char *value = s_env_get(envp, self->keys[key].env);
         if (value) {
             char origin[S_ORIGIN_SIZE];
-            snprintf(origin, sizeof origin, "environment %s", s_keys[key].env);
+            snprintf(origin, sizeof origin, "environment %s", self->keys[key].env);
             rc = s_set(self, key, value, FQ_CONFIG_FROM_ENV, origin, error, size);
         }
     }
@@ -683,8 +714,8 @@ int fq_config_load(fq_config_t *self, int argc, char *const argv[], char *const 
         rc = s_set(self, flags[i].key, flags[i].value, FQ_CONFIG_FROM_FLAG, flags[i].origin, error,
                    size);
     free(flags);
-    if (rc == 0)
-        rc = s_check(self, error, size);
+    if (rc == 0 && !command && self->schema->check)
+        rc = self->schema->check(self, error, size);
     return rc;
 }
 
@@ -693,60 +724,90 @@ fq_config_action_t fq_config_action(fq_config_t *self)
     return self->action;
 }
 
+int fq_config_command(fq_config_t *self, const char **value)
+{
+    if (value)
+        *value = self->action == FQ_CONFIG_COMMAND ? self->command_value : NULL;
+    return self->action == FQ_CONFIG_COMMAND ? self->command : -1;
+}
+
 const char *fq_config_file(fq_config_t *self)
 {
     return self->file;
 }
 
-//  Only asserts use it: inline, so a release build (NDEBUG) does not warn
-static inline bool s_key_valid(fq_config_key_t key)
+const char *fq_config_str(fq_config_t *self, int key)
 {
-    return (int)key >= 0 && key < FQ_CONFIG_KEY_COUNT;
-}
-
-const char *fq_config_str(fq_config_t *self, fq_config_key_t key)
-{
-    assert(s_key_valid(key));
-    assert(s_keys[key].type != FQ_CONFIG_TYPE_INT && s_keys[key].type != FQ_CONFIG_TYPE_BOOL);
+    assert(s_key_valid(self, key));
+    assert(self->keys[key].type != FQ_CONFIG_TYPE_INT &&
+           self->keys[key].type != FQ_CONFIG_TYPE_BOOL);
     return self->values[key].text;
 }
 
-int fq_config_int(fq_config_t *self, fq_config_key_t key)
+int fq_config_int(fq_config_t *self, int key)
 {
-    assert(s_key_valid(key));
-    assert(s_keys[key].type == FQ_CONFIG_TYPE_INT);
+    assert(s_key_valid(self, key));
+    assert(self->keys[key].type == FQ_CONFIG_TYPE_INT);
     return (int)self->values[key].number;
 }
 
-bool fq_config_bool(fq_config_t *self, fq_config_key_t key)
+bool fq_config_bool(fq_config_t *self, int key)
 {
-    assert(s_key_valid(key));
-    assert(s_keys[key].type == FQ_CONFIG_TYPE_BOOL);
+    assert(s_key_valid(self, key));
+    assert(self->keys[key].type == FQ_CONFIG_TYPE_BOOL);
     return self->values[key].number != 0;
 }
 
-fq_config_source_t fq_config_source(fq_config_t *self, fq_config_key_t key)
+fq_config_source_t fq_config_source(fq_config_t *self, int key)
 {
-    assert(s_key_valid(key));
+    assert(s_key_valid(self, key));
     return self->values[key].source;
 }
 
-const char *fq_config_origin(fq_config_t *self, fq_config_key_t key)
+const char *fq_config_origin(fq_config_t *self, int key)
 {
-    assert(s_key_valid(key));
+    assert(s_key_valid(self, key));
     return self->values[key].origin;
 }
 
-const char *fq_config_key_name(fq_config_key_t key)
+const char *fq_config_key_name(fq_config_t *self, int key)
 {
-    assert(s_key_valid(key));
-    return s_keys[key].name;
+    assert(s_key_valid(self, key));
+    return self->keys[key].name;
 }
 
-const char *fq_config_key_env(fq_config_key_t key)
+const char *fq_config_key_env(fq_config_t *self, int key)
 {
-    assert(s_key_valid(key));
-    return s_keys[key].env;
+    assert(s_key_valid(self, key));
+    return self->keys[key].env;
+}
+
+bool fq_config_equal(fq_config_t *self, fq_config_t *other, int key)
+{
+    assert(self->schema == other->schema && s_key_valid(self, key));
+    const s_value_t *a = &self->values[key], *b = &other->values[key];
+    //  Numbers by value ("010" is 10), text as it is
+    if (s_is_text(self->keys[key].type))
+        return strcmp(a->text, b->text) == 0;
+    return a->number == b->number;
+}
+
+int fq_config_adopt(fq_config_t *self, fq_config_t *from, int key)
+{
+    assert(self->schema == from->schema && s_key_valid(self, key));
+    const s_value_t *source = &from->values[key];
+    char *text = strdup(source->text), *origin = strdup(source->origin);
+    if (!text || !origin) {
+        free(text);
+        free(origin);
+        return FQ_ENOMEM;
+    }
+    s_value_t *value = &self->values[key];
+    free(value->text);
+    free(value->origin);
+    *value = (s_value_t){
+        .text = text, .number = source->number, .source = source->source, .origin = origin};
+    return 0;
 }
 
 //  ---------------------------------------------------------------------
@@ -865,11 +926,19 @@ static char *s_mask_conninfo(const char *conninfo)
     return fq_buf_take(&out);
 }
 
-char *fq_config_shown(fq_config_t *self, fq_config_key_t key)
+char *fq_config_shown(fq_config_t *self, int key)
 {
-    assert(s_key_valid(key));
+    assert(s_key_valid(self, key));
     const char *text = self->values[key].text;
-    return s_keys[key].type == FQ_CONFIG_TYPE_CONNINFO ? s_mask_conninfo(text) : strdup(text);
+    switch (self->keys[key].type) {
+    case FQ_CONFIG_TYPE_CONNINFO:
+        return s_mask_conninfo(text);
+    case FQ_CONFIG_TYPE_SECRET:
+        //  Empty says that none is set, which is no secret
+        return strdup(*text ? S_MASK : "");
+    default:
+        return strdup(text);
+    }
 }
 
 //  ---------------------------------------------------------------------
@@ -896,14 +965,15 @@ static void s_print_line_safe(FILE *out, const char *text)
 
 void fq_config_print(fq_config_t *self, FILE *out)
 {
-    fprintf(out, "# fairqd configuration: every key, its effective value and its source\n");
+    fprintf(out, "# %s configuration: every key, its effective value and its source\n",
+            self->schema->program);
     if (self->file) {
         fprintf(out, "# config file: ");
         s_print_line_safe(out, self->file);
         fputc('\n', out);
     }
-    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
-        const s_key_t *k = &s_keys[key];
+    for (int key = 0; key < self->key_count; key++) {
+        const fq_config_key_t *k = &self->keys[key];
         const s_value_t *value = &self->values[key];
         fprintf(out, "%s = ", k->name);
         if (k->type == FQ_CONFIG_TYPE_INT)
@@ -922,10 +992,11 @@ void fq_config_print(fq_config_t *self, FILE *out)
 }
 
 //  What a flag's value looks like in the help text.
-static void s_print_placeholder(FILE *out, const s_key_t *k)
+static void s_print_placeholder(FILE *out, const fq_config_key_t *k)
 {
     switch (k->type) {
     case FQ_CONFIG_TYPE_STRING:
+    case FQ_CONFIG_TYPE_SECRET:
         fprintf(out, "TEXT");
         break;
     case FQ_CONFIG_TYPE_CONNINFO:
@@ -943,25 +1014,52 @@ static void s_print_placeholder(FILE *out, const s_key_t *k)
     }
 }
 
-void fq_config_help(FILE *out, const char *program)
+//  Writes "--name" as the help shows a flag: with dashes.
+static void s_print_flag(FILE *out, const char *name)
 {
+    fputs("--", out);
+    for (; *name; name++)
+        fputc(*name == '_' ? '-' : *name, out);
+}
+
+void fq_config_help(fq_config_t *self, FILE *out)
+{
+    const fq_config_schema_t *schema = self->schema;
+    const char *program = schema->program;
     fprintf(out,
-            "usage: %s [--config PATH] [--KEY=VALUE ...]\n"
+            "usage: %s %s\n"
             "       %s [...] --print-config   print every setting and its source, then exit\n"
-            "       %s --help                 print this help, then exit\n"
+            "       %s --version              print the version, then exit\n"
+            "       %s --help                 print this help, then exit\n",
+            program, schema->synopsis, program, program, program);
+    for (int i = 0; i < schema->command_count; i++) {
+        const fq_config_command_t *command = &schema->commands[i];
+        fprintf(out, "       %s ", program);
+        s_print_flag(out, command->name);
+        if (command->placeholder)
+            fprintf(out, " %s", command->placeholder);
+        fprintf(out, "\n           %s\n", command->help);
+    }
+    fprintf(out,
             "\n"
-            "Each setting comes from, in increasing precedence: its default, the config\n"
-            "file (--config PATH or %s; \"key = value\" lines, '#' comments), the\n"
-            "environment (FAIRQ_KEY) and the command line (--key=VALUE or --key VALUE).\n"
+            "Each setting comes from, in increasing precedence:\n"
+            "  its default\n"
+            "  the config file   --config PATH or %s; \"key = value\" lines, '#' comments\n"
+            "  the environment   %sKEY\n"
+            "  the command line  --key=VALUE or --key VALUE (a boolean alone means true)\n"
+            "Flags are spelled with dashes, as below; an underscore may stand for a dash\n"
+            "(--some_key is --some-key). Keys in the file are written with underscores.\n"
             "\n"
             "Settings:\n",
-            program, program, program, S_ENV_CONFIG);
-    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
-        const s_key_t *k = &s_keys[key];
-        fprintf(out, "  --%s=", k->name);
+            schema->env_file, schema->env_prefix);
+    for (int key = 0; key < self->key_count; key++) {
+        const fq_config_key_t *k = &self->keys[key];
+        fputs("  ", out);
+        s_print_flag(out, k->name);
+        fputc('=', out);
         s_print_placeholder(out, k);
         fprintf(out, "  (%s, default ", k->env);
-        if (k->type == FQ_CONFIG_TYPE_STRING || k->type == FQ_CONFIG_TYPE_CONNINFO)
+        if (s_is_text(k->type))
             s_print_quoted(out, k->def);
         else
             fprintf(out, "%s", k->def);

@@ -1,28 +1,44 @@
-/*  fq_config.h — fairqd's configuration: one table of keys, four sources.
+/*  fq_config.h — the configuration engine of fairq's programs: a table of
+    keys, four sources, one syntax, one set of messages.
 
-    Every setting is one row of FQ_CONFIG_KEYS: its name, its type (text,
-    a libpq connection string, an integer with its range, a boolean or one
-    word of a list), its default, its environment variable (FAIRQ_ and the
-    name in capitals) and one line of help. The help text, the printout and
-    the parsers are all generated from the table, so a new key is one row.
+    The engine knows no program. Each program declares its keys as one
+    X-macro list beside its code (fairqd: fairqd/fq_fairqd_keys.h;
+    fairq-sender: sender/fq_sender_keys.h) and describes itself in a
+    schema (fq_config_schema_t): its name, its environment prefix, the
+    variable naming its config file, its keys, the commands it takes
+    besides its settings, and its checks between keys. Everything else is
+    generated here from the schema: the parsers, the error messages, the
+    printout and the help, so the programs read and say the same, and a
+    new key is one row of a program's table.
 
-    A value comes from, in increasing precedence (docs/operations.md
-    lists every key):
+    A key has a name, a type (text, a libpq connection string, a secret,
+    an integer with its range, a boolean or one word of a list), a
+    default, an environment variable (the program's prefix and the name
+    in capitals) and one line of help. A value comes from, in increasing
+    precedence:
 
         default < config file < environment < command line
 
-    The config file is named by --config PATH (or FAIRQ_CONFIG). It holds
-    "key = value" lines; blank lines and comments (from a '#' at the start
-    of a line or after a blank, outside quotes) are skipped; blanks around
-    keys and values are dropped. A value in double quotes keeps its blanks
-    and '#'s; inside the quotes \" is a quote and \\ a backslash. A bare
-    "key =" is an error: an empty text is written "". A key may appear once
-    per file. The environment holds FAIRQ_<NAME>=value. The command line
-    holds --name=value or --name value (a boolean alone means true); in
-    flags and keys a '-' may stand for a '_'. An empty value from the
-    environment or a flag is an empty text, and an error for other types.
-    Unknown FAIRQ_* variables are ignored (other fairq programs share the
-    prefix); unknown keys and flags are errors.
+    The config file is named by --config PATH (or the schema's variable:
+    FAIRQ_CONFIG for fairqd). It holds "key = value" lines; blank lines
+    and comments (from a '#' at the start of a line or after a blank,
+    outside quotes) are skipped; blanks around keys and values are
+    dropped. A value in double quotes keeps its blanks and '#'s; inside
+    the quotes \" is a quote and \\ a backslash. A bare "key =" is an
+    error: an empty text is written "". A key may appear once per file.
+    The environment holds PREFIX<NAME>=value. The command line holds
+    --name=value or --name value (a boolean alone means true). Flags are
+    spelled with dashes (--http-listen), as the help shows them; keys in
+    files with underscores (http_listen); in either a '-' may stand for a
+    '_' and the other way round, so --http_listen is --http-listen. An
+    empty value from the environment or a flag is an empty text, and an
+    error for other types. Unknown variables of the prefix are ignored
+    (other fairq programs share "FAIRQ_"); unknown keys and flags are
+    errors.
+
+    Besides the settings, the command line may hold --help (or -h),
+    --version, --print-config, --config PATH and the schema's commands
+    (fairq-sender's --make-cert PATH).
 
     Every error names its source, in the form
 
@@ -35,154 +51,76 @@
 #ifndef FQ_CONFIG_H
 #define FQ_CONFIG_H
 
-#include "fq_http_policy.h"
-#include "fq_gateway.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
-//  Stringizes a macro's value, so the gateway's own defaults are the
-//  table's (FQ_CONFIG_STR(FQ_GATEWAY_HEARTBEAT_MS) is "1000").
+//  Stringizes a macro's value, so that a table's default can be another
+//  module's constant (FQ_CONFIG_STR(FQ_GATEWAY_HEARTBEAT_MS) is "1000").
 #define FQ_CONFIG_STR_(x) #x
 #define FQ_CONFIG_STR(x)  FQ_CONFIG_STR_(x)
-
-/*  The keys: X(ID, name, TYPE, default, min, max, choices, help).
-
-    Why the defaults are what they are:
-    * database "": libpq's own defaults and the PG* variables, as psql.
-    * database_listen "": the same server as database. It differs only
-      behind a pooler in transaction mode (docs/operations.md, "Behind
-      PgBouncer"): a LISTEN belongs to a session, which such a pooler does
-      not keep for its client, so the intake needs a session of its own.
-    * database_retry_min_ms 500, _max_ms 30000: a PostgreSQL restart takes
-      seconds, so the first retry comes soon; doubling to 30 s keeps the log
-      readable during a long outage and bounds how long fairqd lags behind
-      a database that is back.
-    * lease_ms 3000: a failover takes about a lease (docs/operations.md,
-      "Several fairqd"): a standby takes over 2 to 3 s after a leader died
-      (it renews every second). Shorter makes a slow statement or a short
-      network hiccup of the leader pause dispatch more often; longer makes
-      every failover slower.
-    * heartbeat_ms, heartbeat_timeout_ms: the gateway's defaults.
-    * http_listen 127.0.0.1:8080: loopback until the operator exposes it.
-    * http_threads 4: API calls are short reads and writes of the database;
-      four keep a slow submit (a big body parsed and stored) from holding
-      up status calls, each thread costing one database connection.
-    * http_body_max 32 MiB: about 300,000 recipients with a few fields. A
-      submit holds its body and libpq's copy of the recipients, about three
-      times the body (api/API.md), so a larger campaign is better sent as
-      several requests or through fairq.submit in SQL.
-    * http_connections_max 1000, http_connections_per_ip 64,
-      http_idle_timeout_s 10: the HTTP server's connection policy, whose
-      reasons are in config/fq_http_policy.h (the defaults live there).
-    * metrics_public false: /metrics names every tenant and its volumes.
-    * prefetch 256: ids per active request, held in memory (O(active
-      requests): 2 KiB each, 20 MiB for 10,000 requests); one page query
-      per 256 messages of a campaign. At 64 the pipeline benchmark
-      measured 48,000 msgs/s: its hundred requests each ran dry every 64
-      messages and waited for a page; at 256, 53,700-57,100. At least 2:
-      the scheduler asks for more ids when half its ring is left.
-    * ack_batch 500, ack_flush_ms 20: group commit, a transaction every
-      few ms or every N acks, whichever comes first (docs/delivery.md):
-      one transaction per 500 acks at full speed, and an ack never waits
-      more than 20 ms for its batch. Each batch also updates the counters
-      of every request it touches (a hundred at once when a hundred
-      tenants send): at 5 ms the batches held ~250 acks at 50,000 msgs/s,
-      and the pipeline benchmark measured 45,500 msgs/s; at 20 ms they
-      fill to 500 and it measured 49,300-52,100.
-      An ack's wait is not a message's: the sender's credit comes back
-      with the ack itself, before it is written.
-    * retry_base_ms 60000, retry_cap_ms 3600000: a temporary mail failure
-      (greylisting, a full mailbox) clears in minutes, not seconds; an hour
-      cap is in line with MTAs (Postfix's maximal_backoff_time is 4000 s).
-    * splitters 2: splitting is COPY-bound in PostgreSQL. A big request's
-      chunks never take the last idle splitter, so with two one is always
-      free for a small request (a newcomer's is split the moment it comes,
-      not after a campaign's 10,000-row chunk); more add little.
-    * poll_ms 1000: the fallback when a NOTIFY is missed, and how soon a
-      due retry or a delayed send_at is noticed.
-    * retention_s 604800: a week of finished requests for operators to
-      search, then they are pruned.
-    * drain_timeout_ms 10000: long enough for an SMTP answer in flight.
-    * log_level info: every event of the daemon's life, not per message. */
-#define FQ_CONFIG_KEYS(X)                                                                          \
-    X(NAME, name, STRING, "fairqd", 0, 0, NULL,                                                    \
-      "name of this actor system, as sender workers address it (fq://NAME/...)")                   \
-    X(DATABASE, database, CONNINFO, "", 0, 0, NULL,                                                \
-      "PostgreSQL connection string (libpq); empty uses the PG* environment")                      \
-    X(DATABASE_LISTEN, database_listen, CONNINFO, "", 0, 0, NULL,                                  \
-      "connection string for LISTEN only (not via a transaction pooler); empty: database")         \
-    X(DATABASE_RETRY_MIN_MS, database_retry_min_ms, INT, "500", 10, 60000, NULL,                   \
-      "at start: first wait before connecting again to an unreachable database")                   \
-    X(DATABASE_RETRY_MAX_MS, database_retry_max_ms, INT, "30000", 10, 3600000, NULL,               \
-      "at start: longest wait between two attempts to connect to the database")                    \
-    X(LEASE_MS, lease_ms, INT, "3000", 500, 600000, NULL,                                          \
-      "the leader's lease: a standby takes over this long after the leader stops renewing it")     \
-    X(GATEWAY_BIND, gateway_bind, STRING, "", 0, 0, NULL,                                          \
-      "endpoint sender workers connect to, e.g. tcp://*:5555; empty: no gateway")                  \
-    X(GATEWAY_CERT, gateway_cert, STRING, "", 0, 0, NULL,                                          \
-      "CURVE certificate of this server (zcert file, its secret in FILE_secret)")                  \
-    X(GATEWAY_ALLOW_DIR, gateway_allow_dir, STRING, "", 0, 0, NULL,                                \
-      "directory of the public certificates of the sender workers allowed in")                     \
-    X(GATEWAY_INSECURE, gateway_insecure, BOOL, "false", 0, 0, NULL,                               \
-      "gateway without CURVE: anyone who reaches it is let in (development only)")                 \
-    X(HEARTBEAT_MS, heartbeat_ms, INT, FQ_CONFIG_STR(FQ_GATEWAY_HEARTBEAT_MS), 10, 60000, NULL,    \
-      "idle interval between two heartbeats to a sender worker")                                   \
-    X(HEARTBEAT_TIMEOUT_MS, heartbeat_timeout_ms, INT,                                             \
-      FQ_CONFIG_STR(FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS), 20, 600000, NULL,                            \
-      "silence after which a sender worker is dead (at least twice heartbeat_ms)")                 \
-    X(HTTP_LISTEN, http_listen, STRING, "127.0.0.1:8080", 0, 0, NULL,                              \
-      "address:port of the HTTP API and metrics; empty: no HTTP API")                              \
-    X(HTTP_THREADS, http_threads, INT, "4", 1, 64, NULL,                                           \
-      "threads serving the HTTP API, each with its own database connection")                       \
-    X(HTTP_BODY_MAX, http_body_max, INT, "33554432", 1024, 268435456, NULL,                        \
-      "largest HTTP request body in bytes (413 beyond)")                                           \
-    X(HTTP_CONNECTIONS_MAX, http_connections_max, INT, FQ_CONFIG_STR(FQ_HTTP_CONNECTIONS_MAX), 1,  \
-      1048576, NULL, "most HTTP connections open at once (each an open file)")                     \
-    X(HTTP_CONNECTIONS_PER_IP, http_connections_per_ip, INT,                                       \
-      FQ_CONFIG_STR(FQ_HTTP_CONNECTIONS_PER_IP), 1, 1048576, NULL,                                 \
-      "most HTTP connections open at once from one client address")                                \
-    X(HTTP_IDLE_TIMEOUT_S, http_idle_timeout_s, INT, FQ_CONFIG_STR(FQ_HTTP_IDLE_TIMEOUT_S), 1,     \
-      3600, NULL,                                                                                  \
-      "an HTTP connection silent this many seconds is closed (idle or a slow request)")            \
-    X(METRICS_PUBLIC, metrics_public, BOOL, "false", 0, 0, NULL,                                   \
-      "serve GET /metrics without a token (it shows every tenant's figures)")                      \
-    X(PREFETCH, prefetch, INT, "256", 2, 10000, NULL,                                              \
-      "message ids the scheduler keeps ready per active request")                                  \
-    X(ACK_BATCH, ack_batch, INT, "500", 1, 10000, NULL,                                            \
-      "most acks and nacks the store writes in one transaction")                                   \
-    X(ACK_FLUSH_MS, ack_flush_ms, INT, "20", 1, 10000, NULL,                                       \
-      "longest an ack waits for its batch to fill before it is written")                           \
-    X(RETRY_BASE_MS, retry_base_ms, INT, "60000", 1, 86400000, NULL,                               \
-      "first retry delay of a failed message; doubles with each attempt")                          \
-    X(RETRY_CAP_MS, retry_cap_ms, INT, "3600000", 1, 604800000, NULL,                              \
-      "longest retry delay (at least retry_base_ms)")                                              \
-    X(SPLITTERS, splitters, INT, "2", 1, 16, NULL,                                                 \
-      "splitter actors: requests split at once (each splits chunk by chunk)")                      \
-    X(POLL_MS, poll_ms, INT, "1000", 10, 600000, NULL,                                             \
-      "slow poll of open requests and due retries (a NOTIFY wakes fairqd sooner)")                 \
-    X(RETENTION_S, retention_s, INT, "604800", 0, 315360000, NULL,                                 \
-      "finished requests and their messages are deleted after this many seconds")                  \
-    X(DRAIN_TIMEOUT_MS, drain_timeout_ms, INT, "10000", 0, 3600000, NULL,                          \
-      "on SIGTERM, longest wait for messages in flight to be acked")                               \
-    X(LOG_LEVEL, log_level, CHOICE, "info", 0, 0, "debug|info|warning|error",                      \
-      "least severe messages logged")
 
 //  The types a key can have.
 typedef enum {
     FQ_CONFIG_TYPE_STRING,   //  Any text
     FQ_CONFIG_TYPE_CONNINFO, //  A libpq connection string: its password is masked when shown
+    FQ_CONFIG_TYPE_SECRET,   //  Any text, masked whole when shown (a password)
     FQ_CONFIG_TYPE_INT,      //  A decimal integer within the key's min..max
     FQ_CONFIG_TYPE_BOOL,     //  true/false, yes/no, on/off, 1/0 (any case)
     FQ_CONFIG_TYPE_CHOICE,   //  One of the words of the key's choices ("a|b|c")
 } fq_config_type_t;
 
-typedef enum {
-#define X(id, name, type, def, min, max, choices, help) FQ_CONFIG_##id,
-    FQ_CONFIG_KEYS(X)
-#undef X
-        FQ_CONFIG_KEY_COUNT
+//  One key: a row of a program's table.
+typedef struct {
+    const char *name; //  In files and the printout; in flags with '-' for '_'
+    const char *env;  //  Its environment variable
+    fq_config_type_t type;
+    const char *def; //  The default, as it would be written in a file
+    long long min;   //  INT: the range
+    long long max;
+    const char *choices; //  CHOICE: "a|b|c"
+    const char *help;    //  One line
 } fq_config_key_t;
+
+/*  A row of a key table, from a program's X-macro list
+    X(ID, name, TYPE, default, min, max, choices, help), its variable
+    prefix ID:
+
+        static const fq_config_key_t s_keys[] = {
+        #define X(...) FQ_CONFIG_KEY("FAIRQ_", __VA_ARGS__)
+            FQ_FAIRQD_KEYS(X)
+        #undef X
+        };
+*/
+#define FQ_CONFIG_KEY(prefix, id, name, type, def, min, max, choices, help)                        \
+    {#name, prefix #id, FQ_CONFIG_TYPE_##type, def, min, max, choices, help},
+
+//  A flag that is no setting: it asks the program to do something else
+//  than run, then exit (fairq-sender --make-cert PATH).
+typedef struct {
+    const char *name;        //  "make_cert" (--make-cert)
+    const char *placeholder; //  Its value in the help ("PATH"); NULL: it takes none
+    const char *help;        //  One line
+} fq_config_command_t;
+
+typedef struct fq_config fq_config_t;
+
+//  A program's configuration: everything the engine needs to read it and
+//  tell about it. Static storage, shared by every fq_config_t of it.
+typedef struct {
+    const char *program;    //  "fairqd": the printout's and the help's
+    const char *synopsis;   //  The help's usage after the program's name
+    const char *env_prefix; //  "FAIRQ_": every key's variable starts so
+    const char *env_file;   //  "FAIRQ_CONFIG": names the config file
+    const fq_config_key_t *keys;
+    int key_count;
+    const fq_config_command_t *commands; //  May be NULL
+    int command_count;
+    //  Checks between keys, once every source is in (NULL: none). Returns
+    //  0, or FQ_EINVAL with the reason in error (fq_config_error,
+    //  fq_config_check_at_least).
+    int (*check)(fq_config_t *config, char *error, size_t error_size);
+} fq_config_schema_t;
 
 //  Where a key's value came from.
 typedef enum {
@@ -194,23 +132,28 @@ typedef enum {
 
 //  What the command line asks for.
 typedef enum {
-    FQ_CONFIG_RUN,   //  Run with the configuration
-    FQ_CONFIG_HELP,  //  --help (or -h): print fq_config_help and exit
-    FQ_CONFIG_PRINT, //  --print-config: print fq_config_print and exit
+    FQ_CONFIG_RUN,     //  Run with the configuration
+    FQ_CONFIG_HELP,    //  --help (or -h): print fq_config_help and exit
+    FQ_CONFIG_VERSION, //  --version: print the program's version and exit
+    FQ_CONFIG_PRINT,   //  --print-config: print fq_config_print and exit
+    FQ_CONFIG_COMMAND, //  One of the schema's commands (fq_config_command)
 } fq_config_action_t;
 
-typedef struct fq_config fq_config_t;
-
-//  A configuration holding every default. NULL when out of memory.
-fq_config_t *fq_config_new(void);
+//  A configuration of schema's program (borrowed, static), holding every
+//  default. NULL when out of memory.
+fq_config_t *fq_config_new(const fq_config_schema_t *schema);
 void fq_config_destroy(fq_config_t **self_p);
 
 //  Loads the configuration: the defaults, then the config file (--config
-//  PATH, else FAIRQ_CONFIG, else none), then envp (NULL-terminated
-//  "NAME=value" strings; NULL reads the process's environment), then the
-//  flags of argv (argv[0] is the program). Nothing is kept of an earlier
-//  load. Borrows everything it is given.
-//  --help anywhere wins over every other argument, even a wrong one.
+//  PATH, else the schema's variable, else none), then envp
+//  (NULL-terminated "NAME=value" strings; NULL reads the process's
+//  environment), then the flags of argv (argv[0] is the program), then
+//  the schema's checks. Nothing is kept of an earlier load. Borrows
+//  everything it is given.
+//  --help anywhere wins over every other argument, even a wrong one, and
+//  --version over every other but --help: nothing else is looked at. A
+//  command reads the command line only (its flags are checked, no file,
+//  environment or check is).
 //  Returns 0; or FQ_EINVAL with the reason in error (see above for its
 //  form; truncated to error_size), after which the values are unspecified;
 //  or FQ_ENOMEM.
@@ -220,36 +163,76 @@ int fq_config_load(fq_config_t *self, int argc, char *const argv[], char *const 
 //  What the command line of the last load asked for.
 fq_config_action_t fq_config_action(fq_config_t *self);
 
+//  With FQ_CONFIG_COMMAND: which command (its index in the schema), and
+//  in *value its value (NULL for one that takes none; points into argv).
+//  -1 for another action.
+int fq_config_command(fq_config_t *self, const char **value);
+
 //  The config file the last load read, or NULL. Owned by self.
 const char *fq_config_file(fq_config_t *self);
 
-//  Typed values. The key's type must match (text for STRING, CONNINFO and
+//  Typed values; key is an index of the schema's table (the program's
+//  enum). The key's type must match (text for STRING, CONNINFO, SECRET and
 //  CHOICE keys). Strings are owned by self, valid until the next load.
-const char *fq_config_str(fq_config_t *self, fq_config_key_t key);
-int fq_config_int(fq_config_t *self, fq_config_key_t key);
-bool fq_config_bool(fq_config_t *self, fq_config_key_t key);
+const char *fq_config_str(fq_config_t *self, int key);
+int fq_config_int(fq_config_t *self, int key);
+bool fq_config_bool(fq_config_t *self, int key);
 
 //  Where key's value came from, and that source spelled out for people
 //  ("default", "config /etc/fairq.conf:12", "environment FAIRQ_PREFETCH",
 //  "flag --prefetch"); the text is owned by self.
-fq_config_source_t fq_config_source(fq_config_t *self, fq_config_key_t key);
-const char *fq_config_origin(fq_config_t *self, fq_config_key_t key);
+fq_config_source_t fq_config_source(fq_config_t *self, int key);
+const char *fq_config_origin(fq_config_t *self, int key);
 
-//  The key's name in files and flags ("gateway_bind"), and its environment
-//  variable ("FAIRQ_GATEWAY_BIND"); static storage.
-const char *fq_config_key_name(fq_config_key_t key);
-const char *fq_config_key_env(fq_config_key_t key);
+//  The key's name in files ("gateway_bind") and its environment variable
+//  ("FAIRQ_GATEWAY_BIND"); static storage.
+const char *fq_config_key_name(fq_config_t *self, int key);
+const char *fq_config_key_env(fq_config_t *self, int key);
 
 //  key's value as it may be shown: a connection string with its password
-//  replaced by ********, other values as they are. Returns a string the
-//  caller frees, or NULL when out of memory.
-char *fq_config_shown(fq_config_t *self, fq_config_key_t key);
+//  replaced by ********, a secret replaced whole (unless empty), other
+//  values as they are. Returns a string the caller frees, or NULL when
+//  out of memory.
+char *fq_config_shown(fq_config_t *self, int key);
+
+//  Whether key has the same value in self and other, two configurations
+//  of one schema (wherever each came from).
+bool fq_config_equal(fq_config_t *self, fq_config_t *other, int key);
+
+//  Gives self key's value in from (same schema), with its source and
+//  origin: for a program that applies part of a configuration read again.
+//  Returns 0 or FQ_ENOMEM (self unchanged).
+int fq_config_adopt(fq_config_t *self, fq_config_t *from, int key);
+
+//  For the schema's checks: writes "ORIGIN: message" to error, ORIGIN
+//  being where key's value came from. Returns FQ_EINVAL.
+int fq_config_error(fq_config_t *self, int key, char *error, size_t error_size, const char *format,
+                    ...) __attribute__((format(printf, 5, 6)));
+
+//  For the schema's checks: upper's value must be at least factor times
+//  lower's. Returns 0, or FQ_EINVAL with a message naming both values and
+//  their sources, put on the source that overrode the other:
+//  "flag --heartbeat_ms: heartbeat_timeout_ms = 3000 (default) must be at
+//  least twice heartbeat_ms = 2000 (flag --heartbeat_ms)".
+int fq_config_check_at_least(fq_config_t *self, int upper, int lower, int factor, char *error,
+                             size_t error_size);
+
+//  User text quoted in an error message is cut after this many bytes:
+//  enough to recognise it, without a pasted blob burying the message.
+#define FQ_CONFIG_QUOTE_MAX 64
+//  Room for such a quote: each byte may become \xNN, plus quotes and "...".
+#define FQ_CONFIG_QUOTED_SIZE (4 * FQ_CONFIG_QUOTE_MAX + 8)
+
+//  text as an error message quotes user text: in double quotes, escaped
+//  (control bytes as \xNN), cut after FQ_CONFIG_QUOTE_MAX bytes with
+//  "...". Returns out.
+const char *fq_config_quote(char out[FQ_CONFIG_QUOTED_SIZE], const char *text);
 
 //  Writes every key, its value (secrets masked) and its source as a config
 //  file ("key = value  # source") that fq_config_load reads back.
 void fq_config_print(fq_config_t *self, FILE *out);
 
-//  Writes the --help text of program, generated from the table.
-void fq_config_help(FILE *out, const char *program);
+//  Writes the --help text of the program, generated from its schema.
+void fq_config_help(fq_config_t *self, FILE *out);
 
 #endif

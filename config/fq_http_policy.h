@@ -1,6 +1,8 @@
 /*  fq_http_policy.h — the defaults of the HTTP server's connection policy
     (fq_http.h), which fairqd's configuration table offers as its keys'
-    defaults (config/fq_config.h): one value each, in one place.
+    defaults (fairqd/fq_fairqd_keys.h): one value each, in one place. It
+    lives here, beside the configuration engine, because both the HTTP
+    server (api/) and fairqd's table read it.
 
     Every open connection holds a slot and a file until it is closed, idle
     or not, and a client that takes them all shuts everyone else out. So

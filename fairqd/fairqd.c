@@ -10,8 +10,9 @@
 
     The daemon starts in this order, logging each step on stdout:
 
-    1. The configuration (fq_config.h). An error goes to stderr and ends
-       fairqd with exit code 2; --help and --print-config print and exit 0.
+    1. The configuration (fq_fairqd_keys.h, read by config/fq_config.h).
+       An error goes to stderr and ends fairqd with exit code 2; --help,
+       --version and --print-config print and exit 0.
        A database connection string that libpq cannot read is such an
        error too: no retry would ever mend it.
     2. PostgreSQL. fairqd connects, retrying with doubling waits
@@ -40,12 +41,22 @@
 
     The exit codes are fq_fairqd.h's, shared with "fairqd token create".
 
-    Signals: SIGTERM, SIGINT and S_SIGNAL_ESCALATED are blocked from the
-    first line of the daemon's start, before CZMQ or libpq start a thread
-    (threads inherit the mask), and the main thread alone takes them, with
-    sigwait and sigtimedwait. No handler ever runs, so nothing happens in
-    signal context. A blocked connection attempt is not interrupted: add
-    connect_timeout to the connection string to bound it.
+    Signals: SIGTERM, SIGINT, SIGHUP and S_SIGNAL_ESCALATED are blocked
+    from the first line of the daemon's start, before CZMQ or libpq start
+    a thread (threads inherit the mask), and the main thread alone takes
+    them, with sigwait and sigtimedwait. No handler ever runs, so nothing
+    happens in signal context: the work a signal asks for is done by the
+    main thread in its own time. A blocked connection attempt is not
+    interrupted: add connect_timeout to the connection string to bound it.
+
+    SIGHUP reloads the configuration, wherever the main thread waits (for
+    the database at start, or between two looks at the lease): the config
+    file and the environment are read again, under the flags fairqd was
+    started with, which keep their precedence. The keys that can change
+    live take their new values (s_live_keys); every other key that changed
+    is logged as needing a restart and keeps its running value. A
+    configuration with an error is logged and changes nothing: a reload
+    never stops fairqd.
 
     Log lines are "2025-01-02 03:04:05.678 UTC [pid] LEVEL:  message", one
     per event, messages in PostgreSQL's style. The runtime's lines and
@@ -56,6 +67,7 @@
     since restarting does not mend a configuration or an old binary (4,
     deposed, is restarted: it comes back as a standby).
 */
+#include "fq_buf.h"
 #include "fq_config.h"
 #include "fq_error.h"
 #include "fq_fairqd.h"
@@ -79,10 +91,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef FQ_VERSION
-#define FQ_VERSION "unknown"
-#endif
-
 //  What a guardian raises at the main thread when a failure escalates to
 //  it: fairqd then exits, and systemd restarts it (fq_system.h).
 #define S_SIGNAL_ESCALATED SIGUSR1
@@ -98,8 +106,10 @@
 #define S_NS_PER_S  1000000000LL
 
 typedef struct {
-    fq_config_t *config; //  Borrowed
-    sigset_t signals;    //  The signals the main thread takes
+    fq_config_t *config; //  Borrowed; a reload changes its live keys
+    int argc;            //  The command line, read again by a reload
+    char **argv;
+    sigset_t signals; //  The signals the main thread takes
     pthread_t main_thread;
     fq_store_t *store;
     fq_system_t *system;
@@ -120,6 +130,7 @@ static void s_block_signals(sigset_t *signals)
     sigemptyset(signals);
     sigaddset(signals, SIGTERM);
     sigaddset(signals, SIGINT);
+    sigaddset(signals, SIGHUP);
     sigaddset(signals, S_SIGNAL_ESCALATED);
     pthread_sigmask(SIG_BLOCK, signals, NULL);
 }
@@ -135,16 +146,22 @@ static bool s_is_stop(int sig)
     return sig == SIGTERM || sig == SIGINT;
 }
 
+static void s_reload(s_daemon_t *self);
+
 //  Waits up to timeout_ms (-1: for ever) for one of the signals. Returns
-//  it, or 0 once the time is up.
+//  it, or 0 once the time is up. A SIGHUP is handled here, and the wait
+//  goes on: a reload never cuts a wait short.
 static int s_wait_signal(s_daemon_t *self, int timeout_ms)
 {
     int sig;
-    if (timeout_ms < 0) {
-        while (sigwait(&self->signals, &sig) != 0)
-            ;
-        return sig;
-    }
+    if (timeout_ms < 0)
+        while (true) {
+            if (sigwait(&self->signals, &sig) != 0)
+                continue;
+            if (sig != SIGHUP)
+                return sig;
+            s_reload(self);
+        }
     struct timespec now, deadline;
     clock_gettime(CLOCK_MONOTONIC, &deadline);
     int64_t deadline_ns = (int64_t)deadline.tv_sec * S_NS_PER_S + deadline.tv_nsec +
@@ -156,6 +173,10 @@ static int s_wait_signal(s_daemon_t *self, int timeout_ms)
             return 0;
         struct timespec left = {(time_t)(left_ns / S_NS_PER_S), (long)(left_ns % S_NS_PER_S)};
         sig = sigtimedwait(&self->signals, NULL, &left);
+        if (sig == SIGHUP) {
+            s_reload(self);
+            continue;
+        }
         if (sig > 0)
             return sig;
         if (errno == EAGAIN)
@@ -176,21 +197,143 @@ static void s_on_escalation(fq_system_t *sys, const char *path, const char *reas
 }
 
 //  ---------------------------------------------------------------------
+//  The configuration, and its reload
+
+/*  The keys a reload changes live. Only the main thread reads them, when
+    it needs them, or they are the log's, which every thread reads as it
+    logs. Every other key was copied, at their start, by the actors (the
+    pipeline's settings: a running actor's copy cannot be changed from
+    outside it), the HTTP server, the gateway, the lease keeper or the
+    store's connections, or is only read at start (database_retry_*): a
+    new value of those takes effect with a restart. */
+static const fq_fairqd_key_t s_live_keys[] = {
+    FQ_FAIRQD_KEY_LOG_LEVEL,        //  At once
+    FQ_FAIRQD_KEY_DRAIN_TIMEOUT_MS, //  At the next SIGTERM or SIGINT
+};
+
+static bool s_is_live(int key)
+{
+    for (size_t i = 0; i < sizeof s_live_keys / sizeof s_live_keys[0]; i++)
+        if ((int)s_live_keys[i] == key)
+            return true;
+    return false;
+}
+
+//  Logs every setting and where it came from, at debug level.
+static void s_log_settings(fq_config_t *config)
+{
+    for (int key = 0; key < FQ_FAIRQD_KEY_COUNT; key++) {
+        char *shown = fq_config_shown(config, key);
+        fq_log(FQ_LOG_DEBUG, "setting %s = \"%s\" (%s)", fq_config_key_name(config, key),
+               shown ? shown : "", fq_config_origin(config, key));
+        free(shown);
+    }
+}
+
+//  Applies the log level of config (checked by its load: a valid word).
+static void s_apply_log_level(fq_config_t *config)
+{
+    fq_log_level_t level = FQ_LOG_INFO;
+    fq_log_level_parse(fq_config_str(config, FQ_FAIRQD_KEY_LOG_LEVEL), &level);
+    fq_log_set_level(level);
+}
+
+//  Adds "; " and a formatted part to a list of the reload's summary.
+//  Returns 0 or FQ_ENOMEM.
+static int s_list_add(fq_buf_t *list, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+static int s_list_add(fq_buf_t *list, const char *format, ...)
+{
+    if (list->size && fq_buf_add_str(list, "; "))
+        return FQ_ENOMEM;
+    va_list args;
+    va_start(args, format);
+    int rc = fq_buf_vprintf(list, format, args);
+    va_end(args);
+    return rc ? FQ_ENOMEM : 0;
+}
+
+//  Compares key in the running configuration and next: a live key takes
+//  its new value (said in applied), another is said to need a restart
+//  (in restart, and in a warning of its own). Returns 0 or FQ_ENOMEM.
+static int s_reload_key(s_daemon_t *self, fq_config_t *next, int key, fq_buf_t *applied,
+                        fq_buf_t *restart)
+{
+    if (fq_config_equal(self->config, next, key))
+        return 0;
+    const char *name = fq_config_key_name(next, key);
+    //  As shown: a password in a connection string is masked
+    char *before = fq_config_shown(self->config, key), *after = fq_config_shown(next, key);
+    int rc = before && after ? 0 : FQ_ENOMEM;
+    if (rc == 0 && s_is_live(key)) {
+        rc = fq_config_adopt(self->config, next, key);
+        if (rc == 0)
+            rc = s_list_add(applied, "%s %s -> %s", name, before, after);
+    } else if (rc == 0) {
+        fq_log(FQ_LOG_WARNING, "reload: %s changed (%s -> %s, %s) but needs a restart", name,
+               before, after, fq_config_origin(next, key));
+        rc = s_list_add(restart, "%s needs a restart", name);
+    }
+    free(before);
+    free(after);
+    return rc;
+}
+
+//  SIGHUP: reads the configuration again, with the command line fairqd
+//  was started with (its flags keep their precedence), and applies what
+//  can change live. Never stops fairqd: a configuration with an error is
+//  logged and the running one kept whole.
+static void s_reload(s_daemon_t *self)
+{
+    fq_log(FQ_LOG_INFO, "received SIGHUP, reloading config");
+    fq_config_t *next = fq_config_new(&fq_fairqd_schema);
+    char error[FQ_FAIRQD_ERROR_MAX];
+    int rc =
+        next ? fq_fairqd_config_load(next, self->argc, self->argv, error, sizeof error) : FQ_ENOMEM;
+    if (rc) {
+        fq_log(FQ_LOG_ERROR, "could not reload config: %s; the running configuration is kept",
+               rc == FQ_ENOMEM ? "out of memory" : error);
+        fq_config_destroy(&next);
+        return;
+    }
+    fq_buf_t applied = {0}, restart = {0};
+    for (int key = 0; rc == 0 && key < FQ_FAIRQD_KEY_COUNT; key++)
+        rc = s_reload_key(self, next, key, &applied, &restart);
+    const char *file = fq_config_file(next);
+    if (rc)
+        fq_log(FQ_LOG_ERROR,
+               "could not reload config: out of memory (some live keys may have changed)");
+    else if (!applied.size && !restart.size)
+        fq_log(FQ_LOG_INFO, "reloaded config %s: no change", file ? file : "(no config file)");
+    else
+        fq_log(FQ_LOG_INFO, "reloaded config %s: %s%s%s", file ? file : "(no config file)",
+               applied.size ? applied.data : "", applied.size && restart.size ? "; " : "",
+               restart.size ? restart.data : "");
+    fq_buf_free(&applied);
+    fq_buf_free(&restart);
+    fq_config_destroy(&next);
+    //  After the summary, so that it is seen even when the new level hides
+    //  info lines; then every setting, as at start, if the level is debug
+    s_apply_log_level(self->config);
+    s_log_settings(self->config);
+}
+
+//  ---------------------------------------------------------------------
 //  The store
 
 //  Connects to the database, waiting longer after each failure. Returns 0
 //  once connected, or the signal that asked fairqd to stop meanwhile.
 static int s_connect(s_daemon_t *self)
 {
-    const char *conninfo = fq_config_str(self->config, FQ_CONFIG_DATABASE);
-    char *shown = fq_config_shown(self->config, FQ_CONFIG_DATABASE);
+    const char *conninfo = fq_config_str(self->config, FQ_FAIRQD_KEY_DATABASE);
+    char *shown = fq_config_shown(self->config, FQ_FAIRQD_KEY_DATABASE);
     if (*conninfo)
         fq_log(FQ_LOG_INFO, "connecting to database \"%s\"", shown ? shown : "");
     else
         fq_log(FQ_LOG_INFO, "connecting to database (libpq defaults and PG* environment)");
     free(shown);
-    int delay_ms = fq_config_int(self->config, FQ_CONFIG_DATABASE_RETRY_MIN_MS);
-    int max_ms = fq_config_int(self->config, FQ_CONFIG_DATABASE_RETRY_MAX_MS);
+    int delay_ms = fq_config_int(self->config, FQ_FAIRQD_KEY_DATABASE_RETRY_MIN_MS);
+    int max_ms = fq_config_int(self->config, FQ_FAIRQD_KEY_DATABASE_RETRY_MAX_MS);
     for (int attempt = 1;; attempt++) {
         char error[FQ_FAIRQD_ERROR_MAX];
         self->store = fq_store_new(conninfo, error, sizeof error);
@@ -248,14 +391,14 @@ static int s_migrate(s_daemon_t *self, bool *reconnect)
 
 static int s_start_gateway(s_daemon_t *self)
 {
-    const char *bind = fq_config_str(self->config, FQ_CONFIG_GATEWAY_BIND);
+    const char *bind = fq_config_str(self->config, FQ_FAIRQD_KEY_GATEWAY_BIND);
     if (!*bind) {
         fq_log(FQ_LOG_INFO, "no gateway_bind: gateway not started, sender workers cannot connect");
         return FQ_FAIRQD_EXIT_OK;
     }
-    bool insecure = fq_config_bool(self->config, FQ_CONFIG_GATEWAY_INSECURE);
-    const char *cert = fq_config_str(self->config, FQ_CONFIG_GATEWAY_CERT);
-    const char *allow_dir = fq_config_str(self->config, FQ_CONFIG_GATEWAY_ALLOW_DIR);
+    bool insecure = fq_config_bool(self->config, FQ_FAIRQD_KEY_GATEWAY_INSECURE);
+    const char *cert = fq_config_str(self->config, FQ_FAIRQD_KEY_GATEWAY_CERT);
+    const char *allow_dir = fq_config_str(self->config, FQ_FAIRQD_KEY_GATEWAY_ALLOW_DIR);
     fq_gateway_config_t gateway = {
         .bind = bind,
         .cert_file = insecure ? NULL : cert,
@@ -263,8 +406,8 @@ static int s_start_gateway(s_daemon_t *self)
         .insecure = insecure,
         .admit = fq_protocol_fairqd_admit,
         .admit_count = fq_protocol_fairqd_admit_count,
-        .heartbeat_ms = fq_config_int(self->config, FQ_CONFIG_HEARTBEAT_MS),
-        .heartbeat_timeout_ms = fq_config_int(self->config, FQ_CONFIG_HEARTBEAT_TIMEOUT_MS)};
+        .heartbeat_ms = fq_config_int(self->config, FQ_FAIRQD_KEY_HEARTBEAT_MS),
+        .heartbeat_timeout_ms = fq_config_int(self->config, FQ_FAIRQD_KEY_HEARTBEAT_TIMEOUT_MS)};
     int rc = fq_gateway_start(self->system, &gateway);
     if (rc == FQ_EINVAL) {
         //  The gateway has logged what it refused
@@ -314,7 +457,7 @@ static void s_holder_name(const char *name, char *out, size_t size)
 
 static int s_start_system(s_daemon_t *self)
 {
-    const char *name = fq_config_str(self->config, FQ_CONFIG_NAME);
+    const char *name = fq_config_str(self->config, FQ_FAIRQD_KEY_NAME);
     fq_system_config_t config = {
         .name = name, .on_escalation = s_on_escalation, .on_escalation_arg = self};
     char holder[FQ_LEADER_HOLDER_SIZE];
@@ -324,8 +467,8 @@ static int s_start_system(s_daemon_t *self)
     self->lease = fq_lease_new(holder);
     self->keeper =
         self->lease
-            ? fq_lease_keeper_new(fq_config_str(self->config, FQ_CONFIG_DATABASE), self->lease,
-                                  fq_config_int(self->config, FQ_CONFIG_LEASE_MS))
+            ? fq_lease_keeper_new(fq_config_str(self->config, FQ_FAIRQD_KEY_DATABASE), self->lease,
+                                  fq_config_int(self->config, FQ_FAIRQD_KEY_LEASE_MS))
             : NULL;
     if (!self->system || !self->metrics || !self->keeper) {
         fq_log(FQ_LOG_FATAL, "could not start the actor system \"%s\"", name);
@@ -344,19 +487,19 @@ static int s_start_system(s_daemon_t *self)
 static int s_start_leading(s_daemon_t *self)
 {
     //  The pipeline (docs/architecture.md); each actor opens its own connection
-    const char *name = fq_config_str(self->config, FQ_CONFIG_NAME);
+    const char *name = fq_config_str(self->config, FQ_FAIRQD_KEY_NAME);
     fq_pipeline_config_t pipeline = {
-        .database = fq_config_str(self->config, FQ_CONFIG_DATABASE),
-        .database_listen = fq_config_str(self->config, FQ_CONFIG_DATABASE_LISTEN),
+        .database = fq_config_str(self->config, FQ_FAIRQD_KEY_DATABASE),
+        .database_listen = fq_config_str(self->config, FQ_FAIRQD_KEY_DATABASE_LISTEN),
         .name = name,
-        .prefetch = fq_config_int(self->config, FQ_CONFIG_PREFETCH),
-        .splitters = fq_config_int(self->config, FQ_CONFIG_SPLITTERS),
-        .poll_ms = fq_config_int(self->config, FQ_CONFIG_POLL_MS),
-        .ack_batch = fq_config_int(self->config, FQ_CONFIG_ACK_BATCH),
-        .ack_flush_ms = fq_config_int(self->config, FQ_CONFIG_ACK_FLUSH_MS),
-        .retry = {fq_config_int(self->config, FQ_CONFIG_RETRY_BASE_MS),
-                  fq_config_int(self->config, FQ_CONFIG_RETRY_CAP_MS)},
-        .retention_s = fq_config_int(self->config, FQ_CONFIG_RETENTION_S),
+        .prefetch = fq_config_int(self->config, FQ_FAIRQD_KEY_PREFETCH),
+        .splitters = fq_config_int(self->config, FQ_FAIRQD_KEY_SPLITTERS),
+        .poll_ms = fq_config_int(self->config, FQ_FAIRQD_KEY_POLL_MS),
+        .ack_batch = fq_config_int(self->config, FQ_FAIRQD_KEY_ACK_BATCH),
+        .ack_flush_ms = fq_config_int(self->config, FQ_FAIRQD_KEY_ACK_FLUSH_MS),
+        .retry = {fq_config_int(self->config, FQ_FAIRQD_KEY_RETRY_BASE_MS),
+                  fq_config_int(self->config, FQ_FAIRQD_KEY_RETRY_CAP_MS)},
+        .retention_s = fq_config_int(self->config, FQ_FAIRQD_KEY_RETENTION_S),
         .metrics = self->metrics,
         .epoch = fq_lease_epoch(self->lease),
         .lease = self->lease};
@@ -377,20 +520,20 @@ static int s_start_leading(s_daemon_t *self)
 //  a submit reaches the leader's pipeline through the database's NOTIFY.
 static int s_start_http(s_daemon_t *self)
 {
-    const char *listen = fq_config_str(self->config, FQ_CONFIG_HTTP_LISTEN);
+    const char *listen = fq_config_str(self->config, FQ_FAIRQD_KEY_HTTP_LISTEN);
     if (!*listen) {
         fq_log(FQ_LOG_INFO, "no http_listen: http api not started");
         return FQ_FAIRQD_EXIT_OK;
     }
     fq_http_config_t config = {
         .listen = listen,
-        .database = fq_config_str(self->config, FQ_CONFIG_DATABASE),
-        .body_max = (size_t)fq_config_int(self->config, FQ_CONFIG_HTTP_BODY_MAX),
-        .threads = fq_config_int(self->config, FQ_CONFIG_HTTP_THREADS),
-        .connections_max = fq_config_int(self->config, FQ_CONFIG_HTTP_CONNECTIONS_MAX),
-        .connections_per_ip = fq_config_int(self->config, FQ_CONFIG_HTTP_CONNECTIONS_PER_IP),
-        .idle_timeout_s = fq_config_int(self->config, FQ_CONFIG_HTTP_IDLE_TIMEOUT_S),
-        .metrics_public = fq_config_bool(self->config, FQ_CONFIG_METRICS_PUBLIC),
+        .database = fq_config_str(self->config, FQ_FAIRQD_KEY_DATABASE),
+        .body_max = (size_t)fq_config_int(self->config, FQ_FAIRQD_KEY_HTTP_BODY_MAX),
+        .threads = fq_config_int(self->config, FQ_FAIRQD_KEY_HTTP_THREADS),
+        .connections_max = fq_config_int(self->config, FQ_FAIRQD_KEY_HTTP_CONNECTIONS_MAX),
+        .connections_per_ip = fq_config_int(self->config, FQ_FAIRQD_KEY_HTTP_CONNECTIONS_PER_IP),
+        .idle_timeout_s = fq_config_int(self->config, FQ_FAIRQD_KEY_HTTP_IDLE_TIMEOUT_S),
+        .metrics_public = fq_config_bool(self->config, FQ_FAIRQD_KEY_METRICS_PUBLIC),
         .metrics = self->metrics,
         .system = self->system,
         .lease = self->lease};
@@ -437,8 +580,8 @@ static void s_drain(s_daemon_t *self, int sig)
            self->leading ? "draining" : "stopping");
     if (!self->leading)
         return;
-    int left =
-        fq_pipeline_drain(self->system, fq_config_int(self->config, FQ_CONFIG_DRAIN_TIMEOUT_MS));
+    int left = fq_pipeline_drain(self->system,
+                                 fq_config_int(self->config, FQ_FAIRQD_KEY_DRAIN_TIMEOUT_MS));
     if (left == 0)
         fq_log(FQ_LOG_INFO, "drained: no message in flight, stopping");
     else
@@ -456,12 +599,7 @@ static int s_run(s_daemon_t *self)
     const char *file = fq_config_file(self->config);
     if (file)
         fq_log(FQ_LOG_INFO, "configuration read from %s", file);
-    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
-        char *shown = fq_config_shown(self->config, key);
-        fq_log(FQ_LOG_DEBUG, "setting %s = \"%s\" (%s)", fq_config_key_name(key),
-               shown ? shown : "", fq_config_origin(self->config, key));
-        free(shown);
-    }
+    s_log_settings(self->config);
     int rc;
     bool reconnect;
     do {
@@ -520,12 +658,12 @@ int main(int argc, char *argv[])
         return fq_token_command(argc - 1, argv + 1);
 
     //  First of all: the threads CZMQ and libpq start inherit this mask
-    s_daemon_t fairqd = {.main_thread = pthread_self()};
+    s_daemon_t fairqd = {.main_thread = pthread_self(), .argc = argc, .argv = argv};
     s_block_signals(&fairqd.signals);
     //  A log reader that went away must not kill fairqd mid-shutdown
     signal(SIGPIPE, SIG_IGN);
 
-    fairqd.config = fq_config_new();
+    fairqd.config = fq_config_new(&fq_fairqd_schema);
     char error[FQ_FAIRQD_ERROR_MAX];
     int rc = fairqd.config ? fq_fairqd_config_load(fairqd.config, argc, argv, error, sizeof error)
                            : FQ_ENOMEM;
@@ -537,9 +675,11 @@ int main(int argc, char *argv[])
     }
     fq_config_action_t action = fq_config_action(fairqd.config);
     if (action == FQ_CONFIG_HELP) {
-        fq_config_help(stdout, FQ_FAIRQD_PROGRAM);
+        fq_config_help(fairqd.config, stdout);
         fq_token_command_summary(stdout);
-    } else if (action == FQ_CONFIG_PRINT)
+    } else if (action == FQ_CONFIG_VERSION)
+        printf("%s %s\n", FQ_FAIRQD_PROGRAM, FQ_VERSION);
+    else if (action == FQ_CONFIG_PRINT)
         fq_config_print(fairqd.config, stdout);
     if (action != FQ_CONFIG_RUN) {
         fq_config_destroy(&fairqd.config);
@@ -550,9 +690,7 @@ int main(int argc, char *argv[])
     //  after a while, retries, and stays responsive; a connect_timeout in
     //  the connection string wins. Before any thread starts
     fq_fairqd_connect_timeout();
-    fq_log_level_t level = FQ_LOG_INFO;
-    fq_log_level_parse(fq_config_str(fairqd.config, FQ_CONFIG_LOG_LEVEL), &level);
-    fq_log_set_level(level);
+    s_apply_log_level(fairqd.config);
     rc = s_run(&fairqd);
     //  The HTTP API first (its calls read the actors' figures), then the
     //  actors (they drain their work and may still use the database)

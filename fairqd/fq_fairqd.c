@@ -37,7 +37,7 @@ static void s_replace_all(char *out, size_t size, const char *text, const char *
 //  reason may quote the string back (a URI whole, one of its parts): what
 //  the printed form masks (fq_config_shown) is masked in it too, found as
 //  the span where the two differ.
-static int s_check_conninfo(fq_config_t *config, fq_config_key_t key, char *error, size_t size)
+static int s_check_conninfo(fq_config_t *config, fq_fairqd_key_t key, char *error, size_t size)
 {
     const char *conninfo = fq_config_str(config, key);
     char reason[FQ_FAIRQD_ERROR_MAX], hidden[FQ_FAIRQD_ERROR_MAX];
@@ -63,7 +63,7 @@ static int s_check_conninfo(fq_config_t *config, fq_config_key_t key, char *erro
     }
     free(shown);
     snprintf(error, size, "%s: invalid value for \"%s\": %s", fq_config_origin(config, key),
-             fq_config_key_name(key), hidden);
+             fq_config_key_name(config, key), hidden);
     return FQ_EINVAL;
 }
 
@@ -71,10 +71,13 @@ int fq_fairqd_config_load(fq_config_t *config, int argc, char *const argv[], cha
                           size_t size)
 {
     int rc = fq_config_load(config, argc, argv, NULL, error, size);
-    if (rc == 0 && fq_config_action(config) != FQ_CONFIG_HELP)
-        rc = s_check_conninfo(config, FQ_CONFIG_DATABASE, error, size);
-    if (rc == 0 && fq_config_action(config) != FQ_CONFIG_HELP)
-        rc = s_check_conninfo(config, FQ_CONFIG_DATABASE_LISTEN, error, size);
+    //  Help, the version and a command read no settings
+    bool loaded =
+        fq_config_action(config) == FQ_CONFIG_RUN || fq_config_action(config) == FQ_CONFIG_PRINT;
+    if (rc == 0 && loaded)
+        rc = s_check_conninfo(config, FQ_FAIRQD_KEY_DATABASE, error, size);
+    if (rc == 0 && loaded)
+        rc = s_check_conninfo(config, FQ_FAIRQD_KEY_DATABASE_LISTEN, error, size);
     return rc;
 }
 

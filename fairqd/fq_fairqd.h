@@ -6,10 +6,16 @@
 #ifndef FQ_FAIRQD_H
 #define FQ_FAIRQD_H
 
-#include "fq_config.h"
+#include "fq_fairqd_keys.h"
 #include <stddef.h>
 
 #define FQ_FAIRQD_PROGRAM "fairqd"
+
+//  The version, passed by CMake from project(fairq VERSION ...), the one
+//  place it is written; what --version prints and the log says at start.
+#ifndef FQ_VERSION
+#define FQ_VERSION "unknown"
+#endif
 
 //  The exit codes of every fairqd command line. Under systemd,
 //  RestartPreventExitStatus=2 3: restarting does not mend a configuration
@@ -25,13 +31,14 @@ typedef enum {
 //  Room for an error message from the configuration or the store.
 #define FQ_FAIRQD_ERROR_MAX 1024
 
-//  Loads config from argv (argv[0] is the program) and the environment, as
-//  fq_config_load does, then, unless --help was asked for, checks that
-//  libpq can read the database keys (database, database_listen): a
-//  connection string it cannot read is a mistake of the configuration,
-//  never retried. Returns 0, FQ_EINVAL
-//  with the reason in error ("ORIGIN: ..."; a password in it masked), or
-//  FQ_ENOMEM.
+//  Loads config (of fq_fairqd_schema) from argv (argv[0] is the program)
+//  and the environment, as fq_config_load does, then, when the settings
+//  were read (not for --help or --version), checks that libpq can read
+//  the database keys (database, database_listen): a connection string it
+//  cannot read is a mistake of the configuration, never retried.
+//  fairqd's start and its reload on SIGHUP both use it. Returns 0,
+//  FQ_EINVAL with the reason in error ("ORIGIN: ..."; a password in it
+//  masked), or FQ_ENOMEM.
 int fq_fairqd_config_load(fq_config_t *config, int argc, char *const argv[], char *error,
                           size_t size);
 

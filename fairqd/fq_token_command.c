@@ -189,7 +189,7 @@ static int s_create(fq_config_t *config, const s_options_t *options)
     char error[FQ_FAIRQD_ERROR_MAX];
     fq_fairqd_connect_timeout();
     fq_store_t *store =
-        fq_store_new(fq_config_str(config, FQ_CONFIG_DATABASE), error, sizeof error);
+        fq_store_new(fq_config_str(config, FQ_FAIRQD_KEY_DATABASE), error, sizeof error);
     if (!store)
         return s_fail(FQ_FAIRQD_EXIT_FAILURE, error);
     int rc = fq_store_migrate(store), version = 0;
@@ -238,7 +238,7 @@ int fq_token_command(int argc, char *argv[])
     s_options_t options = {0};
     //  The program's name, the settings, and the NULL
     char **config_argv = calloc((size_t)argc + 1, sizeof *config_argv);
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     char error[FQ_FAIRQD_ERROR_MAX];
     int config_argc = 0, rc;
     if (!config_argv || !config)
@@ -251,7 +251,10 @@ int fq_token_command(int argc, char *argv[])
             rc = s_fail(FQ_FAIRQD_EXIT_FAILURE, "out of memory");
         else if (rc)
             rc = s_usage_error(S_PREFIX, "%s", error);
-        else if (fq_config_action(config) == FQ_CONFIG_PRINT) {
+        else if (fq_config_action(config) == FQ_CONFIG_VERSION) {
+            printf("%s %s\n", FQ_FAIRQD_PROGRAM, FQ_VERSION);
+            rc = FQ_FAIRQD_EXIT_OK;
+        } else if (fq_config_action(config) == FQ_CONFIG_PRINT) {
             //  Which database it would use, and from where
             fq_config_print(config, stdout);
             rc = FQ_FAIRQD_EXIT_OK;

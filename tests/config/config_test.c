@@ -1,13 +1,17 @@
-/*  config_test.c — fairqd's configuration (fq_config.h): defaults, the
-    precedence default < file < environment < flag, the file's syntax
-    (quotes, comments, blanks, CRLF), every malformed input with the exact
-    message an operator sees, booleans, integer ranges, checks between
-    keys, masked secrets in the printout, and the generated help.
+/*  config_test.c — the configuration engine (fq_config.h), read through
+    fairqd's real table (fq_fairqd_keys.h): defaults, the precedence
+    default < file < environment < flag, the file's syntax (quotes,
+    comments, blanks, CRLF), every malformed input with the exact message
+    an operator sees, booleans, integer ranges, checks between keys,
+    masked secrets in the printout, the generated help with its dashed
+    flags, --version; and, through a small schema of its own, what fairqd
+    does not use: commands (fairq-sender's --make-cert), secrets, another
+    prefix, comparing and adopting values (fairqd's reload).
 
     Environments are passed explicitly (envp), so the tests do not depend
     on the variables of whoever runs them; one test uses the process's. */
-#include "fq_config.h"
 #include "fq_error.h"
+#include "fq_fairqd_keys.h"
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -65,7 +69,7 @@ static int s_load_file_text(fq_config_t *config, const char *text, char *path)
 //  "config PATH:" followed by expected.
 static void s_expect_file_error(const char *text, const char *expected)
 {
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     char path[S_PATH_SIZE];
     int rc = s_load_file_text(config, text, path);
     char wanted[S_ERROR_SIZE];
@@ -80,7 +84,7 @@ static void s_expect_file_error(const char *text, const char *expected)
 //  Checks that argv and envp are refused with exactly expected.
 static void s_expect_error(char **argv, char **envp, const char *expected)
 {
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     int rc = s_load(config, argv, envp);
     if (rc != FQ_EINVAL)
         fail_msg("accepted (rc %d), wanted: %s", rc, expected);
@@ -113,35 +117,36 @@ __attribute__((noinline)) static char *s_printout(fq_config_t *config)
 static void test_defaults(void **unused)
 {
     (void)unused;
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     assert_non_null(config);
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_NAME), "fairqd");
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_DATABASE), "");
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_HTTP_LISTEN), "127.0.0.1:8080");
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_GATEWAY_BIND), "");
-    assert_false(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE));
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_HEARTBEAT_MS), FQ_GATEWAY_HEARTBEAT_MS);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_HEARTBEAT_TIMEOUT_MS),
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_NAME), "fairqd");
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_DATABASE), "");
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_HTTP_LISTEN), "127.0.0.1:8080");
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_GATEWAY_BIND), "");
+    assert_false(fq_config_bool(config, FQ_FAIRQD_KEY_GATEWAY_INSECURE));
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_HEARTBEAT_MS), FQ_GATEWAY_HEARTBEAT_MS);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_HEARTBEAT_TIMEOUT_MS),
                      FQ_GATEWAY_HEARTBEAT_TIMEOUT_MS);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 256);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_BATCH), 500);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_FLUSH_MS), 20);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_THREADS), 4);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_BODY_MAX), 32 * 1024 * 1024);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_PREFETCH), 256);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_ACK_BATCH), 500);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_ACK_FLUSH_MS), 20);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_HTTP_THREADS), 4);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_HTTP_BODY_MAX), 32 * 1024 * 1024);
     //  The HTTP server's own defaults (fq_http_policy.h), one value each
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_CONNECTIONS_MAX), 1000);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_CONNECTIONS_MAX),
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_HTTP_CONNECTIONS_MAX), 1000);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_HTTP_CONNECTIONS_MAX),
                      FQ_HTTP_CONNECTIONS_MAX);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_CONNECTIONS_PER_IP), 64);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_CONNECTIONS_PER_IP),
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_HTTP_CONNECTIONS_PER_IP), 64);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_HTTP_CONNECTIONS_PER_IP),
                      FQ_HTTP_CONNECTIONS_PER_IP);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_IDLE_TIMEOUT_S), 10);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_HTTP_IDLE_TIMEOUT_S), FQ_HTTP_IDLE_TIMEOUT_S);
-    assert_false(fq_config_bool(config, FQ_CONFIG_METRICS_PUBLIC));
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_RETRY_BASE_MS), 60000);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_RETRY_CAP_MS), 3600000);
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_LOG_LEVEL), "info");
-    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_HTTP_IDLE_TIMEOUT_S), 10);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_HTTP_IDLE_TIMEOUT_S),
+                     FQ_HTTP_IDLE_TIMEOUT_S);
+    assert_false(fq_config_bool(config, FQ_FAIRQD_KEY_METRICS_PUBLIC));
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_RETRY_BASE_MS), 60000);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_RETRY_CAP_MS), 3600000);
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_LOG_LEVEL), "info");
+    for (int key = 0; key < FQ_FAIRQD_KEY_COUNT; key++) {
         assert_int_equal(fq_config_source(config, key), FQ_CONFIG_FROM_DEFAULT);
         assert_string_equal(fq_config_origin(config, key), "default");
     }
@@ -150,7 +155,7 @@ static void test_defaults(void **unused)
     s_expect_ok(config, argv, s_no_env);
     assert_int_equal(fq_config_action(config), FQ_CONFIG_RUN);
     assert_null(fq_config_file(config));
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 256);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_PREFETCH), 256);
     fq_config_destroy(&config);
     fq_config_destroy(&config); //  Safe twice
     assert_null(config);
@@ -161,16 +166,19 @@ static void test_defaults(void **unused)
 static void test_key_names(void **unused)
 {
     (void)unused;
-    assert_string_equal(fq_config_key_name(FQ_CONFIG_GATEWAY_BIND), "gateway_bind");
-    assert_string_equal(fq_config_key_env(FQ_CONFIG_GATEWAY_BIND), "FAIRQ_GATEWAY_BIND");
-    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
-        const char *name = fq_config_key_name(key);
-        const char *env = fq_config_key_env(key);
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
+    assert_string_equal(fq_config_key_name(config, FQ_FAIRQD_KEY_GATEWAY_BIND), "gateway_bind");
+    assert_string_equal(fq_config_key_env(config, FQ_FAIRQD_KEY_GATEWAY_BIND),
+                        "FAIRQ_GATEWAY_BIND");
+    for (int key = 0; key < FQ_FAIRQD_KEY_COUNT; key++) {
+        const char *name = fq_config_key_name(config, key);
+        const char *env = fq_config_key_env(config, key);
         assert_int_equal(strncmp(env, "FAIRQ_", 6), 0);
         assert_int_equal(strlen(env), strlen(name) + 6);
         for (size_t i = 0; name[i]; i++)
             assert_int_equal(env[6 + i], name[i] == '_' ? '_' : toupper((unsigned char)name[i]));
     }
+    fq_config_destroy(&config);
 }
 
 //  default < file < environment < flag, key by key, and each value knows
@@ -192,32 +200,33 @@ static void test_precedence(void **unused)
                     "OTHER=x",
                     NULL};
     char *argv[] = {"fairqd", "--config", path, "--retry_base_ms=32", "--name", "from-flag", NULL};
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     s_expect_ok(config, argv, envp);
     assert_string_equal(fq_config_file(config), path);
 
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_FLUSH_MS), 20); //  Default only
-    assert_int_equal(fq_config_source(config, FQ_CONFIG_ACK_FLUSH_MS), FQ_CONFIG_FROM_DEFAULT);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 10); //  File
-    assert_int_equal(fq_config_source(config, FQ_CONFIG_PREFETCH), FQ_CONFIG_FROM_FILE);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_ACK_FLUSH_MS), 20); //  Default only
+    assert_int_equal(fq_config_source(config, FQ_FAIRQD_KEY_ACK_FLUSH_MS), FQ_CONFIG_FROM_DEFAULT);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_PREFETCH), 10); //  File
+    assert_int_equal(fq_config_source(config, FQ_FAIRQD_KEY_PREFETCH), FQ_CONFIG_FROM_FILE);
     char origin[S_PATH_SIZE + 32];
     snprintf(origin, sizeof origin, "config %s:2", path);
-    assert_string_equal(fq_config_origin(config, FQ_CONFIG_PREFETCH), origin);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_BATCH), 21); //  Env over file
-    assert_int_equal(fq_config_source(config, FQ_CONFIG_ACK_BATCH), FQ_CONFIG_FROM_ENV);
-    assert_string_equal(fq_config_origin(config, FQ_CONFIG_ACK_BATCH),
+    assert_string_equal(fq_config_origin(config, FQ_FAIRQD_KEY_PREFETCH), origin);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_ACK_BATCH), 21); //  Env over file
+    assert_int_equal(fq_config_source(config, FQ_FAIRQD_KEY_ACK_BATCH), FQ_CONFIG_FROM_ENV);
+    assert_string_equal(fq_config_origin(config, FQ_FAIRQD_KEY_ACK_BATCH),
                         "environment FAIRQ_ACK_BATCH");
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_RETRY_BASE_MS), 32); //  Flag over both
-    assert_int_equal(fq_config_source(config, FQ_CONFIG_RETRY_BASE_MS), FQ_CONFIG_FROM_FLAG);
-    assert_string_equal(fq_config_origin(config, FQ_CONFIG_RETRY_BASE_MS), "flag --retry_base_ms");
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_NAME), "from-flag"); //  --name value
-    assert_string_equal(fq_config_origin(config, FQ_CONFIG_NAME), "flag --name");
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_RETRY_BASE_MS), 32); //  Flag over both
+    assert_int_equal(fq_config_source(config, FQ_FAIRQD_KEY_RETRY_BASE_MS), FQ_CONFIG_FROM_FLAG);
+    assert_string_equal(fq_config_origin(config, FQ_FAIRQD_KEY_RETRY_BASE_MS),
+                        "flag --retry_base_ms");
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_NAME), "from-flag"); //  --name value
+    assert_string_equal(fq_config_origin(config, FQ_FAIRQD_KEY_NAME), "flag --name");
 
     //  A later load starts over: nothing of the first is left
     char *plain[] = {"fairqd", NULL};
     s_expect_ok(config, plain, s_no_env);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 256);
-    assert_int_equal(fq_config_source(config, FQ_CONFIG_PREFETCH), FQ_CONFIG_FROM_DEFAULT);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_PREFETCH), 256);
+    assert_int_equal(fq_config_source(config, FQ_FAIRQD_KEY_PREFETCH), FQ_CONFIG_FROM_DEFAULT);
     assert_null(fq_config_file(config));
     fq_config_destroy(&config);
     unlink(path);
@@ -235,14 +244,14 @@ static void test_config_file_from_environment(void **unused)
     snprintf(variable, sizeof variable, "FAIRQ_CONFIG=%s", path);
     char *envp[] = {variable, NULL};
     char *plain[] = {"fairqd", NULL};
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     s_expect_ok(config, plain, envp);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 11);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_PREFETCH), 11);
     assert_string_equal(fq_config_file(config), path);
 
     char *flagged[] = {"fairqd", "--config", other, NULL};
     s_expect_ok(config, flagged, envp);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 12);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_PREFETCH), 12);
 
     char *empty[] = {"FAIRQ_CONFIG=", NULL};
     s_expect_ok(config, plain, empty);
@@ -257,10 +266,10 @@ static void test_process_environment(void **unused)
 {
     (void)unused;
     assert_int_equal(setenv("FAIRQ_ACK_FLUSH_MS", "17", 1), 0);
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     char *argv[] = {"fairqd", NULL};
     s_expect_ok(config, argv, NULL);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_FLUSH_MS), 17);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_ACK_FLUSH_MS), 17);
     unsetenv("FAIRQ_ACK_FLUSH_MS");
     fq_config_destroy(&config);
 }
@@ -280,17 +289,17 @@ static void test_flag_forms(void **unused)
                     "--database=host=db dbname=fairq",
                     NULL};
     char *envp[] = {"FAIRQ_GATEWAY_CERT=  spaces kept  ", "FAIRQ_GATEWAY_BIND=tcp://*:1", NULL};
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     s_expect_ok(config, argv, envp);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_ACK_BATCH), 7);
-    assert_string_equal(fq_config_origin(config, FQ_CONFIG_ACK_BATCH), "flag --ack-batch");
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_HTTP_LISTEN), "0.0.0.0:9090");
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 2);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_ACK_BATCH), 7);
+    assert_string_equal(fq_config_origin(config, FQ_FAIRQD_KEY_ACK_BATCH), "flag --ack-batch");
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_HTTP_LISTEN), "0.0.0.0:9090");
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_PREFETCH), 2);
     //  An empty flag is an empty text, over the environment's value
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_GATEWAY_BIND), "");
-    assert_int_equal(fq_config_source(config, FQ_CONFIG_GATEWAY_BIND), FQ_CONFIG_FROM_FLAG);
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_DATABASE), "host=db dbname=fairq");
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_GATEWAY_CERT), "  spaces kept  ");
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_GATEWAY_BIND), "");
+    assert_int_equal(fq_config_source(config, FQ_FAIRQD_KEY_GATEWAY_BIND), FQ_CONFIG_FROM_FLAG);
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_DATABASE), "host=db dbname=fairq");
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_GATEWAY_CERT), "  spaces kept  ");
     fq_config_destroy(&config);
 }
 
@@ -299,7 +308,7 @@ static void test_flag_forms(void **unused)
 static void test_actions(void **unused)
 {
     (void)unused;
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     char *help[] = {"fairqd", "--databse=x", "stray", "--help", NULL};
     s_expect_ok(config, help, s_no_env);
     assert_int_equal(fq_config_action(config), FQ_CONFIG_HELP);
@@ -309,7 +318,7 @@ static void test_actions(void **unused)
     char *print[] = {"fairqd", "--print-config", "--prefetch=3", NULL};
     s_expect_ok(config, print, s_no_env);
     assert_int_equal(fq_config_action(config), FQ_CONFIG_PRINT);
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 3);
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_PREFETCH), 3);
     char *run[] = {"fairqd", NULL};
     s_expect_ok(config, run, s_no_env);
     assert_int_equal(fq_config_action(config), FQ_CONFIG_RUN);
@@ -339,24 +348,27 @@ static void test_file_syntax(void **unused)
                        "database = \"host=db password=\\\"x\\\\y\\\"\"\n"
                        "log_level = WARNING\n"
                        "prefetch = +007";
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     char path[S_PATH_SIZE];
     if (s_load_file_text(config, text, path))
         fail_msg("refused: %s", s_error);
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_NAME), "quoted-nothing");
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_HTTP_LISTEN), "  spaced # not a comment  ");
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_GATEWAY_BIND),
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_NAME), "quoted-nothing");
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_HTTP_LISTEN),
+                        "  spaced # not a comment  ");
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_GATEWAY_BIND),
                         "tcp://*:5555#not-a-comment");
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_GATEWAY_CERT), "/etc/fairq/server cert");
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_GATEWAY_ALLOW_DIR), "");
-    assert_int_equal(fq_config_source(config, FQ_CONFIG_GATEWAY_ALLOW_DIR), FQ_CONFIG_FROM_FILE);
-    assert_true(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE));
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_DATABASE), "host=db password=\"x\\y\"");
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_LOG_LEVEL), "warning");
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 7); //  Last line, no newline
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_GATEWAY_CERT),
+                        "/etc/fairq/server cert");
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_GATEWAY_ALLOW_DIR), "");
+    assert_int_equal(fq_config_source(config, FQ_FAIRQD_KEY_GATEWAY_ALLOW_DIR),
+                     FQ_CONFIG_FROM_FILE);
+    assert_true(fq_config_bool(config, FQ_FAIRQD_KEY_GATEWAY_INSECURE));
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_DATABASE), "host=db password=\"x\\y\"");
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_LOG_LEVEL), "warning");
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_PREFETCH), 7); //  Last line, no newline
     char origin[S_PATH_SIZE + 32];
     snprintf(origin, sizeof origin, "config %s:13", path);
-    assert_string_equal(fq_config_origin(config, FQ_CONFIG_PREFETCH), origin);
+    assert_string_equal(fq_config_origin(config, FQ_FAIRQD_KEY_PREFETCH), origin);
     unlink(path);
 
     //  A line of exactly the limit is read
@@ -368,14 +380,14 @@ static void test_file_syntax(void **unused)
     line[S_LINE_MAX + 1] = 0;
     if (s_load_file_text(config, line, path))
         fail_msg("refused a line of %d bytes: %s", S_LINE_MAX, s_error);
-    assert_int_equal(strlen(fq_config_str(config, FQ_CONFIG_HTTP_LISTEN)), S_LINE_MAX - len);
+    assert_int_equal(strlen(fq_config_str(config, FQ_FAIRQD_KEY_HTTP_LISTEN)), S_LINE_MAX - len);
     unlink(path);
     free(line);
 
     //  An empty file sets nothing
     if (s_load_file_text(config, "", path))
         fail_msg("refused an empty file: %s", s_error);
-    assert_int_equal(fq_config_source(config, FQ_CONFIG_PREFETCH), FQ_CONFIG_FROM_DEFAULT);
+    assert_int_equal(fq_config_source(config, FQ_FAIRQD_KEY_PREFETCH), FQ_CONFIG_FROM_DEFAULT);
     unlink(path);
     fq_config_destroy(&config);
 }
@@ -442,7 +454,7 @@ static void test_file_errors(void **unused)
     text[size - 1] = 0;
     s_expect_file_error(text, "2: line is longer than 4096 bytes");
     free(text);
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     char path[S_PATH_SIZE];
     s_write_file(path, "name = a\0b\n", strlen("name = a") + 3);
     char *argv[] = {"fairqd", "--config", path, NULL};
@@ -574,39 +586,39 @@ static void test_bools(void **unused)
     } words[] = {{"true", true}, {"false", false}, {"yes", true}, {"no", false},
                  {"on", true},   {"off", false},   {"1", true},   {"0", false},
                  {"TRUE", true}, {"Off", false},   {"YeS", true}, {"nO", false}};
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         char flag[64], variable[64], text[64], path[S_PATH_SIZE];
         snprintf(flag, sizeof flag, "--gateway_insecure=%s", words[i].word);
         char *argv[] = {"fairqd", flag, NULL};
         s_expect_ok(config, argv, s_no_env);
-        assert_int_equal(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE), words[i].value);
+        assert_int_equal(fq_config_bool(config, FQ_FAIRQD_KEY_GATEWAY_INSECURE), words[i].value);
         snprintf(variable, sizeof variable, "FAIRQ_GATEWAY_INSECURE=%s", words[i].word);
         char *envp[] = {variable, NULL};
         char *plain[] = {"fairqd", NULL};
         s_expect_ok(config, plain, envp);
-        assert_int_equal(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE), words[i].value);
+        assert_int_equal(fq_config_bool(config, FQ_FAIRQD_KEY_GATEWAY_INSECURE), words[i].value);
         snprintf(text, sizeof text, "gateway_insecure = %s\n", words[i].word);
         if (s_load_file_text(config, text, path))
             fail_msg("refused %s: %s", text, s_error);
-        assert_int_equal(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE), words[i].value);
+        assert_int_equal(fq_config_bool(config, FQ_FAIRQD_KEY_GATEWAY_INSECURE), words[i].value);
         unlink(path);
     }
     char *alone[] = {"fairqd", "--gateway_insecure", NULL};
     s_expect_ok(config, alone, s_no_env);
-    assert_true(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE));
+    assert_true(fq_config_bool(config, FQ_FAIRQD_KEY_GATEWAY_INSECURE));
     char *before_flag[] = {"fairqd", "--gateway_insecure", "--prefetch=3", NULL};
     s_expect_ok(config, before_flag, s_no_env);
-    assert_true(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE));
-    assert_int_equal(fq_config_int(config, FQ_CONFIG_PREFETCH), 3);
+    assert_true(fq_config_bool(config, FQ_FAIRQD_KEY_GATEWAY_INSECURE));
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_PREFETCH), 3);
     char *separate[] = {"fairqd", "--gateway_insecure", "off", NULL};
     s_expect_ok(config, separate, s_no_env);
-    assert_false(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE));
+    assert_false(fq_config_bool(config, FQ_FAIRQD_KEY_GATEWAY_INSECURE));
     //  A flag's false beats the environment's true
     char *envp[] = {"FAIRQ_GATEWAY_INSECURE=yes", NULL};
     char *no[] = {"fairqd", "--gateway_insecure=no", NULL};
     s_expect_ok(config, no, envp);
-    assert_false(fq_config_bool(config, FQ_CONFIG_GATEWAY_INSECURE));
+    assert_false(fq_config_bool(config, FQ_FAIRQD_KEY_GATEWAY_INSECURE));
     fq_config_destroy(&config);
 }
 
@@ -615,21 +627,21 @@ static void test_int_ranges(void **unused)
 {
     (void)unused;
     static const struct {
-        fq_config_key_t key;
+        int key;
         long long min, max;
         bool is_int;
     } keys[] = {
 #define X(id, name, type, def, min, max, choices, help)                                            \
-    {FQ_CONFIG_##id, min, max, FQ_CONFIG_TYPE_##type == FQ_CONFIG_TYPE_INT},
-        FQ_CONFIG_KEYS(X)
+    {FQ_FAIRQD_KEY_##id, min, max, FQ_CONFIG_TYPE_##type == FQ_CONFIG_TYPE_INT},
+        FQ_FAIRQD_KEYS(X)
 #undef X
     };
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     int checked = 0;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (!keys[i].is_int)
             continue;
-        const char *name = fq_config_key_name(keys[i].key);
+        const char *name = fq_config_key_name(config, keys[i].key);
         long long values[] = {keys[i].min, keys[i].max};
         for (int j = 0; j < 2; j++) {
             //  Pairs that must agree (cap >= base, ...) are made to first
@@ -704,7 +716,7 @@ static void test_checks_between_keys(void **unused)
                    "flag --gateway_bind: gateway_bind needs gateway_allow_dir, the directory of "
                    "the sender workers' public certificates (or gateway_insecure = true, for "
                    "development only)");
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     char *insecure[] = {"fairqd", "--gateway_bind=tcp://*:5555", "--gateway_insecure", NULL};
     s_expect_ok(config, insecure, s_no_env);
     char *curve[] = {"fairqd", "--gateway_bind=tcp://*:5555", "--gateway_cert=/x.cert",
@@ -760,30 +772,30 @@ static void test_masked_conninfo(void **unused)
         {"this is = not a conninfo password=secret", "********"},
         {"host='unterminated password=secret", "********"},
     };
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char flag[256];
         snprintf(flag, sizeof flag, "--database=%s", cases[i].conninfo);
         char *argv[] = {"fairqd", flag, NULL};
         s_expect_ok(config, argv, s_no_env);
-        assert_string_equal(fq_config_str(config, FQ_CONFIG_DATABASE), cases[i].conninfo);
-        char *shown = fq_config_shown(config, FQ_CONFIG_DATABASE);
+        assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_DATABASE), cases[i].conninfo);
+        char *shown = fq_config_shown(config, FQ_FAIRQD_KEY_DATABASE);
         assert_string_equal(shown, cases[i].shown);
         free(shown);
     }
     //  The LISTEN connection's string is one too: empty by default (the
     //  intake then uses database's), masked like it
     s_expect_ok(config, (char *[]){"fairqd", NULL}, s_no_env);
-    assert_string_equal(fq_config_str(config, FQ_CONFIG_DATABASE_LISTEN), "");
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_DATABASE_LISTEN), "");
     char *listen_argv[] = {"fairqd", "--database-listen=host=db password=secret", NULL};
     s_expect_ok(config, listen_argv, s_no_env);
-    char *listen = fq_config_shown(config, FQ_CONFIG_DATABASE_LISTEN);
+    char *listen = fq_config_shown(config, FQ_FAIRQD_KEY_DATABASE_LISTEN);
     assert_string_equal(listen, "host=db password=********");
     free(listen);
     //  Other text keys are shown as they are
     char *argv[] = {"fairqd", "--gateway_cert=/etc/password=x", NULL};
     s_expect_ok(config, argv, s_no_env);
-    char *shown = fq_config_shown(config, FQ_CONFIG_GATEWAY_CERT);
+    char *shown = fq_config_shown(config, FQ_FAIRQD_KEY_GATEWAY_CERT);
     assert_string_equal(shown, "/etc/password=x");
     free(shown);
     fq_config_destroy(&config);
@@ -800,7 +812,7 @@ static void test_print(void **unused)
     s_write_file(path, text, strlen(text));
     char *envp[] = {"FAIRQ_PREFETCH=9", NULL};
     char *argv[] = {"fairqd", "--config", path, "--gateway_insecure", "--log_level=debug", NULL};
-    fq_config_t *config = fq_config_new();
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
     s_expect_ok(config, argv, envp);
     char *printed = s_printout(config);
     print_message("%s", printed);
@@ -814,9 +826,9 @@ static void test_print(void **unused)
     assert_non_null(strstr(printed, "\nlog_level = debug  # flag --log_level\n"));
     assert_non_null(strstr(printed, "\nname = \"fairqd\"  # default\n"));
     assert_non_null(strstr(printed, "\nack_batch = 500  # default\n"));
-    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
+    for (int key = 0; key < FQ_FAIRQD_KEY_COUNT; key++) {
         char start[128];
-        snprintf(start, sizeof start, "\n%s = ", fq_config_key_name(key));
+        snprintf(start, sizeof start, "\n%s = ", fq_config_key_name(config, key));
         const char *first = strstr(printed, start);
         assert_non_null(first);
         assert_null(strstr(first + 1, start));
@@ -825,20 +837,20 @@ static void test_print(void **unused)
     //  Read back: the same values, the password now the mask
     char copy[S_PATH_SIZE];
     s_write_file(copy, printed, strlen(printed));
-    fq_config_t *again = fq_config_new();
+    fq_config_t *again = fq_config_new(&fq_fairqd_schema);
     char *reread[] = {"fairqd", "--config", copy, NULL};
     s_expect_ok(again, reread, s_no_env);
-    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
-        if (key == FQ_CONFIG_DATABASE)
+    for (int key = 0; key < FQ_FAIRQD_KEY_COUNT; key++) {
+        if (key == FQ_FAIRQD_KEY_DATABASE)
             continue;
         char *before = fq_config_shown(config, key), *after = fq_config_shown(again, key);
         assert_string_equal(before, after);
         free(before);
         free(after);
     }
-    assert_string_equal(fq_config_str(again, FQ_CONFIG_DATABASE),
+    assert_string_equal(fq_config_str(again, FQ_FAIRQD_KEY_DATABASE),
                         "host=db password=******** dbname=fairq");
-    assert_string_equal(fq_config_str(again, FQ_CONFIG_HTTP_LISTEN), "0.0.0.0:80 # \"odd\"");
+    assert_string_equal(fq_config_str(again, FQ_FAIRQD_KEY_HTTP_LISTEN), "0.0.0.0:80 # \"odd\"");
     fq_config_destroy(&again);
     fq_config_destroy(&config);
     free(printed);
@@ -846,30 +858,258 @@ static void test_print(void **unused)
     unlink(path);
 }
 
-//  The help names every key with its flag, variable and default.
-static void test_help(void **unused)
+//  A key's flag as the help shows it: "--" and the name with dashes.
+static void s_flag_name(char *out, size_t size, const char *name)
 {
-    (void)unused;
+    int len = snprintf(out, size, "--%s", name);
+    for (int i = 2; i < len && (size_t)i < size; i++)
+        if (out[i] == '_')
+            out[i] = '-';
+}
+
+//  fq_config_help's output, malloc'ed (not inlined, as s_printout).
+__attribute__((noinline)) static char *s_help(fq_config_t *config)
+{
     char *text = NULL;
     size_t size = 0;
     FILE *out = open_memstream(&text, &size);
     assert_non_null(out);
-    fq_config_help(out, "fairqd");
+    fq_config_help(config, out);
     fclose(out);
+    return text;
+}
+
+//  The help names every key with its flag (dashes, the one spelling
+//  shown), its placeholder, variable and default, says that underscores
+//  are taken too, and lists --version.
+static void test_help(void **unused)
+{
+    (void)unused;
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
+    char *text = s_help(config);
     assert_int_equal(strncmp(text, "usage: fairqd [--config PATH]", 29), 0);
-    for (int key = 0; key < FQ_CONFIG_KEY_COUNT; key++) {
-        char flag[128];
-        snprintf(flag, sizeof flag, "\n  --%s=", fq_config_key_name(key));
-        assert_non_null(strstr(text, flag));
-        assert_non_null(strstr(text, fq_config_key_env(key)));
+    for (int key = 0; key < FQ_FAIRQD_KEY_COUNT; key++) {
+        char flag[128], line[160];
+        s_flag_name(flag, sizeof flag, fq_config_key_name(config, key));
+        snprintf(line, sizeof line, "\n  %s=", flag);
+        assert_non_null(strstr(text, line));
+        assert_non_null(strstr(text, fq_config_key_env(config, key)));
     }
     assert_non_null(strstr(text, "--prefetch=2..10000  (FAIRQ_PREFETCH, default 256)\n"));
     assert_non_null(
-        strstr(text, "--http_listen=TEXT  (FAIRQ_HTTP_LISTEN, default \"127.0.0.1:8080\")\n"));
-    assert_non_null(strstr(text, "--gateway_insecure=true|false  (FAIRQ_GATEWAY_INSECURE, "
+        strstr(text, "\n  --http-listen=TEXT  (FAIRQ_HTTP_LISTEN, default \"127.0.0.1:8080\")\n"));
+    assert_non_null(strstr(text, "--gateway-insecure=true|false  (FAIRQ_GATEWAY_INSECURE, "
                                  "default false)\n"));
-    assert_non_null(strstr(text, "--log_level=debug|info|warning|error"));
+    assert_non_null(strstr(text, "--log-level=debug|info|warning|error"));
+    assert_null(strstr(text, "--http_listen="));
+    assert_non_null(strstr(text, "an underscore may stand for a dash"));
+    assert_non_null(strstr(text, "\n       fairqd --version "));
+    assert_non_null(strstr(text, "FAIRQ_CONFIG"));
     free(text);
+    fq_config_destroy(&config);
+}
+
+//  --version wins over every argument but --help, even a wrong one.
+static void test_version(void **unused)
+{
+    (void)unused;
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
+    char *version[] = {"fairqd", "--databse=x", "--version", NULL};
+    s_expect_ok(config, version, s_no_env);
+    assert_int_equal(fq_config_action(config), FQ_CONFIG_VERSION);
+    char *both[] = {"fairqd", "--version", "-h", NULL};
+    s_expect_ok(config, both, s_no_env);
+    assert_int_equal(fq_config_action(config), FQ_CONFIG_HELP);
+    assert_int_equal(fq_config_command(config, NULL), -1);
+    fq_config_destroy(&config);
+    char *valued[] = {"fairqd", "--version=2", NULL};
+    s_expect_error(valued, s_no_env, "flag --version: takes no value");
+}
+
+//  Dashes and underscores are one: in flags and in the file, both ways.
+static void test_dash_underscore_alias(void **unused)
+{
+    (void)unused;
+    fq_config_t *config = fq_config_new(&fq_fairqd_schema);
+    char *dashed[] = {"fairqd", "--http-listen=a:1", "--ack_flush-ms=7", NULL};
+    s_expect_ok(config, dashed, s_no_env);
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_HTTP_LISTEN), "a:1");
+    assert_string_equal(fq_config_origin(config, FQ_FAIRQD_KEY_HTTP_LISTEN), "flag --http-listen");
+    assert_int_equal(fq_config_int(config, FQ_FAIRQD_KEY_ACK_FLUSH_MS), 7);
+    char path[S_PATH_SIZE];
+    if (s_load_file_text(config, "http-listen = b:2\n", path) != 0)
+        fail_msg("refused: %s", s_error);
+    assert_string_equal(fq_config_str(config, FQ_FAIRQD_KEY_HTTP_LISTEN), "b:2");
+    unlink(path);
+    //  The command line's own flags are no keys of the file
+    s_expect_file_error("print-config = 1\n", "1: unknown key \"print-config\"");
+    char *print[] = {"fairqd", "--print_config", NULL};
+    s_expect_ok(config, print, s_no_env);
+    assert_int_equal(fq_config_action(config), FQ_CONFIG_PRINT);
+    fq_config_destroy(&config);
+}
+
+//  ---------------------------------------------------------------------
+//  A schema of the test's own: another prefix, a secret, two commands
+//  (one with a value, one without), a check that needs a key.
+
+enum { S_KEY_URL, S_KEY_PASSWORD, S_KEY_WORKERS, S_KEY_LEVEL, S_KEY_COUNT };
+enum { S_COMMAND_MAKE, S_COMMAND_LIST, S_COMMAND_COUNT };
+
+#define S_TEST_KEYS(X)                                                                             \
+    X(URL, url, STRING, "", 0, 0, NULL, "where to")                                                \
+    X(PASSWORD, password, SECRET, "", 0, 0, NULL, "a secret")                                      \
+    X(WORKERS, workers, INT, "2", 1, 9, NULL, "how many")                                          \
+    X(LEVEL, level, CHOICE, "low", 0, 0, "low|high", "how much")
+
+static const fq_config_key_t s_test_keys[] = {
+#define X(...) FQ_CONFIG_KEY("TEST_", __VA_ARGS__)
+    S_TEST_KEYS(X)
+#undef X
+};
+
+static const fq_config_command_t s_test_commands[] = {
+    [S_COMMAND_MAKE] = {"make_thing", "PATH", "make a thing at PATH"},
+    [S_COMMAND_LIST] = {"list", NULL, "list the things"},
+};
+
+static int s_test_check(fq_config_t *config, char *error, size_t size)
+{
+    if (!*fq_config_str(config, S_KEY_URL)) {
+        snprintf(error, size, "--url is required");
+        return FQ_EINVAL;
+    }
+    return 0;
+}
+
+static const fq_config_schema_t s_test_schema = {
+    .program = "tester",
+    .synopsis = "--url URL [--KEY=VALUE ...]",
+    .env_prefix = "TEST_",
+    .env_file = "TEST_CONFIG",
+    .keys = s_test_keys,
+    .key_count = S_KEY_COUNT,
+    .commands = s_test_commands,
+    .command_count = S_COMMAND_COUNT,
+    .check = s_test_check,
+};
+
+//  Another program's schema: its prefix and file variable, its check, a
+//  secret masked in the printout (and empty shown as empty), its help.
+static void test_other_schema(void **unused)
+{
+    (void)unused;
+    fq_config_t *config = fq_config_new(&s_test_schema);
+    assert_non_null(config);
+    char *none[] = {"tester", NULL};
+    assert_int_equal(s_load(config, none, s_no_env), FQ_EINVAL);
+    assert_string_equal(s_error, "--url is required");
+
+    char path[S_PATH_SIZE], variable[S_PATH_SIZE + 16];
+    const char *text = "url = from-file\nworkers = 3\npassword = \"s3cret #1\"\n";
+    s_write_file(path, text, strlen(text));
+    snprintf(variable, sizeof variable, "TEST_CONFIG=%s", path);
+    char *envp[] = {variable, "TEST_WORKERS=4", "FAIRQ_WORKERS=5", NULL};
+    char *print[] = {"tester", "--print-config", "--level=HIGH", NULL};
+    s_expect_ok(config, print, envp);
+    assert_int_equal(fq_config_action(config), FQ_CONFIG_PRINT);
+    assert_string_equal(fq_config_str(config, S_KEY_URL), "from-file");
+    assert_int_equal(fq_config_int(config, S_KEY_WORKERS), 4);
+    assert_string_equal(fq_config_str(config, S_KEY_LEVEL), "high");
+    assert_string_equal(fq_config_str(config, S_KEY_PASSWORD), "s3cret #1");
+    char *printed = s_printout(config);
+    assert_null(strstr(printed, "s3cret"));
+    assert_int_equal(strncmp(printed, "# tester configuration:", 23), 0);
+    char line[S_PATH_SIZE + 64];
+    snprintf(line, sizeof line, "\npassword = \"********\"  # config %s:3\n", path);
+    assert_non_null(strstr(printed, line));
+    assert_non_null(strstr(printed, "\nworkers = 4  # environment TEST_WORKERS\n"));
+    assert_non_null(strstr(printed, "\nlevel = high  # flag --level\n"));
+    free(printed);
+    char *empty[] = {"tester", "--url=x", NULL};
+    s_expect_ok(config, empty, s_no_env);
+    char *shown = fq_config_shown(config, S_KEY_PASSWORD);
+    assert_string_equal(shown, "");
+    free(shown);
+
+    char *unknown[] = {"tester", "--url=x", "--wrokers=3", NULL};
+    assert_int_equal(s_load(config, unknown, s_no_env), FQ_EINVAL);
+    assert_string_equal(s_error,
+                        "flag --wrokers: unknown key \"wrokers\" (did you mean \"workers\"?)");
+
+    char *help = s_help(config);
+    assert_int_equal(strncmp(help, "usage: tester --url URL", 23), 0);
+    assert_non_null(strstr(help, "\n       tester --make-thing PATH\n           make a thing"));
+    assert_non_null(strstr(help, "\n       tester --list\n"));
+    assert_non_null(strstr(help, "\n  --password=TEXT  (TEST_PASSWORD, default \"\")\n"));
+    assert_non_null(strstr(help, "TEST_CONFIG"));
+    free(help);
+    unlink(path);
+    fq_config_destroy(&config);
+}
+
+//  A command asks for something else than running: its value is taken,
+//  the other flags are checked, and no file, variable or check is read.
+static void test_commands(void **unused)
+{
+    (void)unused;
+    fq_config_t *config = fq_config_new(&s_test_schema);
+    char *envp[] = {"TEST_WORKERS=oops", "TEST_CONFIG=/nonexistent", NULL};
+    const char *value = "unset";
+    char *make[] = {"tester", "--make-thing", "/tmp/x", NULL};
+    s_expect_ok(config, make, envp);
+    assert_int_equal(fq_config_action(config), FQ_CONFIG_COMMAND);
+    assert_int_equal(fq_config_command(config, &value), S_COMMAND_MAKE);
+    assert_string_equal(value, "/tmp/x");
+    char *equals[] = {"tester", "--workers=3", "--make_thing=/tmp/y", NULL};
+    s_expect_ok(config, equals, envp);
+    assert_int_equal(fq_config_command(config, &value), S_COMMAND_MAKE);
+    assert_string_equal(value, "/tmp/y");
+    char *list[] = {"tester", "--list", NULL};
+    s_expect_ok(config, list, envp);
+    assert_int_equal(fq_config_command(config, &value), S_COMMAND_LIST);
+    assert_null(value);
+
+    char *no_path[] = {"tester", "--make-thing", NULL};
+    assert_int_equal(s_load(config, no_path, envp), FQ_EINVAL);
+    assert_string_equal(s_error, "flag --make-thing: missing value (PATH)");
+    char *list_value[] = {"tester", "--list=all", NULL};
+    assert_int_equal(s_load(config, list_value, envp), FQ_EINVAL);
+    assert_string_equal(s_error, "flag --list: takes no value");
+    char *bad_flag[] = {"tester", "--make-thing", "/tmp/x", "--workers=0", NULL};
+    assert_int_equal(s_load(config, bad_flag, envp), FQ_EINVAL);
+    assert_string_equal(s_error,
+                        "flag --workers: invalid value for \"workers\": 0 is out of range (1..9)");
+    fq_config_destroy(&config);
+}
+
+//  Two loads compared key by key, and one key's value taken over with
+//  its source: what fairqd's reload does.
+static void test_equal_and_adopt(void **unused)
+{
+    (void)unused;
+    fq_config_t *running = fq_config_new(&fq_fairqd_schema);
+    fq_config_t *next = fq_config_new(&fq_fairqd_schema);
+    char *first[] = {"fairqd", "--prefetch=10", NULL};
+    s_expect_ok(running, first, s_no_env);
+    char *envp[] = {"FAIRQ_LOG_LEVEL=DEBUG", NULL};
+    char *second[] = {"fairqd", "--prefetch=010", "--splitters=3", NULL};
+    s_expect_ok(next, second, envp);
+    assert_true(fq_config_equal(running, next, FQ_FAIRQD_KEY_PREFETCH)); //  10 is 010
+    assert_true(fq_config_equal(running, next, FQ_FAIRQD_KEY_NAME));
+    assert_false(fq_config_equal(running, next, FQ_FAIRQD_KEY_SPLITTERS));
+    assert_false(fq_config_equal(running, next, FQ_FAIRQD_KEY_LOG_LEVEL));
+    assert_int_equal(fq_config_adopt(running, next, FQ_FAIRQD_KEY_LOG_LEVEL), 0);
+    assert_string_equal(fq_config_str(running, FQ_FAIRQD_KEY_LOG_LEVEL), "debug");
+    assert_int_equal(fq_config_source(running, FQ_FAIRQD_KEY_LOG_LEVEL), FQ_CONFIG_FROM_ENV);
+    assert_string_equal(fq_config_origin(running, FQ_FAIRQD_KEY_LOG_LEVEL),
+                        "environment FAIRQ_LOG_LEVEL");
+    assert_true(fq_config_equal(running, next, FQ_FAIRQD_KEY_LOG_LEVEL));
+    assert_int_equal(fq_config_int(running, FQ_FAIRQD_KEY_SPLITTERS), 2); //  Not adopted
+    fq_config_destroy(&next);
+    //  The adopted value is the running configuration's own
+    assert_string_equal(fq_config_str(running, FQ_FAIRQD_KEY_LOG_LEVEL), "debug");
+    fq_config_destroy(&running);
 }
 
 int main(void)
@@ -894,6 +1134,11 @@ int main(void)
         cmocka_unit_test(test_masked_conninfo),
         cmocka_unit_test(test_print),
         cmocka_unit_test(test_help),
+        cmocka_unit_test(test_version),
+        cmocka_unit_test(test_dash_underscore_alias),
+        cmocka_unit_test(test_other_schema),
+        cmocka_unit_test(test_commands),
+        cmocka_unit_test(test_equal_and_adopt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

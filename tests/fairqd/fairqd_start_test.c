@@ -13,7 +13,12 @@
       libpq's reason, its password masked), never retried;
     * an unreachable database is retried, with doubling waits, until
       SIGTERM; a database that appears meanwhile is used;
-    * --help and --print-config print and exit 0;
+    * --help, --version and --print-config print and exit 0;
+    * SIGHUP reloads the config file and the environment under the flags
+      it was started with: log_level changes at once (debug lines
+      appear), a key that cannot change live is named as needing a
+      restart, a summary line says what changed; a file with an error is
+      logged and the running configuration kept, fairqd still runs;
     * the gateway: insecure, with CURVE (an allowed sender joins), one
       that cannot start (exit 1), and one whose configuration it refuses
       (exit 2): a certificate that is missing or lacks its _secret file,
@@ -613,6 +618,15 @@ static void test_help_and_print_config(void **unused)
     assert_int_equal(s_wait(&fairqd, S_STEP_TIMEOUT_MS), S_EXIT_OK);
     assert_int_equal(strncmp(fairqd.seen, "usage: fairqd ", strlen("usage: fairqd ")), 0);
     assert_non_null(strstr(fairqd.seen, "\n  --database=CONNINFO  (FAIRQ_DATABASE, default \"\")"));
+    assert_non_null(strstr(fairqd.seen, "\n  --http-listen=TEXT  (FAIRQ_HTTP_LISTEN, "));
+    s_expect_quiet_stderr(&fairqd);
+    s_destroy(&fairqd);
+
+    //  --version: "fairqd" and the project's version, alone on its line
+    const char *version[] = {"--version", "--databse=ignored", NULL};
+    s_start(&fairqd, version, NULL);
+    assert_int_equal(s_wait(&fairqd, S_STEP_TIMEOUT_MS), S_EXIT_OK);
+    assert_string_equal(fairqd.seen, "fairqd " FQ_VERSION "\n");
     s_expect_quiet_stderr(&fairqd);
     s_destroy(&fairqd);
 
@@ -628,6 +642,86 @@ static void test_help_and_print_config(void **unused)
     assert_null(strstr(fairqd.seen, "connecting"));
     s_expect_quiet_stderr(&fairqd);
     s_destroy(&fairqd);
+}
+
+//  Writes text as the config file at path, whole, before a SIGHUP reads it.
+static void s_write_config(const char *path, const char *text)
+{
+    char temp[S_PATH_SIZE + 8];
+    snprintf(temp, sizeof temp, "%s.new", path);
+    FILE *file = fopen(temp, "w");
+    assert_non_null(file);
+    fputs(text, file);
+    assert_int_equal(fclose(file), 0);
+    assert_int_equal(rename(temp, path), 0);
+}
+
+//  SIGHUP reloads the config file under the flags fairqd started with:
+//  log_level changes at once (debug lines appear), a key that cannot
+//  change live is named as needing a restart and keeps its value, the
+//  summary says it all; a file with an error is logged, the running
+//  configuration kept, and fairqd goes on.
+static void test_sighup_reloads_the_config(void **unused)
+{
+    (void)unused;
+    char conninfo[128], path[S_PATH_SIZE], text[S_LINE_SIZE], wanted[S_LINE_SIZE];
+    assert_int_equal(fq_test_db_create_named("reload", true, conninfo, sizeof conninfo), 0);
+    assert_true(snprintf(path, sizeof path, "%s/fairqd.conf", s_make_temp_dir()) <
+                (int)sizeof path);
+    snprintf(text, sizeof text, "database = \"%s\"\nlog_level = info\n", conninfo);
+    s_write_config(path, text);
+    //  The flag wins over the file, at start and at every reload
+    const char *args[] = {"--config", path, "--drain-timeout-ms=1234", NULL};
+    s_fairqd_t fairqd;
+    s_start(&fairqd, args, NULL);
+    s_expect(&fairqd, "INFO:  ready", S_STEP_TIMEOUT_MS, NULL, 0);
+    assert_null(strstr(fairqd.seen, "DEBUG:  "));
+
+    snprintf(text, sizeof text,
+             "database = \"%s\"\nlog_level = debug\nsplitters = 3\ndrain_timeout_ms = 99\n",
+             conninfo);
+    s_write_config(path, text);
+    assert_int_equal(kill(fairqd.pid, SIGHUP), 0);
+    s_expect(&fairqd, "INFO:  received SIGHUP, reloading config", S_STEP_TIMEOUT_MS, NULL, 0);
+    snprintf(wanted, sizeof wanted,
+             "WARNING:  reload: splitters changed (2 -> 3, config %s:3) but needs a restart", path);
+    s_expect(&fairqd, wanted, S_STEP_TIMEOUT_MS, NULL, 0);
+    snprintf(wanted, sizeof wanted,
+             "INFO:  reloaded config %s: log_level info -> debug; splitters needs a restart", path);
+    char line[S_LINE_SIZE];
+    s_expect(&fairqd, wanted, S_STEP_TIMEOUT_MS, line, sizeof line);
+    assert_string_equal(strstr(line, "INFO:  "), wanted); //  drain_timeout_ms: the flag's
+    //  Debug lines now: the settings as they run, in the table's order
+    //  (splitters unchanged, drain_timeout_ms the flag's)
+    s_expect(&fairqd, "DEBUG:  setting splitters = \"2\" (default)", S_STEP_TIMEOUT_MS, NULL, 0);
+    s_expect(&fairqd, "DEBUG:  setting drain_timeout_ms = \"1234\" (flag --drain-timeout-ms)",
+             S_STEP_TIMEOUT_MS, NULL, 0);
+    snprintf(wanted, sizeof wanted, "DEBUG:  setting log_level = \"debug\" (config %s:2)", path);
+    s_expect(&fairqd, wanted, S_STEP_TIMEOUT_MS, NULL, 0);
+
+    //  A typo: logged, nothing changes, fairqd runs on
+    snprintf(text, sizeof text,
+             "database = \"%s\"\nlog_level = info\nsplitters = 3\nlog_levle = x\n", conninfo);
+    s_write_config(path, text);
+    assert_int_equal(kill(fairqd.pid, SIGHUP), 0);
+    snprintf(wanted, sizeof wanted,
+             "ERROR:  could not reload config: config %s:4: unknown key \"log_levle\" (did you "
+             "mean \"log_level\"?); the running configuration is kept",
+             path);
+    s_expect(&fairqd, wanted, S_STEP_TIMEOUT_MS, NULL, 0);
+    assert_int_equal(kill(fairqd.pid, 0), 0);
+
+    //  Mended: back to info; splitters is as it runs, so no longer a change
+    snprintf(text, sizeof text, "database = \"%s\"\nlog_level = info\n", conninfo);
+    s_write_config(path, text);
+    assert_int_equal(kill(fairqd.pid, SIGHUP), 0);
+    snprintf(wanted, sizeof wanted, "INFO:  reloaded config %s: log_level debug -> info", path);
+    s_expect(&fairqd, wanted, S_STEP_TIMEOUT_MS, line, sizeof line);
+    assert_string_equal(strstr(line, "INFO:  "), wanted);
+    s_stop(&fairqd, SIGTERM, "INFO:  received SIGTERM, draining");
+    s_expect_quiet_stderr(&fairqd);
+    s_destroy(&fairqd);
+    fq_test_db_drop_named("reload");
 }
 
 //  No server where the database should be: fairqd logs each failed
@@ -1131,6 +1225,7 @@ int main(void)
         cmocka_unit_test_teardown(test_config_errors_exit_2, s_teardown),
         cmocka_unit_test_teardown(test_malformed_database_exits_2, s_teardown),
         cmocka_unit_test_teardown(test_help_and_print_config, s_teardown),
+        cmocka_unit_test_teardown(test_sighup_reloads_the_config, s_teardown),
         cmocka_unit_test_teardown(test_unreachable_database_is_retried_until_sigterm, s_teardown),
         cmocka_unit_test_teardown(test_database_that_appears_is_used, s_teardown),
         cmocka_unit_test_teardown(test_insecure_gateway, s_teardown),

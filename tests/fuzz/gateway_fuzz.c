@@ -3,7 +3,7 @@
     frames arrive; not only through the envelope decoder.
 
     Once per process (LLVMFuzzerInitialize) it starts an actor system named
-    as fairqd's (the defaults of fq_config.h), with:
+    as fairqd's (the defaults of fq_fairqd_keys.h), with:
 
         /system/gateway     bound in insecure mode on an inproc endpoint
                             (FQ_GATEWAY_FUZZ_ENDPOINT names another, say an
@@ -71,7 +71,7 @@
 
     The normal test suite runs it without libFuzzer: gateway_fuzz_replay.c. */
 #include "gateway_fuzz.h"
-#include "fq_config.h"
+#include "fq_fairqd_keys.h"
 #include "fq_gateway.h"
 #include "fq_log.h"
 #include "fq_messages.h"
@@ -489,7 +489,7 @@ static void s_peer_hello(void)
     fq_gw_hello_t hello = {.system = S_PEER_NAME,
                            .version = S_PEER_VERSION,
                            .heartbeat_ms =
-                               (uint32_t)fq_config_int(s_fuzz.config, FQ_CONFIG_HEARTBEAT_MS)};
+                               (uint32_t)fq_config_int(s_fuzz.config, FQ_FAIRQD_KEY_HEARTBEAT_MS)};
     if (fq_envelope_encode(&s_fuzz.buf, FQ_MSG_GW_HELLO, 0, 0, NULL, NULL, &fq_gw_hello_desc,
                            &hello, NULL))
         s_fail("could not encode HELLO");
@@ -630,15 +630,15 @@ static void s_pipeline_config(fq_config_t *config, fq_pipeline_config_t *pipelin
 {
     *pipeline =
         (fq_pipeline_config_t){.database = S_DATABASE,
-                               .name = fq_config_str(config, FQ_CONFIG_NAME),
-                               .prefetch = fq_config_int(config, FQ_CONFIG_PREFETCH),
-                               .splitters = fq_config_int(config, FQ_CONFIG_SPLITTERS),
-                               .poll_ms = fq_config_int(config, FQ_CONFIG_POLL_MS),
-                               .ack_batch = fq_config_int(config, FQ_CONFIG_ACK_BATCH),
-                               .ack_flush_ms = fq_config_int(config, FQ_CONFIG_ACK_FLUSH_MS),
-                               .retry = {fq_config_int(config, FQ_CONFIG_RETRY_BASE_MS),
-                                         fq_config_int(config, FQ_CONFIG_RETRY_CAP_MS)},
-                               .retention_s = fq_config_int(config, FQ_CONFIG_RETENTION_S),
+                               .name = fq_config_str(config, FQ_FAIRQD_KEY_NAME),
+                               .prefetch = fq_config_int(config, FQ_FAIRQD_KEY_PREFETCH),
+                               .splitters = fq_config_int(config, FQ_FAIRQD_KEY_SPLITTERS),
+                               .poll_ms = fq_config_int(config, FQ_FAIRQD_KEY_POLL_MS),
+                               .ack_batch = fq_config_int(config, FQ_FAIRQD_KEY_ACK_BATCH),
+                               .ack_flush_ms = fq_config_int(config, FQ_FAIRQD_KEY_ACK_FLUSH_MS),
+                               .retry = {fq_config_int(config, FQ_FAIRQD_KEY_RETRY_BASE_MS),
+                                         fq_config_int(config, FQ_FAIRQD_KEY_RETRY_CAP_MS)},
+                               .retention_s = fq_config_int(config, FQ_FAIRQD_KEY_RETENTION_S),
                                .metrics = s_fuzz.metrics};
 }
 
@@ -666,8 +666,8 @@ static void s_start_gateway(const char *endpoint)
     fq_gateway_config_t gateway = {
         .bind = endpoint,
         .insecure = true,
-        .heartbeat_ms = fq_config_int(s_fuzz.config, FQ_CONFIG_HEARTBEAT_MS),
-        .heartbeat_timeout_ms = fq_config_int(s_fuzz.config, FQ_CONFIG_HEARTBEAT_TIMEOUT_MS),
+        .heartbeat_ms = fq_config_int(s_fuzz.config, FQ_FAIRQD_KEY_HEARTBEAT_MS),
+        .heartbeat_timeout_ms = fq_config_int(s_fuzz.config, FQ_FAIRQD_KEY_HEARTBEAT_TIMEOUT_MS),
         .admit = S_ADMIT,
         .admit_count = S_ADMIT_COUNT,
     };
@@ -692,7 +692,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     }
     msgpack_sbuffer_init(&s_fuzz.buf);
     msgpack_zone_init(&s_fuzz.zone, S_ZONE_CHUNK);
-    s_fuzz.config = fq_config_new();
+    s_fuzz.config = fq_config_new(&fq_fairqd_schema);
     s_fuzz.metrics = fq_metrics_new();
     if (!s_fuzz.config || !s_fuzz.metrics)
         s_fail("out of memory");

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install the Debian 12 packages fairq needs to build, test and run.
+# Install the Debian 12 packages fairq needs to build, test and run
+# (and, with --packaging, to build and try its own packages).
 # Safe to run repeatedly: when everything is already installed it touches nothing,
 # needs no root and no network.
 set -euo pipefail
@@ -14,6 +15,11 @@ PACKAGES=(
     python3-zmq python3-msgpack clang libclang-rt-14-dev
     pgbouncer
 )
+# --packaging: also what deploy/build-packages.sh and deploy/package-check.sh
+# need (debhelper to build, a Debian 12 root booted under systemd-nspawn to try)
+if [[ "${1:-}" == --packaging ]]; then
+    PACKAGES+=(debhelper dpkg-dev fakeroot debootstrap systemd-container)
+fi
 
 # Only "install ok installed" counts: a removed package can leave "deinstall ok config-files".
 missing=()

@@ -650,6 +650,21 @@ static int s_run(s_daemon_t *self)
     }
 }
 
+//  Runs the command of config's command line (the one: --make-cert PATH,
+//  for the package's installation and for operators). Returns the exit code.
+static int s_command(fq_config_t *config)
+{
+    const char *path = NULL;
+    if (fq_config_command(config, &path) != FQ_FAIRQD_COMMAND_MAKE_CERT)
+        return FQ_FAIRQD_EXIT_CONFIG;
+    if (fq_gateway_cert_make(path) != 0) {
+        fprintf(stderr, "%s: could not write certificate \"%s\"\n", FQ_FAIRQD_PROGRAM, path);
+        return FQ_FAIRQD_EXIT_FAILURE;
+    }
+    printf("wrote %s (public) and %s_secret (keep it private)\n", path, path);
+    return FQ_FAIRQD_EXIT_OK;
+}
+
 int main(int argc, char *argv[])
 {
     //  "fairqd token create ...": a command that ends, not the daemon. It
@@ -681,9 +696,11 @@ int main(int argc, char *argv[])
         printf("%s %s\n", FQ_FAIRQD_PROGRAM, FQ_VERSION);
     else if (action == FQ_CONFIG_PRINT)
         fq_config_print(fairqd.config, stdout);
+    else if (action == FQ_CONFIG_COMMAND)
+        rc = s_command(fairqd.config);
     if (action != FQ_CONFIG_RUN) {
         fq_config_destroy(&fairqd.config);
-        return FQ_FAIRQD_EXIT_OK;
+        return rc;
     }
 
     //  Every connection of fairqd (the actors', the HTTP API's) gives up

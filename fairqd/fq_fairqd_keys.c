@@ -59,6 +59,12 @@ static int s_check(fq_config_t *config, char *error, size_t size)
     return 0;
 }
 
+static const fq_config_command_t s_commands[] = {
+    [FQ_FAIRQD_COMMAND_MAKE_CERT] = {"make_cert", "PATH",
+                                     "write a new CURVE certificate for gateway_cert to PATH "
+                                     "(public) and PATH_secret, then exit"},
+};
+
 const fq_config_schema_t fq_fairqd_schema = {
     .program = FQ_FAIRQD_PROGRAM,
     .synopsis = "[--config PATH] [--KEY=VALUE ...]",
@@ -66,5 +72,7 @@ const fq_config_schema_t fq_fairqd_schema = {
     .env_file = "FAIRQ_CONFIG",
     .keys = s_keys,
     .key_count = FQ_FAIRQD_KEY_COUNT,
+    .commands = s_commands,
+    .command_count = sizeof s_commands / sizeof s_commands[0],
     .check = s_check,
 };

@@ -152,8 +152,13 @@ typedef enum {
         FQ_FAIRQD_KEY_COUNT
 } fq_fairqd_key_t;
 
-//  fairqd's schema, for fq_config_new: the table, the FAIRQ_ prefix and
-//  the checks between keys.
+//  fairqd's commands besides running (fq_config_command's index).
+typedef enum {
+    FQ_FAIRQD_COMMAND_MAKE_CERT, //  --make-cert PATH: a new certificate, then exit
+} fq_fairqd_command_t;
+
+//  fairqd's schema, for fq_config_new: the table, the FAIRQ_ prefix,
+//  --make-cert and the checks between keys.
 extern const fq_config_schema_t fq_fairqd_schema;
 
 #endif

@@ -113,6 +113,11 @@ typedef struct {
 //  as its scheme). When not, what is wrong is written into problem.
 bool fq_gateway_endpoints_valid(const char *list, char *problem, size_t size);
 
+//  Writes a new CURVE certificate: its public half to path, its secret
+//  half to path_secret (readable by the owner only), as the gateway and
+//  the sender load them. Returns 0, or -1 when a file cannot be written.
+int fq_gateway_cert_make(const char *path);
+
 //  Validates cfg, loads keys and spawns /system/gateway. Strings and the
 //  admission table in cfg are copied. Returns 0, FQ_EINVAL (with a logged
 //  reason: a certificate that is missing or lacks its secret key, an allow

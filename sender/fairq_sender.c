@@ -109,10 +109,7 @@ static int s_first_endpoint_len(const char *connect)
 
 static int s_make_cert(const char *path)
 {
-    zcert_t *cert = zcert_new();
-    int rc = cert ? zcert_save(cert, path) : -1;
-    zcert_destroy(&cert);
-    if (rc != 0) {
+    if (fq_gateway_cert_make(path) != 0) {
         fprintf(stderr, "%s: could not write certificate \"%s\"\n", S_PROGRAM, path);
         return S_EXIT_FAILURE;
     }

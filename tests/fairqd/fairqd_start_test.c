@@ -806,7 +806,9 @@ static void test_insecure_gateway(void **unused)
 }
 
 //  A CURVE gateway from gateway_cert and gateway_allow_dir: a sender whose
-//  certificate is in the allow list joins fairqd's system.
+//  certificate is in the allow list joins fairqd's system. fairqd's
+//  certificate is the one `fairqd --make-cert` writes, its secret half
+//  readable by its owner only.
 static void test_curve_gateway_lets_an_allowed_sender_in(void **unused)
 {
     (void)unused;
@@ -820,9 +822,21 @@ static void test_curve_gateway_lets_an_allowed_sender_in(void **unused)
     assert_true(snprintf(allow_dir, sizeof allow_dir, "%s/allow", dir) < (int)sizeof allow_dir);
     snprintf(sender_path, sizeof sender_path, "%s/sender.cert", allow_dir);
     assert_int_equal(zsys_dir_create("%s", allow_dir), 0);
-    zcert_t *server = zcert_new();
+    s_fairqd_t fairqd;
+    const char *make_cert[] = {"--make-cert", cert_path, NULL};
+    s_start(&fairqd, make_cert, NULL);
+    assert_int_equal(s_wait(&fairqd, S_STEP_TIMEOUT_MS), S_EXIT_OK);
+    assert_non_null(strstr(fairqd.seen, "wrote "));
+    s_destroy(&fairqd);
+    char secret_path[S_PATH_SIZE + 8];
+    snprintf(secret_path, sizeof secret_path, "%s_secret", cert_path);
+    struct stat secret;
+    assert_int_equal(stat(secret_path, &secret), 0);
+    assert_int_equal(secret.st_mode & 0777, 0600);
+    //  The sender knows fairqd by the public half alone
+    zcert_t *server = zcert_load(cert_path);
+    assert_non_null(server);
     zcert_t *sender = zcert_new();
-    assert_int_equal(zcert_save(server, cert_path), 0);
     assert_int_equal(zcert_save_public(sender, sender_path), 0);
 
     int port = s_free_port();
@@ -836,7 +850,6 @@ static void test_curve_gateway_lets_an_allowed_sender_in(void **unused)
                           allow_flag,
                           "--name=hub",
                           NULL};
-    s_fairqd_t fairqd;
     s_start(&fairqd, args, NULL);
     snprintf(wanted, sizeof wanted,
              "INFO:  gateway listening on %s (CURVE: certificate %s, allowed in: %s)", endpoint,

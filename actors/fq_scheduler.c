@@ -327,8 +327,8 @@ static void s_open(s_self_t *self, const fq_due_request_t *due)
         s_count_submitted(self, due);
         fq_fairness_request_add(self->fairness, due->id, due->tenant_id, due->priority,
                                 due->scan_from, due->split_done);
-        fq_log(FQ_LOG_INFO, "scheduler: request %lld of tenant %lld is open (priority %d%s)",
-               (long long)due->id, (long long)due->tenant_id, due->priority,
+        fq_log(FQ_LOG_INFO, "scheduler: request %lld of tenant \"%s\" is open (priority %d%s)",
+               (long long)due->id, due->tenant, due->priority,
                due->split_done ? "" : ", splitting");
     } else if (!fq_fairness_request_held(self->fairness, due->id)) {
         int64_t now = zclock_mono();

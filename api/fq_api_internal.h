@@ -27,8 +27,10 @@
 struct fq_http {
     struct MHD_Daemon *daemon;
     char *database;
-    size_t body_max;
-    bool metrics_public;
+    //  What a reload may change while calls run (fq_http_set_live)
+    _Atomic size_t body_max;
+    _Atomic bool metrics_public;
+    _Atomic int tenant_weight, tenant_max_inflight, tenant_submit_rate;
     fq_metrics_t *metrics;
     fq_system_t *system;
     const fq_lease_t *lease;         //  Who leads, for /healthz; NULL: not said
@@ -63,6 +65,8 @@ typedef struct {
     const char *text_type;
     char retry_after[16]; //  For 429: a Retry-After header, when set
     char allow[64];       //  For 405: the Allow header
+    bool replayed;        //  The answer of an earlier submit with the same
+                          //  Idempotency-Key: an Idempotent-Replayed header
     bool close;           //  Close the connection after the answer
 } fq_api_call_t;
 

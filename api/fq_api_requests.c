@@ -12,6 +12,9 @@
 //  The Idempotency-Key header's limits (the schema's check).
 #define S_IDEMPOTENCY_KEY_MAX 255
 
+//  Most of a key quoted in an answer, bytes: enough to tell which it was.
+#define S_IDEMPOTENCY_KEY_QUOTED 64
+
 #define S_MAX_ATTEMPTS_MIN 1
 #define S_MAX_ATTEMPTS_MAX 100
 
@@ -120,9 +123,10 @@ static bool s_rate_allows(fq_api_call_t *call)
     return false;
 }
 
-//  Gives back the token of a submit the database refused. Called once the
-//  answer is made, which reads the store's error of the submit. Without
-//  the database the token is lost: the tenant waits a little longer.
+//  Gives back the token of a submit the database refused, or answered
+//  with the request its Idempotency-Key named. Called once the answer is
+//  made, which reads the store's error of the submit. Without the
+//  database the token is lost: the tenant waits a little longer.
 static void s_rate_give_back(fq_api_call_t *call)
 {
     if (!s_rate_limited(call) || !fq_store_connected(call->store))
@@ -171,6 +175,45 @@ static bool s_from(fq_api_call_t *call, const char *from)
     return !problem;
 }
 
+//  The recipients' shape: an array of objects with "to" (and "fields"),
+//  checked before anything is stored. A client that sent bare addresses,
+//  or named "to" otherwise ("email"), would otherwise be told 202 and find
+//  its request done with every recipient rejected. Each recipient's
+//  values are still checked when it is split, and a bad one rejected alone
+//  (API.md). False after answering 400 naming the first such recipient.
+static bool s_recipients_shape(fq_api_call_t *call, const fq_api_slice_t *recipients)
+{
+    char reason[FQ_RECIPIENT_REASON_SIZE];
+    size_t position;
+    const char *problem = fq_recipients_shape_problem(recipients->text, recipients->size, &position,
+                                                      reason, sizeof reason);
+    if (problem)
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "recipients[%zu]: %s", position, problem);
+    return !problem;
+}
+
+//  Answers the request an Idempotency-Key named before (rc 0 or 1 of the
+//  store: found, the same request), or 422 when it named another (rc
+//  FQ_ECONFLICT), or the store's error. False when rc is none of these:
+//  the key is new.
+static bool s_key_answered(fq_api_call_t *call, const fq_submit_t *submit, int rc, int64_t id)
+{
+    if (rc == FQ_ENOTFOUND)
+        return false;
+    if (rc == 0 || rc == 1) {
+        s_reply_request(call, MHD_HTTP_ACCEPTED, id);
+        call->replayed = call->status == MHD_HTTP_ACCEPTED;
+    } else if (rc == FQ_ECONFLICT)
+        fq_api_fail(call, MHD_HTTP_UNPROCESSABLE_CONTENT,
+                    "Idempotency-Key \"%.*s\" was used for another request: a key repeats only "
+                    "the same request (the same fields and recipients); use a new key for a new "
+                    "request",
+                    S_IDEMPOTENCY_KEY_QUOTED, submit->idempotency_key);
+    else
+        fq_api_fail_store(call, rc);
+    return true;
+}
+
 void fq_api_request_submit(fq_api_call_t *call)
 {
     static const char *const keys[] = {"tenant",     "from",    "subject",  "body",         "html",
@@ -206,6 +249,8 @@ void fq_api_request_submit(fq_api_call_t *call)
                                     : "recipients is required");
         goto done;
     }
+    if (!s_recipients_shape(call, &recipients))
+        goto done;
     if ((send_at && !fq_api_parse_time(call, send_at, "send_at", &submit.send_at)) ||
         !s_int(call, body, "priority", FQ_PRIORITY_MIN, FQ_PRIORITY_MAX, &submit.priority) ||
         !s_int(call, body, "max_attempts", S_MAX_ATTEMPTS_MIN, S_MAX_ATTEMPTS_MAX,
@@ -213,32 +258,28 @@ void fq_api_request_submit(fq_api_call_t *call)
         !s_idempotency_key(call, &submit.idempotency_key) ||
         !(submit.tenant = s_submit_tenant(call, body)))
         goto done;
+    //  Each recipient's values are checked by the splitter, which refuses
+    //  a bad one alone (API.md)
+    submit.recipients_json = recipients.text;
+    submit.recipients_size = recipients.size;
     //  A client retrying with its key gets the first request, without
     //  spending its submit rate on it
-    int64_t id;
-    int rc = submit.idempotency_key
-                 ? fq_store_request_by_key(call->store, submit.tenant, submit.idempotency_key, &id)
-                 : FQ_ENOTFOUND;
+    int64_t id = 0;
+    int rc = fq_store_request_by_key(call->store, &submit, &id);
+    if (s_key_answered(call, &submit, rc, id) || !s_rate_allows(call))
+        goto done;
+    rc = fq_store_submit(call->store, &submit, &id);
     if (rc == 0) {
         s_reply_request(call, MHD_HTTP_ACCEPTED, id);
         goto done;
     }
-    if (rc != FQ_ENOTFOUND) {
+    //  Its key taken meanwhile by another call (a client's retry racing
+    //  its first try) is answered as above; either way no token is spent
+    if (rc == 1 || rc == FQ_ECONFLICT)
+        s_key_answered(call, &submit, rc, id);
+    else
         fq_api_fail_store(call, rc);
-        goto done;
-    }
-    if (!s_rate_allows(call))
-        goto done;
-    //  Each recipient is checked by the splitter, which refuses a bad one
-    //  alone (API.md)
-    submit.recipients_json = recipients.text;
-    submit.recipients_size = recipients.size;
-    rc = fq_store_submit(call->store, &submit, &id);
-    if (rc) {
-        fq_api_fail_store(call, rc);
-        s_rate_give_back(call);
-    } else
-        s_reply_request(call, MHD_HTTP_ACCEPTED, id);
+    s_rate_give_back(call);
 done:
     json_decref(body);
 }

@@ -121,7 +121,12 @@ void fq_api_tenant_put(fq_api_call_t *call)
     json_t *body = fq_api_body_fields(call, keys, NULL, NULL);
     if (!body)
         return;
-    fq_tenant_spec_t spec = {.name = name};
+    fq_tenant_spec_t spec = {
+        .name = name,
+        .defaults = {
+            atomic_load_explicit(&call->server->tenant_weight, memory_order_relaxed),
+            atomic_load_explicit(&call->server->tenant_max_inflight, memory_order_relaxed),
+            atomic_load_explicit(&call->server->tenant_submit_rate, memory_order_relaxed)}};
     int64_t id;
     if (s_limit(call, body, "weight", S_WEIGHT_MIN, S_WEIGHT_MAX, false, &spec.weight) &&
         s_limit(call, body, "max_inflight", 1, INT_MAX, false, &spec.max_inflight) &&

@@ -33,6 +33,10 @@
 
 #define S_CONTENT_JSON "application/json"
 
+//  The header of an answer given again for a repeated Idempotency-Key (the
+//  IETF httpapi Idempotency-Key draft).
+#define S_HEADER_REPLAYED "Idempotent-Replayed"
+
 //  After failing to connect to the database, a pool thread answers 503 at
 //  once for this long before it tries again.
 #define S_RECONNECT_PAUSE_MS 1000
@@ -162,6 +166,8 @@ static const char *s_error_code(unsigned status)
         return "conflict";
     case MHD_HTTP_CONTENT_TOO_LARGE:
         return "payload_too_large";
+    case MHD_HTTP_UNPROCESSABLE_CONTENT:
+        return "unprocessable_content";
     case MHD_HTTP_TOO_MANY_REQUESTS:
         return "rate_limited";
     case MHD_HTTP_SERVICE_UNAVAILABLE:
@@ -322,6 +328,8 @@ static enum MHD_Result s_send(fq_api_call_t *call)
         MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, call->allow);
     if (call->retry_after[0])
         MHD_add_response_header(response, MHD_HTTP_HEADER_RETRY_AFTER, call->retry_after);
+    if (call->replayed)
+        MHD_add_response_header(response, S_HEADER_REPLAYED, "true");
     //  libmicrohttpd closes the connection after an answer that says so
     if (call->close)
         MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -559,6 +567,7 @@ typedef struct {
     const char *params[FQ_API_PARAMS_MAX];
     fq_token_owner_t owner;
     size_t announced; //  Content-Length, when one came: the body's size
+    size_t body_max;  //  http_body_max when the call came (a reload may change it)
     fq_buf_t body;    //  Doubles as pieces come, up to the size announced
     bool too_large;   //  Over body_max: the rest is read and dropped
 } s_upload_t;
@@ -727,21 +736,28 @@ static bool s_framing_ok(fq_api_call_t *call, const char *version, s_upload_t *u
     return false;
 }
 
+//  Whether GET /metrics needs no token (metrics_public, as last set).
+static bool s_metrics_public(fq_http_t *self)
+{
+    return atomic_load_explicit(&self->metrics_public, memory_order_relaxed);
+}
+
 //  From the headers alone: the route, and the caller's token. A call that
 //  may not go on is answered before a byte of its body is read, so nobody
 //  without a token can make fairqd hold bodies. False after answering.
 static bool s_admit(fq_api_call_t *call, s_upload_t *upload)
 {
-    if (upload->announced > call->server->body_max) {
+    upload->body_max = atomic_load_explicit(&call->server->body_max, memory_order_relaxed);
+    if (upload->announced > upload->body_max) {
         fq_api_fail(call, MHD_HTTP_CONTENT_TOO_LARGE,
-                    "the body is larger than %zu bytes (http_body_max)", call->server->body_max);
+                    "the body is larger than %zu bytes (http_body_max)", upload->body_max);
         return false;
     }
     if (!s_find_route(call, upload))
         return false;
     s_auth_t auth = upload->route->auth;
     //  /healthz and a public /metrics report on the database themselves
-    if (auth == S_AUTH_NONE || (auth == S_AUTH_METRICS && call->server->metrics_public))
+    if (auth == S_AUTH_NONE || (auth == S_AUTH_METRICS && s_metrics_public(call->server)))
         return true;
     call->store = fq_api_store(call);
     if (!call->store || !s_authenticate(call) ||
@@ -785,7 +801,7 @@ static void s_run(fq_api_call_t *call, s_upload_t *upload)
     call->body_size = upload->body.size;
     s_auth_t auth = upload->route->auth;
     for (int attempt = 0;; attempt++) {
-        if (auth == S_AUTH_METRICS && call->server->metrics_public) {
+        if (auth == S_AUTH_METRICS && s_metrics_public(call->server)) {
             //  Public /metrics: the actors' figures are worth showing
             //  without the database (with fairq_database_up 0), so its 503
             //  is dropped
@@ -804,6 +820,7 @@ static void s_run(fq_api_call_t *call, s_upload_t *upload)
         call->text = NULL;
         call->status = 0;
         call->allow[0] = call->retry_after[0] = '\0';
+        call->replayed = false;
     }
 }
 
@@ -844,12 +861,12 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *connection, co
             return MHD_YES;
         upload->route = NULL;
     } else if (*upload_data_size) {
-        s_upload_add(upload, upload_data, *upload_data_size, self->body_max);
+        s_upload_add(upload, upload_data, *upload_data_size, upload->body_max);
         *upload_data_size = 0;
         return MHD_YES;
     } else if (upload->too_large)
         fq_api_fail(&call, MHD_HTTP_CONTENT_TOO_LARGE,
-                    "the body is larger than %zu bytes (http_body_max)", self->body_max);
+                    "the body is larger than %zu bytes (http_body_max)", upload->body_max);
     else
         s_run(&call, upload);
     enum MHD_Result rc = s_send(&call);
@@ -1026,8 +1043,7 @@ fq_http_t *fq_http_new(const fq_http_config_t *config, char *error, size_t error
         return NULL;
     }
     pthread_mutex_init(&self->log_lock, NULL);
-    self->body_max = config->body_max;
-    self->metrics_public = config->metrics_public;
+    fq_http_set_live(self, config);
     self->lease = config->lease;
     self->metrics = config->metrics;
     self->system = config->system;
@@ -1072,4 +1088,18 @@ void fq_http_destroy(fq_http_t **self_p)
 int fq_http_port(fq_http_t *self)
 {
     return self->port;
+}
+
+void fq_http_set_live(fq_http_t *self, const fq_http_config_t *config)
+{
+    //  Each setting on its own: a call sees each one as it was or as it
+    //  is, never a torn value (relaxed: no other memory hangs on them)
+    atomic_store_explicit(&self->body_max, config->body_max, memory_order_relaxed);
+    atomic_store_explicit(&self->metrics_public, config->metrics_public, memory_order_relaxed);
+    atomic_store_explicit(&self->tenant_weight, config->tenant_defaults.weight,
+                          memory_order_relaxed);
+    atomic_store_explicit(&self->tenant_max_inflight, config->tenant_defaults.max_inflight,
+                          memory_order_relaxed);
+    atomic_store_explicit(&self->tenant_submit_rate, config->tenant_defaults.submit_rate,
+                          memory_order_relaxed);
 }

@@ -24,6 +24,7 @@
 
 #include "fq_http_policy.h"
 #include "fq_metrics.h"
+#include "fq_store.h"
 #include "fq_system.h"
 #include <stdbool.h>
 #include <stddef.h>
@@ -40,6 +41,7 @@ typedef struct {
     int connections_max;     //  Connections open at once; 0: FQ_HTTP_CONNECTIONS_MAX
     int connections_per_ip;  //  Of them from one address; 0: FQ_HTTP_CONNECTIONS_PER_IP
     int idle_timeout_s;      //  Silence that closes one; 0: FQ_HTTP_IDLE_TIMEOUT_S
+    fq_tenant_defaults_t tenant_defaults; //  What a tenant created without them gets
 } fq_http_config_t;
 
 typedef struct fq_http fq_http_t;
@@ -58,5 +60,11 @@ void fq_http_destroy(fq_http_t **self_p);
 
 //  The port it listens on (useful with port 0).
 int fq_http_port(fq_http_t *self);
+
+//  Takes the settings of config that may change while calls run (fairqd's
+//  reload on SIGHUP): body_max (for the calls that come after),
+//  metrics_public and tenant_defaults. Its other fields are ignored: they
+//  were fixed when the server started. Any thread.
+void fq_http_set_live(fq_http_t *self, const fq_http_config_t *config);
 
 #endif

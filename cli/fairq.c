@@ -16,7 +16,7 @@
 
     Exit codes (FQ_CLI_EXITS in fq_cli.h, printed by --help):
       0 success
-      1 the API refused the request (400, 405, 413, another 4xx), or a
+      1 the API refused the request (400, 405, 413, 422, another 4xx), or a
         request followed with status --watch finished with dead, rejected
         or cancelled messages
       2 usage error: bad arguments, an unreadable or malformed file

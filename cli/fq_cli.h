@@ -22,7 +22,7 @@
 #define FQ_CLI_EXITS(X)                                                                            \
     X(OK, 0, "success")                                                                            \
     X(FAILED, 1,                                                                                   \
-      "the API refused the request (400, 405, 413, another 4xx), or a request watched with "       \
+      "the API refused the request (400, 405, 413, 422, another 4xx), or a request watched with "  \
       "status --watch finished with dead, rejected or cancelled messages")                         \
     X(USAGE, 2, "usage error: bad arguments, an unreadable or malformed file (file:line)")         \
     X(NOT_FOUND, 3, "not found (404): no such request, message, tenant or route, or not yours")    \

@@ -111,7 +111,9 @@ static const fq_cli_option_t s_submit_options[] = {
      "with a CSV: send from TIME: RFC 3339 with a zone, Unix seconds, or +N[smhd]"},
     {"priority", "N", "with a CSV: priority within the tenant (-1000..1000, default 0)"},
     {"max-attempts", "N", "with a CSV: attempts per message before it is dead (1..100, default 5)"},
-    {"idempotency-key", "KEY", "submit at most once: the same key answers the first request again"},
+    {"idempotency-key", "KEY",
+     "submit at most once: the same key with the same request answers the first one again; with "
+     "another request it is refused (422)"},
     {"watch", NULL, "then follow the request as status --watch does (and exit as it does)"},
     {NULL, NULL, NULL}};
 

@@ -135,9 +135,11 @@ const fq_cli_command_t fq_cli_cmd_tenants_show = {.name = "tenants show",
 //  tenants set
 
 static const fq_cli_option_t s_set_options[] = {
-    {"weight", "N", "share of dispatch while backlogged (1..1000; new tenants: 1)"},
-    {"max-inflight", "N", "most messages in senders' hands at once (1..2147483647; new: 1000)"},
-    {"submit-rate", "N|none", "most submits per minute, or none for no limit (new: none)"},
+    {"weight", "N", "share of dispatch while backlogged (1..1000; new: fairqd's tenant_weight, 1)"},
+    {"max-inflight", "N",
+     "most messages in senders' hands at once (1..2147483647; new: tenant_max_inflight, 1000)"},
+    {"submit-rate", "N|none",
+     "most submits per minute, or none for no limit (new: tenant_submit_rate, none)"},
     {NULL, NULL, NULL}};
 
 static int s_tenants_set(fq_cli_t *cli, const fq_cli_args_t *args)

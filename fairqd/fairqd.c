@@ -147,6 +147,7 @@ static bool s_is_stop(int sig)
 }
 
 static void s_reload(s_daemon_t *self);
+static fq_http_config_t s_http_config(s_daemon_t *self);
 
 //  Waits up to timeout_ms (-1: for ever) for one of the signals. Returns
 //  it, or 0 once the time is up. A SIGHUP is handled here, and the wait
@@ -209,6 +210,12 @@ static void s_on_escalation(fq_system_t *sys, const char *path, const char *reas
 static const fq_fairqd_key_t s_live_keys[] = {
     FQ_FAIRQD_KEY_LOG_LEVEL,        //  At once
     FQ_FAIRQD_KEY_DRAIN_TIMEOUT_MS, //  At the next SIGTERM or SIGINT
+    //  The HTTP server's (fq_http_set_live): for the calls that come after
+    FQ_FAIRQD_KEY_HTTP_BODY_MAX,
+    FQ_FAIRQD_KEY_METRICS_PUBLIC,
+    FQ_FAIRQD_KEY_TENANT_WEIGHT,
+    FQ_FAIRQD_KEY_TENANT_MAX_INFLIGHT,
+    FQ_FAIRQD_KEY_TENANT_SUBMIT_RATE,
 };
 
 static bool s_is_live(int key)
@@ -312,6 +319,10 @@ static void s_reload(s_daemon_t *self)
     fq_buf_free(&applied);
     fq_buf_free(&restart);
     fq_config_destroy(&next);
+    if (self->http) {
+        fq_http_config_t http = s_http_config(self);
+        fq_http_set_live(self->http, &http);
+    }
     //  After the summary, so that it is seen even when the new level hides
     //  info lines; then every setting, as at start, if the level is debug
     s_apply_log_level(self->config);
@@ -516,6 +527,28 @@ static int s_start_leading(s_daemon_t *self)
     return FQ_FAIRQD_EXIT_OK;
 }
 
+//  The HTTP server's settings, from the running configuration (at start,
+//  and after a reload for the live ones).
+static fq_http_config_t s_http_config(s_daemon_t *self)
+{
+    fq_config_t *config = self->config;
+    return (fq_http_config_t){
+        .listen = fq_config_str(config, FQ_FAIRQD_KEY_HTTP_LISTEN),
+        .database = fq_config_str(config, FQ_FAIRQD_KEY_DATABASE),
+        .body_max = (size_t)fq_config_int(config, FQ_FAIRQD_KEY_HTTP_BODY_MAX),
+        .threads = fq_config_int(config, FQ_FAIRQD_KEY_HTTP_THREADS),
+        .connections_max = fq_config_int(config, FQ_FAIRQD_KEY_HTTP_CONNECTIONS_MAX),
+        .connections_per_ip = fq_config_int(config, FQ_FAIRQD_KEY_HTTP_CONNECTIONS_PER_IP),
+        .idle_timeout_s = fq_config_int(config, FQ_FAIRQD_KEY_HTTP_IDLE_TIMEOUT_S),
+        .metrics_public = fq_config_bool(config, FQ_FAIRQD_KEY_METRICS_PUBLIC),
+        .tenant_defaults = {fq_config_int(config, FQ_FAIRQD_KEY_TENANT_WEIGHT),
+                            fq_config_int(config, FQ_FAIRQD_KEY_TENANT_MAX_INFLIGHT),
+                            fq_config_int(config, FQ_FAIRQD_KEY_TENANT_SUBMIT_RATE)},
+        .metrics = self->metrics,
+        .system = self->system,
+        .lease = self->lease};
+}
+
 //  The HTTP API (api/API.md): every fairqd serves it, leader or standby;
 //  a submit reaches the leader's pipeline through the database's NOTIFY.
 static int s_start_http(s_daemon_t *self)
@@ -525,18 +558,7 @@ static int s_start_http(s_daemon_t *self)
         fq_log(FQ_LOG_INFO, "no http_listen: http api not started");
         return FQ_FAIRQD_EXIT_OK;
     }
-    fq_http_config_t config = {
-        .listen = listen,
-        .database = fq_config_str(self->config, FQ_FAIRQD_KEY_DATABASE),
-        .body_max = (size_t)fq_config_int(self->config, FQ_FAIRQD_KEY_HTTP_BODY_MAX),
-        .threads = fq_config_int(self->config, FQ_FAIRQD_KEY_HTTP_THREADS),
-        .connections_max = fq_config_int(self->config, FQ_FAIRQD_KEY_HTTP_CONNECTIONS_MAX),
-        .connections_per_ip = fq_config_int(self->config, FQ_FAIRQD_KEY_HTTP_CONNECTIONS_PER_IP),
-        .idle_timeout_s = fq_config_int(self->config, FQ_FAIRQD_KEY_HTTP_IDLE_TIMEOUT_S),
-        .metrics_public = fq_config_bool(self->config, FQ_FAIRQD_KEY_METRICS_PUBLIC),
-        .metrics = self->metrics,
-        .system = self->system,
-        .lease = self->lease};
+    fq_http_config_t config = s_http_config(self);
     char error[FQ_FAIRQD_ERROR_MAX];
     self->http = fq_http_new(&config, error, sizeof error);
     if (!self->http) {

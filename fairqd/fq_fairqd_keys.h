@@ -68,6 +68,12 @@
       fill to 500 and it measured 49,300-52,100.
       An ack's wait is not a message's: the sender's credit comes back
       with the ack itself, before it is written.
+    * tenant_weight 1, tenant_max_inflight 1000, tenant_submit_rate 0:
+      what a tenant gets when it is created without them. Weight 1 is an
+      equal share; 1000 messages in senders' hands is far beyond what
+      fairness needs (a tenant's turn is one message) and bounds what one
+      tenant's stuck deliveries can hold; no submit rate, as a new tenant
+      is the operator's own decision. They reload on SIGHUP.
     * retry_base_ms 60000, retry_cap_ms 3600000: a temporary mail failure
       (greylisting, a full mailbox) clears in minutes, not seconds; an hour
       cap is in line with MTAs (Postfix's maximal_backoff_time is 4000 s).
@@ -123,6 +129,12 @@
       "an HTTP connection silent this many seconds is closed (idle or a slow request)")            \
     X(METRICS_PUBLIC, metrics_public, BOOL, "false", 0, 0, NULL,                                   \
       "serve GET /metrics without a token (it shows every tenant's figures)")                      \
+    X(TENANT_WEIGHT, tenant_weight, INT, "1", 1, 1000, NULL,                                       \
+      "weight of a tenant created without one (PUT /v1/tenants/NAME)")                             \
+    X(TENANT_MAX_INFLIGHT, tenant_max_inflight, INT, "1000", 1, 2147483647, NULL,                  \
+      "max_inflight of a tenant created without one")                                              \
+    X(TENANT_SUBMIT_RATE, tenant_submit_rate, INT, "0", 0, 2147483647, NULL,                       \
+      "submits per minute of a tenant created without a submit_rate; 0: no limit")                 \
     X(PREFETCH, prefetch, INT, "256", 2, 10000, NULL,                                              \
       "message ids the scheduler keeps ready per active request")                                  \
     X(ACK_BATCH, ack_batch, INT, "500", 1, 10000, NULL,                                            \

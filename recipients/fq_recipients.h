@@ -101,6 +101,22 @@ void fq_recipients_scan_start(fq_recipients_scan_t *scan, const char *text, size
 //  are all that could be found).
 const char *fq_recipients_scan_next(fq_recipients_scan_t *scan, size_t *size);
 
+//  Why the list of size bytes at text (well-formed JSON, as for a scan)
+//  is not an array of recipients, or NULL when every element has a
+//  recipient's shape: an object with "to", and no member but "to" and
+//  "fields". Only the shape is looked at, never a value: each recipient's
+//  values are checked alone when it is split (fq_recipient_problem), but a
+//  client that sent bare addresses or named "to" otherwise ("email") would
+//  see every recipient rejected, so the HTTP API refuses such a list at
+//  once. Stops at the first element of another shape: its index from 0 in
+//  *position (else the count of elements), and why, e.g. "expected an
+//  object with \"to\", not a string" or "unknown key \"email\" (did you
+//  mean \"to\"?)", static text or written into reason (reason_size bytes;
+//  FQ_RECIPIENT_REASON_SIZE is enough). One pass over each element's
+//  text, nothing built but a key written with escapes.
+const char *fq_recipients_shape_problem(const char *text, size_t size, size_t *position,
+                                        char *reason, size_t reason_size);
+
 //  The text of the value of member "fields" of the JSON object of size
 //  bytes at text, its length in *fields_size; NULL when text is not an
 //  object or has no such member. For storing a recipient's fields as they

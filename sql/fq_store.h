@@ -133,11 +133,21 @@ void fq_store_set_epoch(fq_store_t *self, int64_t epoch);
 //  counters of its unfinished requests (never from counting messages).
 //  What is in flight is known to the scheduler only, not to the store.
 
+//  What a tenant created without a value gets (fairqd's tenant_* keys);
+//  0 in a field: the store's own default (weight 1, max_inflight 1000,
+//  no submit rate).
+typedef struct {
+    int weight;
+    int max_inflight;
+    int submit_rate; //  Submits per minute; 0: no limit
+} fq_tenant_defaults_t;
+
 typedef struct {
     const char *name;
-    int weight;       //  0 keeps the current value (1 for a new tenant)
-    int max_inflight; //  0 keeps the current value
-    int submit_rate;  //  Submits per minute; 0 keeps, -1 removes the limit
+    int weight;       //  0 keeps the current value (a new tenant: the default)
+    int max_inflight; //  0 keeps the current value (a new tenant: the default)
+    int submit_rate;  //  Submits per minute; 0 keeps (a new tenant: the default), -1 no limit
+    fq_tenant_defaults_t defaults; //  For a new tenant
 } fq_tenant_spec_t;
 
 //  Creates or updates a tenant. Returns 0 with its id, FQ_EINVAL (bad name
@@ -258,13 +268,20 @@ typedef struct {
     const char *idempotency_key; //  NULL = none
 } fq_submit_t;
 
-//  Submits a request through fairq.submit_json (the function applications
-//  call in their own transactions, as fairq.submit_json with the
-//  recipients as json, or fairq.submit with them as jsonb). A repeated
-//  idempotency key answers the first request's id and creates nothing.
-//  The recipients go to the server as they are, without a copy of fairq's
-//  own (libpq's send buffer holds one). Returns 0, FQ_EINVAL (bad input:
-//  the message says what) or FQ_EDB.
+//  Submits a request through fairq.submit_keyed (the function behind
+//  fairq.submit_json, which applications call in their own transactions,
+//  and fairq.submit with the recipients as jsonb). With an idempotency
+//  key, the request's fingerprint (fq_submit_t as fairq reads it: the same
+//  request written with its fields in another order, or a default given
+//  explicitly, has the same one) is kept with it, and a repeated key
+//  answers the first request's id and creates nothing, if that request
+//  had the same fingerprint or none (it was submitted before migration
+//  0012, or in SQL). The recipients go to the server as they are, without
+//  a copy of fairq's own (libpq's send buffer holds one). Returns 0 with a
+//  new request's id, 1 with the id of the request the key named already,
+//  FQ_ECONFLICT when the key named a request of another fingerprint
+//  (nothing is created), FQ_EINVAL (bad input: the message says what) or
+//  FQ_EDB.
 int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_id);
 
 typedef struct {
@@ -327,10 +344,12 @@ int fq_store_request_list(fq_store_t *self, int64_t tenant_id, const char *statu
                           int limit, fq_request_list_t *list);
 void fq_request_list_free(fq_request_list_t *list);
 
-//  The request a tenant submitted with an idempotency key, if any.
-//  Returns 0 with its id, FQ_ENOTFOUND or FQ_EDB.
-int fq_store_request_by_key(fq_store_t *self, const char *tenant, const char *key,
-                            int64_t *request_id);
+//  The request req->tenant submitted with req->idempotency_key, if any, as
+//  fq_store_submit would answer it, without submitting. Returns 0 with its
+//  id when it is the same request (the same fingerprint, or none kept),
+//  FQ_ECONFLICT with its id when it had another fingerprint, FQ_ENOTFOUND
+//  (no such request, or no key) or FQ_EDB.
+int fq_store_request_by_key(fq_store_t *self, const fq_submit_t *req, int64_t *request_id);
 
 typedef struct {
     int position;          //  In the submitted array, from 0
@@ -420,10 +439,11 @@ typedef struct {
     int64_t tenant_id;
     int priority;
     int64_t scan_from;
-    bool split_done;  //  No recipients left to split
-    int64_t total;    //  Recipients submitted
-    int weight;       //  The tenant's
-    int max_inflight; //  The tenant's
+    bool split_done;                  //  No recipients left to split
+    int64_t total;                    //  Recipients submitted
+    int weight;                       //  The tenant's
+    int max_inflight;                 //  The tenant's
+    char tenant[FQ_TENANT_NAME_SIZE]; //  The tenant's name, for the log
 } fq_due_request_t;
 
 //  Unfinished requests (accepted, splitting, active) whose send_at has

@@ -363,14 +363,14 @@ int fq_store_release_stale_claims(fq_store_t *self)
 #define S_DUE_SELECT                                                                               \
     "SELECT r.id, r.tenant_id, r.priority, r.scan_from,"                                           \
     " NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id),"              \
-    " t.weight, t.max_inflight, r.total"                                                           \
+    " t.weight, t.max_inflight, r.total, t.name"                                                   \
     " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"                            \
     " WHERE r.status IN " FQ_STORE_UNFINISHED " AND r.status <> 'paused' AND r.send_at <= now()"
 
 static int s_due_rows(PGresult *res, fq_due_request_t *out)
 {
     int n = PQntuples(res);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         out[i] = (fq_due_request_t){.id = fq_store_int64(res, i, 0),
                                     .tenant_id = fq_store_int64(res, i, 1),
                                     .priority = (int)fq_store_int64(res, i, 2),
@@ -379,6 +379,8 @@ static int s_due_rows(PGresult *res, fq_due_request_t *out)
                                     .weight = (int)fq_store_int64(res, i, 5),
                                     .max_inflight = (int)fq_store_int64(res, i, 6),
                                     .total = fq_store_int64(res, i, 7)};
+        snprintf(out[i].tenant, sizeof out[i].tenant, "%s", PQgetvalue(res, i, 8));
+    }
     PQclear(res);
     return n;
 }

@@ -1,24 +1,48 @@
 /*  fq_store_requests.c — requests: intake, and reading them back with
     their counters and rejected recipients (see fq_store.h).
 
-    A submit is one call of fairq.submit_json, the function applications
-    also call in their own transactions: it checks the request, stores its
-    recipients in chunks for the splitter and notifies fairqd, so a request
-    taken by SQL and one taken by the HTTP API are the same.
+    A submit is one call of fairq.submit_keyed, the function behind
+    fairq.submit_json, which applications call in their own transactions:
+    it checks the request, stores its recipients in chunks for the splitter
+    and notifies fairqd, so a request taken by SQL and one taken by the
+    HTTP API are the same. The store adds the request's fingerprint, which
+    an idempotency key's repeat is compared with (migration 0012).
 */
 #include "fq_store_internal.h"
 #include "fq_error.h"
 #include <limits.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-//  fairq.submit_json's parameters, and the recipients' place among them.
-#define S_SUBMIT_PARAMS     10
+//  fairq.submit_keyed's parameters, and the recipients' place among them.
+#define S_SUBMIT_PARAMS     11
 #define S_SUBMIT_RECIPIENTS 4
 
 //  Attempts a message gets when the request does not say (fq_submit_t).
 #define S_MAX_ATTEMPTS_DEFAULT 5
+
+//  A request's fingerprint: a BLAKE2b of 32 bytes (the schema's
+//  requests_fingerprint_check holds the same size), as a bytea literal in
+//  hex ("\x" and 64 digits) and as bare hex (encode(..., 'hex')).
+#define S_FINGERPRINT_SIZE  crypto_generichash_BYTES
+#define S_FINGERPRINT_HEX   (2 * S_FINGERPRINT_SIZE + 1)
+#define S_FINGERPRINT_BYTEA (2 + S_FINGERPRINT_HEX)
+
+//  What fingerprints are made of; a new way of making them takes a new tag,
+//  so that it never compares equal to one made the old way.
+#define S_FINGERPRINT_TAG "fairq submit 1"
+
+//  The SQLSTATE fairq.submit_keyed raises for a key that named a request
+//  of another fingerprint (0012_idempotency_fingerprint.sql).
+#define S_SQLSTATE_KEY_REUSED "FQ002"
+
+//  Room for a number written as text in a fingerprint.
+#define S_FINGERPRINT_NUMBER 24
+
+//  The words of FQ_ECONFLICT for a reused key, the store's own.
+#define S_KEY_REUSED "idempotency key names a request submitted with other content"
 
 static const char *const s_request_statuses[] = {"accepted", "splitting", "active",  "paused",
                                                  "done",     "cancelled", "rejected"};
@@ -40,6 +64,61 @@ bool fq_request_status_finished(const char *status)
 //  ---------------------------------------------------------------------
 //  Intake
 
+static size_t s_recipients_size(const fq_submit_t *req)
+{
+    return req->recipients_size ? req->recipients_size
+                                : (req->recipients_json ? strlen(req->recipients_json) : 0);
+}
+
+//  One part of a fingerprint, its length first: "ab" then "c" must not
+//  make the fingerprint of "a" then "bc". NULL is a part of its own.
+static void s_fingerprint_part(crypto_generichash_state *state, const char *text, size_t size)
+{
+    char length[S_FINGERPRINT_NUMBER];
+    int n = text ? snprintf(length, sizeof length, "%zu:", size)
+                 : snprintf(length, sizeof length, "-:");
+    crypto_generichash_update(state, (const unsigned char *)length, (size_t)n);
+    if (text)
+        crypto_generichash_update(state, (const unsigned char *)text, size);
+}
+
+static void s_fingerprint_number(crypto_generichash_state *state, long long number)
+{
+    char text[S_FINGERPRINT_NUMBER];
+    int n = snprintf(text, sizeof text, "%lld", number);
+    s_fingerprint_part(state, text, (size_t)n);
+}
+
+//  The fingerprint of a submit, as fairq reads it: what two calls must
+//  share to be the same request again. The fields as they were parsed
+//  (so neither their order in a body nor its spacing matters, and a
+//  default left out is the default given), the recipients as the text
+//  they came as. The tenant and the key are left out: they find the
+//  request the fingerprint is compared with. Writes it as a bytea literal
+//  into hex; false when libsodium cannot start.
+static bool s_fingerprint(const fq_submit_t *req, char hex[S_FINGERPRINT_BYTEA])
+{
+    if (sodium_init() < 0)
+        return false;
+    crypto_generichash_state state;
+    unsigned char digest[S_FINGERPRINT_SIZE];
+    crypto_generichash_init(&state, NULL, 0, sizeof digest);
+    s_fingerprint_part(&state, S_FINGERPRINT_TAG, strlen(S_FINGERPRINT_TAG));
+    const char *texts[] = {req->from, req->subject, req->body};
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
+        s_fingerprint_part(&state, texts[i], texts[i] ? strlen(texts[i]) : 0);
+    s_fingerprint_number(&state, req->body_is_html);
+    s_fingerprint_number(&state, (long long)req->send_at);
+    s_fingerprint_number(&state, req->priority);
+    s_fingerprint_number(&state,
+                         req->max_attempts > 0 ? req->max_attempts : S_MAX_ATTEMPTS_DEFAULT);
+    s_fingerprint_part(&state, req->recipients_json, s_recipients_size(req));
+    crypto_generichash_final(&state, digest, sizeof digest);
+    memcpy(hex, "\\x", 2);
+    sodium_bin2hex(hex + 2, S_FINGERPRINT_HEX, digest, sizeof digest);
+    return true;
+}
+
 int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_id)
 {
     char send_at[FQ_STORE_INT_TEXT], priority[FQ_STORE_INT_TEXT], attempts[FQ_STORE_INT_TEXT];
@@ -47,11 +126,13 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
     snprintf(priority, sizeof priority, "%d", req->priority);
     snprintf(attempts, sizeof attempts, "%d",
              req->max_attempts > 0 ? req->max_attempts : S_MAX_ATTEMPTS_DEFAULT);
-    size_t recipients_size = req->recipients_size
-                                 ? req->recipients_size
-                                 : (req->recipients_json ? strlen(req->recipients_json) : 0);
+    size_t recipients_size = s_recipients_size(req);
     if (recipients_size > INT_MAX)
         return fq_store_fail(self, FQ_EINVAL, "could not submit request: recipients too large");
+    //  Only a request with a key is ever compared with another
+    char fingerprint[S_FINGERPRINT_BYTEA];
+    if (req->idempotency_key && !s_fingerprint(req, fingerprint))
+        return fq_store_fail(self, FQ_EDB, "could not submit request: libsodium failed to start");
     const char *params[] = {req->tenant,
                             req->from,
                             req->subject,
@@ -61,23 +142,29 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
                             send_at,
                             priority,
                             attempts,
-                            req->idempotency_key};
+                            req->idempotency_key,
+                            req->idempotency_key ? fingerprint : NULL};
     //  The recipients in binary format, which for json is the text itself
     //  with its length: a slice of an HTTP body goes as it is, with no
     //  terminated copy of up to http_body_max bytes
     int lengths[S_SUBMIT_PARAMS] = {[S_SUBMIT_RECIPIENTS] = (int)recipients_size};
     int formats[S_SUBMIT_PARAMS] = {[S_SUBMIT_RECIPIENTS] = 1};
     PGresult *res = PQexecParams(self->conn,
-                                 "SELECT fairq.submit_json($1, $2, $3, $4, $5::json, $6::boolean,"
+                                 "SELECT k.request_id, k.replayed FROM fairq.submit_keyed($1, $2,"
+                                 " $3, $4, $5::json, $6::boolean,"
                                  " CASE WHEN $7::bigint > 0 THEN to_timestamp($7::bigint)"
-                                 " ELSE now() END, $8::int, $9::int, $10)",
+                                 " ELSE now() END, $8::int, $9::int, $10, $11::bytea) AS k",
                                  S_SUBMIT_PARAMS, NULL, params, lengths, formats, 0);
     int rc = fq_store_check(self, res, PGRES_TUPLES_OK, "submit request");
+    //  Said in the store's words: the server's would name its function
+    if (rc && strcmp(self->sqlstate, S_SQLSTATE_KEY_REUSED) == 0)
+        return fq_store_fail(self, FQ_ECONFLICT, "could not submit request: " S_KEY_REUSED);
     if (rc)
         return rc;
     *request_id = fq_store_int64(res, 0, 0);
+    rc = PQgetvalue(res, 0, 1)[0] == 't' ? 1 : 0;
     PQclear(res);
-    return 0;
+    return rc;
 }
 
 int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_templates_t *out)
@@ -230,22 +317,35 @@ void fq_request_list_free(fq_request_list_t *list)
     *list = (fq_request_list_t){0};
 }
 
-int fq_store_request_by_key(fq_store_t *self, const char *tenant, const char *key,
-                            int64_t *request_id)
+int fq_store_request_by_key(fq_store_t *self, const fq_submit_t *req, int64_t *request_id)
 {
-    const char *params[] = {tenant, key};
+    if (!req->idempotency_key)
+        return fq_store_fail(self, FQ_ENOTFOUND, "no request with that idempotency key");
+    const char *params[] = {req->tenant, req->idempotency_key};
     int rc;
     PGresult *res = fq_store_query(self,
-                                   "SELECT r.id FROM fairq.requests r"
+                                   "SELECT r.id, encode(r.fingerprint, 'hex')"
+                                   " FROM fairq.requests r"
                                    " JOIN fairq.tenants t ON t.id = r.tenant_id"
                                    " WHERE t.name = $1 AND r.idempotency_key = $2",
                                    2, params, PGRES_TUPLES_OK, "find request by key", &rc);
     if (!res)
         return rc;
-    if (PQntuples(res) == 1)
-        *request_id = fq_store_int64(res, 0, 0);
-    else
-        rc = fq_store_fail(self, FQ_ENOTFOUND, "no request with that idempotency key");
+    if (PQntuples(res) != 1) {
+        PQclear(res);
+        return fq_store_fail(self, FQ_ENOTFOUND, "no request with that idempotency key");
+    }
+    *request_id = fq_store_int64(res, 0, 0);
+    //  The fingerprint is made only when there is one to compare with: a
+    //  new key (the usual case) costs no pass over the recipients here
+    const char *stored = PQgetvalue(res, 0, 1);
+    char fingerprint[S_FINGERPRINT_BYTEA];
+    if (!PQgetisnull(res, 0, 1) && !s_fingerprint(req, fingerprint))
+        rc = fq_store_fail(self, FQ_EDB,
+                           "could not find request by key: libsodium failed to "
+                           "start");
+    else if (!PQgetisnull(res, 0, 1) && strcmp(stored, fingerprint + 2) != 0)
+        rc = fq_store_fail(self, FQ_ECONFLICT, "could not find request by key: " S_KEY_REUSED);
     PQclear(res);
     return rc;
 }

@@ -26,24 +26,33 @@
 int fq_store_tenant_put(fq_store_t *self, const fq_tenant_spec_t *spec, int64_t *id)
 {
     char weight[FQ_STORE_INT_TEXT], inflight[FQ_STORE_INT_TEXT], rate[FQ_STORE_INT_TEXT];
+    char default_weight[FQ_STORE_INT_TEXT], default_inflight[FQ_STORE_INT_TEXT];
+    char default_rate[FQ_STORE_INT_TEXT];
     snprintf(weight, sizeof weight, "%d", spec->weight);
     snprintf(inflight, sizeof inflight, "%d", spec->max_inflight);
     snprintf(rate, sizeof rate, "%d", spec->submit_rate);
-    const char *params[] = {spec->name, weight, inflight, rate};
+    snprintf(default_weight, sizeof default_weight, "%d", spec->defaults.weight);
+    snprintf(default_inflight, sizeof default_inflight, "%d", spec->defaults.max_inflight);
+    snprintf(default_rate, sizeof default_rate, "%d", spec->defaults.submit_rate);
+    const char *params[] = {spec->name,     weight,           inflight,    rate,
+                            default_weight, default_inflight, default_rate};
     int rc;
+    //  A value left out (0) of a new tenant is the default given, else the
+    //  store's own
     PGresult *res = fq_store_query(
         self,
         "INSERT INTO fairq.tenants AS t (name, weight, max_inflight, submit_rate)"
-        " VALUES ($1, CASE WHEN $2::int > 0 THEN $2::int ELSE 1 END,"
-        "         CASE WHEN $3::int > 0 THEN $3::int ELSE 1000 END,"
-        "         CASE WHEN $4::int > 0 THEN $4::int END)"
+        " VALUES ($1, CASE WHEN $2::int > 0 THEN $2::int WHEN $5::int > 0 THEN $5::int ELSE 1 END,"
+        "         CASE WHEN $3::int > 0 THEN $3::int WHEN $6::int > 0 THEN $6::int ELSE 1000 END,"
+        "         CASE WHEN $4::int > 0 THEN $4::int WHEN $4::int = 0 AND $7::int > 0"
+        "              THEN $7::int END)"
         " ON CONFLICT (name) DO UPDATE SET"
         "  weight = CASE WHEN $2::int > 0 THEN $2::int ELSE t.weight END,"
         "  max_inflight = CASE WHEN $3::int > 0 THEN $3::int ELSE t.max_inflight END,"
         "  submit_rate = CASE WHEN $4::int > 0 THEN $4::int"
         "                     WHEN $4::int < 0 THEN NULL ELSE t.submit_rate END"
         " RETURNING t.id",
-        4, params, PGRES_TUPLES_OK, "store tenant", &rc);
+        7, params, PGRES_TUPLES_OK, "store tenant", &rc);
     if (!res)
         return rc;
     if (id)

@@ -34,7 +34,7 @@ from fq_e2e import E2ETest, wait_for  # noqa: E402, F401
 # API.md's table of errors
 ERROR_CODES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found",
                405: "method_not_allowed", 409: "conflict", 413: "payload_too_large",
-               429: "rate_limited", 503: "database_unavailable", 500: "internal"}
+               422: "unprocessable_content", 429: "rate_limited", 503: "database_unavailable", 500: "internal"}
 
 REQUEST_KEYS = {"id", "tenant", "status", "priority", "total", "pending", "inflight", "sent",
                 "failed", "dead", "cancelled", "rejected", "created_at", "send_at",

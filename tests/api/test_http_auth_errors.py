@@ -369,6 +369,9 @@ class AuthErrorsTest(APITest):
             self.assertEqual((payload.get("status"), payload.get("database")),
                              ("degraded", "unreachable"), payload)
             self.assertIsInstance(payload.get("detail"), str, payload)
+            # As API.md shows it (test_http_requests compares its examples)
+            self.assertEqual(set(payload), {"error", "status", "database", "detail"}, payload)
+            self.assertEqual(payload["error"], "database_unavailable", payload)
             self.assertTrue(answer[1].get("Content-Type", "").startswith("application/json"))
             for method, path, body, token in (
                     ("POST", "/v1/requests", submit_body("acme"), fq_api.ADMIN),

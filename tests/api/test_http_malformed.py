@@ -256,6 +256,58 @@ class MalformedTest(APITest):
             self.assertEqual(self.count("fairq.requests"), taken, f"{label}: half-stored")
         self.healthz_ok()
 
+    def test_submit_recipients_of_another_shape(self):
+        """Recipients that are not objects with "to" (bare addresses,
+        "email" for "to", a key of their own) are a 400 naming the first
+        at fault by its index; nothing is stored. A recipient of the right
+        shape with a bad value is still taken, to be rejected alone when
+        split; a long list is checked in one quick pass. (A from that is
+        not one address: test_http_boundary.)"""
+        self.start(**FAIRQD)
+        self.put_tenant("acme")
+        later = int(time.time()) + HOUR
+        not_to = 'expected an object with "to"'
+        only = 'a recipient has only "to" and "fields"'
+        shapes = [
+            (["ann@example.org"], f"recipients[0]: {not_to}, not a string"),
+            (["ann@example.org", "bob@example.org"], f"recipients[0]: {not_to}, not a string"),
+            ([{"email": "ann@example.org", "fields": {"name": "Ann"}}],
+             'recipients[0]: unknown key "email" (did you mean "to"?)'),
+            ([{"to": "ann@example.org", "name": "Ann"}],
+             f'recipients[0]: unknown key "name" ({only})'),
+            (fq_api.recipients(3) + [{"fields": {"name": "Nobody"}}], f"recipients[3]: {not_to}"),
+            (fq_api.recipients(2) + [42], f"recipients[2]: {not_to}, not a number"),
+            ([{}], f"recipients[0]: {not_to}"),
+            ([None], f"recipients[0]: {not_to}, not null"),
+            ([["ann@example.org"]], f"recipients[0]: {not_to}, not an array"),
+            ([True], f"recipients[0]: {not_to}, not a boolean"),
+        ]
+        for recips, detail in shapes:
+            answer = self.submit(submit_body("acme", recipients=recips, send_at=later))
+            self.assert_error(answer, 400, f"recipients {recips!r:.80}")
+            self.assertEqual(answer[2]["detail"], detail)
+        self.assertEqual(self.count("fairq.requests"), 0, "a refused submit stored a request")
+
+        # Keys are read as JSON reads them ("\u0074o" is "to"); a value
+        # that is bad in the right shape is taken, and rejected when split
+        data = raw_with(submit_body("acme", send_at=later), "recipients",
+                        '[{"\\u0074o": "ann@example.org", "fields": {"name": "A"}},'
+                        ' {"to": "not an address", "fields": null}, {"to": 5}]')
+        taken = self.ok(self.api("POST", "/v1/requests", raw=data), 202, "escaped keys")
+        self.assertEqual(taken["total"], 3)
+
+        # One pass over a long list: a fault at its end is found quickly
+        many = fq_api.recipients(HUGE)
+        start = time.monotonic()
+        answer = self.submit(submit_body("acme", recipients=many + ["late@example.org"],
+                                         send_at=later))
+        took = time.monotonic() - start
+        self.assert_error(answer, 400, "a fault after 100,000 good recipients")
+        self.assertEqual(answer[2]["detail"], f"recipients[{HUGE}]: {not_to}, not a string")
+        self.note(f"{HUGE} recipients and a bare address refused in {took:.2f} s")
+        self.assertLess(took, 10, "checking the recipients' shape is slow")
+        self.assertEqual(self.count("fairq.requests"), 1)
+
     def test_tenant_corpus(self):
         """Malformed PUT /v1/tenants bodies on an existing and a new
         tenant, and names that are not names: 400, nothing changed or

@@ -8,6 +8,8 @@ message search, the retry of a dead message, tenants and their tokens.
 """
 
 import json
+import os
+import signal
 import sys
 import threading
 import time
@@ -82,27 +84,54 @@ class RequestRoutesTest(APITest):
         self.assert_error(self.submit(submit_body("nosuch")), 404, "an unknown tenant")
         self.assertEqual(self.count("fairq.requests"), before, "a refused submit stored a row")
 
+    def replayed(self, answer):
+        """The Idempotent-Replayed header of an answer, None when absent."""
+        return answer[1].get("Idempotent-Replayed")
+
     def test_idempotency_key(self):
-        """The same Idempotency-Key of the same tenant answers the first
-        request again and creates nothing, even with another body; another
-        key, or the same key of another tenant, is a new request; a key
-        longer than 255 bytes is a 400."""
+        """The same Idempotency-Key of the same tenant with the same body
+        answers the first request again, marked Idempotent-Replayed, and
+        creates nothing; with another body it is a 422 (IETF httpapi
+        Idempotency-Key draft); another key, or the same key of another
+        tenant, is a new request; a key longer than 255 bytes is a 400."""
         self.start(**FAIRQD)
         self.put_tenant("acme")
         self.put_tenant("bravo")
         later = int(time.time()) + HOUR
-        first = self.submit_ok(submit_body("acme", send_at=later, recipients=recipients(2)),
-                               key="campaign-7")
-        for body in (submit_body("acme", send_at=later, recipients=recipients(2)),
-                     submit_body("acme", subject="Another {{name}}", recipients=recipients(5))):
-            again = self.submit_ok(body, key="campaign-7")
-            self.assertEqual(again["id"], first["id"], "the same key made a new request")
-            self.assertEqual(again["total"], 2, "the repeat is not the first request")
+        body = submit_body("acme", send_at=later, recipients=recipients(2))
+        answer = self.submit(body, key="campaign-7")
+        first = self.ok(answer, 202, "first submit")
+        self.assertIsNone(self.replayed(answer), "a new request marked as replayed")
+        # The same request again: the body as sent, and the same fields in
+        # another order, with other spacing, send_at written otherwise and
+        # a default given (the recipients are the same text)
+        fields = dict(body, send_at=rfc3339(later), max_attempts=5)
+        same = "{\n  " + ",\n  ".join(
+            f"{json.dumps(k)} : {json.dumps(v)}" for k, v in reversed(list(fields.items()))) + "}"
+        for label, data in (("the same body", json.dumps(body).encode()),
+                            ("the same request written otherwise", same.encode())):
+            answer = self.api("POST", "/v1/requests", raw=data,
+                              headers={"Idempotency-Key": "campaign-7"})
+            again = self.ok(answer, 202, label)
+            self.assertEqual(again["id"], first["id"], f"{label}: the same key made a new request")
+            self.assertEqual(again["total"], 2, f"{label}: the repeat is not the first request")
+            self.assertEqual(self.replayed(answer), "true", f"{label}: no Idempotent-Replayed")
+        # Another body with the same key: 422, nothing created or changed
+        for label, other in (("another subject", dict(body, subject="Another {{name}}")),
+                             ("other recipients", dict(body, recipients=recipients(5))),
+                             ("send_at left out", submit_body("acme",
+                                                              recipients=recipients(2)))):
+            answer = self.submit(other, key="campaign-7")
+            self.assert_error(answer, 422, f"{label} with a used key")
+            self.assertIn("Idempotency-Key", answer[2]["detail"])
+            self.assertIn("another request", answer[2]["detail"])
+            self.assertIsNone(self.replayed(answer))
         self.assertEqual(self.count("fairq.requests"), 1)
         self.assertEqual(self.h.scalar("SELECT subject FROM fairq.requests"), "Hi {{name}}")
         # By a tenant token too: the key is the tenant's, whoever sends it
         acme = self.new_token("acme")
-        again = self.submit_ok(submit_body("acme", drop=("tenant",)), token=acme, key="campaign-7")
+        again = self.submit_ok({k: v for k, v in body.items() if k != "tenant"}, token=acme,
+                               key="campaign-7")
         self.assertEqual(again["id"], first["id"])
 
         other_key = self.submit_ok(submit_body("acme"), key="campaign-8")
@@ -128,6 +157,8 @@ class RequestRoutesTest(APITest):
             t.join(90)
         self.assertEqual([a[0] for a in answers], [202] * 8, answers)
         self.assertEqual(len({a[2]["id"] for a in answers}), 1, "one key, several requests")
+        self.assertEqual(sorted(str(a[1].get("Idempotent-Replayed")) for a in answers),
+                         ["None"] + ["true"] * 7, "one answer creates, the others replay")
         self.assertEqual(self.count("fairq.requests", "idempotency_key = 'race'"), 1)
 
         longest = self.submit_ok(submit_body("acme"), key="k" * 255)
@@ -137,6 +168,15 @@ class RequestRoutesTest(APITest):
         self.assert_error(self.submit(submit_body("acme"), key=""), 400,
                           "an empty Idempotency-Key")
         self.assertEqual(self.count("fairq.requests"), 5)
+
+        # A key used before fingerprints were kept (migration 0012), or by
+        # fairq.submit in SQL, answers its request whatever the body
+        legacy = self.submit_ok(submit_body("acme", send_at=later), key="legacy")
+        self.h.sql(f"UPDATE fairq.requests SET fingerprint = NULL WHERE id = {legacy['id']}")
+        answer = self.submit(submit_body("acme", subject="Else {{name}}"), key="legacy")
+        self.assertEqual(self.ok(answer, 202, "a key without a fingerprint")["id"], legacy["id"])
+        self.assertEqual(self.replayed(answer), "true")
+        self.assertEqual(self.count("fairq.requests"), 6)
 
     def test_list_requests(self):
         """GET /v1/requests: newest first, pages by before/next_before,
@@ -251,6 +291,8 @@ class RequestRoutesTest(APITest):
         # its messages are counted cancelled
         split_id = self.submit_ok(submit_body("acme", recipients=recipients(3)))["id"]
         self.wait_split(split_id, 3)
+        # fairqd's log names the tenant, as an operator knows it, not its id
+        self.fairqd.wait_log(rf'scheduler: request {split_id} of tenant "acme" is open', 5)
         cancelled = self.ok(self.api("POST", f"/v1/requests/{split_id}/cancel"), 200, "cancel")
         self.assertEqual((cancelled["status"], cancelled["cancelled"], cancelled["pending"]),
                          ("cancelled", 3, 0), cancelled)
@@ -266,10 +308,11 @@ class RequestRoutesTest(APITest):
 
     def test_crlf_recipients_are_rejected_and_never_sent(self):
         """Recipients with CR or LF in "to" (header injection), or in a
-        field the Subject uses, without "to", or not objects are rejected
+        field the Subject uses, or whose "to" is not a string are rejected
         alone, listed with a reason by /rejects, and never reach the SMTP
         server; the good ones are delivered. A finished request then answers
-        409."""
+        409. (A recipient that is not an object with "to" is a 400 for the
+        whole submit: test_http_malformed.)"""
         self.start(senders=1, **FAIRQD)
         h = self.h
         self.put_tenant("acme")
@@ -282,8 +325,8 @@ class RequestRoutesTest(APITest):
                   {"to": bad[2], "fields": {"name": "E2"}},
                   {"to": bad[3], "fields": {"name": "E3"}},
                   {"to": "zed@example.org", "fields": {"name": "Zed\r\nBcc: victim4@evil.test"}},
-                  {"fields": {"name": "Nobody"}},
-                  42,
+                  {"to": None, "fields": {"name": "Nobody"}},
+                  {"to": 42},
                   {"to": "bob@example.org", "fields": {"name": "Bob"}}]
         request = self.submit_ok(submit_body("acme", recipients=recips))
         rid = request["id"]
@@ -541,6 +584,246 @@ class RequestRoutesTest(APITest):
                           "revoking it again")
         self.assertEqual([t["id"] for t in self.ok(self.api("GET", "/v1/tenants/acme/tokens"), 200,
                                                    "acme's tokens")["tokens"]], ids[1:])
+
+    def test_sighup_reloads_http_settings(self):
+        """SIGHUP makes the HTTP API take its new http_body_max,
+        metrics_public and tenant defaults for the calls that follow, with
+        no restart: the running fairqd answers by the new file."""
+        conf = os.path.join(self.h.dir, "fairqd.conf")
+
+        def write(text):
+            with open(conf + ".new", "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(conf + ".new", conf)
+
+        write("http_body_max = 4096\ntenant_weight = 3\n")
+        fairqd = self.start(config=conf, **FAIRQD)
+        self.assertEqual(self.put_tenant("acme", 201)["weight"], 3)
+        big = submit_body(recipients=recipients(120))
+        self.assertGreater(len(json.dumps(big)), 4096)
+        self.assert_error(self.api("POST", "/v1/requests", big), 413, "over http_body_max")
+        self.assert_error(self.api("GET", "/metrics", token=None), 401, "/metrics without a token")
+
+        write("http_body_max = 65536\ntenant_weight = 5\ntenant_max_inflight = 40\n"
+              "tenant_submit_rate = 30\nmetrics_public = true\n")
+        fairqd.signal(signal.SIGHUP)
+        fairqd.wait_log(r"reloaded config .*http_body_max 4096 -> 65536")
+        self.assertNotRegex(fairqd.text(), r"(http_body_max|tenant_\w+|metrics_public)"
+                                           r" needs a restart")
+        created = self.put_tenant("bravo", 201)
+        self.assertEqual((created["weight"], created["max_inflight"], created["submit_rate"]),
+                         (5, 40, 30))
+        self.assertEqual(self.put_tenant("acme", 200)["weight"], 3,
+                         "a reload changed an existing tenant")
+        self.ok(self.api("POST", "/v1/requests", big), 202, "the same body, under the new limit")
+        status, _, _ = self.api("GET", "/metrics", token=None)
+        self.assertEqual(status, 200, "/metrics is public after the reload")
+
+    def test_api_md_examples_match_answers(self):
+        """Every example answer and body of api/API.md is what the server
+        really answers or takes: the same keys at every level, values of
+        the same JSON types ("..." and null stand for any value), and the
+        schema version of /healthz the one this build migrates to."""
+        self.start(**FAIRQD)  # No sender: the messages stay pending
+        self.put_tenant("acme")
+        examples = api_md_examples()
+        self.assertGreaterEqual(len(examples), 10, "API.md's examples were not found")
+        answers = {}
+
+        def answer(name, method, path, body=None, status=200):
+            got = self.api(method, path, body)
+            self.assertEqual(got[0], status, f"{name}: {got[2]!r:.300}")
+            answers[name] = got[2]
+            return got[2]
+
+        answer("healthz", "GET", "/healthz")
+        submitted = [e for e in examples if e.section.startswith("POST /v1/requests")
+                     and e.value is not None and "recipients" in e.value]
+        self.assertEqual(len(submitted), 1, "API.md's submit example")
+        rid = answer("submit", "POST", "/v1/requests", submitted[0].value, 202)["id"]
+        answer("request", "GET", f"/v1/requests/{rid}")
+        answer("requests", "GET", "/v1/requests")
+        # A request with a rejected recipient, and its messages split
+        bad = self.submit_ok(submit_body("acme", recipients=recipients(2) + [
+            {"to": "bad\r\naddress", "fields": {"name": "B"}}]))["id"]
+        self.wait_request(bad, ("active", "done"))
+        self.h.wait(lambda: self.get_request(bad)["rejected"] == 1, fq_api.SPLIT_TIMEOUT_S,
+                    "the bad recipient to be rejected", interval=0.2)
+        answer("rejects", "GET", f"/v1/requests/{bad}/rejects")
+        messages = answer("messages", "GET", f"/v1/messages?request={bad}")["messages"]
+        answer("message", "GET", f"/v1/messages/{messages[0]['id']}")
+        answer("tenant", "GET", "/v1/tenants/acme")
+        answer("tenants", "GET", "/v1/tenants")
+        token = answer("token", "POST", "/v1/tenants/acme/tokens", status=201)
+        answer("tokens", "GET", "/v1/tenants/acme/tokens")
+        answer("revoked", "DELETE", f"/v1/tenants/acme/tokens/{token['id']}")
+        answer("error", "GET", "/v1/requests/987654", status=404)
+
+        # Which answer each example shows, by its section and its keys
+        def which(example):
+            keys = example.keys
+            if example.section == "Errors":
+                return "error"
+            if example.section.startswith("GET /healthz"):
+                return "healthz" if example.status != 503 else "healthz 503"
+            if example.section.startswith("POST /v1/requests"):
+                return "submit body"
+            for name, wanted in (("request", {"status", "total", "pending"}),
+                                 ("message", {"attempts", "last_error"}),
+                                 ("tenant", {"weight", "send_rate"}),
+                                 ("requests", {"requests"}), ("rejects", {"rejects"}),
+                                 ("messages", {"messages"}), ("tenants", {"tenants"}),
+                                 ("token", {"token"}), ("tokens", {"tokens"}),
+                                 ("revoked", {"revoked"})):
+                if wanted <= keys:
+                    return name
+            return None
+
+        failures, seen = [], set()
+        for example in examples:
+            name = which(example)
+            if example.status is None and name not in ("error", "submit body", "request",
+                                                       "message", "tenant", "healthz"):
+                continue  # A body a client sends (PATCH, PUT): no answer to compare
+            if name is None:
+                failures.append(f"line {example.line}: an example no answer is known for: "
+                                f"{example.text[:120]}")
+                continue
+            seen.add(name)
+            if name == "submit body":
+                continue  # Taken as it is: answered 202 above
+            if name == "healthz 503":
+                # The database must be away: test_http_auth_errors checks this
+                # answer's keys, these
+                if example.keys != {"error", "status", "database", "detail"}:
+                    failures.append(f"line {example.line}: /healthz's 503 shows keys "
+                                    f"{sorted(example.keys)}")
+                continue
+            real = answers[name]
+            if example.value is not None:
+                failures += [f"line {example.line} ({name}): {p}"
+                             for p in json_differences(example.value, real)]
+            else:
+                # Placeholders (ID or null, [...]): the keys it names
+                real_keys = set(real) | {k for v in real.values() if isinstance(v, list)
+                                         for item in v[:1] if isinstance(item, dict)
+                                         for k in item}
+                for key in sorted(example.keys - real_keys):
+                    failures.append(f"line {example.line} ({name}): shows \"{key}\", which "
+                                    f"the answer does not have")
+                for key in sorted(set(real) - example.keys):
+                    failures.append(f"line {example.line} ({name}): misses \"{key}\" of the "
+                                    f"answer")
+        schema = self.h.scalar("SELECT max(version) FROM fairq.schema_migrations")
+        healthz = [e for e in examples if which(e) == "healthz" and e.value]
+        if healthz and healthz[0].value.get("schema") != int(schema):
+            failures.append(f"line {healthz[0].line}: /healthz shows schema "
+                            f"{healthz[0].value.get('schema')}, the server answers {schema}")
+        for name in ("healthz", "healthz 503", "submit body", "request", "message", "tenant",
+                     "requests", "rejects", "messages", "tenants", "token", "tokens", "revoked",
+                     "error"):
+            if name not in seen:
+                failures.append(f"API.md has no example of {name}")
+        self.assertFalse(failures, "API.md's examples differ from the answers:\n" +
+                         "\n".join(failures))
+
+
+class Example:
+    """A JSON example of API.md: a fenced ```json block, or an inline
+    `STATUS {...}` or `{...}`. value is the parsed JSON (None when it holds
+    placeholders such as ID or TEXT); keys the keys it names at its top."""
+
+    def __init__(self, section, line, status, text):
+        self.section, self.line, self.status, self.text = section, line, status, text
+        try:
+            self.value = json.loads(text)
+        except ValueError:
+            self.value = None
+        if isinstance(self.value, dict):
+            self.keys = set(self.value)
+        else:
+            self.value = None
+            self.keys = set(top_level_keys(text))
+
+
+def top_level_keys(text):
+    """The keys of a JSON-like object's top level, placeholders and all."""
+    keys, depth, i = [], 0, 0
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            end = text.index('"', i + 1)
+            while text[end - 1] == "\\":
+                end = text.index('"', end + 1)
+            if depth == 1 and text[end + 1:].lstrip().startswith(":"):
+                keys.append(text[i + 1:end])
+            i = end
+        elif c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+        i += 1
+    return keys
+
+
+def api_md_examples():
+    """The JSON examples of api/API.md, with the section each is under."""
+    import os
+    import re
+    path = os.path.join(fq_api.HERE, os.pardir, os.pardir, "api", "API.md")
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    examples, section, block, start = [], "", None, 0
+    for number, line in enumerate(lines, 1):
+        if block is not None:
+            if line.startswith("```"):
+                examples.append(Example(section, start, None, "\n".join(block)))
+                block = None
+            else:
+                block.append(line)
+            continue
+        if line.startswith("```json"):
+            block, start = [], number
+            continue
+        if line.startswith("#"):
+            section = line.lstrip("#").strip().strip("`")
+            continue
+        for m in re.finditer(r"`(?:(\d{3}) )?(\{[^`]*\})`", line):
+            if '"' in m.group(2) and ":" in m.group(2):
+                examples.append(Example(section, number,
+                                        int(m.group(1)) if m.group(1) else None, m.group(2)))
+    return examples
+
+
+def json_differences(example, real, where="$"):
+    """How example (a value of API.md) differs from real (an answer): keys
+    either lacks, and values of another JSON type. "..." and null in the
+    example stand for any value."""
+    if example == "..." or example is None:
+        return []
+    if isinstance(example, dict):
+        if not isinstance(real, dict):
+            return [f"{where} is an object in API.md, {type(real).__name__} in the answer"]
+        found = [f"{where}.{k} is in API.md, not in the answer" for k in sorted(set(example) -
+                                                                                  set(real))]
+        found += [f"{where}.{k} is in the answer, not in API.md" for k in sorted(set(real) -
+                                                                                   set(example))]
+        for k in sorted(set(example) & set(real)):
+            found += json_differences(example[k], real[k], f"{where}.{k}")
+        return found
+    if isinstance(example, list):
+        if not isinstance(real, list):
+            return [f"{where} is an array in API.md, {type(real).__name__} in the answer"]
+        return json_differences(example[0], real[0], f"{where}[0]") if example and real else []
+    if real is None:
+        return []  # A value that may be null (a time not yet come, no leader yet)
+    kinds = (bool, (int, float), str)
+    for kind in kinds:
+        if isinstance(example, kind) and not (kind != bool and isinstance(example, bool)):
+            if isinstance(real, kind) and (kind == bool or not isinstance(real, bool)):
+                return []
+            return [f"{where} is {example!r} in API.md, {real!r} in the answer"]
+    return [f"{where}: {example!r} in API.md is not a JSON value"]
 
 
 if __name__ == "__main__":

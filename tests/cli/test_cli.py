@@ -341,11 +341,17 @@ class CliTest(E2ETest):
         self.assertEqual(fields["ann@example.org"],
                          {"email": "ann@example.org", "name": "Smith, Ann", "note": 'said "hi"'})
         self.assertEqual(fields["bob@example.org"]["note"], "two\r\nlines")
-        # The same key again: the same request, nothing new
+        # The same key and request again: the same request, nothing new
         again = self.fairq_json("submit", "--csv", csv, "--tenant", "shop", "--from",
                                 "news@shop.test", "--subject", "Hi {{name}}", "--body-file",
-                                template, "--html", "--idempotency-key", "csv-1")
+                                template, "--html", "--send-at", send_at, "--priority", "5",
+                                "--max-attempts", "3", "--idempotency-key", "csv-1")
         self.assertEqual(again["id"], rid)
+        # The same key with another request: refused (422), and said so
+        changed = self.fairq("submit", "--csv", csv, "--tenant", "shop", "--from",
+                             "news@shop.test", "--subject", "Other {{name}}", "--body-file",
+                             template, "--idempotency-key", "csv-1", expect=1)
+        self.assertIn("422", changed.stderr)
         # The body template inline, as it is given (later: no delivery waited for)
         inline = self.fairq_json("submit", "--csv", csv, "--tenant", "shop", "--from",
                                  "news@shop.test", "--subject", "Hi {{name}}", "--body",

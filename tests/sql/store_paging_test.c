@@ -290,8 +290,11 @@ static void test_due_requests_excludes_the_rest(void **unused)
     assert_int_equal(due[0].priority, 5);
     assert_int_equal(due[2].priority, -7);
     assert_int_equal(due[2].scan_from, 1234);
-    for (int i = 0; i < 4; i++)
+    //  With the tenant's name, for the scheduler's log
+    for (int i = 0; i < 4; i++) {
         assert_int_equal(due[i].tenant_id, s_tenant);
+        assert_string_equal(due[i].tenant, "acme");
+    }
     //  The limit takes the oldest
     assert_int_equal(fq_store_due_requests(store, 2, due), 2);
     assert_int_equal(due[0].id, accepted);
@@ -303,6 +306,7 @@ static void test_due_requests_excludes_the_rest(void **unused)
     assert_int_equal(one.priority, -7);
     assert_int_equal(one.scan_from, 1234);
     assert_int_equal(one.tenant_id, s_tenant);
+    assert_string_equal(one.tenant, "acme");
     assert_int_equal(fq_store_due_request(store, now_request, &one), 1);
     assert_int_equal(one.id, now_request);
     //  Not due: paused, finished, later, unknown

@@ -235,7 +235,8 @@ static fq_submit_t s_valid_request(void)
 }
 
 //  The same idempotency key answers the same request and stores nothing
-//  more; another tenant may use the same key for a request of its own.
+//  more; with another request it is refused, and stores nothing either;
+//  another tenant may use the same key for a request of its own.
 static void test_idempotency_key(void **unused)
 {
     (void)unused;
@@ -251,13 +252,46 @@ static void test_idempotency_key(void **unused)
     PQfreemem(notify);
     char *before = s_row_counts(conn);
 
-    //  A retry of the same call, and a retry whose content changed
-    assert_int_equal(fq_store_submit(store, &req, &again), 0);
+    //  A retry of the same call, and of the same request with a default
+    //  given (5 attempts): the first request, and 1 says so
+    again = 0;
+    assert_int_equal(fq_store_submit(store, &req, &again), 1);
     assert_int_equal(again, first);
-    req.subject = "Changed {{name}}";
-    req.recipients_json = "[{\"to\":\"x@example.com\",\"fields\":{\"name\":\"X\"}},"
-                          "{\"to\":\"y@example.com\",\"fields\":{\"name\":\"Y\"}}]";
-    assert_int_equal(fq_store_submit(store, &req, &again), 0);
+    req.max_attempts = 5;
+    assert_int_equal(fq_store_request_by_key(store, &req, &again), 0);
+    assert_int_equal(fq_store_submit(store, &req, &again), 1);
+    assert_int_equal(again, first);
+    //  A retry whose content changed, in any one part: refused
+    const fq_submit_t same = req;
+    fq_submit_t changed[7];
+    for (size_t i = 0; i < sizeof changed / sizeof *changed; i++)
+        changed[i] = same;
+    changed[0].subject = "Changed {{name}}";
+    changed[1].recipients_json = "[{\"to\":\"x@example.com\",\"fields\":{\"name\":\"X\"}},"
+                                 "{\"to\":\"y@example.com\",\"fields\":{\"name\":\"Y\"}}]";
+    changed[2].from = "other@acme.example";
+    changed[3].body_is_html = true;
+    changed[4].send_at = 4102444800; //  2100-01-01
+    changed[5].priority = 1;
+    //  The parts are told apart: a subject's end is not the body's start
+    changed[6].subject = "Hello {{name}}Dear {{ name }}";
+    changed[6].body = ", {{{ footer }}}";
+    for (size_t i = 0; i < sizeof changed / sizeof *changed; i++) {
+        int64_t id = 0;
+        if (fq_store_submit(store, &changed[i], &id) != FQ_ECONFLICT)
+            fail_msg("change %zu: not refused (%s)", i, fq_store_error(store));
+        assert_non_null(strstr(fq_store_error(store), "idempotency key"));
+        id = 0;
+        assert_int_equal(fq_store_request_by_key(store, &changed[i], &id), FQ_ECONFLICT);
+        assert_int_equal(id, first);
+    }
+    //  A request kept before fingerprints were (migration 0012), or
+    //  submitted in SQL, has none: its key answers it whatever comes
+    char first_text[32];
+    fq_test_param(first_text, sizeof first_text, first);
+    fq_test_exec(conn, "UPDATE fairq.requests SET fingerprint = NULL WHERE id = $1", 1, first_text);
+    assert_int_equal(fq_store_request_by_key(store, &changed[0], &again), 0);
+    assert_int_equal(fq_store_submit(store, &changed[0], &again), 1);
     assert_int_equal(again, first);
     char *after = s_row_counts(conn);
     assert_string_equal(before, after);
@@ -273,9 +307,10 @@ static void test_idempotency_key(void **unused)
 
     //  Another tenant's key space is its own
     req.tenant = "globex";
+    assert_int_equal(fq_store_request_by_key(store, &req, &other), FQ_ENOTFOUND);
     assert_int_equal(fq_store_submit(store, &req, &other), 0);
     assert_true(other != first);
-    assert_int_equal(fq_store_submit(store, &req, &again), 0);
+    assert_int_equal(fq_store_submit(store, &req, &again), 1);
     assert_int_equal(again, other);
     assert_int_equal(fq_test_int(conn,
                                  "SELECT count(*) FROM fairq.requests"
@@ -337,6 +372,59 @@ static void test_idempotency_key_concurrent(void **unused)
             assert_int_equal(other, id);
         else
             assert_true(other != id);
+        assert_int_equal(fq_test_int(first,
+                                     "SELECT count(*) FROM fairq.requests"
+                                     " WHERE idempotency_key = $1",
+                                     1, keys[k]),
+                         1);
+        PQfinish(second);
+        PQfinish(first);
+    }
+}
+
+//  Two calls with the same key and fingerprints at the same moment: the
+//  second waits for the first's transaction and then answers its request
+//  as replayed when the fingerprints agree, or is refused (FQ002, which the
+//  store says as FQ_ECONFLICT) when they differ; nothing more is stored.
+static void test_idempotency_key_concurrent_fingerprints(void **unused)
+{
+    (void)unused;
+    const char *submit = "SELECT request_id, replayed FROM fairq.submit_keyed('acme',"
+                         " 'shop@acme.example', 'Hi', 'Body', '[{\"to\":\"a@example.com\"}]',"
+                         " false, now(), 0, 5, $1, decode(repeat($2, 32), 'hex'))";
+    const char *keys[] = {"print-same", "print-other"};
+    const char *seconds[] = {"aa", "bb"};
+    for (int k = 0; k < 2; k++) {
+        PGconn *first = fq_test_connect(s_conninfo);
+        PGconn *second = fq_test_connect(s_conninfo);
+        fq_test_exec(first, "BEGIN", 0);
+        int64_t id = fq_test_int(first, submit, 2, keys[k], "aa");
+        const char *params[] = {keys[k], seconds[k]};
+        assert_int_equal(PQsendQueryParams(second, submit, 2, NULL, params, NULL, NULL, 0), 1);
+        char pid[16];
+        fq_test_param(pid, sizeof pid, PQbackendPID(second));
+        int64_t deadline = fq_test_now_ms() + S_NOTIFY_DEADLINE_MS;
+        PGconn *watch = fq_test_connect(s_conninfo);
+        while (fq_test_int(watch,
+                           "SELECT count(*) FROM pg_stat_activity WHERE pid = $1"
+                           " AND wait_event_type = 'Lock'",
+                           1, pid) == 0) {
+            assert_true(fq_test_now_ms() < deadline);
+            fq_test_sleep_ms(10);
+        }
+        PQfinish(watch);
+        fq_test_exec(first, "COMMIT", 0);
+        PGresult *res = PQgetResult(second);
+        if (k == 0) {
+            assert_int_equal(PQresultStatus(res), PGRES_TUPLES_OK);
+            assert_int_equal(strtoll(PQgetvalue(res, 0, 0), NULL, 10), id);
+            assert_string_equal(PQgetvalue(res, 0, 1), "t");
+        } else {
+            assert_int_equal(PQresultStatus(res), PGRES_FATAL_ERROR);
+            assert_string_equal(PQresultErrorField(res, PG_DIAG_SQLSTATE), "FQ002");
+        }
+        PQclear(res);
+        assert_null(PQgetResult(second));
         assert_int_equal(fq_test_int(first,
                                      "SELECT count(*) FROM fairq.requests"
                                      " WHERE idempotency_key = $1",
@@ -574,7 +662,7 @@ static void test_hostile_text_round_trips(void **unused)
         PQclear(res);
         //  The same hostile key finds the same request
         int64_t again;
-        assert_int_equal(fq_store_submit(store, &req, &again), 0);
+        assert_int_equal(fq_store_submit(store, &req, &again), 1);
         assert_int_equal(again, id);
         free(fields);
         free(recipients);
@@ -759,6 +847,7 @@ int main(void)
         cmocka_unit_test(test_notifications_name_their_requests),
         cmocka_unit_test(test_idempotency_key),
         cmocka_unit_test(test_idempotency_key_concurrent),
+        cmocka_unit_test(test_idempotency_key_concurrent_fingerprints),
         cmocka_unit_test(test_bad_input_is_refused),
         cmocka_unit_test(test_bad_tenant_name_is_refused),
         cmocka_unit_test(test_from_must_be_one_address),

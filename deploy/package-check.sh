@@ -73,7 +73,7 @@ for deb in "$FAIRQ_DEB" "$SENDER_DEB"; do
     done
 done
 missing=()
-for pkg in "${needed[@]}"; do
+for pkg in $(printf '%s\n' "${needed[@]}" | sort -u); do
     [[ $(chroot "$BASE" dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true) == "install ok installed" ]] \
         || missing+=("$pkg")
 done

@@ -1,6 +1,7 @@
 /*  fq_log.c — one line per event on stdout (see fq_log.h). */
 #include "fq_log.h"
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -11,7 +12,9 @@
 #define S_MESSAGE_MAX 2048
 #define S_NS_PER_MS   1000000L
 
-static volatile fq_log_level_t s_threshold = FQ_LOG_INFO;
+//  Set by the main thread (at start, and by a reload), read by every
+//  thread as it logs: atomic, relaxed, since nothing else hangs on it.
+static _Atomic int s_threshold = FQ_LOG_INFO;
 
 //  NULL: stdout, which is no constant to start with.
 static FILE *s_stream;
@@ -23,7 +26,7 @@ static const char *const s_names[] = {"debug", "info", "warning", "error"};
 
 void fq_log_set_level(fq_log_level_t level)
 {
-    s_threshold = level;
+    atomic_store_explicit(&s_threshold, (int)level, memory_order_relaxed);
 }
 
 void fq_log_set_stream(FILE *stream)
@@ -67,7 +70,7 @@ static void s_one_line(const char *message, char *out, size_t size)
 
 void fq_log(fq_log_level_t level, const char *format, ...)
 {
-    if (level < s_threshold)
+    if ((int)level < atomic_load_explicit(&s_threshold, memory_order_relaxed))
         return;
     char message[S_MESSAGE_MAX], line[S_MESSAGE_MAX];
     va_list args;

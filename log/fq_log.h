@@ -5,8 +5,9 @@
     period). A message spanning lines (libpq's errors) is folded into one.
     The runtime's lines and CZMQ's own come here too (fq_czmq_log.h), so a
     fairq program writes one format. The threshold and the stream are
-    process-wide, set once at start before any thread logs: the one piece
-    of global state, as a log is one per process. */
+    process-wide: the one piece of global state, as a log is one per
+    process. The stream is set once at start, before any thread logs; the
+    threshold may change at any time (fairqd's reload). */
 #ifndef FQ_LOG_H
 #define FQ_LOG_H
 
@@ -20,7 +21,8 @@ typedef enum {
     FQ_LOG_FATAL
 } fq_log_level_t;
 
-//  Sets the least severe level logged (FQ_LOG_INFO until called).
+//  Sets the least severe level logged (FQ_LOG_INFO until called). Any
+//  thread, any time: lines logged after it follow the new level.
 void fq_log_set_level(fq_log_level_t level);
 
 //  Sets the stream lines go to (stdout until called), which stays the

@@ -164,7 +164,7 @@
 #define S_TARGET_RSS_MB         100.0 //  fairqd with S_DEFAULT_REQUESTS active
 
 //  fairqd's settings that the benchmark depends on, passed explicitly
-//  (they are fairqd's defaults, fq_config.h): the slow poll, which the
+//  (they are fairqd's defaults, fq_fairqd_keys.h): the slow poll, which the
 //  memory test waits out, and the ack batch, which the floor copies.
 #define S_FAIRQD_POLL_MS   1000
 #define S_FAIRQD_ACK_BATCH 500

@@ -80,6 +80,11 @@ typedef struct {
     size_t bytes;
     int max_attempts;
     int64_t due_at_ms; //  When the request was due (Unix ms): the dispatch latency's start
+    //  Its extra headers, Reply-To among them: the same for each of its
+    //  messages, whose MSG borrows them (not templates: sent as given)
+    char **header_names;
+    char **header_values;
+    size_t nheaders;
 } s_templates_t;
 
 //  Messages leaving flight, gathered per incoming message and told to the
@@ -555,6 +560,10 @@ static void s_templates_free(void **item)
         fq_template_destroy(&templates->body);
         free(templates->from);
         free(templates->tenant);
+        fq_request_templates_t headers = {.header_names = templates->header_names,
+                                          .header_values = templates->header_values,
+                                          .nheaders = templates->nheaders};
+        fq_request_templates_free(&headers);
         free(templates);
         *item = NULL;
     }
@@ -592,6 +601,13 @@ static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t req
         templates->tenant = loaded.tenant;
         loaded.from_addr = loaded.tenant = NULL;
         templates->bytes = strlen(loaded.subject) + strlen(loaded.body);
+        for (size_t i = 0; i < loaded.nheaders; i++)
+            templates->bytes += strlen(loaded.header_names[i]) + strlen(loaded.header_values[i]);
+        templates->header_names = loaded.header_names;
+        templates->header_values = loaded.header_values;
+        templates->nheaders = loaded.nheaders;
+        loaded.header_names = loaded.header_values = NULL;
+        loaded.nheaders = 0;
     }
     fq_request_templates_free(&loaded);
     if (!templates || !templates->subject || !templates->body) {
@@ -745,7 +761,10 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
                                 .from = templates->from,
                                 .subject = subject,
                                 .body = body,
-                                .body_is_html = templates->body_is_html};
+                                .body_is_html = templates->body_is_html,
+                                .headers = {(uint32_t)templates->nheaders,
+                                            (const char **)templates->header_names,
+                                            (const char **)templates->header_values}};
         if (sender->batches) {
             if (s_batch_add(ctx, self, sender, &message, row, templates, now_ms) == 0)
                 subject = body = NULL; //  The batch has them now

@@ -109,10 +109,19 @@ bool fq_api_parse_id(fq_api_call_t *call, const char *text, const char *what, bo
 typedef struct {
     fq_api_call_t *call;
     const char *const *keys;
-    const char *slice_key;
-    fq_api_slice_t *slice;
+    const char *const *slice_keys;
+    fq_api_slice_t *slices;
     json_t *object;
 } s_fields_t;
+
+//  The slice key is, or NULL when it is built.
+static fq_api_slice_t *s_slice_of(s_fields_t *self, const char *key)
+{
+    for (size_t i = 0; self->slice_keys && self->slice_keys[i]; i++)
+        if (strcmp(key, self->slice_keys[i]) == 0)
+            return &self->slices[i];
+    return NULL;
+}
 
 //  Builds one member of the body into the object; -1 after answering 400.
 static int s_field(void *arg, const char *key_text, size_t key_size, const char *value,
@@ -125,14 +134,14 @@ static int s_field(void *arg, const char *key_text, size_t key_size, const char 
     bool known = false;
     for (const char *const *k = self->keys; key && *k && !known; k++)
         known = strcmp(key, *k) == 0;
+    fq_api_slice_t *slice = known ? s_slice_of(self, key) : NULL;
     int rc = -1;
     if (!known)
         fq_api_fail(self->call, MHD_HTTP_BAD_REQUEST, "unknown field \"%.64s\"", key ? key : "");
-    else if (json_object_get(self->object, key) ||
-             (self->slice_key && strcmp(key, self->slice_key) == 0 && self->slice->text))
+    else if (json_object_get(self->object, key) || (slice && slice->text))
         fq_api_fail(self->call, MHD_HTTP_BAD_REQUEST, "field \"%s\" is given twice", key);
-    else if (self->slice_key && strcmp(key, self->slice_key) == 0) {
-        *self->slice = (fq_api_slice_t){value, value_size};
+    else if (slice) {
+        *slice = (fq_api_slice_t){value, value_size};
         rc = 0;
     } else {
         json_t *built = *value == '['   ? json_array()
@@ -147,17 +156,17 @@ static int s_field(void *arg, const char *key_text, size_t key_size, const char 
     return rc;
 }
 
-json_t *fq_api_body_fields(fq_api_call_t *call, const char *const *keys, const char *slice_key,
-                           fq_api_slice_t *slice)
+json_t *fq_api_body_fields(fq_api_call_t *call, const char *const *keys,
+                           const char *const *slice_keys, fq_api_slice_t *slices)
 {
     char error[JSON_ERROR_TEXT_LENGTH + 64];
-    if (slice)
-        *slice = (fq_api_slice_t){0};
+    for (size_t i = 0; slice_keys && slice_keys[i]; i++)
+        slices[i] = (fq_api_slice_t){0};
     if (!fq_api_json_valid(call->body, call->body_size, error, sizeof error)) {
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "%s", error);
         return NULL;
     }
-    s_fields_t fields = {call, keys, slice_key, slice, json_object()};
+    s_fields_t fields = {call, keys, slice_keys, slices, json_object()};
     if (!fields.object) {
         fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
         return NULL;
@@ -278,5 +287,12 @@ json_t *fq_api_request_json(fq_api_call_t *call, const fq_request_info_t *r)
     json_object_set_new(json, "created_at", fq_api_time(r->created_at));
     json_object_set_new(json, "send_at", fq_api_time(r->send_at));
     json_object_set_new(json, "finished_at", fq_api_time(r->finished_at));
+    //  Stored by a submit this API checked (or fairq.submit_keyed's own
+    //  checks): an object, "{}" for a request without any
+    json_t *headers = r->headers ? json_loads(r->headers, 0, NULL) : NULL;
+    json_object_set_new(json, "headers", json_is_object(headers) ? headers : json_object());
+    if (headers && !json_is_object(headers))
+        json_decref(headers);
+    json_object_set_new(json, "reply_to", r->reply_to ? json_string(r->reply_to) : json_null());
     return json;
 }

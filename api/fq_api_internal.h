@@ -135,12 +135,13 @@ bool fq_api_parse_int(fq_api_call_t *call, const char *text, const char *what, i
 //  (fq_api_json_valid) but only its top members are built, and of them
 //  only strings, numbers, booleans and null: an array or object stands in
 //  as an empty one of its kind, which the handler's type check refuses
-//  (no field but the slice takes one), so fairqd never holds a tree as
-//  large as the body. The value of slice_key (NULL: none) is not built
-//  at all but left in the body, described in *slice. Returns NULL after
-//  answering 400.
-json_t *fq_api_body_fields(fq_api_call_t *call, const char *const *keys, const char *slice_key,
-                           fq_api_slice_t *slice);
+//  (no field but a slice takes one), so fairqd never holds a tree as
+//  large as the body. The values of slice_keys (a NULL-terminated list of
+//  some of keys; NULL: none) are not built at all but left in the body,
+//  each described in slices[i] (text NULL when absent). Returns NULL
+//  after answering 400.
+json_t *fq_api_body_fields(fq_api_call_t *call, const char *const *keys,
+                           const char *const *slice_keys, fq_api_slice_t *slices);
 
 //  JSON as jansson would take it (fq_api_json.c). text holds size bytes
 //  and a NUL after them. Returns false with the reason, naming the byte,

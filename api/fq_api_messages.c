@@ -74,12 +74,15 @@ static bool s_filter(fq_api_call_t *call, fq_message_filter_t *filter)
     if (filter->request_id && !call->owner.admin) {
         fq_request_info_t request;
         int rc = fq_store_request_get(call->store, filter->request_id, &request);
+        if (rc)
+            fq_request_info_free(&request);
         if (rc == FQ_ENOTFOUND)
             return fq_api_may_see(call, -1, "request", filter->request_id);
         if (rc) {
             fq_api_fail_store(call, rc);
             return false;
         }
+        fq_request_info_free(&request);
         if (!fq_api_may_see(call, request.tenant_id, "request", filter->request_id))
             return false;
     }

@@ -5,9 +5,12 @@
 #include "fq_error.h"
 #include "fq_limits.h"
 #include "fq_log.h"
+#include "fq_mail_headers.h"
 #include "fq_recipients.h"
 #include "fq_template.h"
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 //  The Idempotency-Key header's limits (the schema's check).
 #define S_IDEMPOTENCY_KEY_MAX 255
@@ -17,6 +20,14 @@
 
 #define S_MAX_ATTEMPTS_MIN 1
 #define S_MAX_ATTEMPTS_MAX 100
+
+//  Most of a bad header's name quoted in an answer, bytes: enough to find
+//  it by.
+#define S_HEADER_NAME_QUOTED 64
+
+//  The header a request gives as reply_to, never among its headers: so
+//  that it is checked as the one address it must be.
+#define S_REPLY_TO "Reply-To"
 
 //  ---------------------------------------------------------------------
 //  Fields of a body
@@ -146,6 +157,7 @@ static void s_reply_request(fq_api_call_t *call, unsigned status, int64_t id)
         fq_api_fail_store(call, rc);
     else
         fq_api_reply(call, status, fq_api_request_json(call, &request));
+    fq_request_info_free(&request);
 }
 
 //  A template of the request; false after answering 400 naming what. The
@@ -192,6 +204,124 @@ static bool s_recipients_shape(fq_api_call_t *call, const fq_api_slice_t *recipi
     return !problem;
 }
 
+//  The headers of a submit as they are checked, one member at a time.
+typedef struct {
+    fq_api_call_t *call;
+    json_t *headers; //  Name -> value, as given
+    size_t bytes;    //  Of their names and values
+} s_headers_t;
+
+//  Whether name was given before, in any case (RFC 5322 field names are
+//  case-insensitive: X-Tag and x-tag are one field).
+static bool s_header_repeated(json_t *headers, const char *name)
+{
+    const char *seen;
+    json_t *value;
+    json_object_foreach(headers, seen, value) if (strcasecmp(seen, name) == 0) return true;
+    return false;
+}
+
+//  Checks one header of a submit and keeps it; -1 after answering 400
+//  naming it.
+static int s_header(void *arg, const char *key_text, size_t key_size, const char *value_text,
+                    size_t value_size)
+{
+    s_headers_t *self = arg;
+    fq_api_call_t *call = self->call;
+    json_t *key = json_loadb(key_text, key_size, JSON_DECODE_ANY, NULL);
+    json_t *value =
+        *value_text == '"' ? json_loadb(value_text, value_size, JSON_DECODE_ANY, NULL) : NULL;
+    const char *name = json_string_value(key);
+    char reason[FQ_MAIL_HEADER_REASON_SIZE];
+    int rc = -1;
+    if (!name || (*value_text == '"' && !value))
+        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    else if (json_object_size(self->headers) >= FQ_MAIL_HEADERS_MAX)
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "headers: more than %d headers",
+                    FQ_MAIL_HEADERS_MAX);
+    else if (!value)
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "header \"%.*s\": its value must be a string",
+                    S_HEADER_NAME_QUOTED, name);
+    else if (s_header_repeated(self->headers, name))
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "header \"%.*s\" is given twice (names are case-insensitive)",
+                    S_HEADER_NAME_QUOTED, name);
+    else if (strcasecmp(name, S_REPLY_TO) == 0)
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "header \"%.*s\": give the address as reply_to, not among headers",
+                    S_HEADER_NAME_QUOTED, name);
+    else if (fq_mail_header_problem(name, json_string_value(value), reason, sizeof reason))
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "header \"%.*s\": %s", S_HEADER_NAME_QUOTED, name,
+                    reason);
+    else if ((self->bytes += strlen(name) + json_string_length(value)) > FQ_MAIL_HEADERS_BYTES_MAX)
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "headers: more than %d bytes of names and values (at header \"%.*s\")",
+                    FQ_MAIL_HEADERS_BYTES_MAX, S_HEADER_NAME_QUOTED, name);
+    else if (json_object_set(self->headers, name, value) != 0)
+        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    else
+        rc = 0;
+    json_decref(key);
+    json_decref(value);
+    return rc;
+}
+
+//  The request's extra headers (API.md): an object of at most
+//  FQ_MAIL_HEADERS_MAX names to string values, each held to the rule
+//  fairq-sender writes them by (fq_mail_headers.h), so that a bad one is
+//  refused now rather than every message dying at delivery. Each value is
+//  built alone and checked as it comes: a body of a thousand headers
+//  stops at the 33rd. Writes them, sorted and compact (the same headers
+//  are the same text, for the fingerprint), into *json, a string the
+//  caller frees; NULL for none or {}. False after answering 400.
+static bool s_headers(fq_api_call_t *call, const fq_api_slice_t *slice, char **json)
+{
+    *json = NULL;
+    if (!slice->text)
+        return true;
+    s_headers_t headers = {call, json_object(), 0};
+    if (!headers.headers) {
+        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return false;
+    }
+    int rc = *slice->text == '{' ? fq_api_json_members(slice->text, slice->size, s_header, &headers)
+                                 : -1;
+    if (rc == -1 && !call->json)
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "headers must be an object of header names to string values");
+    if (rc == 0 && json_object_size(headers.headers) > 0) {
+        *json = json_dumps(headers.headers, JSON_COMPACT | JSON_SORT_KEYS);
+        if (!*json) {
+            fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+            rc = -1;
+        }
+    }
+    json_decref(headers.headers);
+    return rc == 0;
+}
+
+//  The reply_to address, NULL when not given: one address by the rule of
+//  the from address; false after answering 400.
+static bool s_reply_to(fq_api_call_t *call, json_t *body, const char **reply_to)
+{
+    json_t *value = json_object_get(body, "reply_to");
+    *reply_to = NULL;
+    if (!value)
+        return true;
+    if (!json_is_string(value)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "reply_to must be a string");
+        return false;
+    }
+    const char *problem =
+        fq_recipient_address_problem(json_string_value(value), json_string_length(value));
+    if (problem) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "invalid reply_to address: %s", problem);
+        return false;
+    }
+    *reply_to = json_string_value(value);
+    return true;
+}
+
 //  Answers the request an Idempotency-Key named before (rc 0 or 1 of the
 //  store: found, the same request), or 422 when it named another (rc
 //  FQ_ECONFLICT), or the store's error. False when rc is none of these:
@@ -216,16 +346,21 @@ static bool s_key_answered(fq_api_call_t *call, const fq_submit_t *submit, int r
 
 void fq_api_request_submit(fq_api_call_t *call)
 {
-    static const char *const keys[] = {"tenant",     "from",    "subject",  "body",         "html",
-                                       "recipients", "send_at", "priority", "max_attempts", NULL};
+    static const char *const keys[] = {"tenant",       "from",       "subject",  "body",
+                                       "html",         "recipients", "send_at",  "priority",
+                                       "max_attempts", "headers",    "reply_to", NULL};
+    //  The recipients are not built: they go to the database as the slice
+    //  of the body they are, and the splitter reads them from there. The
+    //  headers are built one by one as they are checked (s_headers)
+    static const char *const slice_keys[] = {"recipients", "headers", NULL};
     if (!fq_api_query_allowed(call, NULL))
         return;
-    //  The recipients are not built: they go to the database as the slice
-    //  of the body they are, and the splitter reads them from there
-    fq_api_slice_t recipients;
-    json_t *body = fq_api_body_fields(call, keys, "recipients", &recipients);
+    fq_api_slice_t slices[2];
+    json_t *body = fq_api_body_fields(call, keys, slice_keys, slices);
     if (!body)
         return;
+    fq_api_slice_t recipients = slices[0];
+    char *headers = NULL;
     fq_submit_t submit = {0};
     json_t *html = json_object_get(body, "html");
     json_t *send_at = json_object_get(body, "send_at");
@@ -255,9 +390,11 @@ void fq_api_request_submit(fq_api_call_t *call)
         !s_int(call, body, "priority", FQ_PRIORITY_MIN, FQ_PRIORITY_MAX, &submit.priority) ||
         !s_int(call, body, "max_attempts", S_MAX_ATTEMPTS_MIN, S_MAX_ATTEMPTS_MAX,
                &submit.max_attempts) ||
+        !s_headers(call, &slices[1], &headers) || !s_reply_to(call, body, &submit.reply_to) ||
         !s_idempotency_key(call, &submit.idempotency_key) ||
         !(submit.tenant = s_submit_tenant(call, body)))
         goto done;
+    submit.headers_json = headers;
     //  Each recipient's values are checked by the splitter, which refuses
     //  a bad one alone (API.md)
     submit.recipients_json = recipients.text;
@@ -281,17 +418,20 @@ void fq_api_request_submit(fq_api_call_t *call)
         fq_api_fail_store(call, rc);
     s_rate_give_back(call);
 done:
+    free(headers);
     json_decref(body);
 }
 
 //  ---------------------------------------------------------------------
 //  One request
 
-//  The request of the path, if the caller may see it; false after
+//  The request of the path, if the caller may see it, for the caller to
+//  free (fq_request_info_free) whatever the answer; false after
 //  answering.
 static bool s_load(fq_api_call_t *call, fq_request_info_t *request)
 {
     int64_t id;
+    *request = (fq_request_info_t){0};
     if (!fq_api_parse_id(call, call->params[0], "request", false, &id))
         return false;
     int rc = fq_store_request_get(call->store, id, request);
@@ -306,9 +446,10 @@ static bool s_load(fq_api_call_t *call, fq_request_info_t *request)
 
 void fq_api_request_get(fq_api_call_t *call)
 {
-    fq_request_info_t request;
+    fq_request_info_t request = {0};
     if (fq_api_query_allowed(call, NULL) && s_load(call, &request))
         fq_api_reply(call, MHD_HTTP_OK, fq_api_request_json(call, &request));
+    fq_request_info_free(&request);
 }
 
 //  A change to a finished request is a conflict, unless it is already
@@ -327,9 +468,11 @@ static bool s_changeable(fq_api_call_t *call, const fq_request_info_t *request, 
 static void s_lifecycle(fq_api_call_t *call, int (*change)(fq_store_t *, int64_t),
                         const char *already)
 {
-    fq_request_info_t request;
-    if (!fq_api_query_allowed(call, NULL) || !s_load(call, &request) ||
-        !s_changeable(call, &request, already))
+    fq_request_info_t request = {0};
+    bool changeable = fq_api_query_allowed(call, NULL) && s_load(call, &request) &&
+                      s_changeable(call, &request, already);
+    fq_request_info_free(&request);
+    if (!changeable)
         return;
     int rc = change(call->store, request.id);
     //  It finished between the read and the change (the store's words)
@@ -359,7 +502,7 @@ void fq_api_request_resume(fq_api_call_t *call)
 void fq_api_request_patch(fq_api_call_t *call)
 {
     static const char *const keys[] = {"send_at", "priority", NULL};
-    fq_request_info_t request;
+    fq_request_info_t request = {0};
     if (!fq_api_query_allowed(call, NULL))
         return;
     json_t *body = fq_api_body_fields(call, keys, NULL, NULL);
@@ -379,24 +522,29 @@ void fq_api_request_patch(fq_api_call_t *call)
     if (!s_load(call, &request) || !s_changeable(call, &request, NULL))
         goto done;
     int rc = fq_store_request_change(call->store, request.id, &change);
-    if (rc == FQ_EINVAL && fq_store_request_get(call->store, request.id, &request) == 0 &&
+    int64_t id = request.id;
+    fq_request_info_free(&request);
+    if (rc == FQ_EINVAL && fq_store_request_get(call->store, id, &request) == 0 &&
         fq_request_status_finished(request.status))
         fq_api_fail(call, MHD_HTTP_CONFLICT, "request %lld is %s: it can no longer change",
                     (long long)request.id, request.status);
     else if (rc < 0)
         fq_api_fail_store(call, rc);
     else
-        s_reply_request(call, MHD_HTTP_OK, request.id);
+        s_reply_request(call, MHD_HTTP_OK, id);
 done:
+    fq_request_info_free(&request);
     json_decref(body);
 }
 
 void fq_api_request_rejects(fq_api_call_t *call)
 {
     static const char *const params[] = {"after", "limit", NULL};
-    fq_request_info_t request;
+    fq_request_info_t request = {0};
     int64_t after, limit;
-    if (!fq_api_query_allowed(call, params) || !s_load(call, &request) ||
+    bool loaded = fq_api_query_allowed(call, params) && s_load(call, &request);
+    fq_request_info_free(&request);
+    if (!loaded ||
         !fq_api_parse_int(call, fq_api_query(call, "after"), "after", -1, INT32_MAX, -1, &after) ||
         !fq_api_parse_int(call, fq_api_query(call, "limit"), "limit", 1, FQ_STORE_PAGE_MAX,
                           FQ_API_PAGE_DEFAULT, &limit))

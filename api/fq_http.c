@@ -214,6 +214,9 @@ static const struct {
     {"requests_priority_check", "priority must be an integer within -1000..1000"},
     {"requests_max_attempts_check", "max_attempts must be an integer within 1..100"},
     {"requests_idempotency_key_check", "Idempotency-Key must be 1..255 bytes"},
+    {"requests_headers_check", "headers must be an object of header names to string values"},
+    {"requests_reply_to_check", "reply_to must be one address of 3..320 bytes, without control "
+                                "characters"},
     {"tenants_name_check", "a tenant name is 1..64 of a-z 0-9 _ . - and starts with a letter or "
                            "digit"},
     {"tenants_weight_check", "weight must be an integer within 1..1000"},

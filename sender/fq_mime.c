@@ -8,6 +8,7 @@
 */
 #include "fq_buf.h"
 #include "fq_error.h"
+#include "fq_mail_headers.h"
 #include "fq_mime.h"
 #include "fq_utf8.h"
 #include <inttypes.h>
@@ -68,14 +69,13 @@ static const char s_b64_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 static const char s_hex_digits[] = "0123456789ABCDEF";
 
-//  Header fields fairq writes itself: an extra header of one of these
-//  names would contradict ours (two Content-Types, two Message-IDs) and
-//  leave receivers to pick one.
-static const char *const s_reserved_headers[] = {
-    "Date",       "From",         "To",           "Subject",
-    "Message-ID", "MIME-Version", "Content-Type", "Content-Transfer-Encoding",
-};
-#define S_RESERVED_COUNT (sizeof s_reserved_headers / sizeof s_reserved_headers[0])
+//  The one extra header whose value is checked beyond the rule of every
+//  header (fq_mail_headers.h): the request's reply_to, which must be one
+//  address as From and To are.
+#define S_REPLY_TO "Reply-To"
+
+//  Most of a bad value quoted in an error: enough to find it by.
+#define S_QUOTED_MAX 80
 
 //  Hands the text to the caller with its length, or frees it and returns
 //  NULL when memory ran out while writing it (mem is not 0).
@@ -393,44 +393,27 @@ static int s_put_date(fq_buf_t *buf, time_t when)
                          tm.tm_year + S_TM_YEAR_BASE, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
-//  Checks extra header index; returns 0 or an fq error code with the
-//  reason in error, which quotes no byte of a bad name (it may hold a
-//  line break).
+//  Checks extra header index by the rule fairqd's API held it to at submit
+//  (fq_mail_headers.h), and Reply-To as one address; returns 0 or an fq
+//  error code with the reason in error, which quotes no byte of a bad name
+//  (it may hold a line break).
 static int s_check_extra_header(size_t index, const char *name, const char *value, char *error,
                                 size_t error_size)
 {
-    if (!name || !*name || !value) {
-        fq_error_format(error, error_size, "extra header %zu has no name or no value", index);
-        return FQ_EINVAL;
+    char reason[FQ_MAIL_HEADER_REASON_SIZE];
+    int rc = fq_mail_header_problem(name, value, reason, sizeof reason);
+    if (rc != 0) {
+        //  A name is quoted only when it is harmless in a log line
+        if (name && *name && s_all_printable_ascii(name, strlen(name)))
+            fq_error_format(error, error_size, "header %s: %s", name, reason);
+        else
+            fq_error_format(error, error_size, "extra header %zu: %s", index, reason);
+        return rc;
     }
-    size_t name_len = strlen(name);
-    //  RFC 5322 3.6.8: a field name is printable ASCII but ":" and space
-    for (size_t i = 0; i < name_len; i++) {
-        unsigned char c = (unsigned char)name[i];
-        if (!s_is_printable_ascii(c) || c == ' ' || c == ':') {
-            fq_error_format(error, error_size,
-                            "extra header %zu: byte 0x%02X at %zu of its name is not allowed",
-                            index, c, i);
-            return FQ_EHEADER;
-        }
-    }
-    for (size_t i = 0; i < S_RESERVED_COUNT; i++)
-        if (strcasecmp(name, s_reserved_headers[i]) == 0) {
-            fq_error_format(error, error_size, "header %s is written by fairq and cannot be given",
-                            name);
-            return FQ_EINVAL;
-        }
-    size_t value_len = strlen(value);
-    for (size_t i = 0; i < value_len; i++)
-        if (!s_is_printable_ascii((unsigned char)value[i]) && value[i] != '\t') {
-            fq_error_format(error, error_size,
-                            "header %s holds a byte that is not printable ASCII (0x%02X) at %zu",
-                            name, (unsigned char)value[i], i);
-            return FQ_EHEADER;
-        }
-    if (name_len + strlen(": ") + value_len > S_LINE_MAX) {
-        fq_error_format(error, error_size, "header %s is longer than %d characters", name,
-                        S_LINE_MAX);
+    s_mailbox_t box;
+    if (strcasecmp(name, S_REPLY_TO) == 0 && !s_mailbox_parse(value, &box)) {
+        fq_error_format(error, error_size, "header %s \"%.*s\" is not one address", name,
+                        S_QUOTED_MAX, value);
         return FQ_EINVAL;
     }
     return 0;

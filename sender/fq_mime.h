@@ -56,8 +56,10 @@ typedef struct {
 //    address or an extra header, or a byte that is not printable ASCII in
 //    an extra header: what a tenant's text could use to add header lines;
 //  * FQ_EINVAL: an address that is not one address, an extra header that
-//    fairq writes itself (From, Message-ID, Content-Type...), a header
-//    line over RFC 5322's 998 characters, no domain for the Message-ID;
+//    fairq writes itself (From, Message-ID, Content-Type...: the list of
+//    fq_mail_headers.h, which fairqd's API checks submits by), a Reply-To
+//    that is not one address, a header line over RFC 5322's 998
+//    characters, no domain for the Message-ID;
 //  * FQ_ENOMEM: no memory, the one failure that retrying may cure.
 int fq_mime_render(const fq_delivery_t *msg, const fq_mime_options_t *options, char **text,
                    size_t *len, char *error, size_t error_size);

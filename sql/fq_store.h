@@ -266,6 +266,12 @@ typedef struct {
     int priority;
     int max_attempts;            //  0 = default (5)
     const char *idempotency_key; //  NULL = none
+    //  The request's extra mail headers, a JSON object of names to string
+    //  values as its caller checked them (mailheaders/fq_mail_headers.h);
+    //  NULL: none. Written the same way for the same headers (sorted,
+    //  compact), as it goes into the fingerprint as it is
+    const char *headers_json;
+    const char *reply_to; //  One address; NULL = none
 } fq_submit_t;
 
 //  Submits a request through fairq.submit_keyed (the function behind
@@ -281,7 +287,7 @@ typedef struct {
 //  new request's id, 1 with the id of the request the key named already,
 //  FQ_ECONFLICT when the key named a request of another fingerprint
 //  (nothing is created), FQ_EINVAL (bad input: the message says what) or
-//  FQ_EDB.
+//  FQ_EDB. A request with headers or a reply_to needs schema 13.
 int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_id);
 
 typedef struct {
@@ -294,6 +300,12 @@ typedef struct {
     char *from_addr;   //  Owned by the caller: free()
     char *tenant;      //  The tenant's name; owned by the caller: free()
     int64_t due_at_ms; //  When it was due: max(created_at, send_at), Unix ms
+    //  The extra headers of each message, by name, then its reply_to as
+    //  "Reply-To" (migration 0013); each string and both arrays owned by
+    //  the caller (fq_request_templates_free). NULL arrays when none
+    char **header_names;
+    char **header_values;
+    size_t nheaders;
 } fq_request_templates_t;
 
 //  Loads what the splitter needs to validate a request's recipients, and
@@ -320,10 +332,17 @@ typedef struct {
     int64_t created_at;
     int64_t send_at;
     int64_t finished_at;
+    char *headers;  //  Its extra mail headers as a JSON object's text ("{}": none)
+    char *reply_to; //  NULL: none
 } fq_request_info_t;
 
-//  One request. Returns 0, FQ_ENOTFOUND or FQ_EDB.
+//  One request. Returns 0, FQ_ENOTFOUND, FQ_ENOMEM or FQ_EDB. What out
+//  holds is the caller's to free with fq_request_info_free, whatever the
+//  code.
 int fq_store_request_get(fq_store_t *self, int64_t request_id, fq_request_info_t *out);
+
+//  Frees the strings of a request read by the store; safe twice.
+void fq_request_info_free(fq_request_info_t *request);
 
 //  Whether a request in status can no longer change (done, cancelled,
 //  rejected).

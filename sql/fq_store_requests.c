@@ -16,8 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-//  fairq.submit_keyed's parameters, and the recipients' place among them.
-#define S_SUBMIT_PARAMS     11
+//  fairq.submit_keyed's parameters (0013's, with headers and reply_to),
+//  and the recipients' place among them.
+#define S_SUBMIT_PARAMS     13
 #define S_SUBMIT_RECIPIENTS 4
 
 //  Attempts a message gets when the request does not say (fq_submit_t).
@@ -34,9 +35,17 @@
 //  so that it never compares equal to one made the old way.
 #define S_FINGERPRINT_TAG "fairq submit 1"
 
+//  What the parts a request's headers add to its fingerprint start with.
+#define S_FINGERPRINT_HEADERS "headers"
+
 //  The SQLSTATE fairq.submit_keyed raises for a key that named a request
 //  of another fingerprint (0012_idempotency_fingerprint.sql).
 #define S_SQLSTATE_KEY_REUSED "FQ002"
+
+//  The columns of a request's load that name one extra header and give its
+//  value (fq_store_request_templates).
+#define S_TEMPLATE_HEADER_NAME  9
+#define S_TEMPLATE_HEADER_VALUE 10
 
 //  Room for a number written as text in a fingerprint.
 #define S_FINGERPRINT_NUMBER 24
@@ -113,6 +122,14 @@ static bool s_fingerprint(const fq_submit_t *req, char hex[S_FINGERPRINT_BYTEA])
     s_fingerprint_number(&state,
                          req->max_attempts > 0 ? req->max_attempts : S_MAX_ATTEMPTS_DEFAULT);
     s_fingerprint_part(&state, req->recipients_json, s_recipients_size(req));
+    //  Headers came later (0013): a request without any keeps the
+    //  fingerprint it always had, so its key still answers it
+    if (req->headers_json || req->reply_to) {
+        s_fingerprint_part(&state, S_FINGERPRINT_HEADERS, strlen(S_FINGERPRINT_HEADERS));
+        s_fingerprint_part(&state, req->headers_json,
+                           req->headers_json ? strlen(req->headers_json) : 0);
+        s_fingerprint_part(&state, req->reply_to, req->reply_to ? strlen(req->reply_to) : 0);
+    }
     crypto_generichash_final(&state, digest, sizeof digest);
     memcpy(hex, "\\x", 2);
     sodium_bin2hex(hex + 2, S_FINGERPRINT_HEX, digest, sizeof digest);
@@ -143,7 +160,9 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
                             priority,
                             attempts,
                             req->idempotency_key,
-                            req->idempotency_key ? fingerprint : NULL};
+                            req->idempotency_key ? fingerprint : NULL,
+                            req->headers_json,
+                            req->reply_to};
     //  The recipients in binary format, which for json is the text itself
     //  with its length: a slice of an HTTP body goes as it is, with no
     //  terminated copy of up to http_body_max bytes
@@ -153,7 +172,8 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
                                  "SELECT k.request_id, k.replayed FROM fairq.submit_keyed($1, $2,"
                                  " $3, $4, $5::json, $6::boolean,"
                                  " CASE WHEN $7::bigint > 0 THEN to_timestamp($7::bigint)"
-                                 " ELSE now() END, $8::int, $9::int, $10, $11::bytea) AS k",
+                                 " ELSE now() END, $8::int, $9::int, $10, $11::bytea,"
+                                 " $12::jsonb, $13) AS k",
                                  S_SUBMIT_PARAMS, NULL, params, lengths, formats, 0);
     int rc = fq_store_check(self, res, PGRES_TUPLES_OK, "submit request");
     //  Said in the store's words: the server's would name its function
@@ -167,22 +187,57 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
     return rc;
 }
 
+//  Takes the headers of a request's rows (columns S_TEMPLATE_HEADER_NAME
+//  and _VALUE of each, NULL in a row without one) into out. Returns 0 or
+//  -1 when memory ran out.
+static int s_template_headers(const PGresult *res, fq_request_templates_t *out)
+{
+    int rows = PQntuples(res);
+    size_t n = 0;
+    for (int row = 0; row < rows; row++)
+        n += !PQgetisnull(res, row, S_TEMPLATE_HEADER_NAME);
+    if (n == 0)
+        return 0;
+    out->header_names = calloc(n, sizeof *out->header_names);
+    out->header_values = calloc(n, sizeof *out->header_values);
+    if (!out->header_names || !out->header_values)
+        return -1;
+    for (int row = 0; row < rows; row++) {
+        if (PQgetisnull(res, row, S_TEMPLATE_HEADER_NAME))
+            continue;
+        out->header_names[out->nheaders] = strdup(PQgetvalue(res, row, S_TEMPLATE_HEADER_NAME));
+        out->header_values[out->nheaders] = strdup(PQgetvalue(res, row, S_TEMPLATE_HEADER_VALUE));
+        out->nheaders++;
+        if (!out->header_names[out->nheaders - 1] || !out->header_values[out->nheaders - 1])
+            return -1;
+    }
+    return 0;
+}
+
 int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_templates_t *out)
 {
+    *out = (fq_request_templates_t){0};
     char id[FQ_STORE_INT_TEXT];
     snprintf(id, sizeof id, "%lld", (long long)request_id);
     const char *params[] = {id};
     int rc;
-    PGresult *res = fq_store_query(self,
-                                   "SELECT r.id, r.tenant_id, r.subject, r.body, r.body_is_html,"
-                                   " r.max_attempts, r.from_addr, t.name,"
-                                   " (extract(epoch FROM greatest(r.created_at, r.send_at))"
-                                   "  * 1000)::bigint FROM fairq.requests r"
-                                   " JOIN fairq.tenants t ON t.id = r.tenant_id WHERE r.id = $1",
-                                   1, params, PGRES_TUPLES_OK, "load request", &rc);
+    //  One row for each extra header (its reply_to last, as Reply-To), or
+    //  one without any: the request's own columns repeat in each
+    PGresult *res = fq_store_query(
+        self,
+        "SELECT r.id, r.tenant_id, r.subject, r.body, r.body_is_html,"
+        " r.max_attempts, r.from_addr, t.name,"
+        " (extract(epoch FROM greatest(r.created_at, r.send_at))"
+        "  * 1000)::bigint, h.name, h.value FROM fairq.requests r"
+        " JOIN fairq.tenants t ON t.id = r.tenant_id"
+        " LEFT JOIN LATERAL (SELECT e.key, e.value, 0 FROM jsonb_each_text(r.headers) e"
+        "  UNION ALL SELECT 'Reply-To', r.reply_to, 1 WHERE r.reply_to IS NOT NULL)"
+        "  AS h(name, value, last) ON true"
+        " WHERE r.id = $1 ORDER BY h.last, h.name",
+        1, params, PGRES_TUPLES_OK, "load request", &rc);
     if (!res)
         return rc;
-    if (PQntuples(res) != 1) {
+    if (PQntuples(res) < 1) {
         PQclear(res);
         return fq_store_fail(self, FQ_ENOTFOUND, "request %lld does not exist",
                              (long long)request_id);
@@ -196,8 +251,9 @@ int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_
                                     .from_addr = strdup(PQgetvalue(res, 0, 6)),
                                     .tenant = strdup(PQgetvalue(res, 0, 7)),
                                     .due_at_ms = fq_store_int64(res, 0, 8)};
+    int mem = s_template_headers(res, out);
     PQclear(res);
-    if (!out->subject || !out->body || !out->from_addr || !out->tenant) {
+    if (mem || !out->subject || !out->body || !out->from_addr || !out->tenant) {
         fq_request_templates_free(out);
         return fq_store_fail(self, FQ_ENOMEM, "out of memory");
     }
@@ -211,6 +267,14 @@ void fq_request_templates_free(fq_request_templates_t *templates)
     free(templates->from_addr);
     free(templates->tenant);
     templates->subject = templates->body = templates->from_addr = templates->tenant = NULL;
+    for (size_t i = 0; i < templates->nheaders; i++) {
+        free(templates->header_names[i]);
+        free(templates->header_values[i]);
+    }
+    free(templates->header_names);
+    free(templates->header_values);
+    templates->header_names = templates->header_values = NULL;
+    templates->nheaders = 0;
 }
 
 //  ---------------------------------------------------------------------
@@ -220,8 +284,12 @@ void fq_request_templates_free(fq_request_templates_t *templates)
     "SELECT r.id, r.tenant_id, t.name, r.status, r.priority, r.total, r.split, r.failed,"          \
     " r.sent, r.dead, r.cancelled, r.rejected,"                                                    \
     " extract(epoch FROM r.created_at)::bigint, extract(epoch FROM r.send_at)::bigint,"            \
-    " extract(epoch FROM r.finished_at)::bigint"                                                   \
+    " extract(epoch FROM r.finished_at)::bigint, coalesce(r.headers, '{}')::text, r.reply_to"      \
     " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
+
+//  The columns of S_REQUEST_SQL holding the request's headers and reply_to.
+#define S_REQUEST_HEADERS  15
+#define S_REQUEST_REPLY_TO 16
 
 static void s_request_row(const PGresult *res, int row, void *item)
 {
@@ -239,6 +307,15 @@ static void s_request_row(const PGresult *res, int row, void *item)
                                .created_at = fq_store_int64(res, row, 12),
                                .send_at = fq_store_int64(res, row, 13),
                                .finished_at = fq_store_int64(res, row, 14)};
+    //  headers NULL tells the caller memory ran out, for either string
+    out->headers = strdup(PQgetvalue(res, row, S_REQUEST_HEADERS));
+    if (!PQgetisnull(res, row, S_REQUEST_REPLY_TO)) {
+        out->reply_to = strdup(PQgetvalue(res, row, S_REQUEST_REPLY_TO));
+        if (!out->reply_to) {
+            free(out->headers);
+            out->headers = NULL;
+        }
+    }
     snprintf(out->tenant, sizeof out->tenant, "%s", PQgetvalue(res, row, 2));
     snprintf(out->status, sizeof out->status, "%s", PQgetvalue(res, row, 3));
     int64_t pending =
@@ -264,9 +341,11 @@ int fq_store_request_get(fq_store_t *self, int64_t request_id, fq_request_info_t
                                    PGRES_TUPLES_OK, "read request", &rc);
     if (!res)
         return rc;
-    if (PQntuples(res) == 1)
+    if (PQntuples(res) == 1) {
         s_request_row(res, 0, out);
-    else
+        if (!out->headers)
+            rc = fq_store_fail(self, FQ_ENOMEM, "could not read request: out of memory");
+    } else
         rc = fq_store_fail(self, FQ_ENOTFOUND, "could not read request: request %s does not exist",
                            id);
     PQclear(res);
@@ -304,15 +383,31 @@ int fq_store_request_list(fq_store_t *self, int64_t tenant_id, const char *statu
                        4, params, PGRES_TUPLES_OK, "list requests", &rc);
     if (!res)
         return rc;
+    bool copied = true;
     void *rows;
     rc = fq_store_rows(self, res, sizeof *list->rows, s_request_row, &rows);
     list->rows = rows;
     list->count = rc > 0 ? (size_t)rc : 0;
+    for (size_t i = 0; i < list->count; i++)
+        copied = copied && list->rows[i].headers;
+    if (!copied) {
+        fq_request_list_free(list);
+        return fq_store_fail(self, FQ_ENOMEM, "could not list requests: out of memory");
+    }
     return rc;
+}
+
+void fq_request_info_free(fq_request_info_t *request)
+{
+    free(request->headers);
+    free(request->reply_to);
+    request->headers = request->reply_to = NULL;
 }
 
 void fq_request_list_free(fq_request_list_t *list)
 {
+    for (size_t i = 0; i < list->count; i++)
+        fq_request_info_free(&list->rows[i]);
     free(list->rows);
     *list = (fq_request_list_t){0};
 }

@@ -172,6 +172,85 @@ def patch_corpus():
     return corpus
 
 
+def headers_corpus(valid):
+    """(label, body bytes, the words the 400's detail must hold) for the
+    "headers" and "reply_to" of a submit: each refused, naming the header
+    (or the field) at fault."""
+    def with_headers(headers):
+        return json.dumps(dict(valid, headers=headers)).encode()
+
+    def with_raw_headers(text):
+        return raw_with(valid, "headers", text)
+
+    corpus = [
+        ("CR LF in a value", with_headers({"X-Campaign": "spring\r\nBcc: victim@evil.test"}),
+         ['"X-Campaign"', "CR or LF"]),
+        ("LF in a value", with_headers({"X-Campaign": "spring\nBcc: victim@evil.test"}),
+         ['"X-Campaign"', "CR or LF"]),
+        ("CR in a value", with_headers({"X-Campaign": "spring\rX-Evil: 1"}),
+         ['"X-Campaign"', "CR or LF"]),
+        ("a control in a value", with_headers({"X-Campaign": "bell\u0007"}),
+         ['"X-Campaign"', "0x07"]),
+        ("DEL in a value", with_headers({"X-Campaign": "del\u007f"}), ['"X-Campaign"', "0x7F"]),
+        ("non-ASCII in a value", with_headers({"X-Campaign": "caf\u00e9"}),
+         ['"X-Campaign"', "printable ASCII"]),
+        ("CR LF in a name", with_headers({"X-A\r\nBcc": "victim@evil.test"}), ["its name"]),
+        ("a space in a name", with_headers({"X Campaign": "spring"}),
+         ['"X Campaign"', "its name"]),
+        ("a colon in a name", with_headers({"X-Campaign:": "spring"}),
+         ['"X-Campaign:"', "its name"]),
+        ("non-ASCII in a name", with_headers({"X-Caf\u00e9": "spring"}), ["its name"]),
+        ("an empty name", with_headers({"": "spring"}), ['""']),
+        ("a duplicate name", with_raw_headers('{"X-Campaign": "a", "X-Campaign": "b"}'),
+         ['"X-Campaign"', "twice"]),
+        ("a duplicate name in another case", with_headers({"X-Campaign": "a", "x-campaign": "b"}),
+         ['"x-campaign"', "twice"]),
+        ("33 headers", with_headers({f"X-H{i}": "v" for i in range(33)}),
+         ["more than 32 headers"]),
+        ("9 KiB of headers", with_headers({f"X-H{i}": "v" * 900 for i in range(10)}),
+         ["more than 8192 bytes"]),
+        ("a line over 998 characters", with_headers({"X-Long": "v" * 1000}),
+         ['"X-Long"', "998"]),
+        ("headers as an array", with_raw_headers('[["X-Campaign", "spring"]]'),
+         ["headers must be an object"]),
+        ("headers as a string", with_raw_headers('"X-Campaign: spring"'),
+         ["headers must be an object"]),
+        ("headers null", with_raw_headers("null"), ["headers must be an object"]),
+        ("a value that is a number", with_headers({"X-Count": 3}),
+         ['"X-Count"', "must be a string"]),
+        ("a value that is null", with_headers({"X-Campaign": None}),
+         ['"X-Campaign"', "must be a string"]),
+        ("a value that is an object", with_raw_headers('{"X-Campaign": {"a": "b"}}'),
+         ['"X-Campaign"', "must be a string"]),
+        ("Reply-To among headers", with_headers({"reply-to": "help@acme.example"}),
+         ['"reply-to"', "reply_to"]),
+        ("headers given twice", good_with_raw(valid, '"headers": {}, "headers": {}'),
+         ['"headers"', "twice"]),
+        ("reply_to a list", json.dumps(dict(valid, reply_to="a@acme.example, b@acme.example"))
+         .encode(), ["invalid reply_to address"]),
+        ("reply_to with a name", json.dumps(dict(valid, reply_to="Help <help@acme.example>"))
+         .encode(), ["invalid reply_to address"]),
+        ("reply_to with CR LF", json.dumps(dict(valid, reply_to="help@acme.example\r\nBcc: v@e.t"))
+         .encode(), ["invalid reply_to address", "CR or LF"]),
+        ("reply_to empty", json.dumps(dict(valid, reply_to="")).encode(),
+         ["invalid reply_to address"]),
+        ("reply_to a number", json.dumps(dict(valid, reply_to=5)).encode(),
+         ["reply_to must be a string"]),
+        ("reply_to null", json.dumps(dict(valid, reply_to=None)).encode(),
+         ["reply_to must be a string"]),
+    ]
+    for owned in ("From", "to", "SUBJECT", "Date", "message-id", "MIME-Version", "content-type",
+                  "Content-Transfer-Encoding", "return-path"):
+        corpus.append((f"the owned header {owned}", with_headers({"X-Ok": "1", owned: "x"}),
+                       [f'"{owned}"', "written by fairq"]))
+    return corpus
+
+
+def good_with_raw(valid, members):
+    """valid as JSON bytes with members (raw JSON text) added at its end."""
+    return (json.dumps(valid)[:-1] + ", " + members + "}").encode()
+
+
 class MalformedTest(APITest):
 
     def check_corpus(self, method, path, corpus):
@@ -188,6 +267,35 @@ class MalformedTest(APITest):
         self.note(f"{method} {path}: {len(corpus)} bodies, {len(failures)} wrong answers")
         self.assertFalse(failures, f"{len(failures)} of {len(corpus)} bodies answered wrong:\n" +
                          "\n".join(failures))
+
+    def test_submit_headers_refused(self):
+        """Every bad "headers" or "reply_to" of a submit (header injection
+        by CR or LF, a control or non-ASCII byte, a bad name, a field fairq
+        writes itself in any case, a name given twice in any case, more
+        than 32 or 8 KiB, a line over 998 characters, headers not an object
+        or a value not a string, Reply-To among headers, a reply_to that is
+        not one address) is a 400 whose detail names what is at fault;
+        nothing is stored, fairqd stays up."""
+        self.start(**FAIRQD)
+        self.put_tenant("acme")
+        valid = submit_body("acme", send_at=int(time.time()) + HOUR)
+        self.ok(self.submit(dict(valid, headers={"X-Campaign": "spring"},
+                                 reply_to="help@acme.example")), 202, "a good submit")
+        before = self.count("fairq.requests")
+        failures = []
+        corpus = headers_corpus(valid)
+        for label, data, words in corpus:
+            answer = self.api("POST", "/v1/requests", raw=data)
+            try:
+                self.assert_error(answer, 400, label)
+                for word in words:
+                    self.assertIn(word, answer[2]["detail"], f"{label}: the detail")
+            except AssertionError as error:
+                failures.append(str(error)[:400])
+            self.h.check_alive()
+        self.note(f"{len(corpus)} bad headers, {len(failures)} wrong answers")
+        self.assertFalse(failures, "\n".join(failures))
+        self.assertEqual(self.count("fairq.requests"), before, "a refused submit stored a row")
 
     def test_submit_corpus(self):
         """More than a hundred malformed submits: each a 400 (404 where the

@@ -402,6 +402,56 @@ class RequestRoutesTest(APITest):
                                  "rejects")["rejects"][0]["recipient"], "a\r\nb@example.org")
         self.assertEqual(len(self.sink.records()), done["sent"])
 
+    def test_submit_with_headers_and_reply_to(self):
+        """A submit's "headers" and "reply_to" are kept with the request,
+        shown by its object (in the 202, GET and the list), carried to each
+        message and written into the mail the SMTP server receives, as given
+        (a {{field}} in a value stays literal); a request without them shows
+        {} and null and its mail has no Reply-To. An Idempotency-Key repeats
+        only the same headers: other headers are another request (422)."""
+        self.start(senders=1, **FAIRQD)
+        self.put_tenant("acme")
+        headers = {"X-Campaign": "spring", "List-Id": "<news.example.org>",
+                   "List-Unsubscribe": "<https://acme.example/u/{{name}}>",
+                   "precedence": "bulk"}
+        body = submit_body("acme", headers=headers, reply_to="help@acme.example",
+                           recipients=recipients(2))
+        answer = self.submit(body, key="spring-1")
+        request = self.ok(answer, 202, "a submit with headers and reply_to")
+        self.assertEqual(request["headers"], headers)
+        self.assertEqual(request["reply_to"], "help@acme.example")
+        rid = request["id"]
+        got = self.get_request(rid)
+        self.assertEqual((got["headers"], got["reply_to"]), (headers, "help@acme.example"))
+        listed = self.ok(self.api("GET", "/v1/requests?tenant=acme"), 200, "list")["requests"]
+        self.assertEqual([r["headers"] for r in listed if r["id"] == rid], [headers])
+        # The same headers in another order replay it; other headers are a 422
+        again = self.submit(dict(body, headers=dict(reversed(list(headers.items())))),
+                            key="spring-1")
+        self.assertEqual(self.ok(again, 202, "the same headers again")["id"], rid)
+        self.assertEqual(self.replayed(again), "true")
+        for label, other in (("other headers", dict(body, headers={"X-Campaign": "autumn"})),
+                             ("another reply_to", dict(body, reply_to="other@acme.example")),
+                             ("no headers", submit_body("acme", recipients=recipients(2)))):
+            self.assert_error(self.submit(other, key="spring-1"), 422, f"{label}, a used key")
+
+        plain = self.submit_ok(submit_body("acme", recipients=[
+            {"to": "plain@example.org", "fields": {"name": "Plain"}}]))
+        self.assertEqual((plain["headers"], plain["reply_to"]), ({}, None))
+        self.wait_request(rid, "done")
+        self.wait_request(plain["id"], "done")
+
+        records = {r["to"][0]: r for r in self.sink.records()}
+        for i in range(2):
+            got = records[f"user{i}@example.org"]["headers"]
+            for name, value in headers.items():
+                self.assertEqual(got.get(name), value, f"{name} of the delivered mail: {got}")
+            self.assertEqual(got.get("Reply-To"), "help@acme.example", got)
+            self.assertEqual(got.get("From"), "news@acme.example", got)
+            self.assertEqual(sum(1 for n in got if n.lower() == "reply-to"), 1, got)
+        got = records["plain@example.org"]["headers"]
+        self.assertFalse({n.lower() for n in got} & {"reply-to", "x-campaign", "list-id"}, got)
+
     def test_messages_search(self):
         """GET /v1/messages by request, tenant, status, exact address and
         domain (both case-insensitive), paged by after/next_after; GET

@@ -7,7 +7,9 @@
     body holds, the text must stay 7-bit with short CRLF lines. The
     Message-ID must not change between attempts at one message.
 */
+#include "fq_mail_headers.h"
 #include "fq_mime.h"
+#include <ctype.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -37,6 +39,9 @@
 #define S_LONG_SUBJECT_CHARS 200
 
 #define S_ERROR_SIZE FQ_TRANSPORT_ERROR_SIZE
+
+//  The fields fq_mail_headers.h names as fairq's own.
+#define S_OWNED_FIELDS 9
 
 // --------------------------------------------------------------------------
 //  Helpers
@@ -584,6 +589,49 @@ static void test_mbox_record(void **unused)
     free(rendered);
 }
 
+//  12. The rule of extra headers is the one fairqd's API checks submits by
+//  (fq_mail_headers.h): every field it names as fairq's own is refused in
+//  any case, Return-Path among them; Reply-To, the request's reply_to, is
+//  written when it is one address and refused otherwise.
+static void test_extra_headers_by_the_shared_rule(void **unused)
+{
+    (void)unused;
+    const char *names[] = {"X-Campaign"};
+    const char *values[] = {"spring"};
+    fq_delivery_t msg = s_message();
+    msg.nheaders = 1;
+    msg.header_names = names;
+    msg.header_values = values;
+    size_t owned = 0;
+    for (const char *name; (name = fq_mail_header_owned_name(owned)); owned++) {
+        char lower[S_ERROR_SIZE];
+        size_t i = 0;
+        for (; name[i] && i + 1 < sizeof lower; i++)
+            lower[i] = (char)tolower((unsigned char)name[i]);
+        lower[i] = 0;
+        names[0] = name;
+        s_expect_refused(&msg, FQ_EINVAL);
+        names[0] = lower;
+        s_expect_refused(&msg, FQ_EINVAL);
+    }
+    assert_int_equal(owned, S_OWNED_FIELDS);
+    names[0] = "Return-Path";
+    s_expect_refused(&msg, FQ_EINVAL);
+
+    names[0] = "Reply-To";
+    values[0] = "help@example.com";
+    char *text = s_render(&msg);
+    assert_non_null(strstr(text, "\r\nReply-To: help@example.com\r\n"));
+    free(text);
+    values[0] = "help@example.com, evil@example.net";
+    s_expect_refused(&msg, FQ_EINVAL);
+    values[0] = "";
+    s_expect_refused(&msg, FQ_EINVAL);
+    names[0] = "reply-to";
+    values[0] = "help@example.com\r\nBcc: x@example.com";
+    s_expect_refused(&msg, FQ_EHEADER);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -598,6 +646,7 @@ int main(void)
         cmocka_unit_test(test_html_and_extra_headers),
         cmocka_unit_test(test_display_names),
         cmocka_unit_test(test_mbox_record),
+        cmocka_unit_test(test_extra_headers_by_the_shared_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

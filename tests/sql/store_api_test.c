@@ -1,7 +1,8 @@
 /*  store_api_test.c — what the HTTP API reads and its tokens, against a
     real PostgreSQL: tokens kept only as hashes and told apart by owner,
     a request's counters, lists by tenant and status in pages, the
-    recipients refused, and idempotency keys outliving a short retention. */
+    recipients refused, idempotency keys outliving a short retention, and
+    a request's extra headers and reply_to. */
 #include "fq_store.h"
 #include "fq_error.h"
 #include <setjmp.h>
@@ -11,6 +12,9 @@
 #include "fq_test_sql.h"
 
 static char s_conninfo[128];
+
+//  Room for an id written as a query parameter.
+#define S_ID_TEXT 24
 
 static int s_group_setup(void **state)
 {
@@ -127,6 +131,9 @@ static void test_request_counters_and_rejects(void **unused)
     assert_int_equal(info.pending, 4);
     assert_true(info.created_at > 0 && info.send_at >= info.created_at);
     assert_int_equal(info.finished_at, 0);
+    assert_string_equal(info.headers, "{}");
+    assert_null(info.reply_to);
+    fq_request_info_free(&info);
 
     fq_split_result_t split;
     assert_int_equal(fq_store_split_chunk(store, id, NULL, 0, 0, &split), 1);
@@ -140,6 +147,7 @@ static void test_request_counters_and_rejects(void **unused)
     assert_int_equal(info.pending + info.failed + info.sent + info.dead + info.cancelled +
                          info.rejected,
                      info.total);
+    fq_request_info_free(&info);
 
     fq_reject_page_t page;
     assert_int_equal(fq_store_rejects(store, id, -1, 10, &page), 2);
@@ -228,6 +236,7 @@ static void test_idempotency_key_outlives_retention(void **unused)
     fq_request_info_t info;
     assert_int_equal(fq_store_request_get(store, plain, &info), FQ_ENOTFOUND);
     assert_int_equal(fq_store_request_get(store, keyed, &info), 0);
+    fq_request_info_free(&info);
     assert_int_equal(s_submit(store, "idem", "[{\"to\":\"a@x.example\"}]", "campaign-42"), keyed);
 
     //  A day later the key has done its job
@@ -240,6 +249,139 @@ static void test_idempotency_key_outlives_retention(void **unused)
     fq_store_destroy(&store);
 }
 
+//  A request's extra headers and reply_to (migration 0013): kept with it,
+//  read back by the API as a JSON object, loaded for the dispatcher as
+//  names and values sorted by name with Reply-To last; part of the
+//  fingerprint only when given, so a key used before headers existed still
+//  answers its request. fairq.submit_keyed checks their shape and the
+//  address in SQL too; a row stored before the migration (NULL) reads as
+//  none.
+static void test_request_headers(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    assert_int_equal(fq_store_tenant_put(store, &(fq_tenant_spec_t){.name = "hdr"}, NULL), 0);
+    fq_submit_t req = {.tenant = "hdr",
+                       .from = "news@acme.example",
+                       .subject = "Hi",
+                       .body = "Hello",
+                       .recipients_json = "[{\"to\":\"a@x.example\"}]",
+                       .idempotency_key = "with-headers",
+                       .headers_json = "{\"List-Id\":\"<news.example.org>\",\"X-Campaign\":"
+                                       "\"spring\"}",
+                       .reply_to = "help@acme.example"};
+    int64_t id = 0;
+    assert_int_equal(fq_store_submit(store, &req, &id), 0);
+
+    fq_request_info_t info;
+    assert_int_equal(fq_store_request_get(store, id, &info), 0);
+    assert_string_equal(info.headers,
+                        "{\"List-Id\": \"<news.example.org>\", \"X-Campaign\": \"spring\"}");
+    assert_string_equal(info.reply_to, "help@acme.example");
+    fq_request_info_free(&info);
+    fq_request_info_free(&info); //  Safe twice
+    fq_request_list_t list;
+    int64_t tenant;
+    assert_int_equal(fq_store_tenant_id(store, "hdr", &tenant), 0);
+    assert_int_equal(fq_store_request_list(store, tenant, NULL, 0, 10, &list), 1);
+    assert_string_equal(list.rows[0].reply_to, "help@acme.example");
+    fq_request_list_free(&list);
+
+    fq_request_templates_t loaded;
+    assert_int_equal(fq_store_request_templates(store, id, &loaded), 0);
+    assert_int_equal(loaded.nheaders, 3);
+    assert_string_equal(loaded.header_names[0], "List-Id");
+    assert_string_equal(loaded.header_values[0], "<news.example.org>");
+    assert_string_equal(loaded.header_names[1], "X-Campaign");
+    assert_string_equal(loaded.header_values[1], "spring");
+    assert_string_equal(loaded.header_names[2], "Reply-To");
+    assert_string_equal(loaded.header_values[2], "help@acme.example");
+    fq_request_templates_free(&loaded);
+    fq_request_templates_free(&loaded);
+
+    //  The same key: the same headers replay it, other headers or another
+    //  reply_to (or none) are another request
+    int64_t again = 0;
+    assert_int_equal(fq_store_submit(store, &req, &again), 1);
+    assert_int_equal(again, id);
+    fq_submit_t other = req;
+    other.headers_json = "{\"X-Campaign\":\"autumn\"}";
+    assert_int_equal(fq_store_request_by_key(store, &other, &again), FQ_ECONFLICT);
+    assert_int_equal(fq_store_submit(store, &other, &again), FQ_ECONFLICT);
+    other = req;
+    other.reply_to = "other@acme.example";
+    assert_int_equal(fq_store_request_by_key(store, &other, &again), FQ_ECONFLICT);
+    other = req;
+    other.headers_json = other.reply_to = NULL;
+    assert_int_equal(fq_store_request_by_key(store, &other, &again), FQ_ECONFLICT);
+
+    //  Without headers, the fingerprint is what it was before them: a key
+    //  of a request without any still finds it
+    fq_submit_t plain = req;
+    plain.idempotency_key = "without-headers";
+    plain.headers_json = plain.reply_to = NULL;
+    int64_t plain_id = 0;
+    assert_int_equal(fq_store_submit(store, &plain, &plain_id), 0);
+    assert_int_equal(fq_store_request_by_key(store, &plain, &again), 0);
+    assert_int_equal(again, plain_id);
+    assert_int_equal(fq_store_request_templates(store, plain_id, &loaded), 0);
+    assert_int_equal(loaded.nheaders, 0);
+    assert_null(loaded.header_names);
+    fq_request_templates_free(&loaded);
+
+    //  reply_to alone is one header
+    fq_submit_t reply_only = plain;
+    reply_only.idempotency_key = NULL;
+    reply_only.reply_to = "help@acme.example";
+    int64_t reply_id = 0;
+    assert_int_equal(fq_store_submit(store, &reply_only, &reply_id), 0);
+    assert_int_equal(fq_store_request_templates(store, reply_id, &loaded), 0);
+    assert_int_equal(loaded.nheaders, 1);
+    assert_string_equal(loaded.header_names[0], "Reply-To");
+    fq_request_templates_free(&loaded);
+
+    //  In SQL: headers must be an object of strings, reply_to an address
+    fq_submit_t bad = plain;
+    bad.idempotency_key = NULL;
+    bad.headers_json = "[\"X-Campaign\"]";
+    assert_int_equal(fq_store_submit(store, &bad, &again), FQ_EINVAL);
+    assert_non_null(strstr(fq_store_error(store), "headers must be a JSON object"));
+    bad.headers_json = "{\"X-Count\": 3}";
+    assert_int_equal(fq_store_submit(store, &bad, &again), FQ_EINVAL);
+    assert_non_null(strstr(fq_store_error(store), "X-Count"));
+    bad.headers_json = NULL;
+    bad.reply_to = "help@acme.example, evil@evil.test";
+    assert_int_equal(fq_store_submit(store, &bad, &again), FQ_EINVAL);
+    assert_non_null(strstr(fq_store_error(store), "invalid reply_to address"));
+
+    //  The submit_keyed of 0012, which an older fairqd calls in a rolling
+    //  upgrade, still submits, without headers
+    PGconn *conn = fq_test_connect(s_conninfo);
+    int64_t old = fq_test_int(conn,
+                              "SELECT request_id FROM fairq.submit_keyed('hdr',"
+                              " 'news@acme.example', 'Hi', 'Hello', '[{\"to\":\"a@x.example\"}]',"
+                              " false, now(), 0, 5, NULL, NULL)",
+                              0);
+    assert_true(old > 0);
+    //  A row stored before 0013 holds NULL in both columns
+    char old_text[S_ID_TEXT];
+    fq_test_param(old_text, sizeof old_text, old);
+    assert_int_equal(fq_test_int(conn,
+                                 "SELECT count(*) FROM fairq.requests WHERE id = $1::bigint"
+                                 " AND headers IS NULL AND reply_to IS NULL",
+                                 1, old_text),
+                     1);
+    assert_int_equal(fq_store_request_get(store, old, &info), 0);
+    assert_string_equal(info.headers, "{}");
+    assert_null(info.reply_to);
+    fq_request_info_free(&info);
+    assert_int_equal(fq_store_request_templates(store, old, &loaded), 0);
+    assert_int_equal(loaded.nheaders, 0);
+    fq_request_templates_free(&loaded);
+    PQfinish(conn);
+    fq_store_destroy(&store);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -247,6 +389,7 @@ int main(void)
         cmocka_unit_test(test_request_counters_and_rejects),
         cmocka_unit_test(test_list_pages_newest_first),
         cmocka_unit_test(test_idempotency_key_outlives_retention),
+        cmocka_unit_test(test_request_headers),
     };
     return cmocka_run_group_tests(tests, s_group_setup, s_group_teardown);
 }

@@ -1,0 +1,153 @@
+-- 0013_request_headers.sql — a request's extra mail headers and Reply-To.
+--
+-- A request may give its mail header fields of its own (List-Unsubscribe,
+-- List-Id, a campaign's X- tags) and a Reply-To address (api/API.md, the
+-- submit's "headers" and "reply_to"). They belong to the request, as its
+-- subject and from address do, and are kept with it: headers as a JSON
+-- object of names to values, reply_to as one address. The dispatcher reads
+-- them with the request's templates, once a request, and puts them in each
+-- message's MSG headers map (reply_to as "Reply-To"); fairq-sender writes
+-- them after fairq's own fields. Values are taken as they are given, not
+-- as templates.
+--
+-- The rule a header is held to (a field name, no CR, LF or other control
+-- character, none of the fields fairq writes itself, at most 32 and 8 KiB)
+-- is stated once, in C (mailheaders/fq_mail_headers.h): fairqd's API
+-- refuses a bad header at submit with a 400 naming it, and fairq-sender
+-- checks each again before it writes it (a message it cannot write dies
+-- with the reason). This function checks what the rule needs to be
+-- applied at all: an object of strings, and a reply_to that is one address
+-- by the rule of the from address (fairq.address_problem, 0008).
+--
+-- Requests stored before this migration hold NULL in both and are sent as
+-- before. Adding nullable columns without a default rewrites nothing, and
+-- the checks are added NOT VALID: the rows already stored hold NULL, so
+-- there is nothing to scan, and every row written from now on is checked.
+ALTER TABLE fairq.requests ADD COLUMN headers jsonb, ADD COLUMN reply_to text;
+ALTER TABLE fairq.requests ADD CONSTRAINT requests_headers_check
+    CHECK (jsonb_typeof(headers) = 'object') NOT VALID;
+ALTER TABLE fairq.requests ADD CONSTRAINT requests_reply_to_check
+    CHECK (octet_length(reply_to) BETWEEN 3 AND 320 AND reply_to !~ '[[:cntrl:]]') NOT VALID;
+
+-- fairq.submit_keyed of 0012 with the request's headers (a JSON object of
+-- strings, or NULL for none) and reply_to (one address, or NULL). Both
+-- are part of what the caller's fingerprint covers (fairqd's store adds
+-- them to it when given).
+CREATE FUNCTION fairq.submit_keyed(
+    tenant          text,
+    from_addr       text,
+    subject         text,
+    body            text,
+    recipients      json,
+    body_is_html    boolean,
+    send_at         timestamptz,
+    priority        integer,
+    max_attempts    integer,
+    idempotency_key text,
+    fingerprint     bytea,
+    headers         jsonb,
+    reply_to        text,
+    OUT request_id  bigint,
+    OUT replayed    boolean)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_tenant  bigint;
+    v_total   integer;
+    v_problem text;
+    v_stored  bytea;
+    v_name    text;
+BEGIN
+    SELECT t.id INTO v_tenant FROM fairq.tenants t WHERE t.name = submit_keyed.tenant;
+    IF v_tenant IS NULL THEN
+        RAISE EXCEPTION 'unknown tenant "%"', submit_keyed.tenant USING ERRCODE = '22023';
+    END IF;
+    v_problem := fairq.address_problem(submit_keyed.from_addr);
+    IF v_problem IS NOT NULL THEN
+        RAISE EXCEPTION 'invalid from address: %', v_problem USING ERRCODE = '22023';
+    END IF;
+    IF submit_keyed.reply_to IS NOT NULL THEN
+        v_problem := fairq.address_problem(submit_keyed.reply_to);
+        IF v_problem IS NOT NULL THEN
+            RAISE EXCEPTION 'invalid reply_to address: %', v_problem USING ERRCODE = '22023';
+        END IF;
+    END IF;
+    IF submit_keyed.headers IS NOT NULL THEN
+        IF jsonb_typeof(submit_keyed.headers) IS DISTINCT FROM 'object' THEN
+            RAISE EXCEPTION 'headers must be a JSON object' USING ERRCODE = '22023';
+        END IF;
+        SELECT h.key INTO v_name FROM jsonb_each(submit_keyed.headers) AS h
+         WHERE jsonb_typeof(h.value) <> 'string' LIMIT 1;
+        IF v_name IS NOT NULL THEN
+            RAISE EXCEPTION 'header "%" must be a string', v_name USING ERRCODE = '22023';
+        END IF;
+    END IF;
+    IF json_typeof(submit_keyed.recipients) IS DISTINCT FROM 'array' THEN
+        RAISE EXCEPTION 'recipients must be a JSON array' USING ERRCODE = '22023';
+    END IF;
+    PERFORM fairq.template_fields(submit_keyed.subject), fairq.template_fields(submit_keyed.body);
+    v_total := json_array_length(submit_keyed.recipients);
+    replayed := false;
+
+    INSERT INTO fairq.requests AS r (tenant_id, idempotency_key, from_addr, subject, body,
+                                     body_is_html, send_at, priority, max_attempts, total,
+                                     fingerprint, headers, reply_to)
+    VALUES (v_tenant, submit_keyed.idempotency_key, submit_keyed.from_addr, submit_keyed.subject,
+            submit_keyed.body, submit_keyed.body_is_html, coalesce(submit_keyed.send_at, now()),
+            submit_keyed.priority, submit_keyed.max_attempts, v_total, submit_keyed.fingerprint,
+            submit_keyed.headers, submit_keyed.reply_to)
+    ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+    RETURNING r.id INTO request_id;
+    IF request_id IS NULL THEN
+        -- The key was used before (perhaps by a transaction just committed)
+        SELECT r.id, r.fingerprint INTO request_id, v_stored FROM fairq.requests r
+         WHERE r.tenant_id = v_tenant AND r.idempotency_key = submit_keyed.idempotency_key;
+        IF v_stored IS NOT NULL AND submit_keyed.fingerprint IS NOT NULL
+           AND v_stored <> submit_keyed.fingerprint THEN
+            RAISE EXCEPTION 'idempotency key "%" was used for another request (%)',
+                submit_keyed.idempotency_key, request_id USING ERRCODE = 'FQ002';
+        END IF;
+        replayed := true;
+        RETURN;
+    END IF;
+
+    IF v_total BETWEEN 1 AND fairq.chunk_size() THEN
+        -- One chunk: the array as it came
+        INSERT INTO fairq.recipient_chunks (request_id, chunk_no, first_position, recipients)
+        VALUES (submit_keyed.request_id, 0, 0, submit_keyed.recipients);
+    ELSE
+        INSERT INTO fairq.recipient_chunks (request_id, chunk_no, first_position, recipients)
+        SELECT submit_keyed.request_id, (ord - 1) / fairq.chunk_size(), min(ord) - 1,
+               json_agg(elem ORDER BY ord)
+          FROM json_array_elements(submit_keyed.recipients) WITH ORDINALITY AS e(elem, ord)
+         GROUP BY (ord - 1) / fairq.chunk_size();
+    END IF;
+
+    -- Delivered at commit, and only then: a rolled back submit wakes nobody
+    PERFORM pg_notify('fairq_requests', request_id::text);
+END
+$$;
+
+-- The submit_keyed of 0012, for a fairqd of the version before that still
+-- calls it during a rolling upgrade (and for fairq.submit_json, which calls
+-- it): the same request, without headers or reply_to.
+CREATE OR REPLACE FUNCTION fairq.submit_keyed(
+    tenant          text,
+    from_addr       text,
+    subject         text,
+    body            text,
+    recipients      json,
+    body_is_html    boolean,
+    send_at         timestamptz,
+    priority        integer,
+    max_attempts    integer,
+    idempotency_key text,
+    fingerprint     bytea,
+    OUT request_id  bigint,
+    OUT replayed    boolean)
+LANGUAGE sql AS $$
+    SELECT k.request_id, k.replayed
+      FROM fairq.submit_keyed(tenant, from_addr, subject, body, recipients, body_is_html,
+                              send_at, priority, max_attempts, idempotency_key, fingerprint,
+                              NULL::jsonb, NULL::text) AS k
+$$;

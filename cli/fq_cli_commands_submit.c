@@ -402,6 +402,15 @@ static int s_csv_submit(fq_cli_t *cli, const fq_cli_args_t *args, const char *co
         fq_cli_error("--csv and --body-file cannot both be standard input");
         return FQ_CLI_EXIT_USAGE;
     }
+    //  "+1h" is turned into a time here, at each run: a retry with the
+    //  same key would ask for another time, which is another request to the
+    //  API (refused, 422), not the same one again
+    if (send_at && send_at[0] == '+' && fq_cli_arg(args, "idempotency-key")) {
+        fq_cli_error("--send-at %s with --idempotency-key: a retry would ask for another time "
+                     "and be refused (422); give the time itself (RFC 3339 or Unix seconds)",
+                     send_at);
+        return FQ_CLI_EXIT_USAGE;
+    }
     int64_t prio = 0, max_attempts = 0;
     json_t *when = NULL;
     if ((tenant && fq_cli_parse_tenant(tenant, "tenant")) ||

@@ -87,15 +87,20 @@ static const char *s_label(const char *labels, const char *name, char *value, si
 }
 
 //  The samples of FQ_CLI_RATES_FAMILY in text, by tenant; NULL when
-//  there are none (or out of memory).
+//  there are none and the family is not even declared (not fairqd's
+//  metrics), or out of memory. A fairqd that acked nothing yet declares
+//  the family without samples: a reading of nothing, not a failure.
 static json_t *s_parse(const char *text)
 {
     static const char family[] = FQ_CLI_RATES_FAMILY "{";
+    static const char declared[] = "# TYPE " FQ_CLI_RATES_FAMILY " ";
     json_t *counts = json_object();
     bool any = false;
     for (const char *line = text; counts && line && *line;) {
         const char *end = strchr(line, '\n');
-        if (strncmp(line, family, sizeof family - 1) == 0) {
+        if (strncmp(line, declared, sizeof declared - 1) == 0)
+            any = true;
+        else if (strncmp(line, family, sizeof family - 1) == 0) {
             char tenant[FQ_TENANT_NAME_SIZE];
             const char *rest =
                 s_label(line + sizeof family - 1, S_TENANT_LABEL, tenant, sizeof tenant);

@@ -26,9 +26,10 @@ void fq_cli_rates_destroy(fq_cli_rates_t **self_p);
 
 //  Adds a reading: text (NUL-terminated; borrowed) is GET /metrics's
 //  answer, read at now (seconds on a monotonic clock, later than the last
-//  reading's). Returns 0; or -1 when text holds no sample of
-//  FQ_CLI_RATES_FAMILY (not fairqd's metrics) or memory ran out, and the
-//  reading is not kept.
+//  reading's). Returns 0 (a fairqd that acked nothing yet declares the
+//  family without a sample: a reading of nothing); or -1 when text holds
+//  neither a sample nor the declaration of FQ_CLI_RATES_FAMILY (not
+//  fairqd's metrics) or memory ran out, and the reading is not kept.
 int fq_cli_rates_add(fq_cli_rates_t *self, double now, const char *text);
 
 //  Tenant's acked messages a second from the oldest reading kept to the

@@ -109,8 +109,12 @@ trap cleanup EXIT
 # Commands run inside through the namespaces of the root's PID 1
 inside() { nsenter -t "$LEADER" -m -u -i -n -p -- "$@"; }
 LEADER=""
+# The root's PID 1: nspawn's child once it runs systemd (before, the child
+# is nspawn's own, setting the root up)
 for _ in $(seq 1 100); do
-    LEADER=$(pgrep -P "$NSPAWN" | head -1 || true)
+    for pid in $(pgrep -P "$NSPAWN" || true); do
+        [[ $(cat "/proc/$pid/comm" 2>/dev/null) == systemd ]] && LEADER=$pid
+    done
     [[ -n "$LEADER" ]] && break
     sleep 0.1
 done
@@ -188,7 +192,7 @@ inside sh -c "cat >/tmp/request.json" <<'EOF'
                 {"to": "b@example.net", "fields": {"name": "B"}},
                 {"to": "c@example.net", "fields": {"name": "C"}}]}
 EOF
-inside fairq --token "$TENANT" submit /tmp/request.json --watch >"$WORK/submit.log" 2>&1 \
+inside timeout 120 fairq --token "$TENANT" submit /tmp/request.json --watch >"$WORK/submit.log" 2>&1 \
     || { cat "$WORK/submit.log" >&2; fail "fairq submit --watch"; }
 delivered=$(inside grep -c '^From ' /var/lib/fairq-sender/relay1.mbox || true)
 [[ "$delivered" == 3 ]] || fail "the mbox holds $delivered messages, not 3"

@@ -679,12 +679,8 @@ static int s_command(fq_config_t *config)
     const char *path = NULL;
     if (fq_config_command(config, &path) != FQ_FAIRQD_COMMAND_MAKE_CERT)
         return FQ_FAIRQD_EXIT_CONFIG;
-    if (fq_gateway_cert_make(path) != 0) {
-        fprintf(stderr, "%s: could not write certificate \"%s\"\n", FQ_FAIRQD_PROGRAM, path);
-        return FQ_FAIRQD_EXIT_FAILURE;
-    }
-    printf("wrote %s (public) and %s_secret (keep it private)\n", path, path);
-    return FQ_FAIRQD_EXIT_OK;
+    return fq_gateway_cert_command(FQ_FAIRQD_PROGRAM, path) == 0 ? FQ_FAIRQD_EXIT_OK
+                                                                 : FQ_FAIRQD_EXIT_FAILURE;
 }
 
 int main(int argc, char *argv[])

@@ -118,6 +118,11 @@ bool fq_gateway_endpoints_valid(const char *list, char *problem, size_t size);
 //  the sender load them. Returns 0, or -1 when a file cannot be written.
 int fq_gateway_cert_make(const char *path);
 
+//  `PROGRAM --make-cert PATH`, as fairqd and fairq-sender run it: makes the
+//  certificate and says so on stdout, or says why not on stderr. Returns
+//  the exit code: 0, or 1 when a file cannot be written.
+int fq_gateway_cert_command(const char *program, const char *path);
+
 //  Validates cfg, loads keys and spawns /system/gateway. Strings and the
 //  admission table in cfg are copied. Returns 0, FQ_EINVAL (with a logged
 //  reason: a certificate that is missing or lacks its secret key, an allow

@@ -107,16 +107,6 @@ static int s_first_endpoint_len(const char *connect)
     return separator ? (int)(separator - connect) : (int)strlen(connect);
 }
 
-static int s_make_cert(const char *path)
-{
-    if (fq_gateway_cert_make(path) != 0) {
-        fprintf(stderr, "%s: could not write certificate \"%s\"\n", S_PROGRAM, path);
-        return S_EXIT_FAILURE;
-    }
-    printf("wrote %s (public) and %s_secret (keep it private)\n", path, path);
-    return S_EXIT_OK;
-}
-
 //  Runs the sender with config until SIGTERM or SIGINT (signals: the
 //  ones main blocked). Returns the exit code.
 static int s_run(fq_config_t *config, sigset_t *signals)
@@ -291,8 +281,9 @@ int main(int argc, char *argv[])
         break;
     case FQ_CONFIG_COMMAND:
         //  The one command: --make-cert PATH
-        rc = fq_config_command(config, &path) == FQ_SENDER_COMMAND_MAKE_CERT ? s_make_cert(path)
-                                                                             : S_EXIT_USAGE;
+        rc = fq_config_command(config, &path) == FQ_SENDER_COMMAND_MAKE_CERT
+                 ? fq_gateway_cert_command(S_PROGRAM, path)
+                 : S_EXIT_USAGE;
         break;
     case FQ_CONFIG_RUN:
         rc = s_run(config, &signals);

@@ -75,7 +75,7 @@ static void test_what_is_not_a_reading(void **state)
     //  Not fairqd's metrics, or malformed samples: not kept
     static const char *const bad[] = {"",
                                       "{\"error\": \"forbidden\"}",
-                                      "# TYPE fairq_tenant_sent_total counter\n",
+                                      "# TYPE fairq_tenant_sent_totally counter\n",
                                       "fairq_tenant_sent_total{tenant=\"acme\"}\n",
                                       "fairq_tenant_sent_total{tenant=\"acme} 5\n",
                                       "fairq_tenant_sent_total{name=\"acme\"} 5\n",
@@ -93,12 +93,30 @@ static void test_what_is_not_a_reading(void **state)
     fq_cli_rates_destroy(&rates);
 }
 
+//  A fairqd that acked nothing yet declares the counter without samples:
+//  a reading of nothing, and a tenant's first acks after it count whole.
+static void test_an_idle_fairqd_is_a_reading(void **state)
+{
+    (void)state;
+    fq_cli_rates_t *rates = fq_cli_rates_new(2);
+    assert_int_equal(fq_cli_rates_add(rates, 0.0,
+                                      "# HELP fairq_tenant_sent_total Messages acked by a sender\n"
+                                      "# TYPE fairq_tenant_sent_total counter\n"
+                                      "# TYPE fairq_tenant_failed_total counter\n"),
+                     0);
+    assert_int_equal(fq_cli_rates_add(rates, 4.0, S_METRICS(20, 0)), 0);
+    assert_true(fq_cli_rates_get(rates, "acme") == 5.0);
+    assert_true(fq_cli_rates_get(rates, "shop") == 0.0);
+    fq_cli_rates_destroy(&rates);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rate_between_readings),
         cmocka_unit_test(test_counter_reset_is_not_known),
         cmocka_unit_test(test_what_is_not_a_reading),
+        cmocka_unit_test(test_an_idle_fairqd_is_a_reading),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

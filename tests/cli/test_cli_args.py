@@ -347,10 +347,15 @@ class ArgsTest(unittest.TestCase):
                     "0")
         self.expect(2, "invalid value for --send-at", *csv, good, *opts, "--send-at", "later")
         self.expect(2, "invalid tenant", *csv, good, *opts, "--tenant", "Big Co")
+        # A relative time is turned into a time at each run: with a key, a
+        # retry would be another request (422), so it is refused here
+        self.expect(2, "--send-at +1h with --idempotency-key", *csv, good, *opts,
+                    "--send-at", "+1h", "--idempotency-key", "k1")
         # A good file gets as far as the (missing) server, from stdin too
         self.expect(5, "could not reach", *csv, good, *opts, "--tenant", "acme", "--html",
-                    "--send-at", "+1h", "--priority", "3", "--max-attempts", "7",
-                    "--idempotency-key", "k1")
+                    "--send-at", "+1h", "--priority", "3", "--max-attempts", "7")
+        self.expect(5, "could not reach", *csv, good, *opts, "--tenant", "acme",
+                    "--send-at", "2031-01-02T03:04:05Z", "--idempotency-key", "k1")
         with open(good) as f:
             self.expect(5, "could not reach", *csv, "-", *opts, input_text=f.read())
         # From standard input, a mistake is found before anything is sent too

@@ -808,7 +808,7 @@ static void test_insecure_gateway(void **unused)
 //  A CURVE gateway from gateway_cert and gateway_allow_dir: a sender whose
 //  certificate is in the allow list joins fairqd's system. fairqd's
 //  certificate is the one `fairqd --make-cert` writes, its secret half
-//  readable by its owner only.
+//  readable by its owner only (even over an old file that was not).
 static void test_curve_gateway_lets_an_allowed_sender_in(void **unused)
 {
     (void)unused;
@@ -822,14 +822,19 @@ static void test_curve_gateway_lets_an_allowed_sender_in(void **unused)
     assert_true(snprintf(allow_dir, sizeof allow_dir, "%s/allow", dir) < (int)sizeof allow_dir);
     snprintf(sender_path, sizeof sender_path, "%s/sender.cert", allow_dir);
     assert_int_equal(zsys_dir_create("%s", allow_dir), 0);
+    //  A secret left readable by all at the path: the new one is not
+    char secret_path[S_PATH_SIZE + 8];
+    snprintf(secret_path, sizeof secret_path, "%s_secret", cert_path);
+    int old_secret = open(secret_path, O_CREAT | O_WRONLY, 0644);
+    assert_true(old_secret >= 0);
+    assert_int_equal(fchmod(old_secret, 0644), 0);
+    close(old_secret);
     s_fairqd_t fairqd;
     const char *make_cert[] = {"--make-cert", cert_path, NULL};
     s_start(&fairqd, make_cert, NULL);
     assert_int_equal(s_wait(&fairqd, S_STEP_TIMEOUT_MS), S_EXIT_OK);
     assert_non_null(strstr(fairqd.seen, "wrote "));
     s_destroy(&fairqd);
-    char secret_path[S_PATH_SIZE + 8];
-    snprintf(secret_path, sizeof secret_path, "%s_secret", cert_path);
     struct stat secret;
     assert_int_equal(stat(secret_path, &secret), 0);
     assert_int_equal(secret.st_mode & 0777, 0600);

@@ -4,6 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+//  The bytes of message that count against FQ_DISPATCH_BATCH_BYTES: its
+//  subject, body and extra headers, the text that differs in size from
+//  one message to the next.
+static size_t s_message_bytes(const fq_message_t *message)
+{
+    size_t bytes = strlen(message->subject) + strlen(message->body);
+    for (uint32_t i = 0; i < message->headers.count; i++)
+        bytes += strlen(message->headers.keys[i]) + strlen(message->headers.values[i]);
+    return bytes;
+}
+
 int fq_dispatch_batch_add(fq_dispatch_batch_t *self, const fq_message_t *message,
                           fq_dispatch_batch_item_t item)
 {
@@ -22,7 +33,7 @@ int fq_dispatch_batch_add(fq_dispatch_batch_t *self, const fq_message_t *message
     self->messages[self->count] = *message;
     self->items[self->count] = item;
     self->count++;
-    self->bytes += strlen(message->subject) + strlen(message->body);
+    self->bytes += s_message_bytes(message);
     return 0;
 }
 

@@ -15,9 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-//  A batch is sent once it holds this many messages or bytes of subject and
-//  body, whichever comes first, so one frame stays small next to the
-//  gateway's 64 MB limit and the sender starts on the first ones early.
+//  A batch is sent once it holds this many messages or bytes of subject,
+//  body and extra headers (names and values: up to 8 KiB a message,
+//  FQ_MAIL_HEADERS_BYTES_MAX), whichever comes first, so one frame stays
+//  small next to the gateway's 64 MB limit and the sender starts on the
+//  first ones early.
 #define FQ_DISPATCH_BATCH_MESSAGES 256
 #define FQ_DISPATCH_BATCH_BYTES    (1024 * 1024)
 

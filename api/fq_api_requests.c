@@ -10,7 +10,6 @@
 #include "fq_template.h"
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 //  The Idempotency-Key header's limits (the schema's check).
 #define S_IDEMPOTENCY_KEY_MAX 255
@@ -24,10 +23,6 @@
 //  Most of a bad header's name quoted in an answer, bytes: enough to find
 //  it by.
 #define S_HEADER_NAME_QUOTED 64
-
-//  The header a request gives as reply_to, never among its headers: so
-//  that it is checked as the one address it must be.
-#define S_REPLY_TO "Reply-To"
 
 //  ---------------------------------------------------------------------
 //  Fields of a body
@@ -204,25 +199,26 @@ static bool s_recipients_shape(fq_api_call_t *call, const fq_api_slice_t *recipi
     return !problem;
 }
 
-//  The headers of a submit as they are checked, one member at a time.
+//  Most headers of a submit read before they are checked: one more than a
+//  request may give, so that the check refuses that one and a body of a
+//  thousand headers is not read to its end.
+#define S_HEADERS_READ (FQ_MAIL_HEADERS_MAX + 1)
+
+//  fq_api_json_members's answer once S_HEADERS_READ are read: stop there.
+#define S_HEADERS_ENOUGH 1
+
+//  The headers of a submit as they are read, in the order given.
 typedef struct {
     fq_api_call_t *call;
-    json_t *headers; //  Name -> value, as given
-    size_t bytes;    //  Of their names and values
+    json_t *keys[S_HEADERS_READ];   //  Their names as JSON strings, owned
+    json_t *values[S_HEADERS_READ]; //  Their values, owned
+    const char *names[S_HEADERS_READ];
+    const char *texts[S_HEADERS_READ]; //  Both borrowed from keys and values
+    size_t count;
 } s_headers_t;
 
-//  Whether name was given before, in any case (RFC 5322 field names are
-//  case-insensitive: X-Tag and x-tag are one field).
-static bool s_header_repeated(json_t *headers, const char *name)
-{
-    const char *seen;
-    json_t *value;
-    json_object_foreach(headers, seen, value) if (strcasecmp(seen, name) == 0) return true;
-    return false;
-}
-
-//  Checks one header of a submit and keeps it; -1 after answering 400
-//  naming it.
+//  Reads one header of a submit: 0 to go on, S_HEADERS_ENOUGH, or -1
+//  after answering (400 naming a value that is not a string).
 static int s_header(void *arg, const char *key_text, size_t key_size, const char *value_text,
                     size_t value_size)
 {
@@ -232,72 +228,76 @@ static int s_header(void *arg, const char *key_text, size_t key_size, const char
     json_t *value =
         *value_text == '"' ? json_loadb(value_text, value_size, JSON_DECODE_ANY, NULL) : NULL;
     const char *name = json_string_value(key);
-    char reason[FQ_MAIL_HEADER_REASON_SIZE];
-    int rc = -1;
     if (!name || (*value_text == '"' && !value))
         fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-    else if (json_object_size(self->headers) >= FQ_MAIL_HEADERS_MAX)
-        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "headers: more than %d headers",
-                    FQ_MAIL_HEADERS_MAX);
     else if (!value)
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "header \"%.*s\": its value must be a string",
                     S_HEADER_NAME_QUOTED, name);
-    else if (s_header_repeated(self->headers, name))
-        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
-                    "header \"%.*s\" is given twice (names are case-insensitive)",
-                    S_HEADER_NAME_QUOTED, name);
-    else if (strcasecmp(name, S_REPLY_TO) == 0)
-        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
-                    "header \"%.*s\": give the address as reply_to, not among headers",
-                    S_HEADER_NAME_QUOTED, name);
-    else if (fq_mail_header_problem(name, json_string_value(value), reason, sizeof reason))
-        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "header \"%.*s\": %s", S_HEADER_NAME_QUOTED, name,
-                    reason);
-    else if ((self->bytes += strlen(name) + json_string_length(value)) > FQ_MAIL_HEADERS_BYTES_MAX)
-        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
-                    "headers: more than %d bytes of names and values (at header \"%.*s\")",
-                    FQ_MAIL_HEADERS_BYTES_MAX, S_HEADER_NAME_QUOTED, name);
-    else if (json_object_set(self->headers, name, value) != 0)
-        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-    else
-        rc = 0;
+    else {
+        self->keys[self->count] = key;
+        self->values[self->count] = value;
+        self->names[self->count] = name;
+        self->texts[self->count] = json_string_value(value);
+        self->count++;
+        return self->count == S_HEADERS_READ ? S_HEADERS_ENOUGH : 0;
+    }
     json_decref(key);
     json_decref(value);
-    return rc;
+    return -1;
 }
 
-//  The request's extra headers (API.md): an object of at most
-//  FQ_MAIL_HEADERS_MAX names to string values, each held to the rule
-//  fairq-sender writes them by (fq_mail_headers.h), so that a bad one is
-//  refused now rather than every message dying at delivery. Each value is
-//  built alone and checked as it comes: a body of a thousand headers
-//  stops at the 33rd. Writes them, sorted and compact (the same headers
-//  are the same text, for the fingerprint), into *json, a string the
-//  caller frees; NULL for none or {}. False after answering 400.
+//  The headers read, as one object sorted and compact (the same headers
+//  are the same text, for the fingerprint) in *json, a string the caller
+//  frees; NULL for none. False after answering 500.
+static bool s_headers_json(fq_api_call_t *call, const s_headers_t *headers, char **json)
+{
+    if (headers->count == 0)
+        return true;
+    json_t *object = json_object();
+    bool built = object != NULL;
+    for (size_t i = 0; built && i < headers->count; i++)
+        built = json_object_set(object, headers->names[i], headers->values[i]) == 0;
+    if (built)
+        *json = json_dumps(object, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(object);
+    if (!*json)
+        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    return *json != NULL;
+}
+
+//  The request's extra headers (API.md): an object of names to string
+//  values, held together to the rule fairq-sender writes them by
+//  (fq_mail_headers_problem), so that a bad one is refused now, with a
+//  400 naming it, rather than every message dying at delivery. Writes
+//  them into *json (s_headers_json); NULL for none or {}. False after
+//  answering.
 static bool s_headers(fq_api_call_t *call, const fq_api_slice_t *slice, char **json)
 {
     *json = NULL;
     if (!slice->text)
         return true;
-    s_headers_t headers = {call, json_object(), 0};
-    if (!headers.headers) {
-        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-        return false;
-    }
+    s_headers_t headers = {.call = call};
     int rc = *slice->text == '{' ? fq_api_json_members(slice->text, slice->size, s_header, &headers)
                                  : -1;
     if (rc == -1 && !call->json)
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
                     "headers must be an object of header names to string values");
-    if (rc == 0 && json_object_size(headers.headers) > 0) {
-        *json = json_dumps(headers.headers, JSON_COMPACT | JSON_SORT_KEYS);
-        if (!*json) {
-            fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-            rc = -1;
-        }
+    bool ok = rc == 0 || rc == S_HEADERS_ENOUGH;
+    if (ok) {
+        char reason[FQ_MAIL_HEADER_REASON_SIZE];
+        size_t at;
+        ok = fq_mail_headers_problem(headers.names, headers.texts, headers.count,
+                                     FQ_MAIL_HEADERS_GIVEN, &at, reason, sizeof reason) == 0;
+        if (!ok)
+            fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "header \"%.*s\": %s", S_HEADER_NAME_QUOTED,
+                        headers.names[at], reason);
     }
-    json_decref(headers.headers);
-    return rc == 0;
+    ok = ok && s_headers_json(call, &headers, json);
+    for (size_t i = 0; i < headers.count; i++) {
+        json_decref(headers.keys[i]);
+        json_decref(headers.values[i]);
+    }
+    return ok;
 }
 
 //  The reply_to address, NULL when not given: one address by the rule of
@@ -351,15 +351,19 @@ void fq_api_request_submit(fq_api_call_t *call)
                                        "max_attempts", "headers",    "reply_to", NULL};
     //  The recipients are not built: they go to the database as the slice
     //  of the body they are, and the splitter reads them from there. The
-    //  headers are built one by one as they are checked (s_headers)
-    static const char *const slice_keys[] = {"recipients", "headers", NULL};
+    //  headers are built one by one as they are read (s_headers). Each
+    //  slice is named by its index, and its key given at that index (NULL
+    //  after them ends the list)
+    enum { S_SLICE_RECIPIENTS, S_SLICE_HEADERS, S_SLICES };
+    static const char *const slice_keys[S_SLICES + 1] = {
+        [S_SLICE_RECIPIENTS] = "recipients", [S_SLICE_HEADERS] = "headers"};
     if (!fq_api_query_allowed(call, NULL))
         return;
-    fq_api_slice_t slices[2];
+    fq_api_slice_t slices[S_SLICES];
     json_t *body = fq_api_body_fields(call, keys, slice_keys, slices);
     if (!body)
         return;
-    fq_api_slice_t recipients = slices[0];
+    fq_api_slice_t recipients = slices[S_SLICE_RECIPIENTS];
     char *headers = NULL;
     fq_submit_t submit = {0};
     json_t *html = json_object_get(body, "html");
@@ -390,7 +394,8 @@ void fq_api_request_submit(fq_api_call_t *call)
         !s_int(call, body, "priority", FQ_PRIORITY_MIN, FQ_PRIORITY_MAX, &submit.priority) ||
         !s_int(call, body, "max_attempts", S_MAX_ATTEMPTS_MIN, S_MAX_ATTEMPTS_MAX,
                &submit.max_attempts) ||
-        !s_headers(call, &slices[1], &headers) || !s_reply_to(call, body, &submit.reply_to) ||
+        !s_headers(call, &slices[S_SLICE_HEADERS], &headers) ||
+        !s_reply_to(call, body, &submit.reply_to) ||
         !s_idempotency_key(call, &submit.idempotency_key) ||
         !(submit.tenant = s_submit_tenant(call, body)))
         goto done;

@@ -106,8 +106,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Commands run inside through the namespaces of the root's PID 1
-inside() { nsenter -t "$LEADER" -m -u -i -n -p -- "$@"; }
+# Commands run inside through the namespaces of the root's PID 1, with an
+# environment of their own: the caller's (PGHOST of a test's PostgreSQL,
+# FAIRQ_URL...) would otherwise follow them in
+inside() {
+    nsenter -t "$LEADER" -m -u -i -n -p -- \
+        env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"
+}
 LEADER=""
 # The root's PID 1: nspawn's child once it runs systemd (before, the child
 # is nspawn's own, setting the root up)

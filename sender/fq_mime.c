@@ -19,9 +19,8 @@
 #include <string.h>
 #include <strings.h>
 
-//  RFC 5322 2.1.1: a line MUST be at most 998 characters and SHOULD be at
-//  most 78, CRLF excluded.
-#define S_LINE_MAX      998
+//  RFC 5322 2.1.1: a line SHOULD be at most 78 characters, CRLF excluded
+//  (and MUST be at most FQ_MAIL_HEADER_LINE_MAX).
 #define S_LINE_PREFERED 78
 
 //  RFC 2045 6.7 (5): encoded lines are at most 76 characters. A soft line
@@ -69,11 +68,6 @@ static const char s_b64_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 static const char s_hex_digits[] = "0123456789ABCDEF";
 
-//  The one extra header whose value is checked beyond the rule of every
-//  header (fq_mail_headers.h): the request's reply_to, which must be one
-//  address as From and To are.
-#define S_REPLY_TO "Reply-To"
-
 //  Most of a bad value quoted in an error: enough to find it by.
 #define S_QUOTED_MAX 80
 
@@ -92,11 +86,6 @@ static char *s_finish(fq_buf_t *buf, int mem, size_t *len)
 // --------------------------------------------------------------------------
 //  Character classes
 
-static bool s_is_printable_ascii(unsigned char c)
-{
-    return c >= ' ' && c <= '~';
-}
-
 //  A control character: what may never appear in a header, CR and LF
 //  above all. Tab is the one control allowed (folding whitespace).
 static bool s_is_control(unsigned char c)
@@ -112,12 +101,10 @@ static bool s_has_control(const char *text, size_t len)
     return false;
 }
 
+//  Printable ASCII or tab: what a header carries unencoded.
 static bool s_all_printable_ascii(const char *text, size_t len)
 {
-    for (size_t i = 0; i < len; i++)
-        if (!s_is_printable_ascii((unsigned char)text[i]) && text[i] != '\t')
-            return false;
-    return true;
+    return fq_mail_printable_span(text, len) == len;
 }
 
 //  RFC 5322 3.2.3 atext, the characters of a dot-atom besides ".".
@@ -138,7 +125,7 @@ static bool s_is_msgid_domain(const char *domain, size_t len)
             return false;
         for (size_t i = 1; i + 1 < len; i++) {
             unsigned char c = (unsigned char)domain[i];
-            if (!s_is_printable_ascii(c) || c == ' ' || c == '[' || c == ']' || c == '\\')
+            if (!fq_mail_printable(c) || c == ' ' || c == '[' || c == ']' || c == '\\')
                 return false;
         }
         return true;
@@ -204,7 +191,7 @@ static bool s_mailbox_parse(const char *mailbox, s_mailbox_t *box)
         return false;
     for (size_t i = 0; i < box->addr_len; i++) {
         unsigned char c = (unsigned char)box->addr[i];
-        if (!s_is_printable_ascii(c) || c == ' ' || c == '<' || c == '>')
+        if (!fq_mail_printable(c) || c == ' ' || c == '<' || c == '>')
             return false;
     }
     return !s_has_control(box->name, box->name_len);
@@ -291,7 +278,7 @@ static bool s_foldable(size_t col, const char *text, size_t len)
         if (run > longest)
             longest = run;
     }
-    return longest <= S_LINE_MAX;
+    return longest <= FQ_MAIL_HEADER_LINE_MAX;
 }
 
 //  Appends printable ASCII text after column col, folded before blanks so
@@ -393,28 +380,35 @@ static int s_put_date(fq_buf_t *buf, time_t when)
                          tm.tm_year + S_TM_YEAR_BASE, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
-//  Checks extra header index by the rule fairqd's API held it to at submit
-//  (fq_mail_headers.h), and Reply-To as one address; returns 0 or an fq
-//  error code with the reason in error, which quotes no byte of a bad name
-//  (it may hold a line break).
-static int s_check_extra_header(size_t index, const char *name, const char *value, char *error,
-                                size_t error_size)
+//  Checks the message's extra headers together by the rule fairqd's API
+//  held them to at submit (fq_mail_headers_problem: each header, no name
+//  twice, one Reply-To at most, the count and bytes of a request), and
+//  Reply-To as one address; returns 0 or an fq error code with the reason
+//  in error, which quotes no byte of a bad name (it may hold a line
+//  break). Headers stored by SQL, which checks less, meet the rule here.
+static int s_check_extra_headers(const fq_delivery_t *msg, char *error, size_t error_size)
 {
     char reason[FQ_MAIL_HEADER_REASON_SIZE];
-    int rc = fq_mail_header_problem(name, value, reason, sizeof reason);
+    size_t at;
+    int rc = fq_mail_headers_problem(msg->header_names, msg->header_values, msg->nheaders,
+                                     FQ_MAIL_HEADERS_CARRIED, &at, reason, sizeof reason);
     if (rc != 0) {
         //  A name is quoted only when it is harmless in a log line
+        const char *name = msg->nheaders > 0 && msg->header_names ? msg->header_names[at] : NULL;
         if (name && *name && s_all_printable_ascii(name, strlen(name)))
             fq_error_format(error, error_size, "header %s: %s", name, reason);
         else
-            fq_error_format(error, error_size, "extra header %zu: %s", index, reason);
+            fq_error_format(error, error_size, "extra header %zu: %s", at, reason);
         return rc;
     }
-    s_mailbox_t box;
-    if (strcasecmp(name, S_REPLY_TO) == 0 && !s_mailbox_parse(value, &box)) {
-        fq_error_format(error, error_size, "header %s \"%.*s\" is not one address", name,
-                        S_QUOTED_MAX, value);
-        return FQ_EINVAL;
+    for (size_t i = 0; i < msg->nheaders; i++) {
+        const char *name = msg->header_names[i], *value = msg->header_values[i];
+        s_mailbox_t box;
+        if (strcasecmp(name, FQ_MAIL_HEADER_REPLY_TO) == 0 && !s_mailbox_parse(value, &box)) {
+            fq_error_format(error, error_size, "header %s \"%.*s\" is not one address", name,
+                            S_QUOTED_MAX, value);
+            return FQ_EINVAL;
+        }
     }
     return 0;
 }
@@ -443,8 +437,8 @@ static int s_put_quoted_printable(fq_buf_t *buf, const char *text)
             continue;
         }
         bool blank = c == ' ' || c == '\t';
-        bool encode = c == '=' || (!s_is_printable_ascii(c) && !blank) ||
-                      (blank && s_at_line_end(text, i + 1));
+        bool encode =
+            c == '=' || (!fq_mail_printable(c) && !blank) || (blank && s_at_line_end(text, i + 1));
         size_t token = encode ? S_QP_TOKEN_MAX : 1;
         if (col + token > S_QP_TEXT_MAX) {
             rc |= fq_buf_add_str(buf, "=\r\n");
@@ -508,17 +502,9 @@ int fq_mime_render(const fq_delivery_t *msg, const fq_mime_options_t *options, c
         fq_error_format(error, error_size, "subject holds a control character (CR, LF...)");
         return FQ_EHEADER;
     }
-    if (msg->nheaders > 0 && (!msg->header_names || !msg->header_values)) {
-        fq_error_format(error, error_size, "%zu extra headers but no names or values",
-                        msg->nheaders);
-        return FQ_EINVAL;
-    }
-    for (size_t i = 0; i < msg->nheaders; i++) {
-        rc =
-            s_check_extra_header(i, msg->header_names[i], msg->header_values[i], error, error_size);
-        if (rc != 0)
-            return rc;
-    }
+    rc = s_check_extra_headers(msg, error, error_size);
+    if (rc != 0)
+        return rc;
 
     //  The Message-ID's domain: the configured one, else the sender's
     const char *domain = options ? options->message_id_domain : NULL;

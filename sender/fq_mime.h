@@ -55,11 +55,13 @@ typedef struct {
 //  * FQ_EHEADER: a CR, LF or other control character in the subject, an
 //    address or an extra header, or a byte that is not printable ASCII in
 //    an extra header: what a tenant's text could use to add header lines;
-//  * FQ_EINVAL: an address that is not one address, an extra header that
-//    fairq writes itself (From, Message-ID, Content-Type...: the list of
-//    fq_mail_headers.h, which fairqd's API checks submits by), a Reply-To
-//    that is not one address, a header line over RFC 5322's 998
-//    characters, no domain for the Message-ID;
+//  * FQ_EINVAL: an address that is not one address, extra headers that
+//    break the rule fairqd's API checks submits by
+//    (fq_mail_headers_problem: a field fairq writes itself such as From,
+//    Message-ID or Content-Disposition, a name given twice in any case,
+//    two Reply-To, more headers or bytes than a request may give, a line
+//    over RFC 5322's 998 characters), a Reply-To that is not one address,
+//    no domain for the Message-ID;
 //  * FQ_ENOMEM: no memory, the one failure that retrying may cure.
 int fq_mime_render(const fq_delivery_t *msg, const fq_mime_options_t *options, char **text,
                    size_t *len, char *error, size_t error_size);

@@ -287,7 +287,10 @@ typedef struct {
 //  new request's id, 1 with the id of the request the key named already,
 //  FQ_ECONFLICT when the key named a request of another fingerprint
 //  (nothing is created), FQ_EINVAL (bad input: the message says what) or
-//  FQ_EDB. A request with headers or a reply_to needs schema 13.
+//  FQ_EDB. Every submit, with headers and reply_to or without, calls 0013's
+//  fairq.submit_keyed (its 13 arguments, NULL for none): it needs schema 13.
+//  That function refuses headers the API would refuse as a set (more than
+//  32 or 8 KiB, a name twice in any case, Reply-To among them: FQ_EINVAL).
 int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_id);
 
 typedef struct {

@@ -222,7 +222,11 @@ int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_
     const char *params[] = {id};
     int rc;
     //  One row for each extra header (its reply_to last, as Reply-To), or
-    //  one without any: the request's own columns repeat in each
+    //  one without any: the request's own columns repeat in each. The
+    //  name 'Reply-To' is FQ_MAIL_HEADER_REPLY_TO (mailheaders/
+    //  fq_mail_headers.h), written here rather than passed: the store may
+    //  not include mailheaders/ (docs/code-map.md), and fairq-sender checks
+    //  the headers it carries against that constant
     PGresult *res = fq_store_query(
         self,
         "SELECT r.id, r.tenant_id, r.subject, r.body, r.body_is_html,"

@@ -11,13 +11,19 @@
 -- as templates.
 --
 -- The rule a header is held to (a field name, no CR, LF or other control
--- character, none of the fields fairq writes itself, at most 32 and 8 KiB)
--- is stated once, in C (mailheaders/fq_mail_headers.h): fairqd's API
--- refuses a bad header at submit with a 400 naming it, and fairq-sender
--- checks each again before it writes it (a message it cannot write dies
+-- character, none of the fields fairq writes itself, no name twice in any
+-- case, no Reply-To among them, at most 32 and 8 KiB) is stated once, in C
+-- (mailheaders/fq_mail_headers.h, fq_mail_headers_problem): fairqd's API
+-- refuses bad headers at submit with a 400 naming one, and fairq-sender
+-- checks them again before it writes them (a message it cannot write dies
 -- with the reason). This function checks what the rule needs to be
 -- applied at all: an object of strings, and a reply_to that is one address
--- by the rule of the from address (fairq.address_problem, 0008).
+-- by the rule of the from address (fairq.address_problem, 0008); and what
+-- concerns the headers together, so that a submit in SQL cannot store a
+-- set the API would refuse whole: their count and bytes, a name given
+-- twice in another case (X-A and x-a; jsonb keeps one of two the same),
+-- and Reply-To among them, which with a reply_to would be a second one.
+-- The single header's rule is left to fairq-sender.
 --
 -- Requests stored before this migration hold NULL in both and are sent as
 -- before. Adding nullable columns without a default rewrites nothing, and
@@ -57,6 +63,15 @@ DECLARE
     v_problem text;
     v_stored  bytea;
     v_name    text;
+    v_count   bigint;
+    v_bytes   bigint;
+    -- The most headers a request may give, and the most bytes of their
+    -- names and values together: FQ_MAIL_HEADERS_MAX and
+    -- FQ_MAIL_HEADERS_BYTES_MAX of mailheaders/fq_mail_headers.h, which
+    -- holds the C constants the API and fairq-sender check by; both must
+    -- agree
+    c_headers_max       CONSTANT integer := 32;
+    c_headers_bytes_max CONSTANT integer := 8 * 1024;
 BEGIN
     SELECT t.id INTO v_tenant FROM fairq.tenants t WHERE t.name = submit_keyed.tenant;
     IF v_tenant IS NULL THEN
@@ -80,6 +95,30 @@ BEGIN
          WHERE jsonb_typeof(h.value) <> 'string' LIMIT 1;
         IF v_name IS NOT NULL THEN
             RAISE EXCEPTION 'header "%" must be a string', v_name USING ERRCODE = '22023';
+        END IF;
+        -- 'reply-to' is FQ_MAIL_HEADER_REPLY_TO of mailheaders/fq_mail_headers.h,
+        -- in lower case: SQL cannot read the C header, so it is spelled here
+        SELECT h.key INTO v_name FROM jsonb_object_keys(submit_keyed.headers) AS h(key)
+         WHERE lower(h.key) = 'reply-to' LIMIT 1;
+        IF v_name IS NOT NULL THEN
+            RAISE EXCEPTION 'header "%": give the address as reply_to, not among headers',
+                v_name USING ERRCODE = '22023';
+        END IF;
+        SELECT max(h.key) INTO v_name FROM jsonb_object_keys(submit_keyed.headers) AS h(key)
+         GROUP BY lower(h.key) HAVING count(*) > 1 LIMIT 1;
+        IF v_name IS NOT NULL THEN
+            RAISE EXCEPTION 'header "%" is given twice (names are case-insensitive)', v_name
+                USING ERRCODE = '22023';
+        END IF;
+        SELECT count(*), coalesce(sum(octet_length(h.key) + octet_length(h.value)), 0)
+          INTO v_count, v_bytes FROM jsonb_each_text(submit_keyed.headers) AS h;
+        IF v_count > c_headers_max THEN
+            RAISE EXCEPTION 'headers: more than % headers', c_headers_max
+                USING ERRCODE = '22023';
+        END IF;
+        IF v_bytes > c_headers_bytes_max THEN
+            RAISE EXCEPTION 'headers: more than % bytes of names and values',
+                c_headers_bytes_max USING ERRCODE = '22023';
         END IF;
     END IF;
     IF json_typeof(submit_keyed.recipients) IS DISTINCT FROM 'array' THEN

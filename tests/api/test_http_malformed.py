@@ -240,7 +240,11 @@ def headers_corpus(valid):
          ["reply_to must be a string"]),
     ]
     for owned in ("From", "to", "SUBJECT", "Date", "message-id", "MIME-Version", "content-type",
-                  "Content-Transfer-Encoding", "return-path"):
+                  "Content-Transfer-Encoding", "return-path",
+                  # Every Content- field changes how the one body part renders;
+                  # Bcc would add recipients the envelope does not have
+                  "Content-Disposition", "content-id", "Bcc", "cc", "Sender",
+                  "Resent-From", "DKIM-Signature", "ARC-Seal", "Received"):
         corpus.append((f"the owned header {owned}", with_headers({"X-Ok": "1", owned: "x"}),
                        [f'"{owned}"', "written by fairq"]))
     return corpus

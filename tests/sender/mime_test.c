@@ -40,8 +40,17 @@
 
 #define S_ERROR_SIZE FQ_TRANSPORT_ERROR_SIZE
 
-//  The fields fq_mail_headers.h names as fairq's own.
-#define S_OWNED_FIELDS 9
+//  The entries of the list of fields fq_mail_headers.h names as fairq's
+//  own (whole names and prefixes).
+#define S_OWNED_FIELDS 16
+
+//  Headers of a message that a request may not give together: one more
+//  than FQ_MAIL_HEADERS_MAX, and values that cross
+//  FQ_MAIL_HEADERS_BYTES_MAX together, each well within a line.
+#define S_TOO_MANY     (FQ_MAIL_HEADERS_MAX + 1)
+#define S_NAME_SIZE    16
+#define S_BIG_VALUE    (FQ_MAIL_HEADER_LINE_MAX - S_NAME_SIZE)
+#define S_BIG_TOO_MANY (FQ_MAIL_HEADERS_BYTES_MAX / S_BIG_VALUE + 1)
 
 // --------------------------------------------------------------------------
 //  Helpers
@@ -615,8 +624,13 @@ static void test_extra_headers_by_the_shared_rule(void **unused)
         s_expect_refused(&msg, FQ_EINVAL);
     }
     assert_int_equal(owned, S_OWNED_FIELDS);
-    names[0] = "Return-Path";
-    s_expect_refused(&msg, FQ_EINVAL);
+    const char *more_owned[] = {"Return-Path",   "Content-Disposition", "content-id",
+                                "Bcc",           "Resent-From",         "ARC-Seal",
+                                "DKIM-Signature"};
+    for (size_t i = 0; i < sizeof more_owned / sizeof *more_owned; i++) {
+        names[0] = more_owned[i];
+        s_expect_refused(&msg, FQ_EINVAL);
+    }
 
     names[0] = "Reply-To";
     values[0] = "help@example.com";
@@ -630,6 +644,63 @@ static void test_extra_headers_by_the_shared_rule(void **unused)
     names[0] = "reply-to";
     values[0] = "help@example.com\r\nBcc: x@example.com";
     s_expect_refused(&msg, FQ_EHEADER);
+}
+
+//  13. The headers together are held to the rule of a request's set, as
+//  fairqd's API holds a submit's (fq_mail_headers_problem), whatever
+//  stored them (fairq.submit_keyed in SQL checks less): a name twice in
+//  any case, two Reply-To (one among the headers, one the reply_to), more
+//  headers or bytes than a request may give are each refused, a
+//  permanent failure of the message; the reply_to counts in neither
+//  limit.
+static void test_extra_headers_as_a_set(void **unused)
+{
+    (void)unused;
+    static char name_text[S_TOO_MANY + 1][S_NAME_SIZE];
+    const char *names[S_TOO_MANY + 1], *values[S_TOO_MANY + 1];
+    fq_delivery_t msg = s_message();
+    msg.header_names = names;
+    msg.header_values = values;
+
+    names[0] = "X-Campaign";
+    values[0] = "spring";
+    names[1] = "x-campaign";
+    values[1] = "autumn";
+    msg.nheaders = 2;
+    s_expect_refused(&msg, FQ_EINVAL);
+
+    names[0] = "reply-to";
+    values[0] = "evil@example.net";
+    names[1] = FQ_MAIL_HEADER_REPLY_TO;
+    values[1] = "help@example.com";
+    s_expect_refused(&msg, FQ_EINVAL);
+
+    for (size_t i = 0; i < S_TOO_MANY; i++) {
+        snprintf(name_text[i], S_NAME_SIZE, "X-H%zu", i);
+        names[i] = name_text[i];
+        values[i] = "v";
+    }
+    msg.nheaders = FQ_MAIL_HEADERS_MAX;
+    free(s_render(&msg));
+    names[FQ_MAIL_HEADERS_MAX] = FQ_MAIL_HEADER_REPLY_TO;
+    values[FQ_MAIL_HEADERS_MAX] = "help@example.com";
+    msg.nheaders = S_TOO_MANY;
+    char *text = s_render(&msg);
+    assert_non_null(strstr(text, "\r\nReply-To: help@example.com\r\n"));
+    free(text);
+    names[S_TOO_MANY] = "X-Past";
+    values[S_TOO_MANY] = "v";
+    msg.nheaders = S_TOO_MANY + 1;
+    s_expect_refused(&msg, FQ_EINVAL);
+
+    static char big[S_BIG_VALUE + 1];
+    memset(big, 'v', S_BIG_VALUE);
+    for (size_t i = 0; i < S_BIG_TOO_MANY; i++)
+        values[i] = big;
+    msg.nheaders = S_BIG_TOO_MANY - 1;
+    free(s_render(&msg));
+    msg.nheaders = S_BIG_TOO_MANY;
+    s_expect_refused(&msg, FQ_EINVAL);
 }
 
 int main(void)
@@ -647,6 +718,7 @@ int main(void)
         cmocka_unit_test(test_display_names),
         cmocka_unit_test(test_mbox_record),
         cmocka_unit_test(test_extra_headers_by_the_shared_rule),
+        cmocka_unit_test(test_extra_headers_as_a_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 #include <cmocka.h>
 #include "fq_test_sql.h"
 
@@ -15,6 +17,21 @@ static char s_conninfo[128];
 
 //  Room for an id written as a query parameter.
 #define S_ID_TEXT 24
+
+//  The limits of a request's headers, FQ_MAIL_HEADERS_MAX and
+//  FQ_MAIL_HEADERS_BYTES_MAX of mailheaders/fq_mail_headers.h (the store
+//  and its tests link no mailheaders/): fairq.submit_keyed must hold the
+//  same, and this test fails if it holds fewer or more.
+#define S_HEADERS_MAX       32
+#define S_HEADERS_BYTES_MAX (8 * 1024)
+
+//  Headers that fill S_HEADERS_BYTES_MAX, each within a line: names
+//  "X-Hnn" of S_HEADER_NAME_LEN bytes.
+#define S_BIG_HEADERS     10
+#define S_HEADER_NAME_LEN 5
+
+//  Room for the JSON of S_HEADERS_BYTES_MAX bytes of headers and more.
+#define S_HEADERS_JSON_SIZE (2 * S_HEADERS_BYTES_MAX)
 
 static int s_group_setup(void **state)
 {
@@ -382,6 +399,81 @@ static void test_request_headers(void **unused)
     fq_store_destroy(&store);
 }
 
+//  Writes into json a headers object of count headers "X-H00": "vvv...",
+//  whose names and values hold bytes bytes together (each value as long
+//  as the others, the last taking the rest).
+static void s_headers_json(char *json, size_t count, size_t bytes)
+{
+    size_t value_len = (bytes - count * S_HEADER_NAME_LEN) / count;
+    size_t at = (size_t)snprintf(json, S_HEADERS_JSON_SIZE, "{");
+    for (size_t i = 0; i < count; i++) {
+        size_t len =
+            i + 1 < count ? value_len : bytes - count * S_HEADER_NAME_LEN - value_len * (count - 1);
+        at += (size_t)snprintf(json + at, S_HEADERS_JSON_SIZE - at, "%s\"X-H%02zu\":\"",
+                               i ? "," : "", i);
+        assert_true(at + len + sizeof "\"}" <= S_HEADERS_JSON_SIZE);
+        memset(json + at, 'v', len);
+        at += len;
+        at += (size_t)snprintf(json + at, S_HEADERS_JSON_SIZE - at, "\"");
+    }
+    snprintf(json + at, S_HEADERS_JSON_SIZE - at, "}");
+}
+
+//  fairq.submit_keyed refuses in SQL the headers fairqd's API refuses as a
+//  set (mailheaders/fq_mail_headers.h, fq_mail_headers_problem), so a
+//  submit in SQL cannot store them either: more than S_HEADERS_MAX, more
+//  than S_HEADERS_BYTES_MAX bytes of names and values, a name given twice
+//  in another case (X-A and x-a), Reply-To among them in any case (with a
+//  reply_to, a message would carry two). Up to the limits they are taken.
+static void test_request_header_set_refused(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    assert_int_equal(fq_store_tenant_put(store, &(fq_tenant_spec_t){.name = "hdrset"}, NULL), 0);
+    static char json[S_HEADERS_JSON_SIZE];
+    fq_submit_t req = {.tenant = "hdrset",
+                       .from = "news@acme.example",
+                       .subject = "Hi",
+                       .body = "Hello",
+                       .recipients_json = "[{\"to\":\"a@x.example\"}]",
+                       .headers_json = json};
+    int64_t id = 0;
+
+    s_headers_json(json, S_HEADERS_MAX, S_HEADERS_MAX * (S_HEADER_NAME_LEN + 1));
+    assert_int_equal(fq_store_submit(store, &req, &id), 0);
+    s_headers_json(json, S_HEADERS_MAX + 1, (S_HEADERS_MAX + 1) * (S_HEADER_NAME_LEN + 1));
+    assert_int_equal(fq_store_submit(store, &req, &id), FQ_EINVAL);
+    assert_non_null(strstr(fq_store_error(store), "more than 32 headers"));
+
+    s_headers_json(json, S_BIG_HEADERS, S_HEADERS_BYTES_MAX);
+    assert_int_equal(fq_store_submit(store, &req, &id), 0);
+    s_headers_json(json, S_BIG_HEADERS, S_HEADERS_BYTES_MAX + 1);
+    assert_int_equal(fq_store_submit(store, &req, &id), FQ_EINVAL);
+    assert_non_null(strstr(fq_store_error(store), "more than 8192 bytes"));
+
+    req.headers_json = "{\"X-Campaign\":\"a\",\"x-campaign\":\"b\"}";
+    assert_int_equal(fq_store_submit(store, &req, &id), FQ_EINVAL);
+    assert_non_null(strstr(fq_store_error(store), "given twice"));
+
+    req.headers_json = "{\"reply-to\":\"evil@evil.test\"}";
+    assert_int_equal(fq_store_submit(store, &req, &id), FQ_EINVAL);
+    assert_non_null(strstr(fq_store_error(store), "\"reply-to\""));
+    req.reply_to = "help@acme.example";
+    req.headers_json = "{\"Reply-To\":\"evil@evil.test\"}";
+    assert_int_equal(fq_store_submit(store, &req, &id), FQ_EINVAL);
+    assert_non_null(strstr(fq_store_error(store), "reply_to"));
+
+    //  Nothing refused was stored
+    PGconn *conn = fq_test_connect(s_conninfo);
+    assert_int_equal(fq_test_int(conn,
+                                 "SELECT count(*) FROM fairq.requests r JOIN fairq.tenants t"
+                                 " ON t.id = r.tenant_id WHERE t.name = 'hdrset'",
+                                 0),
+                     2);
+    PQfinish(conn);
+    fq_store_destroy(&store);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -390,6 +482,7 @@ int main(void)
         cmocka_unit_test(test_list_pages_newest_first),
         cmocka_unit_test(test_idempotency_key_outlives_retention),
         cmocka_unit_test(test_request_headers),
+        cmocka_unit_test(test_request_header_set_refused),
     };
     return cmocka_run_group_tests(tests, s_group_setup, s_group_teardown);
 }

@@ -5,11 +5,12 @@
 #include <string.h>
 
 //  The bytes of message that count against FQ_DISPATCH_BATCH_BYTES: its
-//  subject, body and extra headers, the text that differs in size from
-//  one message to the next.
+//  subject, body, text_body (NULL: none) and extra headers, the text that
+//  differs in size from one message to the next.
 static size_t s_message_bytes(const fq_message_t *message)
 {
-    size_t bytes = strlen(message->subject) + strlen(message->body);
+    size_t bytes = strlen(message->subject) + strlen(message->body) +
+                   (message->text_body ? strlen(message->text_body) : 0);
     for (uint32_t i = 0; i < message->headers.count; i++)
         bytes += strlen(message->headers.keys[i]) + strlen(message->headers.values[i]);
     return bytes;
@@ -52,6 +53,7 @@ void fq_dispatch_batch_clear(fq_dispatch_batch_t *self)
     for (uint32_t i = 0; i < self->count; i++) {
         free((char *)self->messages[i].subject);
         free((char *)self->messages[i].body);
+        free((char *)self->messages[i].text_body);
     }
     self->count = 0;
     self->bytes = 0;

@@ -16,8 +16,8 @@
 #include <stdint.h>
 
 //  A batch is sent once it holds this many messages or bytes of subject,
-//  body and extra headers (names and values: up to 8 KiB a message,
-//  FQ_MAIL_HEADERS_BYTES_MAX), whichever comes first, so one frame stays
+//  body, text_body and extra headers (names and values: up to 8 KiB a
+//  message, FQ_MAIL_HEADERS_BYTES_MAX), whichever comes first, so one frame stays
 //  small next to the gateway's 64 MB limit and the sender starts on the
 //  first ones early.
 #define FQ_DISPATCH_BATCH_MESSAGES 256
@@ -30,14 +30,15 @@ typedef struct {
 } fq_dispatch_batch_item_t;
 
 typedef struct {
-    fq_message_t *messages; //  subject and body owned, the other strings borrowed
+    fq_message_t *messages; //  subject, body and text_body owned, the others borrowed
     fq_dispatch_batch_item_t *items;
     uint32_t count, capacity;
     size_t bytes;
 } fq_dispatch_batch_t;
 
-//  Adds message, taking its subject and body (malloc'ed; freed by the
-//  batch); its other strings must outlive the batch's next clear. Returns
+//  Adds message, taking its subject, body and text_body (malloc'ed, or
+//  text_body NULL for none; freed by the batch); its other strings must
+//  outlive the batch's next clear. Returns
 //  0, or FQ_ENOMEM with nothing taken.
 int fq_dispatch_batch_add(fq_dispatch_batch_t *self, const fq_message_t *message,
                           fq_dispatch_batch_item_t item);

@@ -74,6 +74,7 @@ typedef struct {
 typedef struct {
     fq_template_t *subject;
     fq_template_t *body;
+    fq_template_t *text_body; //  The HTML body's plain-text alternative; NULL: none
     bool body_is_html;
     char *from;
     char *tenant;
@@ -558,6 +559,7 @@ static void s_templates_free(void **item)
     if (templates) {
         fq_template_destroy(&templates->subject);
         fq_template_destroy(&templates->body);
+        fq_template_destroy(&templates->text_body);
         free(templates->from);
         free(templates->tenant);
         fq_request_templates_t headers = {.header_names = templates->header_names,
@@ -593,6 +595,10 @@ static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t req
                                   loaded.body_is_html ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN, error,
                                   error_size)
                 : NULL;
+        //  Plain text: rendered as given, no HTML escaping
+        if (templates->body && loaded.text_body)
+            templates->text_body =
+                fq_template_new(loaded.text_body, FQ_TEMPLATE_PLAIN, error, error_size);
         templates->body_is_html = loaded.body_is_html;
         templates->max_attempts = loaded.max_attempts;
         templates->due_at_ms = loaded.due_at_ms;
@@ -600,7 +606,8 @@ static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t req
         templates->from = loaded.from_addr;
         templates->tenant = loaded.tenant;
         loaded.from_addr = loaded.tenant = NULL;
-        templates->bytes = strlen(loaded.subject) + strlen(loaded.body);
+        templates->bytes = strlen(loaded.subject) + strlen(loaded.body) +
+                           (loaded.text_body ? strlen(loaded.text_body) : 0);
         for (size_t i = 0; i < loaded.nheaders; i++)
             templates->bytes += strlen(loaded.header_names[i]) + strlen(loaded.header_values[i]);
         templates->header_names = loaded.header_names;
@@ -609,8 +616,9 @@ static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t req
         loaded.header_names = loaded.header_values = NULL;
         loaded.nheaders = 0;
     }
+    bool text_missing = templates && loaded.text_body && !templates->text_body;
     fq_request_templates_free(&loaded);
-    if (!templates || !templates->subject || !templates->body) {
+    if (!templates || !templates->subject || !templates->body || text_missing) {
         *rc = templates ? FQ_EINVAL : FQ_ENOMEM;
         s_templates_free((void **)&templates);
         return NULL;
@@ -648,10 +656,11 @@ static int64_t s_latency_ms(const s_templates_t *templates, int64_t now_ms)
     return now_ms > templates->due_at_ms ? now_ms - templates->due_at_ms : 0;
 }
 
-static void s_free_rendered(char *subject, char *body)
+static void s_free_rendered(char *subject, char *body, char *text)
 {
     free(subject);
     free(body);
+    free(text);
 }
 
 //  Sends what sender's batch holds as one MESSAGES. Its messages were
@@ -729,7 +738,7 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
         s_hold(ctx, self, id, request, tenant);
         return;
     }
-    char *subject = NULL, *body = NULL;
+    char *subject = NULL, *body = NULL, *text = NULL;
     size_t len;
     json_t *fields = templates ? json_loads(row->fields, 0, NULL) : NULL;
     if (templates && !fields)
@@ -739,9 +748,13 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
                                      sizeof error);
     if (fields && rc == 0)
         rc = fq_template_render_json(templates->body, fields, &body, &len, error, sizeof error);
+    if (fields && rc == 0 && templates->text_body)
+        rc =
+            fq_template_render_json(templates->text_body, fields, &text, &len, error, sizeof error);
     json_decref(fields);
-    s_sender_t *sender = subject && body ? s_choose(self) : NULL;
-    if (!subject || !body) {
+    bool rendered = subject && body && (text || !templates->text_body);
+    s_sender_t *sender = rendered ? s_choose(self) : NULL;
+    if (!rendered) {
         //  Cannot be rendered, now or ever: dead, with the reason
         self->render_failed++;
         fq_metrics_batch_unsendable(self->metrics, row->tenant_id);
@@ -764,11 +777,13 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
                                 .body_is_html = templates->body_is_html,
                                 .headers = {(uint32_t)templates->nheaders,
                                             (const char **)templates->header_names,
-                                            (const char **)templates->header_values}};
+                                            (const char **)templates->header_values},
+                                //  NULL goes as "": no alternative
+                                .text_body = text};
         if (sender->batches) {
             if (s_batch_add(ctx, self, sender, &message, row, templates, now_ms) == 0)
-                subject = body = NULL; //  The batch has them now
-            s_free_rendered(subject, body);
+                subject = body = text = NULL; //  The batch has them now
+            s_free_rendered(subject, body, text);
             return;
         }
         s_flight_t *flight = malloc(sizeof *flight);
@@ -791,7 +806,7 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
             self->senders_changed = true;
         }
     }
-    s_free_rendered(subject, body);
+    s_free_rendered(subject, body, text);
 }
 
 //  Picks from the scheduler: load their rows in one query, render, send.

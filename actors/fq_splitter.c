@@ -24,9 +24,11 @@ typedef struct {
 } s_self_t;
 
 //  Parses the request's templates, whose fields every recipient must
-//  have. Returns 0, or FQ_EINVAL with a message in error.
+//  have: its subject, its body and its text_body when it has one (*text
+//  stays NULL otherwise). Returns 0, or FQ_EINVAL with a message in error.
 static int s_parse_templates(const fq_request_templates_t *templates, fq_template_t **subject,
-                             fq_template_t **body, char *error, size_t error_size)
+                             fq_template_t **body, fq_template_t **text, char *error,
+                             size_t error_size)
 {
     *subject = fq_template_new(templates->subject, FQ_TEMPLATE_HEADER, error, error_size);
     if (!*subject)
@@ -34,7 +36,11 @@ static int s_parse_templates(const fq_request_templates_t *templates, fq_templat
     *body = fq_template_new(templates->body,
                             templates->body_is_html ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN, error,
                             error_size);
-    return *body ? 0 : FQ_EINVAL;
+    if (!*body)
+        return FQ_EINVAL;
+    if (templates->text_body)
+        *text = fq_template_new(templates->text_body, FQ_TEMPLATE_PLAIN, error, error_size);
+    return !templates->text_body || *text ? 0 : FQ_EINVAL;
 }
 
 //  Splits one chunk of request; tells the scheduler what happened.
@@ -44,25 +50,28 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
     char error[FQ_TEMPLATE_ERROR_SIZE + 64] = "";
     fq_store_t *store = fq_db_store(self->db);
     fq_request_templates_t templates = {0};
-    fq_template_t *subject = NULL, *body = NULL;
+    fq_template_t *subject = NULL, *body = NULL, *text = NULL;
     int rc = store ? fq_store_request_templates(store, (int64_t)request_id, &templates) : FQ_EDB;
     if (rc == 0)
-        rc = s_parse_templates(&templates, &subject, &body, error, sizeof error);
+        rc = s_parse_templates(&templates, &subject, &body, &text, error, sizeof error);
     if (rc == 0) {
-        //  Duplicates between subject and body are harmless to the check
+        //  Duplicates between subject and bodies are harmless to the check
         size_t nsubject = fq_template_field_count(subject), nbody = fq_template_field_count(body);
-        const char **names = calloc(nsubject + nbody + 1, sizeof *names);
+        size_t ntext = text ? fq_template_field_count(text) : 0;
+        const char **names = calloc(nsubject + nbody + ntext + 1, sizeof *names);
         if (!names)
             rc = FQ_ENOMEM;
         for (size_t i = 0; names && i < nsubject; i++)
             names[i] = fq_template_field(subject, i);
         for (size_t i = 0; names && i < nbody; i++)
             names[nsubject + i] = fq_template_field(body, i);
+        for (size_t i = 0; names && i < ntext; i++)
+            names[nsubject + nbody + i] = fq_template_field(text, i);
         fq_split_result_t result;
         if (names) {
             int64_t started = zclock_usecs();
-            rc = fq_store_split_chunk(store, (int64_t)request_id, names, nsubject + nbody, nsubject,
-                                      &result);
+            rc = fq_store_split_chunk(store, (int64_t)request_id, names, nsubject + nbody + ntext,
+                                      nsubject, &result);
             if (rc != 0)
                 fq_metrics_batch_db(self->metrics, FQ_METRICS_DB_SPLIT,
                                     rc > 0 ? (size_t)(result.split + result.rejected) : 0,
@@ -97,6 +106,7 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
     }
     fq_template_destroy(&subject);
     fq_template_destroy(&body);
+    fq_template_destroy(&text);
     fq_request_templates_free(&templates);
     fq_metrics_batch_flush(self->metrics);
     fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_split_done_desc, &done);

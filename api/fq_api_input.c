@@ -294,5 +294,6 @@ json_t *fq_api_request_json(fq_api_call_t *call, const fq_request_info_t *r)
     if (headers && !json_is_object(headers))
         json_decref(headers);
     json_object_set_new(json, "reply_to", r->reply_to ? json_string(r->reply_to) : json_null());
+    json_object_set_new(json, "text_body", r->text_body ? json_string(r->text_body) : json_null());
     return json;
 }

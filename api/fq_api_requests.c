@@ -171,6 +171,31 @@ static bool s_template(fq_api_call_t *call, const char *text, fq_template_mode_t
     return true;
 }
 
+//  The plain-text alternative of an HTML body, NULL when not given: a
+//  template of the body's grammar, rendered as plain text (no escaping),
+//  and only beside an HTML body, which is what it is an alternative to;
+//  false after answering 400.
+static bool s_text_body(fq_api_call_t *call, json_t *body, bool html, const char **text_body)
+{
+    json_t *value = json_object_get(body, "text_body");
+    *text_body = NULL;
+    if (!value)
+        return true;
+    if (!json_is_string(value)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "text_body must be a string");
+        return false;
+    }
+    if (!html) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "text_body is the plain-text alternative of an HTML body: it needs html true");
+        return false;
+    }
+    if (!s_template(call, json_string_value(value), FQ_TEMPLATE_PLAIN, "text_body"))
+        return false;
+    *text_body = json_string_value(value);
+    return true;
+}
+
 //  The from address: one address, by the rule recipients are split by
 //  (fairq.submit checks it too, 0008_submit_from.sql); false after
 //  answering 400.
@@ -346,9 +371,9 @@ static bool s_key_answered(fq_api_call_t *call, const fq_submit_t *submit, int r
 
 void fq_api_request_submit(fq_api_call_t *call)
 {
-    static const char *const keys[] = {"tenant",       "from",       "subject",  "body",
-                                       "html",         "recipients", "send_at",  "priority",
-                                       "max_attempts", "headers",    "reply_to", NULL};
+    static const char *const keys[] = {
+        "tenant",   "from",         "subject", "body",     "html",      "recipients", "send_at",
+        "priority", "max_attempts", "headers", "reply_to", "text_body", NULL};
     //  The recipients are not built: they go to the database as the slice
     //  of the body they are, and the splitter reads them from there. The
     //  headers are built one by one as they are read (s_headers). Each
@@ -379,7 +404,8 @@ void fq_api_request_submit(fq_api_call_t *call)
     submit.body_is_html = json_is_true(html);
     if (!s_template(call, submit.subject, FQ_TEMPLATE_HEADER, "subject") ||
         !s_template(call, submit.body, submit.body_is_html ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN,
-                    "body"))
+                    "body") ||
+        !s_text_body(call, body, submit.body_is_html, &submit.text_body))
         goto done;
     if (!recipients.text || *recipients.text != '[' ||
         fq_api_json_array_empty(recipients.text, recipients.size)) {

@@ -215,6 +215,7 @@ static const struct {
     {"requests_max_attempts_check", "max_attempts must be an integer within 1..100"},
     {"requests_idempotency_key_check", "Idempotency-Key must be 1..255 bytes"},
     {"requests_headers_check", "headers must be an object of header names to string values"},
+    {"requests_text_body_check", "text_body must be at most 1048576 bytes, with html true"},
     {"requests_reply_to_check", "reply_to must be one address of 3..320 bytes, without control "
                                 "characters"},
     {"tenants_name_check", "a tenant name is 1..64 of a-z 0-9 _ . - and starts with a letter or "

@@ -85,6 +85,12 @@ if [[ ${#missing[@]} -gt 0 ]]; then
         || { tail -20 "$WORK/base-apt.log" >&2; fail "apt-get in the root (log: $WORK/base-apt.log)"; }
 fi
 
+# PostgreSQL's package took the first free port when it made its cluster,
+# with the host's network: 5433 if the host runs one on 5432 (a test's).
+# The booted root has a network of its own, where 5432 is free and is what
+# the packaged fairqd.conf (libpq's default) expects.
+sed -i 's/^port = .*/port = 5432/' "$BASE"/etc/postgresql/*/main/postgresql.conf
+
 rm -rf "$RUN"
 cp -a "$BASE" "$RUN"
 mkdir -p "$RUN/debs"

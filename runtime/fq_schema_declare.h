@@ -13,6 +13,7 @@
 #define FQ_BOOL(n)    bool n;
 #define FQ_DOUBLE(n)  double n;
 #define FQ_STR(n)     const char *n;
+#define FQ_STR_OPT(n) const char *n;
 #define FQ_BIN(n)     fq_bin_t n;
 #define FQ_STRMAP(n)  fq_strmap_t n;
 #define FQ_U64LIST(n) fq_u64list_t n;

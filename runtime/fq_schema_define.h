@@ -5,7 +5,9 @@
 #include "fq_schema.h"
 #include <string.h>
 
-//  Pass 1: field counts.
+//  Pass 1: field counts, every field (what an encoder writes) and the
+//  required ones (what a body must have at least: all but FQ_STR_OPT).
+#define FQ_STR_OPT(n)                   +1
 #define FQ_U64(n)                       +1
 #define FQ_I64(n)                       +1
 #define FQ_U32(n)                       +1
@@ -19,6 +21,20 @@
 #define FQ_MESSAGE(UP, low, id, fields) enum { s_##low##_nfields = 0 fields };
 #include FQ_SCHEMA_FILE
 #include "fq_schema_undef.h"
+#define FQ_U64(n)                       +1
+#define FQ_I64(n)                       +1
+#define FQ_U32(n)                       +1
+#define FQ_BOOL(n)                      +1
+#define FQ_DOUBLE(n)                    +1
+#define FQ_STR(n)                       +1
+#define FQ_STR_OPT(n)                   +0
+#define FQ_BIN(n)                       +1
+#define FQ_STRMAP(n)                    +1
+#define FQ_U64LIST(n)                   +1
+#define FQ_LIST(n, low)                 +1
+#define FQ_MESSAGE(UP, low, id, fields) enum { s_##low##_nrequired = 0 fields };
+#include FQ_SCHEMA_FILE
+#include "fq_schema_undef.h"
 
 //  Pass 2: encoders. A packer only fails when its writer fails (memory).
 #define FQ_U64(n)     rc |= msgpack_pack_uint64(pk, msg->n);
@@ -27,6 +43,7 @@
 #define FQ_BOOL(n)    rc |= msg->n ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
 #define FQ_DOUBLE(n)  rc |= msgpack_pack_double(pk, msg->n);
 #define FQ_STR(n)     rc |= fq_field_encode_str(pk, msg->n);
+#define FQ_STR_OPT(n) rc |= fq_field_encode_str(pk, msg->n);
 #define FQ_BIN(n)     rc |= fq_field_encode_bin(pk, msg->n);
 #define FQ_STRMAP(n)  rc |= fq_field_encode_strmap(pk, msg->n);
 #define FQ_U64LIST(n) rc |= fq_field_encode_u64list(pk, msg->n);
@@ -43,10 +60,21 @@
 #include "fq_schema_undef.h"
 
 //  Pass 3: decoders, strict about types, tolerant of appended fields.
+//  Every field is checked to be in the body before it is read: the check
+//  of the required count up front covers the required fields only where
+//  they come first, and this keeps a schema that puts an FQ_STR_OPT
+//  before a required field from reading past a short body.
 #define FQ_DECODE_FIELD_(call)                                                                     \
-    if (call)                                                                                      \
+    if (field == end || (call))                                                                    \
         return FQ_EDECODE;                                                                         \
     field++;
+//  A body that ends before an optional field (an older peer's) gives "".
+#define FQ_STR_OPT(n)                                                                              \
+    if (field == end)                                                                              \
+        msg->n = "";                                                                               \
+    else {                                                                                         \
+        FQ_DECODE_FIELD_(fq_field_decode_str(field, &msg->n, zone))                                \
+    }
 #define FQ_U64(n)     FQ_DECODE_FIELD_(fq_field_decode_u64(field, &msg->n))
 #define FQ_I64(n)     FQ_DECODE_FIELD_(fq_field_decode_i64(field, &msg->n))
 #define FQ_U32(n)     FQ_DECODE_FIELD_(fq_field_decode_u32(field, &msg->n))
@@ -68,10 +96,12 @@
     {                                                                                              \
         (void)zone;                                                                                \
         memset(msg, 0, sizeof *msg);                                                               \
-        if (fq_field_array_too_short(obj, s_##low##_nfields))                                      \
+        if (fq_field_array_too_short(obj, s_##low##_nrequired))                                    \
             return FQ_EDECODE;                                                                     \
         const msgpack_object *field = obj->via.array.ptr;                                          \
+        const msgpack_object *end = field + obj->via.array.size;                                   \
         (void)field;                                                                               \
+        (void)end;                                                                                 \
         fields return 0;                                                                           \
     }
 #include FQ_SCHEMA_FILE
@@ -85,6 +115,7 @@
 #define FQ_BOOL(n)
 #define FQ_DOUBLE(n)
 #define FQ_STR(n)
+#define FQ_STR_OPT(n)
 #define FQ_BIN(n)
 #define FQ_STRMAP(n)
 #define FQ_U64LIST(n)
@@ -103,7 +134,7 @@
                                           sizeof(fq_##low##_t),                                    \
                                           s_##low##_encode_any,                                    \
                                           s_##low##_decode_any,                                    \
-                                          s_##low##_nfields};
+                                          s_##low##_nrequired};
 #include FQ_SCHEMA_FILE
 #include "fq_schema_undef.h"
 
@@ -116,6 +147,7 @@
 #define FQ_BOOL(n)
 #define FQ_DOUBLE(n)
 #define FQ_STR(n)
+#define FQ_STR_OPT(n)
 #define FQ_BIN(n)
 #define FQ_STRMAP(n)
 #define FQ_U64LIST(n)

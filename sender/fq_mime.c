@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 
 //  RFC 5322 2.1.1: a line SHOULD be at most 78 characters, CRLF excluded
 //  (and MUST be at most FQ_MAIL_HEADER_LINE_MAX).
@@ -67,6 +68,17 @@ static const char *const s_month_names[] = {"Jan", "Feb", "Mar", "Apr", "May", "
 static const char s_b64_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 static const char s_hex_digits[] = "0123456789ABCDEF";
+
+//  The boundary of a multipart/alternative message: a prefix and random
+//  bytes in hex. "=_" cannot occur in quoted-printable text (its "=" is
+//  always followed by a hex digit or a line break), and the random part
+//  keeps one message's boundary from being guessed by its text; each is
+//  checked against the encoded parts anyway, and another drawn if found,
+//  up to S_BOUNDARY_TRIES times.
+#define S_BOUNDARY_PREFIX "=_fairq_"
+#define S_BOUNDARY_RANDOM 16
+#define S_BOUNDARY_SIZE   (sizeof S_BOUNDARY_PREFIX + 2 * S_BOUNDARY_RANDOM)
+#define S_BOUNDARY_TRIES  8
 
 //  Most of a bad value quoted in an error: enough to find it by.
 #define S_QUOTED_MAX 80
@@ -485,6 +497,95 @@ static int s_check_mailbox(const char *role, const char *mailbox, s_mailbox_t *b
 }
 
 // --------------------------------------------------------------------------
+//  multipart/alternative (RFC 2046 5.1.4)
+
+//  True when an encoded part holds the delimiter "--boundary".
+static bool s_holds_delimiter(const fq_buf_t *part, const char *boundary)
+{
+    char delimiter[2 + S_BOUNDARY_SIZE];
+    int n = snprintf(delimiter, sizeof delimiter, "--%s", boundary);
+    return part->size > 0 && memmem(part->data, part->size, delimiter, (size_t)n) != NULL;
+}
+
+//  Draws a boundary for try number attempt into boundary. Random bytes
+//  when the kernel gives them, else the message id and attempt (still
+//  checked against the parts, which is what makes it safe).
+static void s_boundary(char boundary[S_BOUNDARY_SIZE], uint64_t id, int attempt)
+{
+    unsigned char bytes[S_BOUNDARY_RANDOM];
+    if (getrandom(bytes, sizeof bytes, 0) != (ssize_t)sizeof bytes) {
+        memset(bytes, 0, sizeof bytes);
+        memcpy(bytes, &id, sizeof id);
+        bytes[sizeof id] = (unsigned char)attempt;
+    }
+    memcpy(boundary, S_BOUNDARY_PREFIX, sizeof S_BOUNDARY_PREFIX - 1);
+    char *hex = boundary + sizeof S_BOUNDARY_PREFIX - 1;
+    for (size_t i = 0; i < sizeof bytes; i++) {
+        hex[2 * i] = s_hex_digits[bytes[i] >> S_HEX_BITS];
+        hex[2 * i + 1] = s_hex_digits[bytes[i] & S_HEX_MASK];
+    }
+    hex[2 * sizeof bytes] = 0;
+}
+
+//  One part: its own Content-Type and Content-Transfer-Encoding, then the
+//  encoded text, then the CRLF that belongs to the next delimiter.
+static int s_put_part(fq_buf_t *buf, const char *boundary, const char *subtype,
+                      const fq_buf_t *encoded)
+{
+    int mem = fq_buf_printf(buf, "--%s\r\n", boundary);
+    mem |= fq_buf_printf(buf, "Content-Type: text/%s; charset=UTF-8\r\n", subtype);
+    mem |= fq_buf_add_str(buf, "Content-Transfer-Encoding: quoted-printable\r\n\r\n");
+    mem |= fq_buf_add(buf, encoded->data, encoded->size);
+    mem |= fq_buf_add_str(buf, "\r\n");
+    return mem;
+}
+
+//  The request's extra headers, on the top level, after fairq's own.
+static void s_put_extra_headers(fq_buf_t *buf, const fq_delivery_t *msg, int *mem)
+{
+    for (size_t i = 0; i < msg->nheaders; i++)
+        *mem |= fq_buf_printf(buf, "%s: %s\r\n", msg->header_names[i], msg->header_values[i]);
+}
+
+//  The rest of the header block and the body of an HTML message with a
+//  plain-text alternative: the text part first, then the HTML, the least
+//  preferred first as RFC 2046 5.1.4 orders them. Returns 0 (memory
+//  failures ORed into *mem), or FQ_ENOMEM / FQ_EINVAL (no boundary that
+//  the parts do not hold) with the reason in error.
+static int s_put_alternative(fq_buf_t *buf, const fq_delivery_t *msg, int *mem, char *error,
+                             size_t error_size)
+{
+    fq_buf_t text = {0}, html = {0};
+    int part_mem = s_put_quoted_printable(&text, msg->text_body);
+    part_mem |= s_put_quoted_printable(&html, msg->body ? msg->body : "");
+    char boundary[S_BOUNDARY_SIZE];
+    bool found = false;
+    for (int attempt = 0; !part_mem && !found && attempt < S_BOUNDARY_TRIES; attempt++) {
+        s_boundary(boundary, msg->id, attempt);
+        found = !s_holds_delimiter(&text, boundary) && !s_holds_delimiter(&html, boundary);
+    }
+    int rc = 0;
+    if (part_mem) {
+        fq_error_format(error, error_size, "out of memory rendering message %" PRIu64, msg->id);
+        rc = FQ_ENOMEM;
+    } else if (!found) {
+        fq_error_format(error, error_size, "no MIME boundary found that the message's parts lack");
+        rc = FQ_EINVAL;
+    } else {
+        *mem |= fq_buf_printf(buf, "Content-Type: multipart/alternative; boundary=\"%s\"\r\n",
+                              boundary);
+        s_put_extra_headers(buf, msg, mem);
+        *mem |= fq_buf_add_str(buf, "\r\n");
+        *mem |= s_put_part(buf, boundary, "plain", &text);
+        *mem |= s_put_part(buf, boundary, "html", &html);
+        *mem |= fq_buf_printf(buf, "--%s--\r\n", boundary);
+    }
+    fq_buf_free(&text);
+    fq_buf_free(&html);
+    return rc;
+}
+
+// --------------------------------------------------------------------------
 
 int fq_mime_render(const fq_delivery_t *msg, const fq_mime_options_t *options, char **text,
                    size_t *len, char *error, size_t error_size)
@@ -529,13 +630,20 @@ int fq_mime_render(const fq_delivery_t *msg, const fq_mime_options_t *options, c
     mem |= fq_buf_printf(&buf, "Message-ID: <fairq.%" PRIu64 "@%.*s>\r\n", msg->id, (int)domain_len,
                          domain);
     mem |= fq_buf_add_str(&buf, "MIME-Version: 1.0\r\n");
-    mem |= fq_buf_printf(&buf, "Content-Type: text/%s; charset=UTF-8\r\n",
-                         msg->body_is_html ? "html" : "plain");
-    mem |= fq_buf_add_str(&buf, "Content-Transfer-Encoding: quoted-printable\r\n");
-    for (size_t i = 0; i < msg->nheaders; i++)
-        mem |= fq_buf_printf(&buf, "%s: %s\r\n", msg->header_names[i], msg->header_values[i]);
-    mem |= fq_buf_add_str(&buf, "\r\n");
-    mem |= s_put_quoted_printable(&buf, msg->body ? msg->body : "");
+    if (msg->body_is_html && msg->text_body && *msg->text_body) {
+        rc = s_put_alternative(&buf, msg, &mem, error, error_size);
+        if (rc != 0) {
+            fq_buf_free(&buf);
+            return rc;
+        }
+    } else {
+        mem |= fq_buf_printf(&buf, "Content-Type: text/%s; charset=UTF-8\r\n",
+                             msg->body_is_html ? "html" : "plain");
+        mem |= fq_buf_add_str(&buf, "Content-Transfer-Encoding: quoted-printable\r\n");
+        s_put_extra_headers(&buf, msg, &mem);
+        mem |= fq_buf_add_str(&buf, "\r\n");
+        mem |= s_put_quoted_printable(&buf, msg->body ? msg->body : "");
+    }
 
     *text = s_finish(&buf, mem, len);
     if (!*text) {

@@ -16,6 +16,30 @@
 
         Bonjour =C3=A0 tous         (body lines at most 76 characters)
 
+    An HTML message with a plain-text alternative (text_body) is
+    multipart/alternative instead: the same header block up to
+    MIME-Version, then
+
+        Content-Type: multipart/alternative; boundary="=_fairq_<32 hex>"
+        X-Campaign: spring            (the extra headers, on the top level)
+
+        --=_fairq_...
+        Content-Type: text/plain; charset=UTF-8
+        Content-Transfer-Encoding: quoted-printable
+
+        (the text, encoded as above)
+        --=_fairq_...
+        Content-Type: text/html; charset=UTF-8
+        Content-Transfer-Encoding: quoted-printable
+
+        (the HTML)
+        --=_fairq_...--
+
+    the least preferred part first (RFC 2046 5.1.4), and a boundary of
+    random hex that neither encoded part holds (checked; "=_" cannot occur
+    in quoted-printable anyway). Without a text_body, or for a plain-text
+    body, the message is the single part above, as before.
+
     Everything in a header comes from tenants, through templates: a CR or
     LF in a subject, an address or an extra header would let a tenant add
     header lines (Bcc: ...) or end the header block early, so such input is

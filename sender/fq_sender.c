@@ -145,6 +145,7 @@ static fq_delivery_t s_delivery_of(const fq_message_t *message)
                            .subject = message->subject,
                            .body = message->body,
                            .body_is_html = message->body_is_html,
+                           .text_body = message->text_body,
                            .nheaders = message->headers.count,
                            .header_names = message->headers.keys,
                            .header_values = message->headers.values};

@@ -42,6 +42,9 @@ typedef struct {
     const char *subject; //  Rendered, one line
     const char *body;    //  Rendered
     bool body_is_html;
+    //  The plain-text alternative of an HTML body; NULL or "": none. With
+    //  one, the message is multipart/alternative (fq_mime.h)
+    const char *text_body;
     size_t nheaders; //  Extra headers, names and values
     const char *const *header_names;
     const char *const *header_values;

@@ -272,6 +272,10 @@ typedef struct {
     //  compact), as it goes into the fingerprint as it is
     const char *headers_json;
     const char *reply_to; //  One address; NULL = none
+    //  The plain-text alternative of an HTML body, a template of the
+    //  body's grammar rendered without escaping; NULL = none. Only with
+    //  body_is_html (fairq.submit_keyed refuses it otherwise: FQ_EINVAL)
+    const char *text_body;
 } fq_submit_t;
 
 //  Submits a request through fairq.submit_keyed (the function behind
@@ -287,8 +291,9 @@ typedef struct {
 //  new request's id, 1 with the id of the request the key named already,
 //  FQ_ECONFLICT when the key named a request of another fingerprint
 //  (nothing is created), FQ_EINVAL (bad input: the message says what) or
-//  FQ_EDB. Every submit, with headers and reply_to or without, calls 0013's
-//  fairq.submit_keyed (its 13 arguments, NULL for none): it needs schema 13.
+//  FQ_EDB. Every submit, with headers, reply_to and text_body or without,
+//  calls 0014's fairq.submit_keyed (its 14 arguments, NULL for none): it
+//  needs schema 14.
 //  That function refuses headers the API would refuse as a set (more than
 //  32 or 8 KiB, a name twice in any case, Reply-To among them: FQ_EINVAL).
 int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_id);
@@ -309,6 +314,7 @@ typedef struct {
     char **header_names;
     char **header_values;
     size_t nheaders;
+    char *text_body; //  The plain-text alternative's template (0014); NULL: none. Owned
 } fq_request_templates_t;
 
 //  Loads what the splitter needs to validate a request's recipients, and
@@ -335,8 +341,9 @@ typedef struct {
     int64_t created_at;
     int64_t send_at;
     int64_t finished_at;
-    char *headers;  //  Its extra mail headers as a JSON object's text ("{}": none)
-    char *reply_to; //  NULL: none
+    char *headers;   //  Its extra mail headers as a JSON object's text ("{}": none)
+    char *reply_to;  //  NULL: none
+    char *text_body; //  Its plain-text alternative's template; NULL: none
 } fq_request_info_t;
 
 //  One request. Returns 0, FQ_ENOTFOUND, FQ_ENOMEM or FQ_EDB. What out

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-//  fairq.submit_keyed's parameters (0013's, with headers and reply_to),
-//  and the recipients' place among them.
-#define S_SUBMIT_PARAMS     13
+//  fairq.submit_keyed's parameters (0014's, with headers, reply_to and
+//  text_body), and the recipients' place among them.
+#define S_SUBMIT_PARAMS     14
 #define S_SUBMIT_RECIPIENTS 4
 
 //  Attempts a message gets when the request does not say (fq_submit_t).
@@ -38,14 +38,18 @@
 //  What the parts a request's headers add to its fingerprint start with.
 #define S_FINGERPRINT_HEADERS "headers"
 
+//  What the part a request's text_body adds to its fingerprint starts with.
+#define S_FINGERPRINT_TEXT_BODY "text_body"
+
 //  The SQLSTATE fairq.submit_keyed raises for a key that named a request
 //  of another fingerprint (0012_idempotency_fingerprint.sql).
 #define S_SQLSTATE_KEY_REUSED "FQ002"
 
 //  The columns of a request's load that name one extra header and give its
-//  value (fq_store_request_templates).
+//  value, and its text_body (fq_store_request_templates).
 #define S_TEMPLATE_HEADER_NAME  9
 #define S_TEMPLATE_HEADER_VALUE 10
+#define S_TEMPLATE_TEXT_BODY    11
 
 //  Room for a number written as text in a fingerprint.
 #define S_FINGERPRINT_NUMBER 24
@@ -130,6 +134,11 @@ static bool s_fingerprint(const fq_submit_t *req, char hex[S_FINGERPRINT_BYTEA])
                            req->headers_json ? strlen(req->headers_json) : 0);
         s_fingerprint_part(&state, req->reply_to, req->reply_to ? strlen(req->reply_to) : 0);
     }
+    //  And text_body later still (0014), the same way
+    if (req->text_body) {
+        s_fingerprint_part(&state, S_FINGERPRINT_TEXT_BODY, strlen(S_FINGERPRINT_TEXT_BODY));
+        s_fingerprint_part(&state, req->text_body, strlen(req->text_body));
+    }
     crypto_generichash_final(&state, digest, sizeof digest);
     memcpy(hex, "\\x", 2);
     sodium_bin2hex(hex + 2, S_FINGERPRINT_HEX, digest, sizeof digest);
@@ -162,7 +171,8 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
                             req->idempotency_key,
                             req->idempotency_key ? fingerprint : NULL,
                             req->headers_json,
-                            req->reply_to};
+                            req->reply_to,
+                            req->text_body};
     //  The recipients in binary format, which for json is the text itself
     //  with its length: a slice of an HTTP body goes as it is, with no
     //  terminated copy of up to http_body_max bytes
@@ -173,7 +183,7 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
                                  " $3, $4, $5::json, $6::boolean,"
                                  " CASE WHEN $7::bigint > 0 THEN to_timestamp($7::bigint)"
                                  " ELSE now() END, $8::int, $9::int, $10, $11::bytea,"
-                                 " $12::jsonb, $13) AS k",
+                                 " $12::jsonb, $13, $14) AS k",
                                  S_SUBMIT_PARAMS, NULL, params, lengths, formats, 0);
     int rc = fq_store_check(self, res, PGRES_TUPLES_OK, "submit request");
     //  Said in the store's words: the server's would name its function
@@ -232,7 +242,7 @@ int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_
         "SELECT r.id, r.tenant_id, r.subject, r.body, r.body_is_html,"
         " r.max_attempts, r.from_addr, t.name,"
         " (extract(epoch FROM greatest(r.created_at, r.send_at))"
-        "  * 1000)::bigint, h.name, h.value FROM fairq.requests r"
+        "  * 1000)::bigint, h.name, h.value, r.text_body FROM fairq.requests r"
         " JOIN fairq.tenants t ON t.id = r.tenant_id"
         " LEFT JOIN LATERAL (SELECT e.key, e.value, 0 FROM jsonb_each_text(r.headers) e"
         "  UNION ALL SELECT 'Reply-To', r.reply_to, 1 WHERE r.reply_to IS NOT NULL)"
@@ -256,6 +266,9 @@ int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_
                                     .tenant = strdup(PQgetvalue(res, 0, 7)),
                                     .due_at_ms = fq_store_int64(res, 0, 8)};
     int mem = s_template_headers(res, out);
+    if (!PQgetisnull(res, 0, S_TEMPLATE_TEXT_BODY) &&
+        !(out->text_body = strdup(PQgetvalue(res, 0, S_TEMPLATE_TEXT_BODY))))
+        mem = -1;
     PQclear(res);
     if (mem || !out->subject || !out->body || !out->from_addr || !out->tenant) {
         fq_request_templates_free(out);
@@ -270,7 +283,9 @@ void fq_request_templates_free(fq_request_templates_t *templates)
     free(templates->body);
     free(templates->from_addr);
     free(templates->tenant);
+    free(templates->text_body);
     templates->subject = templates->body = templates->from_addr = templates->tenant = NULL;
+    templates->text_body = NULL;
     for (size_t i = 0; i < templates->nheaders; i++) {
         free(templates->header_names[i]);
         free(templates->header_values[i]);
@@ -288,12 +303,13 @@ void fq_request_templates_free(fq_request_templates_t *templates)
     "SELECT r.id, r.tenant_id, t.name, r.status, r.priority, r.total, r.split, r.failed,"          \
     " r.sent, r.dead, r.cancelled, r.rejected,"                                                    \
     " extract(epoch FROM r.created_at)::bigint, extract(epoch FROM r.send_at)::bigint,"            \
-    " extract(epoch FROM r.finished_at)::bigint, coalesce(r.headers, '{}')::text, r.reply_to"      \
-    " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
+    " extract(epoch FROM r.finished_at)::bigint, coalesce(r.headers, '{}')::text, r.reply_to,"     \
+    " r.text_body FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
 
 //  The columns of S_REQUEST_SQL holding the request's headers and reply_to.
-#define S_REQUEST_HEADERS  15
-#define S_REQUEST_REPLY_TO 16
+#define S_REQUEST_HEADERS   15
+#define S_REQUEST_REPLY_TO  16
+#define S_REQUEST_TEXT_BODY 17
 
 static void s_request_row(const PGresult *res, int row, void *item)
 {
@@ -316,6 +332,13 @@ static void s_request_row(const PGresult *res, int row, void *item)
     if (!PQgetisnull(res, row, S_REQUEST_REPLY_TO)) {
         out->reply_to = strdup(PQgetvalue(res, row, S_REQUEST_REPLY_TO));
         if (!out->reply_to) {
+            free(out->headers);
+            out->headers = NULL;
+        }
+    }
+    if (!PQgetisnull(res, row, S_REQUEST_TEXT_BODY)) {
+        out->text_body = strdup(PQgetvalue(res, row, S_REQUEST_TEXT_BODY));
+        if (!out->text_body) {
             free(out->headers);
             out->headers = NULL;
         }
@@ -405,7 +428,8 @@ void fq_request_info_free(fq_request_info_t *request)
 {
     free(request->headers);
     free(request->reply_to);
-    request->headers = request->reply_to = NULL;
+    free(request->text_body);
+    request->headers = request->reply_to = request->text_body = NULL;
 }
 
 void fq_request_list_free(fq_request_list_t *list)

@@ -1,7 +1,8 @@
 /*  dispatch_batch_test.c — one sender's messages of a DISPATCH gathered
     into one MESSAGES frame (fq_dispatch_batch.h): it goes once it holds
     FQ_DISPATCH_BATCH_MESSAGES messages or FQ_DISPATCH_BATCH_BYTES bytes,
-    and a message's bytes are its subject, its body and its extra headers,
+    and a message's bytes are its subject, its body, its text_body and its
+    extra headers,
     so a request whose every message carries kilobytes of headers does not
     fill a frame far past the budget. */
 #include "fq_dispatch_batch.h"
@@ -89,11 +90,40 @@ static void test_headers_count_against_the_bytes(void **unused)
     fq_dispatch_batch_release(&batch);
 }
 
+//  3. A text_body (the batch takes and frees it, as the body) counts as
+//  its bytes; a message without one (NULL) counts none for it.
+#define S_TEXT_BODY_BYTES 100000
+static void test_text_body_counts_against_the_bytes(void **unused)
+{
+    (void)unused;
+    fq_dispatch_batch_t batch = {0};
+    size_t full_after = (FQ_DISPATCH_BATCH_BYTES + S_TEXT_BODY_BYTES - 1) / S_TEXT_BODY_BYTES;
+    for (size_t i = 0; i < full_after; i++) {
+        assert_false(fq_dispatch_batch_full(&batch));
+        char *text = malloc(S_TEXT_BODY_BYTES + 1);
+        assert_non_null(text);
+        memset(text, 't', S_TEXT_BODY_BYTES);
+        text[S_TEXT_BODY_BYTES] = 0;
+        fq_message_t message = {
+            .id = i + 1, .subject = strdup("s"), .body = strdup("b"), .text_body = text};
+        assert_int_equal(
+            fq_dispatch_batch_add(&batch, &message, (fq_dispatch_batch_item_t){1, 1, -1}), 0);
+        assert_int_equal(batch.bytes, (i + 1) * (2 + S_TEXT_BODY_BYTES));
+    }
+    assert_true(fq_dispatch_batch_full(&batch));
+    fq_dispatch_batch_clear(&batch);
+    s_add(&batch, (fq_strmap_t){0});
+    assert_int_equal(batch.bytes, 2);
+    fq_dispatch_batch_clear(&batch);
+    fq_dispatch_batch_release(&batch);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_by_count),
         cmocka_unit_test(test_headers_count_against_the_bytes),
+        cmocka_unit_test(test_text_body_counts_against_the_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -301,6 +301,40 @@ class MalformedTest(APITest):
         self.assertFalse(failures, "\n".join(failures))
         self.assertEqual(self.count("fairq.requests"), before, "a refused submit stored a row")
 
+    def test_submit_text_body_refused(self):
+        """A bad "text_body" (given without html true, html false, not a
+        string, a template that does not parse) is a 400 whose detail names
+        text_body; nothing is stored, fairqd stays up. With html true a
+        good one is taken."""
+        self.start(**FAIRQD)
+        self.put_tenant("acme")
+        valid = submit_body("acme", send_at=int(time.time()) + HOUR)
+        html = dict(valid, html=True)
+        self.ok(self.submit(dict(html, text_body="Dear {{name}}")), 202, "a good text_body")
+        before = self.count("fairq.requests")
+        corpus = [
+            ("text_body without html", dict(valid, text_body="Dear {{name}}"), ["text_body", "html"]),
+            ("text_body with html false", dict(valid, html=False, text_body="Hi"),
+             ["text_body", "html"]),
+            ("text_body a number", dict(html, text_body=3), ["text_body", "string"]),
+            ("text_body null", dict(html, text_body=None), ["text_body", "string"]),
+            ("text_body an object", dict(html, text_body={"a": 1}), ["text_body", "string"]),
+            ("text_body an unclosed tag", dict(html, text_body="Hi {{name"), ["text_body"]),
+            ("text_body a bad tag", dict(html, text_body="Hi {{na me}}"), ["text_body"]),
+        ]
+        failures = []
+        for label, body, words in corpus:
+            answer = self.api("POST", "/v1/requests", body)
+            try:
+                self.assert_error(answer, 400, label)
+                for word in words:
+                    self.assertIn(word, answer[2]["detail"], f"{label}: the detail")
+            except AssertionError as error:
+                failures.append(str(error)[:400])
+            self.h.check_alive()
+        self.assertFalse(failures, "\n".join(failures))
+        self.assertEqual(self.count("fairq.requests"), before, "a refused submit stored a row")
+
     def test_submit_corpus(self):
         """More than a hundred malformed submits: each a 400 (404 where the
         tenant is not a name), none stored, fairqd up."""

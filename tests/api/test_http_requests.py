@@ -452,6 +452,63 @@ class RequestRoutesTest(APITest):
         got = records["plain@example.org"]["headers"]
         self.assertFalse({n.lower() for n in got} & {"reply-to", "x-campaign", "list-id"}, got)
 
+    def test_submit_with_text_body(self):
+        """A submit's "text_body" beside an HTML body is kept with the
+        request, shown by its object (202, GET, list; null for none), and
+        rendered per recipient into a plain-text part: the mail the SMTP
+        server receives is multipart/alternative, the text part first and
+        the HTML second, each with the recipient's fields (escaped in the
+        HTML only). A field of text_body alone is required of each
+        recipient too. An Idempotency-Key repeats only the same text_body."""
+        import email
+        import email.policy
+        self.start(senders=1, **FAIRQD)
+        self.put_tenant("acme")
+        people = [{"to": "ann@example.org", "fields": {"name": "Ann & Bo", "code": "A1"}},
+                  {"to": "cy@example.org", "fields": {"name": "Cy <3", "code": "C3"}},
+                  {"to": "nocode@example.org", "fields": {"name": "No code"}}]
+        body = submit_body("acme", html=True, body="<p>Dear {{name}}</p>",
+                           text_body="Dear {{name}},\nyour code is {{code}}.\n",
+                           recipients=people)
+        request = self.ok(self.submit(body, key="alt-1"), 202, "a submit with text_body")
+        self.assertEqual(request["text_body"], body["text_body"])
+        rid = request["id"]
+        self.assertEqual(self.get_request(rid)["text_body"], body["text_body"])
+        listed = self.ok(self.api("GET", "/v1/requests?tenant=acme"), 200, "list")["requests"]
+        self.assertEqual([r["text_body"] for r in listed if r["id"] == rid], [body["text_body"]])
+        again = self.submit(body, key="alt-1")
+        self.assertEqual(self.ok(again, 202, "the same text_body again")["id"], rid)
+        for label, other in (("another text_body", dict(body, text_body="Hi {{name}}")),
+                             ("no text_body", {k: v for k, v in body.items()
+                                               if k != "text_body"})):
+            self.assert_error(self.submit(other, key="alt-1"), 422, f"{label}, a used key")
+        plain = self.submit_ok(submit_body("acme", html=True, body="<p>{{name}}</p>", recipients=[
+            {"to": "single@example.org", "fields": {"name": "Single"}}]))
+        self.assertIsNone(plain["text_body"])
+        done = self.wait_request(rid, "done")
+        self.assertEqual((done["sent"], done["rejected"]), (2, 1), done)
+        self.wait_request(plain["id"], "done")
+
+        records = {r["to"][0]: r for r in self.sink.records()}
+        self.assertNotIn("nocode@example.org", records)
+        for to, name, code in (("ann@example.org", "Ann & Bo", "A1"),
+                               ("cy@example.org", "Cy <3", "C3")):
+            record = records[to]
+            self.assertEqual(record["content_type"], "multipart/alternative", record["headers"])
+            msg = email.message_from_string(record["raw"], policy=email.policy.default)
+            parts = list(msg.iter_parts())
+            self.assertEqual([p.get_content_type() for p in parts], ["text/plain", "text/html"])
+            text, html = (p.get_content().replace("\r\n", "\n") for p in parts)
+            self.assertEqual(text, f"Dear {name},\nyour code is {code}.\n")
+            escaped = name.replace("&", "&amp;").replace("<", "&lt;")
+            self.assertEqual(html.rstrip("\n"), f"<p>Dear {escaped}</p>")
+            boundary = msg.get_boundary()
+            self.assertTrue(boundary)
+            self.assertEqual(record["raw"].count("--" + boundary), 3)
+        single = records["single@example.org"]
+        self.assertEqual(single["content_type"], "text/html")
+        self.assertNotIn("multipart", single["raw"])
+
     def test_messages_search(self):
         """GET /v1/messages by request, tenant, status, exact address and
         domain (both case-insensitive), paged by after/next_after; GET

@@ -806,6 +806,134 @@ static void test_list_refusal_from_real_bytes(void **state)
 }
 
 // --------------------------------------------------------------------------
+//  A field appended to a message peers already speak (FQ_STR_OPT)
+
+//  A letter as both layouts have it; the newer one's text_body on top.
+static const char *s_letter_keys[] = {"List-Id"};
+static const char *s_letter_values[] = {"<news.example.com>"};
+
+static fq_letter_v1_t s_sample_letter_v1(uint64_t id)
+{
+    return (fq_letter_v1_t){.id = id,
+                            .subject = "Hello",
+                            .body = "<p>Hi</p>",
+                            .body_is_html = true,
+                            .headers = {1, s_letter_keys, s_letter_values}};
+}
+
+static fq_letter_v2_t s_sample_letter_v2(uint64_t id)
+{
+    return (fq_letter_v2_t){.id = id,
+                            .subject = "Hello",
+                            .body = "<p>Hi</p>",
+                            .body_is_html = true,
+                            .headers = {1, s_letter_keys, s_letter_values},
+                            .text_body = "Hi, in plain text"};
+}
+
+static void s_assert_letter_v1(const fq_letter_v1_t *got, uint64_t id)
+{
+    assert_int_equal(got->id, id);
+    assert_string_equal(got->subject, "Hello");
+    assert_string_equal(got->body, "<p>Hi</p>");
+    assert_true(got->body_is_html);
+    assert_int_equal(got->headers.count, 1);
+    assert_string_equal(got->headers.keys[0], "List-Id");
+    assert_string_equal(got->headers.values[0], "<news.example.com>");
+}
+
+//  An older receiver takes the newer layout: the appended field is one of
+//  the trailing extras it ignores.
+static void test_older_receiver_takes_appended_field(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_letter_v2_t sent = s_sample_letter_v2(7);
+    msgpack_object *body = s_over_wire(&fq_letter_v2_desc, &sent, zone);
+    assert_int_equal(body->via.array.size, 6);
+    fq_letter_v1_t got;
+    assert_int_equal(fq_letter_v1_decode(body, &got, zone), 0);
+    s_assert_letter_v1(&got, 7);
+}
+
+//  A newer receiver takes the older layout, which ends before the field:
+//  it decodes as "" (never NULL), the rest as sent; with it, as sent.
+static void test_newer_receiver_takes_body_without_field(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_letter_v1_t old = s_sample_letter_v1(8);
+    msgpack_object *body = s_over_wire(&fq_letter_v1_desc, &old, zone);
+    assert_int_equal(body->via.array.size, 5);
+    fq_letter_v2_t got;
+    assert_int_equal(fq_letter_v2_decode(body, &got, zone), 0);
+    fq_letter_v1_t common = {.id = got.id,
+                             .subject = got.subject,
+                             .body = got.body,
+                             .body_is_html = got.body_is_html,
+                             .headers = got.headers};
+    s_assert_letter_v1(&common, 8);
+    assert_non_null(got.text_body);
+    assert_string_equal(got.text_body, "");
+
+    fq_letter_v2_t sent = s_sample_letter_v2(9);
+    assert_int_equal(fq_letter_v2_decode(s_over_wire(&fq_letter_v2_desc, &sent, zone), &got, zone),
+                     0);
+    assert_string_equal(got.text_body, "Hi, in plain text");
+    //  The descriptor asks a body (and a list item) for the required fields
+    assert_int_equal(fq_letter_v2_desc.nfields, 5);
+    assert_int_equal(fq_letter_v1_desc.nfields, 5);
+}
+
+//  The optional field is optional only at the end: a body short of a
+//  required field is refused still, and the field, when there, is held
+//  to its type like any other.
+static void test_optional_field_still_checked(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_letter_v2_t sent = s_sample_letter_v2(10);
+    msgpack_object *body = s_over_wire(&fq_letter_v2_desc, &sent, zone);
+    fq_letter_v2_t got;
+    for (uint32_t n = 0; n < 5; n++) {
+        body->via.array.size = n;
+        assert_int_equal(fq_letter_v2_decode(body, &got, zone), FQ_EDECODE);
+    }
+    body->via.array.size = 6;
+    body->via.array.ptr[5] = s_specimen(MSGPACK_OBJECT_POSITIVE_INTEGER);
+    assert_int_equal(fq_letter_v2_decode(body, &got, zone), FQ_EDECODE);
+}
+
+//  The same both ways for the items of a list (MESSAGES of MSGs): items
+//  are checked against the required count, so an older peer's items pass.
+static void test_list_items_across_layouts(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_letter_v2_t new_items[] = {s_sample_letter_v2(1), s_sample_letter_v2(2)};
+    fq_letters_v2_t new_list = {.letters = {2, new_items}};
+    fq_letters_v1_t got_v1;
+    assert_int_equal(
+        fq_letters_v1_decode(s_over_wire(&fq_letters_v2_desc, &new_list, zone), &got_v1, zone), 0);
+    assert_int_equal(got_v1.letters.count, 2);
+    for (uint32_t i = 0; i < 2; i++)
+        s_assert_letter_v1(&got_v1.letters.items[i], i + 1);
+
+    fq_letter_v1_t old_items[] = {s_sample_letter_v1(3), s_sample_letter_v1(4)};
+    fq_letters_v1_t old_list = {.letters = {2, old_items}};
+    fq_letters_v2_t got_v2;
+    assert_int_equal(
+        fq_letters_v2_decode(s_over_wire(&fq_letters_v1_desc, &old_list, zone), &got_v2, zone), 0);
+    assert_int_equal(got_v2.letters.count, 2);
+    for (uint32_t i = 0; i < 2; i++) {
+        assert_int_equal(got_v2.letters.items[i].id, i + 3);
+        assert_string_equal(got_v2.letters.items[i].body, "<p>Hi</p>");
+        assert_string_equal(got_v2.letters.items[i].text_body, "");
+    }
+
+    //  An item short of a required field is refused in a list too
+    msgpack_object *body = s_over_wire(&fq_letters_v1_desc, &old_list, zone);
+    body->via.array.ptr[0].via.array.ptr[1].via.array.size = 4;
+    assert_int_equal(fq_letters_v2_decode(body, &got_v2, zone), FQ_EDECODE);
+}
+
+// --------------------------------------------------------------------------
 //  Look-up by id
 
 //  fq_schema_find returns the runtime descriptor for a known id, with its
@@ -889,6 +1017,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_list_field_of_wrong_type_refused, s_zone_setup,
                                         s_zone_teardown),
         cmocka_unit_test_setup_teardown(test_list_refusal_from_real_bytes, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_older_receiver_takes_appended_field, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_newer_receiver_takes_body_without_field, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_optional_field_still_checked, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_list_items_across_layouts, s_zone_setup,
                                         s_zone_teardown),
         cmocka_unit_test(test_schema_find),
         cmocka_unit_test(test_sysmsg_table_is_consistent),

@@ -538,6 +538,141 @@ static void test_html_and_extra_headers(void **unused)
     free(text);
 }
 
+//  9b. An HTML body with a plain-text alternative is multipart/alternative:
+//  the extra headers on the top level, the text part first and the HTML
+//  second (the least preferred first, RFC 2046 5.1.4), each with its own
+//  Content-Type and quoted-printable, between delimiters of the boundary
+//  the top level names.
+static char *s_boundary_of(const char *text)
+{
+    const char *at = strstr(text, "\r\nContent-Type: multipart/alternative; boundary=\"");
+    assert_non_null(at);
+    at += strlen("\r\nContent-Type: multipart/alternative; boundary=\"");
+    const char *end = strchr(at, '"');
+    assert_non_null(end);
+    assert_true(end > at);
+    return strndup(at, (size_t)(end - at));
+}
+
+//  How many times needle occurs in haystack.
+static size_t s_count(const char *haystack, const char *needle)
+{
+    size_t n = 0;
+    for (const char *at = strstr(haystack, needle); at; at = strstr(at + 1, needle))
+        n++;
+    return n;
+}
+
+static void test_alternative_structure(void **unused)
+{
+    (void)unused;
+    const char *names[] = {"List-Unsubscribe"};
+    const char *values[] = {"<https://shop.example.com/u/42>"};
+    fq_delivery_t msg = s_message();
+    msg.body = "<p>Hello Ann &amp; co</p>";
+    msg.body_is_html = true;
+    msg.text_body = "Hello Ann & co = friends";
+    msg.nheaders = 1;
+    msg.header_names = names;
+    msg.header_values = values;
+    char *text = s_render(&msg);
+    char *b = s_boundary_of(text);
+    char expected[4096];
+    snprintf(expected, sizeof expected,
+             "Date: Tue, 14 Nov 2023 22:13:20 +0000\r\n"
+             "From: shop@example.com\r\n"
+             "To: ann@example.org\r\n"
+             "Subject: Your order\r\n"
+             "Message-ID: <fairq.42@example.com>\r\n"
+             "MIME-Version: 1.0\r\n"
+             "Content-Type: multipart/alternative; boundary=\"%s\"\r\n"
+             "List-Unsubscribe: <https://shop.example.com/u/42>\r\n"
+             "\r\n"
+             "--%s\r\n"
+             "Content-Type: text/plain; charset=UTF-8\r\n"
+             "Content-Transfer-Encoding: quoted-printable\r\n"
+             "\r\n"
+             "Hello Ann & co =3D friends\r\n"
+             "\r\n"
+             "--%s\r\n"
+             "Content-Type: text/html; charset=UTF-8\r\n"
+             "Content-Transfer-Encoding: quoted-printable\r\n"
+             "\r\n"
+             "<p>Hello Ann &amp; co</p>\r\n"
+             "\r\n"
+             "--%s--\r\n",
+             b, b, b, b);
+    assert_string_equal(text, expected);
+    //  The text part comes before the HTML part
+    assert_true(strstr(text, "text/plain") < strstr(text, "text/html"));
+    free(b);
+    free(text);
+}
+
+//  9c. The boundary is drawn anew for each message and never occurs in
+//  either part, even parts that imitate fairq's boundaries: it is found
+//  exactly at the two delimiters and the close.
+static void test_alternative_boundary_not_in_parts(void **unused)
+{
+    (void)unused;
+    fq_delivery_t msg = s_message();
+    msg.body = "<p>--=_fairq_0123456789ABCDEF0123456789ABCDEF</p>\n--\n";
+    msg.body_is_html = true;
+    msg.text_body = "--=_fairq_\n--=_fairq_FFFF--\n-- \n";
+    char *previous = NULL;
+    for (int i = 0; i < 32; i++) {
+        char *text = s_render(&msg);
+        char *b = s_boundary_of(text);
+        assert_int_equal(strlen(b), strlen("=_fairq_") + 32);
+        char delimiter[128];
+        snprintf(delimiter, sizeof delimiter, "--%s", b);
+        assert_int_equal(s_count(text, delimiter), 3);
+        snprintf(delimiter, sizeof delimiter, "\r\n--%s\r\n", b);
+        assert_int_equal(s_count(text, delimiter), 2);
+        snprintf(delimiter, sizeof delimiter, "\r\n--%s--\r\n", b);
+        assert_int_equal(s_count(text, delimiter), 1);
+        if (previous)
+            assert_string_not_equal(previous, b);
+        free(previous);
+        previous = b;
+        free(text);
+    }
+    free(previous);
+}
+
+//  9d. Without a text_body (NULL or empty) an HTML message is the single
+//  part it always was; a plain-text body ignores a text_body.
+static void test_without_text_body_unchanged(void **unused)
+{
+    (void)unused;
+    fq_delivery_t msg = s_message();
+    msg.body = "<p>Hello</p>";
+    msg.body_is_html = true;
+    const char *single = "Date: Tue, 14 Nov 2023 22:13:20 +0000\r\n"
+                         "From: shop@example.com\r\n"
+                         "To: ann@example.org\r\n"
+                         "Subject: Your order\r\n"
+                         "Message-ID: <fairq.42@example.com>\r\n"
+                         "MIME-Version: 1.0\r\n"
+                         "Content-Type: text/html; charset=UTF-8\r\n"
+                         "Content-Transfer-Encoding: quoted-printable\r\n"
+                         "\r\n"
+                         "<p>Hello</p>\r\n";
+    const char *none[] = {NULL, ""};
+    for (size_t i = 0; i < 2; i++) {
+        msg.text_body = none[i];
+        char *text = s_render(&msg);
+        assert_string_equal(text, single);
+        free(text);
+    }
+    msg = s_message();
+    msg.text_body = "ignored";
+    char *text = s_render(&msg);
+    assert_null(strstr(text, "multipart"));
+    assert_null(strstr(text, "ignored"));
+    free(text);
+}
+
 //  10. Display names: non-ASCII ones encoded, ones with specials quoted;
 //  fq_mime_address finds the address for SMTP's envelope.
 static void test_display_names(void **unused)
@@ -716,6 +851,9 @@ int main(void)
         cmocka_unit_test(test_body_encoded),
         cmocka_unit_test(test_html_and_extra_headers),
         cmocka_unit_test(test_display_names),
+        cmocka_unit_test(test_alternative_structure),
+        cmocka_unit_test(test_alternative_boundary_not_in_parts),
+        cmocka_unit_test(test_without_text_body_unchanged),
         cmocka_unit_test(test_mbox_record),
         cmocka_unit_test(test_extra_headers_by_the_shared_rule),
         cmocka_unit_test(test_extra_headers_as_a_set),

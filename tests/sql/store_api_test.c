@@ -474,6 +474,118 @@ static void test_request_header_set_refused(void **unused)
     fq_store_destroy(&store);
 }
 
+//  A request's text_body (migration 0014): the plain-text alternative of
+//  an HTML body, kept with it, read back and loaded for the splitter and
+//  the dispatcher; part of the fingerprint only when given, so a request
+//  without one keeps the fingerprint it had. fairq.submit_keyed refuses
+//  it beside a plain-text body and checks its template; 0013's form,
+//  which an older fairqd calls, submits without one.
+static void test_request_text_body(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    assert_int_equal(fq_store_tenant_put(store, &(fq_tenant_spec_t){.name = "alt"}, NULL), 0);
+    fq_submit_t req = {.tenant = "alt",
+                       .from = "news@acme.example",
+                       .subject = "Hi {{name}}",
+                       .body = "<p>Hello {{name}}</p>",
+                       .body_is_html = true,
+                       .recipients_json = "[{\"to\":\"a@x.example\",\"fields\":{\"name\":\"A\"}}]",
+                       .idempotency_key = "with-text",
+                       .text_body = "Hello {{name}}, code {{code}}"};
+    int64_t id = 0;
+    assert_int_equal(fq_store_submit(store, &req, &id), 0);
+
+    fq_request_info_t info;
+    assert_int_equal(fq_store_request_get(store, id, &info), 0);
+    assert_string_equal(info.text_body, "Hello {{name}}, code {{code}}");
+    fq_request_info_free(&info);
+    fq_request_info_free(&info); //  Safe twice
+    fq_request_list_t list;
+    int64_t tenant;
+    assert_int_equal(fq_store_tenant_id(store, "alt", &tenant), 0);
+    assert_int_equal(fq_store_request_list(store, tenant, NULL, 0, 10, &list), 1);
+    assert_string_equal(list.rows[0].text_body, "Hello {{name}}, code {{code}}");
+    fq_request_list_free(&list);
+    fq_request_templates_t loaded;
+    assert_int_equal(fq_store_request_templates(store, id, &loaded), 0);
+    assert_string_equal(loaded.text_body, "Hello {{name}}, code {{code}}");
+    fq_request_templates_free(&loaded);
+    fq_request_templates_free(&loaded);
+    assert_null(loaded.text_body);
+
+    //  The same key: the same text_body replays, another one or none is
+    //  another request
+    int64_t again = 0;
+    assert_int_equal(fq_store_submit(store, &req, &again), 1);
+    assert_int_equal(again, id);
+    fq_submit_t other = req;
+    other.text_body = "Hello {{name}}";
+    assert_int_equal(fq_store_request_by_key(store, &other, &again), FQ_ECONFLICT);
+    assert_int_equal(fq_store_submit(store, &other, &again), FQ_ECONFLICT);
+    other.text_body = NULL;
+    assert_int_equal(fq_store_request_by_key(store, &other, &again), FQ_ECONFLICT);
+    //  An empty text_body is given, not none
+    other.text_body = "";
+    assert_int_equal(fq_store_request_by_key(store, &other, &again), FQ_ECONFLICT);
+
+    //  Without one, a request is stored and fingerprinted as before: its
+    //  fingerprint is the one made with no text_body at all, which a
+    //  submit that gives one does not match
+    fq_submit_t plain = req;
+    plain.idempotency_key = "without-text";
+    plain.text_body = NULL;
+    int64_t plain_id = 0;
+    assert_int_equal(fq_store_submit(store, &plain, &plain_id), 0);
+    assert_int_equal(fq_store_request_by_key(store, &plain, &again), 0);
+    assert_int_equal(again, plain_id);
+    plain.text_body = "x";
+    assert_int_equal(fq_store_request_by_key(store, &plain, &again), FQ_ECONFLICT);
+    assert_int_equal(fq_store_request_get(store, plain_id, &info), 0);
+    assert_null(info.text_body);
+    fq_request_info_free(&info);
+    assert_int_equal(fq_store_request_templates(store, plain_id, &loaded), 0);
+    assert_null(loaded.text_body);
+    fq_request_templates_free(&loaded);
+
+    //  In SQL: only beside an HTML body, and a template of the grammar
+    fq_submit_t bad = req;
+    bad.idempotency_key = NULL;
+    bad.body_is_html = false;
+    assert_int_equal(fq_store_submit(store, &bad, &again), FQ_EINVAL);
+    assert_non_null(strstr(fq_store_error(store), "text_body"));
+    bad.body_is_html = true;
+    bad.text_body = "Hello {{name";
+    assert_int_equal(fq_store_submit(store, &bad, &again), FQ_EINVAL);
+    assert_non_null(strstr(fq_store_error(store), "unclosed tag"));
+
+    //  0013's submit_keyed, which an older fairqd calls in a rolling
+    //  upgrade, still submits, without a text_body; so does 0012's
+    PGconn *conn = fq_test_connect(s_conninfo);
+    int64_t old = fq_test_int(conn,
+                              "SELECT request_id FROM fairq.submit_keyed('alt',"
+                              " 'news@acme.example', 'Hi', '<p>Hello</p>',"
+                              " '[{\"to\":\"a@x.example\"}]', true, now(), 0, 5, NULL, NULL,"
+                              " '{\"X-A\":\"1\"}'::jsonb, NULL::text)",
+                              0);
+    assert_true(old > 0);
+    int64_t older = fq_test_int(conn,
+                                "SELECT request_id FROM fairq.submit_keyed('alt',"
+                                " 'news@acme.example', 'Hi', 'Hello', '[{\"to\":\"a@x.example\"}]',"
+                                " false, now(), 0, 5, NULL, NULL)",
+                                0);
+    assert_true(older > 0);
+    assert_int_equal(fq_store_request_get(store, old, &info), 0);
+    assert_null(info.text_body);
+    assert_string_equal(info.headers, "{\"X-A\": \"1\"}");
+    fq_request_info_free(&info);
+    assert_int_equal(fq_store_request_templates(store, older, &loaded), 0);
+    assert_null(loaded.text_body);
+    fq_request_templates_free(&loaded);
+    PQfinish(conn);
+    fq_store_destroy(&store);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -482,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_list_pages_newest_first),
         cmocka_unit_test(test_idempotency_key_outlives_retention),
         cmocka_unit_test(test_request_headers),
+        cmocka_unit_test(test_request_text_body),
         cmocka_unit_test(test_request_header_set_refused),
     };
     return cmocka_run_group_tests(tests, s_group_setup, s_group_teardown);

@@ -17,14 +17,15 @@
 
     A body must hold every field but the optional ones: a message that
     gains a field its peers' older builds do not send declares it with an
-    optional kind (FQ_STR_OPT), after all its other fields, and a body
+    optional kind (FQ_STR_OPT, FQ_U32_OPT), after all its other fields, and a body
     that ends before it decodes with the field empty. So a newer receiver
     takes an older sender's message, and an older receiver a newer one's
     (the field is one of its trailing extras), alone or in an FQ_LIST.
 
     Field kinds: FQ_U64, FQ_I64, FQ_U32, FQ_BOOL, FQ_DOUBLE, FQ_STR
     (NUL-terminated, never NULL after decode), FQ_STR_OPT (an FQ_STR a
-    body may end before: "" then), FQ_BIN (bytes), FQ_STRMAP
+    body may end before: "" then), FQ_U32_OPT (an FQ_U32 likewise: 0
+    then), FQ_BIN (bytes), FQ_STRMAP
     (string to string map), FQ_U64LIST, FQ_LIST(name, type): a list of
     messages of a type declared earlier in the same schema (a batch), each
     encoded as that type's body; the struct holds count and items.

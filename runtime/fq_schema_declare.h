@@ -14,6 +14,7 @@
 #define FQ_DOUBLE(n)  double n;
 #define FQ_STR(n)     const char *n;
 #define FQ_STR_OPT(n) const char *n;
+#define FQ_U32_OPT(n) uint32_t n;
 #define FQ_BIN(n)     fq_bin_t n;
 #define FQ_STRMAP(n)  fq_strmap_t n;
 #define FQ_U64LIST(n) fq_u64list_t n;

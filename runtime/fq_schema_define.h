@@ -6,8 +6,9 @@
 #include <string.h>
 
 //  Pass 1: field counts, every field (what an encoder writes) and the
-//  required ones (what a body must have at least: all but FQ_STR_OPT).
+//  required ones (what a body must have at least: all but the _OPT ones).
 #define FQ_STR_OPT(n)                   +1
+#define FQ_U32_OPT(n)                   +1
 #define FQ_U64(n)                       +1
 #define FQ_I64(n)                       +1
 #define FQ_U32(n)                       +1
@@ -28,6 +29,7 @@
 #define FQ_DOUBLE(n)                    +1
 #define FQ_STR(n)                       +1
 #define FQ_STR_OPT(n)                   +0
+#define FQ_U32_OPT(n)                   +0
 #define FQ_BIN(n)                       +1
 #define FQ_STRMAP(n)                    +1
 #define FQ_U64LIST(n)                   +1
@@ -44,6 +46,7 @@
 #define FQ_DOUBLE(n)  rc |= msgpack_pack_double(pk, msg->n);
 #define FQ_STR(n)     rc |= fq_field_encode_str(pk, msg->n);
 #define FQ_STR_OPT(n) rc |= fq_field_encode_str(pk, msg->n);
+#define FQ_U32_OPT(n) rc |= msgpack_pack_uint32(pk, msg->n);
 #define FQ_BIN(n)     rc |= fq_field_encode_bin(pk, msg->n);
 #define FQ_STRMAP(n)  rc |= fq_field_encode_strmap(pk, msg->n);
 #define FQ_U64LIST(n) rc |= fq_field_encode_u64list(pk, msg->n);
@@ -68,12 +71,17 @@
     if (field == end || (call))                                                                    \
         return FQ_EDECODE;                                                                         \
     field++;
-//  A body that ends before an optional field (an older peer's) gives "".
+//  A body that ends before an optional field (an older peer's) gives ""
+//  or 0.
 #define FQ_STR_OPT(n)                                                                              \
     if (field == end)                                                                              \
         msg->n = "";                                                                               \
     else {                                                                                         \
         FQ_DECODE_FIELD_(fq_field_decode_str(field, &msg->n, zone))                                \
+    }
+#define FQ_U32_OPT(n)                                                                              \
+    if (field != end) {                                                                            \
+        FQ_DECODE_FIELD_(fq_field_decode_u32(field, &msg->n))                                      \
     }
 #define FQ_U64(n)     FQ_DECODE_FIELD_(fq_field_decode_u64(field, &msg->n))
 #define FQ_I64(n)     FQ_DECODE_FIELD_(fq_field_decode_i64(field, &msg->n))
@@ -116,6 +124,7 @@
 #define FQ_DOUBLE(n)
 #define FQ_STR(n)
 #define FQ_STR_OPT(n)
+#define FQ_U32_OPT(n)
 #define FQ_BIN(n)
 #define FQ_STRMAP(n)
 #define FQ_U64LIST(n)
@@ -148,6 +157,7 @@
 #define FQ_DOUBLE(n)
 #define FQ_STR(n)
 #define FQ_STR_OPT(n)
+#define FQ_U32_OPT(n)
 #define FQ_BIN(n)
 #define FQ_STRMAP(n)
 #define FQ_U64LIST(n)

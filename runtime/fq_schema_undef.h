@@ -6,6 +6,7 @@
 #undef FQ_DOUBLE
 #undef FQ_STR
 #undef FQ_STR_OPT
+#undef FQ_U32_OPT
 #undef FQ_BIN
 #undef FQ_STRMAP
 #undef FQ_U64LIST

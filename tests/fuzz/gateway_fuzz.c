@@ -233,6 +233,7 @@ static uint64_t s_read_u64list(fq_u64list_t list)
 #define FQ_DOUBLE(n)    digest += m.n != m.n;
 #define FQ_STR(n)       digest += s_read_str(m.n);
 #define FQ_STR_OPT(n)   digest += s_read_str(m.n);
+#define FQ_U32_OPT(n)   digest += m.n;
 #define FQ_BIN(n)       digest += s_read_bin(m.n);
 #define FQ_STRMAP(n)    digest += s_read_strmap(m.n);
 #define FQ_U64LIST(n)   digest += s_read_u64list(m.n);
@@ -267,6 +268,7 @@ static const uint64_t s_sample_ids[S_SAMPLE_ITEMS] = {1, 2};
 #define FQ_DOUBLE(n)    m.n = 1;
 #define FQ_STR(n)       m.n = S_SAMPLE_TEXT;
 #define FQ_STR_OPT(n)   m.n = S_SAMPLE_TEXT;
+#define FQ_U32_OPT(n)   m.n = 1;
 #define FQ_BIN(n)       m.n = (fq_bin_t){S_SAMPLE_TEXT, sizeof S_SAMPLE_TEXT - 1};
 #define FQ_STRMAP(n)    m.n = (fq_strmap_t){S_SAMPLE_ITEMS, s_sample_keys, s_sample_values};
 #define FQ_U64LIST(n)   m.n = (fq_u64list_t){S_SAMPLE_ITEMS, s_sample_ids};
@@ -297,6 +299,7 @@ typedef struct {
 #define FQ_DOUBLE(n)
 #define FQ_STR(n)
 #define FQ_STR_OPT(n)
+#define FQ_U32_OPT(n)
 #define FQ_BIN(n)
 #define FQ_STRMAP(n)
 #define FQ_U64LIST(n)

@@ -53,6 +53,19 @@
 //  another, so it stays short.
 #define S_SOON_MS 5
 
+//  The full poll reads every open request again, for what changes without
+//  a notification (a tenant's weight, a request that finished) and to
+//  recover from any notification lost. With 100,000 open requests that is
+//  hundreds of ms of the database and of this thread, so it runs every
+//  poll_ms only while it is cheap, and never takes more than one part in
+//  S_FULL_POLL_SHARE of the time. The polls between are light: the
+//  requests whose send_at came since the last poll (S_LIGHT_MARGIN_MS
+//  more, so a clock step or a slow poll loses none), the due retries and
+//  the splits to feed. Every submit, cancel, pause and resume has its
+//  NOTIFY, looked at alone at once (s_look_at_one).
+#define S_FULL_POLL_SHARE 10
+#define S_LIGHT_MARGIN_MS 2000
+
 //  Credit comes back with each burst of acks (SETTLED). Releasing it at
 //  once would make a DISPATCH per SETTLED; instead it is released when the
 //  mailbox is empty (the behaviour's idle), so a burst of settlements makes
@@ -83,28 +96,27 @@ typedef struct {
     bool split_done;     //  Every message row exists
 } s_known_t;
 
-//  A page that could not be read (the database was away): asked again.
-typedef struct {
-    int64_t request_id, after_id;
-    int limit;
-} s_refill_t;
-
 typedef struct {
     fq_pipeline_config_t *config;
     fq_db_t *db;
     fq_fairness_t *fairness;
     zhashx_t *known; //  request id -> s_known_t*, owned
     uint64_t epoch;
-    int64_t credit; //  Free sender credit
-    s_refill_t *stalled;
+    int64_t credit;         //  Free sender credit
+    fq_page_ask_t *stalled; //  Pages not read (the database was away): asked again
     size_t nstalled, stalled_capacity;
-    int64_t *page; //  Buffer of one refill page
+    fq_page_ask_t *asks; //  One query's pages: FQ_STORE_PAGE_ASKS_MAX
+    int64_t *page;       //  Their ids: FQ_STORE_PAGE_IDS_MAX
+    int *page_counts;    //  How many of them each ask got
     fq_due_request_t *due;
     fq_due_message_t *retries;
     bool soon_armed;
-    bool claims_released; //  An earlier leader's claims (fq_store_release_stale_claims)
-    int64_t last_poll;    //  zclock_mono() of the last poll
-    int64_t poll_took_ms; //  How long it took
+    bool claims_released;    //  An earlier leader's claims (fq_store_release_stale_claims)
+    int64_t last_poll;       //  zclock_mono() of the last poll, full or light
+    int64_t poll_took_ms;    //  How long the last full poll took
+    int64_t last_full;       //  zclock_mono() of the last full poll
+    int64_t light_window_ms; //  The light poll's reach back in time
+    uint64_t full_polls, light_polls;
     int64_t splitting[FQ_SPLITTERS_MAX]; //  Request each splitter is on, 0 = idle
     zlistx_t *express, *queue;           //  Request ids waiting for a splitter
     bool pump_wanted;                    //  Credit came back: pump once the mailbox is empty
@@ -122,47 +134,61 @@ static void s_known_free(void **item)
 //  ---------------------------------------------------------------------
 //  Paging
 
-//  Reads one page for the fairness core. Returns 0, or -1 when the database
-//  is away (the page is kept and asked again later).
-static int s_page(s_self_t *self, s_refill_t refill)
+//  Reads the pages of nasks requests in one query and hands each to the
+//  fairness core. Returns 0, or -1 when the database is away (the asks are
+//  kept and asked again later).
+static int s_pages(s_self_t *self, const fq_page_ask_t *asks, int nasks)
 {
     fq_store_t *store = fq_db_store(self->db);
-    int n = store ? fq_store_next_ready(store, refill.request_id, refill.after_id, refill.limit,
-                                        self->page)
+    int n = store ? fq_store_next_ready_many(store, asks, nasks, self->page, self->page_counts)
                   : FQ_EDB;
     if (n < 0) {
         if (store)
             fq_db_failed(self->db, n);
-        if (self->nstalled == self->stalled_capacity) {
-            size_t capacity = self->stalled_capacity ? self->stalled_capacity * 2 : 16;
-            s_refill_t *grown = realloc(self->stalled, capacity * sizeof *grown);
+        if (self->nstalled + (size_t)nasks > self->stalled_capacity) {
+            size_t capacity = self->stalled_capacity ? self->stalled_capacity : 16;
+            while (capacity < self->nstalled + (size_t)nasks)
+                capacity *= 2;
+            fq_page_ask_t *grown = realloc(self->stalled, capacity * sizeof *grown);
             if (!grown)
-                return -1; //  Lost only in memory: the request pages again after a restart
+                return -1; //  Lost only in memory: the requests page again after a restart
             self->stalled = grown;
             self->stalled_capacity = capacity;
         }
-        self->stalled[self->nstalled++] = refill;
+        memcpy(self->stalled + self->nstalled, asks, (size_t)nasks * sizeof *asks);
+        self->nstalled += (size_t)nasks;
         return -1;
     }
-    fq_fairness_request_fill(self->fairness, refill.request_id, self->page, n);
+    const int64_t *ids = self->page;
+    for (int i = 0; i < nasks; i++) {
+        fq_fairness_request_fill(self->fairness, asks[i].request_id, ids, self->page_counts[i]);
+        ids += self->page_counts[i];
+    }
     return 0;
 }
 
-//  Serves every page the fairness core asks for. Returns 0, or -1 when the
-//  database is away.
+//  Serves every page the fairness core asks for, many requests to a query
+//  (the pages asked for again after the database was away first).
+//  Returns 0, or -1 when the database is away.
 static int s_refill(s_self_t *self)
 {
-    while (self->nstalled > 0) {
-        s_refill_t refill = self->stalled[--self->nstalled];
-        if (s_page(self, refill) != 0)
+    for (;;) {
+        int nasks = 0, nids = 0;
+        while (self->nstalled > 0 && nasks < FQ_STORE_PAGE_ASKS_MAX &&
+               nids + self->stalled[self->nstalled - 1].limit <= FQ_STORE_PAGE_IDS_MAX) {
+            self->asks[nasks] = self->stalled[--self->nstalled];
+            nids += self->asks[nasks++].limit;
+        }
+        while (nasks < FQ_STORE_PAGE_ASKS_MAX &&
+               nids + self->config->prefetch <= FQ_STORE_PAGE_IDS_MAX &&
+               fq_fairness_next_refill(self->fairness, &self->asks[nasks].request_id,
+                                       &self->asks[nasks].after_id, &self->asks[nasks].limit))
+            nids += self->asks[nasks++].limit;
+        if (nasks == 0)
+            return 0;
+        if (s_pages(self, self->asks, nasks) != 0)
             return -1;
     }
-    s_refill_t refill;
-    while (fq_fairness_next_refill(self->fairness, &refill.request_id, &refill.after_id,
-                                   &refill.limit))
-        if (s_page(self, refill) != 0)
-            return -1;
-    return 0;
 }
 
 //  ---------------------------------------------------------------------
@@ -353,30 +379,51 @@ static void s_let_go(s_self_t *self, int64_t request_id)
     fq_intkey_delete(self->known, (uint64_t)request_id);
 }
 
-static void s_poll_now(fq_ctx_t *ctx, s_self_t *self);
+static void s_poll_now(fq_ctx_t *ctx, s_self_t *self, bool full);
 
-static void s_poll(fq_ctx_t *ctx, s_self_t *self)
+static void s_poll(fq_ctx_t *ctx, s_self_t *self, bool full)
 {
+    int64_t since = self->last_poll;
     self->last_poll = zclock_mono();
-    s_poll_now(ctx, self);
+    if (full) {
+        self->last_full = self->last_poll;
+        s_poll_now(ctx, self, true);
+        self->poll_took_ms = zclock_mono() - self->last_poll;
+        self->full_polls++;
+    } else {
+        //  The light poll's window starts at the last poll's start
+        self->light_window_ms = self->last_poll - since + S_LIGHT_MARGIN_MS;
+        s_poll_now(ctx, self, false);
+        self->light_polls++;
+    }
     fq_metrics_batch_flush(self->metrics);
-    self->poll_took_ms = zclock_mono() - self->last_poll;
 }
 
-static void s_poll_now(fq_ctx_t *ctx, s_self_t *self)
+//  The periodic poll: full when it is cheap enough (S_FULL_POLL_SHARE).
+static void s_poll_periodic(fq_ctx_t *ctx, s_self_t *self)
 {
-    fq_store_t *store = fq_db_store(self->db);
-    if (!store)
-        return;
-    int n = fq_store_due_requests(store, S_OPEN_MAX, self->due);
+    int64_t spacing = S_FULL_POLL_SHARE * self->poll_took_ms;
+    if (spacing < self->config->poll_ms)
+        spacing = self->config->poll_ms;
+    s_poll(ctx, self, zclock_mono() - self->last_full >= spacing);
+}
+
+//  Reads the open requests (all, or those come due lately) and takes them in.
+static int s_read_open(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store, bool full)
+{
+    int n = full ? fq_store_due_requests(store, S_OPEN_MAX, self->due)
+                 : fq_store_due_requests_since(store, self->light_window_ms, S_OPEN_MAX, self->due);
     if (n < 0) {
         fq_db_failed(self->db, n);
-        return;
+        return -1;
     }
-    self->epoch++;
+    if (full)
+        self->epoch++;
     for (int i = 0; i < n; i++)
         s_open(self, &self->due[i]);
     s_split_feed(ctx, self);
+    if (!full)
+        return 0;
     //  Requests no longer open (done, cancelled, paused, rescheduled to
     //  later) leave the rings; their prefetched ids are simply forgotten
     zlistx_t *gone = zlistx_new();
@@ -387,6 +434,14 @@ static void s_poll_now(fq_ctx_t *ctx, s_self_t *self)
     for (void *item = gone ? zlistx_first(gone) : NULL; item; item = zlistx_next(gone))
         s_let_go(self, (int64_t)(uintptr_t)item);
     zlistx_destroy(&gone);
+    return 0;
+}
+
+static void s_poll_now(fq_ctx_t *ctx, s_self_t *self, bool full)
+{
+    fq_store_t *store = fq_db_store(self->db);
+    if (!store || s_read_open(ctx, self, store, full) != 0)
+        return;
 
     if (!self->claims_released) {
         int released = fq_store_release_stale_claims(store);
@@ -487,14 +542,15 @@ static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
     fq_fairness_stats_t stats;
     fq_fairness_stats(self->fairness, &stats);
-    const char *const keys[] = {"tenants",         "requests", "ready_tenants", "prefetched",
-                                "inflight",        "credit",   "dispatched",    "requeued",
-                                "retries_claimed", "splitting"};
+    const char *const keys[] = {"tenants",         "requests",  "ready_tenants", "prefetched",
+                                "inflight",        "credit",    "dispatched",    "requeued",
+                                "retries_claimed", "splitting", "full_polls",    "light_polls"};
     const uint64_t values[] = {stats.tenants,         stats.requests,
                                stats.ready_tenants,   stats.prefetched,
                                stats.inflight,        (uint64_t)self->credit,
                                self->dispatched,      self->requeued,
-                               self->retries_claimed, (uint64_t)s_splitters_busy(self)};
+                               self->retries_claimed, (uint64_t)s_splitters_busy(self),
+                               self->full_polls,      self->light_polls};
     fq_stats_reply(ctx, msg, keys, values, sizeof keys / sizeof keys[0]);
 }
 
@@ -508,7 +564,9 @@ static void s_destroy(s_self_t *self)
     zhashx_destroy(&self->known);
     fq_db_destroy(&self->db);
     free(self->stalled);
+    free(self->asks);
     free(self->page);
+    free(self->page_counts);
     free(self->due);
     free(self->retries);
     free(self);
@@ -529,7 +587,9 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->fairness = fq_fairness_new(self->config->prefetch);
     self->known = zhashx_new();
     self->db = fq_pipeline_db(self->config, "scheduler");
-    self->page = malloc((size_t)self->config->prefetch * sizeof *self->page);
+    self->asks = malloc(FQ_STORE_PAGE_ASKS_MAX * sizeof *self->asks);
+    self->page = malloc(FQ_STORE_PAGE_IDS_MAX * sizeof *self->page);
+    self->page_counts = malloc(FQ_STORE_PAGE_ASKS_MAX * sizeof *self->page_counts);
     self->due = malloc(S_OPEN_MAX * sizeof *self->due);
     self->retries = malloc(S_RETRY_BATCH * sizeof *self->retries);
     self->express = zlistx_new();
@@ -539,7 +599,7 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
         self->counted = zhashx_new();
     }
     if (!self->express || !self->queue || !self->fairness || !self->known || !self->db ||
-        !self->page || !self->due || !self->retries ||
+        !self->asks || !self->page || !self->page_counts || !self->due || !self->retries ||
         (self->config->metrics && (!self->metrics || !self->counted))) {
         s_destroy(self);
         return FQ_ENOMEM;
@@ -555,7 +615,7 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
         return FQ_ENOMEM;
     }
     *state_p = self;
-    s_poll(ctx, self);
+    s_poll(ctx, self, true);
     return 0;
 }
 
@@ -593,10 +653,10 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
             s_look_at_one(ctx, self, (int64_t)changed.request);
             break;
         }
-        int64_t since = zclock_mono() - self->last_poll;
+        int64_t since = zclock_mono() - self->last_full;
         int64_t gap = 2 * self->poll_took_ms > S_SOON_MS ? 2 * self->poll_took_ms : S_SOON_MS;
         if (since >= gap)
-            s_poll(ctx, self);
+            s_poll(ctx, self, true);
         else if (!self->soon_armed) {
             fq_tick_t tick = {.what = FQ_TICK_SOON};
             self->soon_armed = fq_timer_once(ctx, (int)(gap - since), &fq_tick_desc, &tick) > 0;
@@ -607,9 +667,11 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
         fq_tick_t tick;
         if (fq_msg_decode(msg, &fq_tick_desc, &tick) != 0)
             break;
-        if (tick.what == FQ_TICK_SOON)
+        if (tick.what == FQ_TICK_SOON) {
             self->soon_armed = false;
-        s_poll(ctx, self);
+            s_poll(ctx, self, true);
+        } else
+            s_poll_periodic(ctx, self);
         break;
     }
     case FQ_MSG_STATS_QUERY:

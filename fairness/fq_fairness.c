@@ -26,7 +26,7 @@ struct s_request {
     int capacity;
     s_request_t *prev, *next; //  Ring of the level's ready requests
     bool ready;
-    s_request_t *refill_next;
+    s_request_t *refill_prev, *refill_next; //  In the refill queue
 };
 
 //  The requests of one tenant at one priority.
@@ -66,6 +66,11 @@ struct fq_fairness {
     size_t prefetched;
     size_t inflight;
 };
+
+//  Ids a request's buffer holds at first. It grows with the pages that
+//  come (up to prefetch for a campaign), so 100,000 requests of a few
+//  messages each hold a few ids each, not prefetch each (2 KB: 200 MB).
+#define S_FIRST_CAPACITY 8
 
 #define S_DEFAULT_WEIGHT       1
 #define S_DEFAULT_MAX_INFLIGHT 1000
@@ -323,6 +328,7 @@ static void s_queue_refill(fq_fairness_t *self, s_request_t *request)
         return;
     request->queued = true;
     request->refill_next = NULL;
+    request->refill_prev = self->refill_tail;
     if (self->refill_tail)
         self->refill_tail->refill_next = request;
     else
@@ -381,7 +387,8 @@ static s_request_t *s_request_new(fq_fairness_t *self, int64_t request_id, int64
     request->id = request_id;
     request->tenant = tenant;
     request->level = s_level_get(tenant, priority);
-    if (!request->level || s_buffer_grow(request, self->prefetch) ||
+    int capacity = self->prefetch < S_FIRST_CAPACITY ? self->prefetch : S_FIRST_CAPACITY;
+    if (!request->level || s_buffer_grow(request, capacity) ||
         fq_intkey_insert(self->requests, request_id, request) != 0) {
         if (request->level) {
             request->level->members++;
@@ -415,15 +422,15 @@ static void s_unqueue_refill(fq_fairness_t *self, s_request_t *request)
 {
     if (!request->queued)
         return;
-    s_request_t **link = &self->refill_head;
-    s_request_t *previous = NULL;
-    while (*link != request) {
-        previous = *link;
-        link = &(*link)->refill_next;
-    }
-    *link = request->refill_next;
-    if (self->refill_tail == request)
-        self->refill_tail = previous;
+    if (request->refill_prev)
+        request->refill_prev->refill_next = request->refill_next;
+    else
+        self->refill_head = request->refill_next;
+    if (request->refill_next)
+        request->refill_next->refill_prev = request->refill_prev;
+    else
+        self->refill_tail = request->refill_prev;
+    request->refill_prev = request->refill_next = NULL;
     request->queued = false;
 }
 
@@ -488,9 +495,14 @@ int fq_fairness_request_fill(fq_fairness_t *self, int64_t request_id, const int6
     if (!request || count < 0)
         return request ? FQ_EINVAL : FQ_ENOTFOUND;
     request->refilling = false;
-    if (request->count + count > request->capacity &&
-        s_buffer_grow(request, request->count + count) != 0)
-        return FQ_ENOMEM;
+    if (request->count + count > request->capacity) {
+        //  Doubling: a campaign's buffer reaches prefetch in a few pages
+        int capacity = 2 * request->capacity;
+        if (capacity < request->count + count)
+            capacity = request->count + count;
+        if (s_buffer_grow(request, capacity) != 0)
+            return FQ_ENOMEM;
+    }
     bool stale = request->resplit;
     request->resplit = false;
     for (int i = 0; i < count; i++) {

@@ -431,6 +431,27 @@ int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const
 int fq_store_next_ready(fq_store_t *self, int64_t request_id, int64_t after_id, int limit,
                         int64_t *ids);
 
+//  One request's page asked for by fq_store_next_ready_many.
+typedef struct {
+    int64_t request_id;
+    int64_t after_id;
+    int limit;
+} fq_page_ask_t;
+
+//  Most ids and asks in one fq_store_next_ready_many.
+#define FQ_STORE_PAGE_IDS_MAX  16384
+#define FQ_STORE_PAGE_ASKS_MAX 512
+
+//  The pages of nasks requests in one statement, as fq_store_next_ready
+//  would give each: ids holds them one after the other, counts[i] how many
+//  belong to asks[i]. The sum of the limits is at most
+//  FQ_STORE_PAGE_IDS_MAX, nasks at most FQ_STORE_PAGE_ASKS_MAX. Returns
+//  the ids written, or a negative code. One round trip for many requests:
+//  with 100,000 open requests of a few messages each, a page per request
+//  was a round trip per few messages.
+int fq_store_next_ready_many(fq_store_t *self, const fq_page_ask_t *asks, int nasks, int64_t *ids,
+                             int *counts);
+
 //  Makes this connection page by walking messages_request_idx in order.
 //  The messages table grows by a million rows in seconds while its
 //  statistics lag behind (autovacuum analyzes it a minute later), and the
@@ -480,6 +501,12 @@ typedef struct {
 //  requests, so the scan never touches finished history). Returns how many
 //  were written to out.
 int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out);
+
+//  As fq_store_due_requests, only those whose send_at came in the last
+//  since_ms: the scheduler's light poll, for requests scheduled for later,
+//  which no NOTIFY announces when their time comes.
+int fq_store_due_requests_since(fq_store_t *self, int64_t since_ms, int limit,
+                                fq_due_request_t *out);
 
 //  The one request request_id if it is due as fq_store_due_requests finds
 //  them: returns 1 with it in *out, 0 if it is not (finished, paused,

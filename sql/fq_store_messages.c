@@ -308,6 +308,62 @@ int fq_store_next_ready(fq_store_t *self, int64_t request_id, int64_t after_id, 
     return n;
 }
 
+int fq_store_next_ready_many(fq_store_t *self, const fq_page_ask_t *asks, int nasks, int64_t *ids,
+                             int *counts)
+{
+    if (nasks <= 0)
+        return 0;
+    int64_t total = 0;
+    for (int i = 0; i < nasks; i++)
+        total += asks[i].limit > 0 ? asks[i].limit : 0;
+    if (nasks > FQ_STORE_PAGE_ASKS_MAX || total > FQ_STORE_PAGE_IDS_MAX)
+        return fq_store_fail(self, FQ_EINVAL, "could not page: %d requests, %lld ids", nasks,
+                             (long long)total);
+    fq_buf_t requests = {0}, afters = {0}, limits = {0};
+    int rc = fq_store_id_array(&requests, &asks[0].request_id, (size_t)nasks, sizeof *asks) |
+             fq_store_id_array(&afters, &asks[0].after_id, (size_t)nasks, sizeof *asks) |
+             fq_buf_add_char(&limits, '{');
+    for (int i = 0; i < nasks && rc == 0; i++)
+        rc = fq_buf_printf(&limits, i ? ",%d" : "%d", asks[i].limit > 0 ? asks[i].limit : 0);
+    rc |= fq_buf_add_char(&limits, '}');
+    if (rc) {
+        fq_buf_free(&requests);
+        fq_buf_free(&afters);
+        fq_buf_free(&limits);
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    }
+    const char *params[] = {requests.data, afters.data, limits.data};
+    //  Each ask walks messages_request_idx from its cursor, as a single
+    //  page does; the ordinality keeps the pages apart and in order
+    const char *sql = "SELECT q.ord, m.id"
+                      " FROM unnest($1::bigint[], $2::bigint[], $3::int[]) WITH ORDINALITY"
+                      "      AS q(request_id, after_id, lim, ord)"
+                      " CROSS JOIN LATERAL (SELECT id FROM fairq.messages"
+                      "   WHERE request_id = q.request_id AND id > q.after_id"
+                      "   AND status = 'pending' ORDER BY id LIMIT q.lim) m"
+                      " ORDER BY q.ord, m.id";
+    PGresult *res =
+        self->paging_tuned
+            ? fq_store_query_after(self, S_PAGING_SETUP, sql, 3, params, PGRES_TUPLES_OK,
+                                   "page ready messages", &rc)
+            : fq_store_query(self, sql, 3, params, PGRES_TUPLES_OK, "page ready messages", &rc);
+    fq_buf_free(&requests);
+    fq_buf_free(&afters);
+    fq_buf_free(&limits);
+    if (!res)
+        return rc;
+    memset(counts, 0, (size_t)nasks * sizeof *counts);
+    int n = PQntuples(res);
+    for (int i = 0; i < n; i++) {
+        int64_t ord = fq_store_int64(res, i, 0);
+        if (ord >= 1 && ord <= nasks)
+            counts[ord - 1]++;
+        ids[i] = fq_store_int64(res, i, 1);
+    }
+    PQclear(res);
+    return n;
+}
+
 int fq_store_claim_due_retries(fq_store_t *self, int limit, int lease_s, fq_due_message_t *out)
 {
     char count[FQ_STORE_INT_TEXT], lease[FQ_STORE_INT_TEXT];
@@ -395,6 +451,23 @@ int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out)
     //  so the planner can use that partial index; paused is then left out
     PGresult *res = fq_store_query(self, S_DUE_SELECT " ORDER BY r.send_at, r.id LIMIT $1", 1,
                                    params, PGRES_TUPLES_OK, "find due requests", &rc);
+    return res ? s_due_rows(res, out) : rc;
+}
+
+int fq_store_due_requests_since(fq_store_t *self, int64_t since_ms, int limit,
+                                fq_due_request_t *out)
+{
+    char window[FQ_STORE_INT_TEXT], count[FQ_STORE_INT_TEXT];
+    snprintf(window, sizeof window, "%lld", (long long)since_ms);
+    snprintf(count, sizeof count, "%d", limit);
+    const char *params[] = {window, count};
+    int rc;
+    //  A range of requests_open_idx (send_at), whatever the open requests
+    PGresult *res = fq_store_query(
+        self,
+        S_DUE_SELECT " AND r.send_at > now() - make_interval(secs => $1::bigint / 1000.0)"
+                     " ORDER BY r.send_at, r.id LIMIT $2",
+        2, params, PGRES_TUPLES_OK, "find requests come due", &rc);
     return res ? s_due_rows(res, out) : rc;
 }
 

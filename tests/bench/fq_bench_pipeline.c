@@ -726,6 +726,7 @@ typedef struct {
     uint64_t fairness_messages; //  The fairness phase's backlog, a multiple of tenants
     bool insecure;              //  The gateway without CURVE (production never runs so)
     bool scale, quick;          //  The cost curves instead of the runs; small counts
+    const char *curve;          //  With scale: only this curve's points (NULL: all)
 } s_options_t;
 
 //  A new tenant's one-recipient request, submitted while the load drains.
@@ -2543,6 +2544,8 @@ static int s_scale(s_bench_t *self, const s_options_t *opts, bool quick)
     fflush(stdout);
     int failed = 0;
     for (size_t p = 0; p < npoints; p++) {
+        if (opts->curve && strcmp(opts->curve, points[p].curve) != 0)
+            continue;
         s_point_result_t results[FQ_BENCH_MAX_RUNS];
         double rates[FQ_BENCH_MAX_RUNS], cpus[FQ_BENCH_MAX_RUNS];
         int n = 0;
@@ -2791,6 +2794,7 @@ static void s_usage(FILE *out)
             "usage: " S_PROGRAM " [--messages N] [--tenants T] [--senders S]\n"
             "                         [--concurrency C] [--fairness-messages F]\n"
             "                         [--runs R] [--insecure] [--no-probes] [--scale] [--quick]\n"
+            "                         [--curve C]\n"
             "  --messages N     messages of the load, a multiple of T (default %d)\n"
             "  --tenants T      tenants of the load, one request each (default %d)\n"
             "  --senders S      fairq-sender processes, null transport (default %d)\n"
@@ -2807,6 +2811,8 @@ static void s_usage(FILE *out)
             "                   message and RSS with 10 to 10,000 tenants, 10,000 and\n"
             "                   100,000 requests, 1 to 50 million messages pending\n"
             "                   (R runs of each point)\n"
+            "  --curve C        with --scale, only the curve C: tenants, requests or\n"
+            "                   backlog\n"
             "  --quick          %d messages from %d tenants, %d probes, T x %d messages in\n"
             "                   the fairness phase, %d active requests in the memory\n"
             "                   test: a smoke run, not figures\n"
@@ -2859,7 +2865,10 @@ static int s_parse_args(int argc, char **argv, s_options_t *opts)
             no_probes = true;
             continue;
         }
-        if (strcmp(arg, "--messages") == 0)
+        if (strcmp(arg, "--curve") == 0) {
+            rc = strcmp(value, "tenants") && strcmp(value, "requests") && strcmp(value, "backlog");
+            opts->curve = value;
+        } else if (strcmp(arg, "--messages") == 0)
             rc = fq_bench_parse_count(value, S_MAX_MESSAGES, &messages);
         else if (strcmp(arg, "--tenants") == 0)
             rc = fq_bench_parse_count(value, S_MAX_TENANTS, &tenants);

@@ -492,6 +492,49 @@ static void test_refill_at_half_once(void **state)
     fq_fairness_destroy(&fair);
 }
 
+//  A request's buffer starts small and grows with the pages that come: a
+//  campaign's pages of a full prefetch are held whole, wrapped around the
+//  ring or not, and come out in order.
+static void test_buffer_grows_with_pages(void **state)
+{
+    (void)state;
+    enum { PREFETCH = 256 };
+    fq_fairness_t *fair = fq_fairness_new(PREFETCH);
+    assert_non_null(fair);
+    //  Still being split: a short page does not end it
+    assert_int_equal(fq_fairness_request_add(fair, 1, A, 0, 0, false), 0);
+    assert_int_equal(fq_fairness_tenant_set(fair, A, 1, 100000), 0);
+    int64_t request_id, after_id, next_id = 1, expected = 1;
+    int limit;
+    int64_t page[PREFETCH];
+    fq_pick_t pick;
+    //  A first page of 5, two of them picked (the ring's head moves), then
+    //  pages of up to the whole prefetch
+    for (int round = 0; round < 6; round++) {
+        assert_int_equal(fq_fairness_next_refill(fair, &request_id, &after_id, &limit), 1);
+        assert_int_equal(after_id, next_id - 1);
+        int n = round == 0 ? 5 : limit;
+        for (int i = 0; i < n; i++)
+            page[i] = next_id++;
+        assert_int_equal(fq_fairness_request_fill(fair, 1, page, n), 0);
+        int picks = round == 0 ? 2 : PREFETCH / 2 + 1;
+        for (int k = 0; k < picks; k++) {
+            assert_int_equal(fq_fairness_next(fair, &pick), 1);
+            assert_int_equal(pick.message_id, expected++);
+            fq_fairness_done(fair, A);
+        }
+    }
+    assert_true(next_id > 5 * PREFETCH / 2);
+    while (fq_fairness_next(fair, &pick) == 1) {
+        assert_int_equal(pick.message_id, expected++);
+        fq_fairness_done(fair, A);
+        if (fq_fairness_next_refill(fair, &request_id, &after_id, &limit))
+            assert_int_equal(fq_fairness_request_fill(fair, 1, page, 0), 0);
+    }
+    assert_int_equal(expected, next_id);
+    fq_fairness_destroy(&fair);
+}
+
 //  A fully split request ends with a short page, and is gone once sent.
 static void test_short_page_of_split_request_exhausts_it(void **state)
 {
@@ -764,8 +807,10 @@ static void test_remove_queued_for_refill(void **state)
     assert_non_null(fair);
     for (int64_t id = 1; id <= 4; id++)
         assert_int_equal(fq_fairness_request_add(fair, id, A, 0, 0, false), 0);
+    assert_int_equal(fq_fairness_request_add(fair, 6, A, 0, 0, false), 0);
     fq_fairness_request_remove(fair, 2);
-    fq_fairness_request_remove(fair, 4); //  The last in the queue
+    fq_fairness_request_remove(fair, 6); //  The last in the queue
+    fq_fairness_request_remove(fair, 4); //  The last again
     int64_t request_id, after_id;
     int limit;
     assert_int_equal(fq_fairness_next_refill(fair, &request_id, &after_id, &limit), 1);
@@ -1098,6 +1143,7 @@ int main(void)
         cmocka_unit_test(test_max_inflight),
         cmocka_unit_test(test_refill_of_a_new_request),
         cmocka_unit_test(test_refill_at_half_once),
+        cmocka_unit_test(test_buffer_grows_with_pages),
         cmocka_unit_test(test_short_page_of_split_request_exhausts_it),
         cmocka_unit_test(test_short_page_of_unsplit_request_waits_for_split),
         cmocka_unit_test(test_split_during_refill),

@@ -151,6 +151,73 @@ static void test_next_ready_pages_pending_messages(void **unused)
     fq_store_destroy(&store);
 }
 
+//  Many requests paged in one statement give each exactly the page it
+//  would get alone: its own pending messages after its own cursor, up to
+//  its own limit, in id order, in the order asked; a request with nothing
+//  (unknown, or paged to its end) gets an empty page, not a shift of the
+//  others'. More than the bounds is refused.
+static void test_next_ready_many_pages_each_request(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    PGconn *conn = fq_test_connect(s_conninfo);
+    int64_t requests[4];
+    const int sizes[] = {40, 3, 25, 60};
+    for (int i = 0; i < 4; i++)
+        requests[i] = s_request(store, sizes[i], 0);
+    int counts_pending[4];
+    int64_t *pending[4];
+    for (int i = 0; i < 4; i++)
+        pending[i] = s_pending_ids(conn, requests[i], &counts_pending[i]);
+    //  Some of the first request sent meanwhile: skipped
+    assert_int_equal(fq_store_ack_batch(store, pending[0] + 5, 5), 5);
+    for (int tuned = 0; tuned < 2; tuned++) {
+        if (tuned)
+            assert_int_equal(fq_store_tune_paging(store), 0);
+        fq_page_ask_t asks[] = {
+            {requests[0], pending[0][2], 10}, //  after its third: 4..11, minus 5 sent
+            {INT64_MAX, 0, 50},               //  unknown
+            {requests[1], 0, 50},             //  all 3
+            {requests[2], pending[2][24], 5}, //  past its end
+            {requests[3], 0, 7},              //  the first 7
+        };
+        int nasks = (int)(sizeof asks / sizeof asks[0]);
+        int64_t ids[128];
+        int counts[8];
+        int n = fq_store_next_ready_many(store, asks, nasks, ids, counts);
+        int total = 0;
+        for (int i = 0; i < nasks; i++) {
+            int64_t alone[64];
+            int expected = fq_store_next_ready(store, asks[i].request_id, asks[i].after_id,
+                                               asks[i].limit, alone);
+            assert_int_equal(counts[i], expected);
+            for (int k = 0; k < expected; k++)
+                assert_true(ids[total + k] == alone[k]);
+            total += counts[i];
+        }
+        assert_int_equal(n, total);
+        assert_int_equal(counts[0], 10);
+        assert_int_equal(ids[0], pending[0][3]);
+        assert_int_equal(ids[1], pending[0][4]);
+        assert_int_equal(ids[2], pending[0][10]); //  5..9 were sent
+        assert_int_equal(counts[1], 0);
+        assert_int_equal(counts[2], 3);
+        assert_int_equal(counts[3], 0);
+        assert_int_equal(counts[4], 7);
+        assert_int_equal(ids[n - 1], pending[3][6]);
+    }
+    //  Nothing asked, nothing done; too much asked, refused
+    int counts[1];
+    int64_t none[1];
+    assert_int_equal(fq_store_next_ready_many(store, NULL, 0, none, counts), 0);
+    fq_page_ask_t huge = {requests[3], 0, FQ_STORE_PAGE_IDS_MAX + 1};
+    assert_int_equal(fq_store_next_ready_many(store, &huge, 1, none, counts), FQ_EINVAL);
+    for (int i = 0; i < 4; i++)
+        free(pending[i]);
+    PQfinish(conn);
+    fq_store_destroy(&store);
+}
+
 //  A tuned page whose connection was cut fails as a lost connection (the
 //  scheduler's store then reconnects), not as a refused statement, and
 //  leaves nothing half done: after a reconnect the same page comes whole.
@@ -295,6 +362,15 @@ static void test_due_requests_excludes_the_rest(void **unused)
         assert_int_equal(due[i].tenant_id, s_tenant);
         assert_string_equal(due[i].tenant, "acme");
     }
+    //  Those whose send time came in the last minute: the one sent now
+    //  (the others came an hour and more ago)
+    assert_int_equal(fq_store_due_requests_since(store, 60000, 16, due), 1);
+    assert_int_equal(due[0].id, now_request);
+    assert_string_equal(due[0].tenant, "acme");
+    //  In the last two hours and a half: the splitting and active ones too
+    assert_int_equal(fq_store_due_requests_since(store, 9000000, 16, due), 3);
+    assert_int_equal(due[0].id, splitting);
+    assert_int_equal(due[2].id, now_request);
     //  The limit takes the oldest
     assert_int_equal(fq_store_due_requests(store, 2, due), 2);
     assert_int_equal(due[0].id, accepted);
@@ -533,6 +609,44 @@ static void test_paging_plans_are_bounded(void **unused)
     assert_true(stats.examined < S_ROWS_EXAMINED_MAX);
     assert_true(stats.buffers < S_BUFFERS_MAX);
 
+    //  Many pages in one statement: the big request's and ten small ones',
+    //  each an index scan from its cursor, bounded by its own limit
+    fq_page_ask_t asks[11] = {{big_request, first_pending - 1, S_PAGE}};
+    PGresult *smalls = fq_test_query(conn,
+                                     "SELECT id FROM fairq.requests WHERE status = 'active'"
+                                     " AND total = 100 ORDER BY id LIMIT 10",
+                                     0);
+    assert_int_equal(PQntuples(smalls), 10);
+    for (int i = 0; i < 10; i++)
+        asks[i + 1] = (fq_page_ask_t){strtoll(PQgetvalue(smalls, i, 0), NULL, 10), 0, S_PAGE};
+    PQclear(smalls);
+    int64_t many_ids[11 * S_PAGE];
+    int many_counts[11];
+    assert_true(fq_store_next_ready_many(store, asks, 11, many_ids, many_counts) > S_PAGE);
+    assert_int_equal(many_counts[0], S_PAGE);
+    char *many = s_last_store_query(conn);
+    char many_requests[512], many_afters[512], many_limits[128];
+    size_t lr = 0, la = 0, ll = 0;
+    for (int i = 0; i < 11; i++) {
+        const char *sep = i ? "," : "{";
+        lr += (size_t)snprintf(many_requests + lr, sizeof many_requests - lr, "%s%lld", sep,
+                               (long long)asks[i].request_id);
+        la += (size_t)snprintf(many_afters + la, sizeof many_afters - la, "%s%lld", sep,
+                               (long long)asks[i].after_id);
+        ll +=
+            (size_t)snprintf(many_limits + ll, sizeof many_limits - ll, "%s%d", sep, asks[i].limit);
+    }
+    snprintf(many_requests + lr, sizeof many_requests - lr, "}");
+    snprintf(many_afters + la, sizeof many_afters - la, "}");
+    snprintf(many_limits + ll, sizeof many_limits - ll, "}");
+    const char *params_many[] = {many_requests, many_afters, many_limits};
+    stats = s_explain(conn, "next_ready_many, the big request and ten small ones", many, "messages",
+                      3, params_many);
+    assert_true(stats.index_scans >= 1);
+    assert_int_equal(stats.seq_scans, 0);
+    assert_true(stats.examined < 11 * S_ROWS_EXAMINED_MAX);
+    free(many);
+
     //  Evidence, not asserted: from cursor 0 the page first walks past the
     //  50,000 messages already sent (requests.scan_from would skip them,
     //  but nothing advances it yet)
@@ -636,6 +750,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_next_ready_pages_pending_messages, s_reset),
+        cmocka_unit_test_setup(test_next_ready_many_pages_each_request, s_reset),
         cmocka_unit_test_setup(test_tuned_page_after_lost_connection, s_reset),
         cmocka_unit_test_setup(test_claim_due_retries_leases, s_reset),
         cmocka_unit_test_setup(test_due_requests_excludes_the_rest, s_reset),

@@ -2837,7 +2837,8 @@ static int s_parse_args(int argc, char **argv, s_options_t *opts)
                           0,
                           false,
                           false,
-                          false};
+                          false,
+                          NULL};
     uint64_t messages = 0, tenants = 0, runs = 0, fairness = 0;
     uint64_t fairness_per = S_DEFAULT_FAIRNESS_RECIPIENTS;
     bool quick = false, no_probes = false;

@@ -8,7 +8,9 @@
     --cert is this sender's certificate, --server-cert fairqd's public one;
     fairqd lets it in when its public certificate is in fairqd's
     gateway_allow_dir). The sender actor says HELLO, grants credit (its
-    concurrency) and delivers through the chosen transport. It reconnects
+    concurrency) and delivers the messages of the channels it serves
+    (channels: email through the chosen transport, http, or others
+    through exec_command), each through its transport. It reconnects
     with backoff when fairqd goes away.
 
     Several fairqd (one leader, the others standing by with their gateway
@@ -80,8 +82,20 @@ static void s_help_more(FILE *out)
             "\nSeveral fairqd (a leader and standbys): list each one's gateway in --connect,\n"
             "comma-separated (at most %d); the sender joins whichever is the leader. All of\n"
             "them use one server certificate, so one --server-cert or --server-key serves\n"
-            "every endpoint.\n",
-            FQ_GATEWAY_ENDPOINTS_MAX);
+            "every endpoint.\n"
+            "\nChannels: --channels lists the channels this sender serves (at most %d).\n"
+            "  email  through --transport (smtp, file, null, or exec: --exec-command)\n"
+            "  http   one HTTP(S) request per message, to its URL, with its method, headers\n"
+            "         and body; 2xx delivered, 408, 425, 429, 5xx and no answer retried\n"
+            "         (Retry-After passed on to fairqd), redirects and other statuses failed\n"
+            "  NAME   any other: --exec-command, run once per message, no shell: the message\n"
+            "         on its stdin (email: RFC 5322 text; others: the body) and FAIRQ_MESSAGE_ID,\n"
+            "         FAIRQ_TENANT, FAIRQ_REQUEST_ID, FAIRQ_ATTEMPT, FAIRQ_CHANNEL, FAIRQ_TO,\n"
+            "         FAIRQ_METHOD in its environment; exit 0 delivered, 75 (EX_TEMPFAIL), a\n"
+            "         signal or --exec-timeout-ms retried, another exit failed for good\n"
+            "HELLO tells fairqd each channel served (channel=NAME); a message of another\n"
+            "channel is given back to fairqd for another sender.\n",
+            FQ_GATEWAY_ENDPOINTS_MAX, FQ_SENDER_CHANNELS_MAX);
 }
 
 //  A text setting that may be left out: NULL when empty.
@@ -129,29 +143,37 @@ static int s_run(fq_config_t *config, sigset_t *signals)
         snprintf(name, sizeof name, "sender-%.32s-%d", host, (int)getpid());
     }
 
-    fq_sender_config_t sender = {
-        .name = name,
-        .version = FQ_VERSION,
-        .concurrency = concurrency,
-        .transport = {.kind = fq_config_str(config, FQ_SENDER_KEY_TRANSPORT),
-                      .url = s_optional(config, FQ_SENDER_KEY_SMTP_URL),
-                      .username = s_optional(config, FQ_SENDER_KEY_SMTP_USER),
-                      .password = s_optional(config, FQ_SENDER_KEY_SMTP_PASSWORD),
-                      .starttls = fq_config_str(config, FQ_SENDER_KEY_STARTTLS),
-                      .insecure_tls = fq_config_bool(config, FQ_SENDER_KEY_TLS_INSECURE),
-                      .timeout_ms = fq_config_int(config, FQ_SENDER_KEY_SMTP_TIMEOUT_MS),
-                      .helo = s_optional(config, FQ_SENDER_KEY_HELO),
-                      .path = s_optional(config, FQ_SENDER_KEY_FILE),
-                      .message_id_domain = s_optional(config, FQ_SENDER_KEY_MESSAGE_ID_DOMAIN)}};
-    //  The transport is checked here, so a wrong URL or file is a usage
-    //  error now rather than a worker failing over and over
+    fq_sender_config_t sender = {.name = name, .version = FQ_VERSION, .concurrency = concurrency};
+    char channel_names[FQ_SENDER_CHANNELS_MAX][FQ_SENDER_CHANNEL_NAME_MAX + 1];
     char error[S_ERROR_SIZE];
-    fq_transport_t *probe = fq_transport_new(&sender.transport, error, sizeof error);
-    if (!probe) {
-        fprintf(stderr, "%s: %s\n", S_PROGRAM, error);
+    if (fq_sender_channels_from(config, &sender, channel_names) != 0) {
+        fprintf(stderr, "%s: invalid value for \"channels\"\n", S_PROGRAM);
         return S_EXIT_USAGE;
     }
-    fq_transport_destroy(&probe);
+    char capabilities[FQ_SENDER_CAPABILITIES_MAX + 1];
+    if (fq_sender_capabilities(&sender, capabilities, sizeof capabilities) != 0) {
+        fprintf(stderr,
+                "%s: invalid value for \"channels\": too many channels or names too long for "
+                "HELLO's capabilities (at most %d characters)\n",
+                S_PROGRAM, FQ_SENDER_CAPABILITIES_MAX);
+        return S_EXIT_USAGE;
+    }
+    //  Each channel's transport is checked here, so a wrong URL, file or
+    //  command is a usage error now rather than a worker failing over and
+    //  over
+    char served[FQ_SENDER_CAPABILITIES_MAX * 2] = "";
+    for (int i = 0; i < sender.nchannels; i++) {
+        const fq_sender_channel_t *channel = &sender.channels[i];
+        fq_transport_t *probe = fq_transport_new(&channel->transport, error, sizeof error);
+        if (!probe) {
+            fprintf(stderr, "%s: channel %s: %s\n", S_PROGRAM, channel->name, error);
+            return S_EXIT_USAGE;
+        }
+        fq_transport_destroy(&probe);
+        size_t used = strlen(served);
+        snprintf(served + used, sizeof served - used, "%s%s (%s)", i ? ", " : "", channel->name,
+                 channel->transport.kind);
+    }
 
     bool insecure = fq_config_bool(config, FQ_SENDER_KEY_INSECURE);
     const char *server_key = s_optional(config, FQ_SENDER_KEY_SERVER_KEY);
@@ -230,8 +252,8 @@ static int s_run(fq_config_t *config, sigset_t *signals)
     const char *file = fq_config_file(config);
     if (file)
         fq_log(FQ_LOG_INFO, "configuration read from %s", file);
-    fq_log(FQ_LOG_INFO, "%s %s \"%s\" started: %s transport, concurrency %d, fairqd at %s",
-           S_PROGRAM, FQ_VERSION, name, sender.transport.kind, concurrency, connect);
+    fq_log(FQ_LOG_INFO, "%s %s \"%s\" started: serving %s, concurrency %d, fairqd at %s", S_PROGRAM,
+           FQ_VERSION, name, served, concurrency, connect);
 
     int sig;
     while (sigwait(signals, &sig) != 0)

@@ -21,9 +21,18 @@
     messages of one dispatch as one MESSAGES frame; and when fairqd's
     WELCOME says protocol 2 or later, the ACKs of one burst go back as one
     ACKS, sent once the actor has handled every message waiting (its idle)
-    or S_ACKS_MAX are gathered: no wait is added. */
+    or S_ACKS_MAX are gathered: no wait is added.
+
+    Channels: the HELLO lists "channel=NAME" for each channel served, and
+    each message goes to a transport of its channel; one of a channel not
+    served is NACKed (transient) at once. A channel of the null kind is
+    delivered by this actor itself (below); the others by the workers,
+    each holding one transport per such channel. A NACK carries the wait
+    the receiver asked for (retry_after_s, HTTP's Retry-After), which the
+    worker's DELIVERED brought. */
 #include "fq_sender.h"
 #include "fq_log.h"
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +53,13 @@
 //  Most ids one ACKS carries.
 #define S_ACKS_MAX 512
 
+//  What a channel's name is made of.
+#define S_CHANNEL_NAME_CHARS "abcdefghijklmnopqrstuvwxyz0123456789_-"
+
+//  As much of an unknown channel's name as an error shows: a name from a
+//  peer may be anything.
+#define S_CHANNEL_SHOWN (FQ_SENDER_CHANNEL_NAME_MAX + 1)
+
 typedef struct {
     uint64_t id; //  Message being delivered, 0 when idle
     uint64_t session;
@@ -54,11 +70,21 @@ typedef struct {
     uint64_t id;
     uint32_t outcome;
     char *error;
+    uint32_t retry_after_s;
 } s_outcome_t;
+
+//  A worker's transports, one per channel (NULL for a null-kind channel,
+//  which the sender actor delivers itself).
+typedef struct {
+    const fq_sender_config_t *config;
+    fq_transport_t *transports[FQ_SENDER_CHANNELS_MAX];
+} s_worker_state_t;
 
 typedef struct {
     fq_sender_config_t *config;
-    fq_transport_t *inline_transport; //  null kind: delivers in this actor
+    //  Per channel: the null kind's transport, which delivers in this actor
+    fq_transport_t *inline_transports[FQ_SENDER_CHANNELS_MAX];
+    bool has_workers; //  Some channel is not of the null kind
     s_worker_t *workers;
     int idle;
     bool welcomed;
@@ -70,30 +96,33 @@ typedef struct {
     bool acks_batched;         //  fairqd's WELCOME said protocol 2 or later: ACKS
     uint64_t acks[S_ACKS_MAX]; //  Gathered for the next ACKS
     uint32_t nacks;
-    uint64_t delivered, failed, malformed;
+    uint64_t delivered, failed, malformed, unserved;
 } s_self_t;
 
 //  ---------------------------------------------------------------------
 //  Configuration copies (the spawn's args)
+
+static void s_transport_free(fq_transport_config_t *t)
+{
+    const char *strings[] = {t->kind, t->url,  t->username,          t->password, t->starttls,
+                             t->helo, t->path, t->message_id_domain, t->ca_file,  t->command};
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
+        free((char *)strings[i]);
+}
 
 static void s_config_free(void *arg)
 {
     fq_sender_config_t *config = arg;
     if (!config)
         return;
-    const char *strings[] = {config->dispatcher,
-                             config->name,
-                             config->version,
-                             config->transport.kind,
-                             config->transport.url,
-                             config->transport.username,
-                             config->transport.password,
-                             config->transport.starttls,
-                             config->transport.helo,
-                             config->transport.path,
-                             config->transport.message_id_domain};
+    const char *strings[] = {config->dispatcher, config->name, config->version};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
         free((char *)strings[i]);
+    s_transport_free(&config->transport);
+    for (int i = 0; i < config->nchannels; i++) {
+        free((char *)config->channels[i].name);
+        s_transport_free(&config->channels[i].transport);
+    }
     free(config);
 }
 
@@ -106,31 +135,147 @@ static const char *s_dup(const char *s, bool *failed)
     return copy;
 }
 
+static void s_transport_dup(fq_transport_config_t *t, const fq_transport_config_t *from,
+                            bool *failed)
+{
+    *t = *from;
+    t->kind = s_dup(from->kind, failed);
+    t->url = s_dup(from->url, failed);
+    t->username = s_dup(from->username, failed);
+    t->password = s_dup(from->password, failed);
+    t->starttls = s_dup(from->starttls, failed);
+    t->helo = s_dup(from->helo, failed);
+    t->path = s_dup(from->path, failed);
+    t->message_id_domain = s_dup(from->message_id_domain, failed);
+    t->ca_file = s_dup(from->ca_file, failed);
+    t->command = s_dup(from->command, failed);
+}
+
+//  A copy of config, its channels spelled out: none given is the email
+//  channel through config->transport.
 static fq_sender_config_t *s_config_dup(const fq_sender_config_t *config)
 {
-    fq_sender_config_t *copy = malloc(sizeof *copy);
+    fq_sender_config_t *copy = calloc(1, sizeof *copy);
     if (!copy)
         return NULL;
-    *copy = *config;
+    copy->concurrency = config->concurrency;
     bool failed = false;
     copy->dispatcher = s_dup(config->dispatcher, &failed);
     copy->name = s_dup(config->name, &failed);
     copy->version = s_dup(config->version, &failed);
-    fq_transport_config_t *t = &copy->transport;
-    const fq_transport_config_t *from = &config->transport;
-    t->kind = s_dup(from->kind, &failed);
-    t->url = s_dup(from->url, &failed);
-    t->username = s_dup(from->username, &failed);
-    t->password = s_dup(from->password, &failed);
-    t->starttls = s_dup(from->starttls, &failed);
-    t->helo = s_dup(from->helo, &failed);
-    t->path = s_dup(from->path, &failed);
-    t->message_id_domain = s_dup(from->message_id_domain, &failed);
+    s_transport_dup(&copy->transport, &config->transport, &failed);
+    const fq_sender_channel_t email = {FQ_CHANNEL_EMAIL, config->transport};
+    const fq_sender_channel_t *channels = config->nchannels > 0 ? config->channels : &email;
+    copy->nchannels = config->nchannels > 0 ? config->nchannels : 1;
+    for (int i = 0; i < copy->nchannels; i++) {
+        copy->channels[i].name = s_dup(channels[i].name, &failed);
+        s_transport_dup(&copy->channels[i].transport, &channels[i].transport, &failed);
+    }
     if (failed) {
         s_config_free(copy);
         return NULL;
     }
     return copy;
+}
+
+//  The index of the channel a message names in config, or -1.
+static int s_channel_index(const fq_sender_config_t *config, const char *channel)
+{
+    const char *name = channel && *channel ? channel : FQ_CHANNEL_EMAIL;
+    for (int i = 0; i < config->nchannels; i++)
+        if (strcmp(config->channels[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+//  ---------------------------------------------------------------------
+//  Channels and capabilities
+
+bool fq_sender_channel_name_valid(const char *name)
+{
+    size_t len = strlen(name);
+    return len > 0 && len <= FQ_SENDER_CHANNEL_NAME_MAX &&
+           strspn(name, S_CHANNEL_NAME_CHARS) == len;
+}
+
+int fq_sender_channels_parse(const char *list,
+                             char names[FQ_SENDER_CHANNELS_MAX][FQ_SENDER_CHANNEL_NAME_MAX + 1],
+                             int *count, char *error, size_t error_size)
+{
+    *count = 0;
+    for (const char *at = list; at;) {
+        const char *end = at + strcspn(at, ",");
+        const char *first = at, *last = end;
+        while (first < last && isblank((unsigned char)*first))
+            first++;
+        while (last > first && isblank((unsigned char)last[-1]))
+            last--;
+        size_t len = (size_t)(last - first);
+        char name[FQ_SENDER_CHANNEL_NAME_MAX + 1];
+        snprintf(name, sizeof name, "%.*s", (int)len, first);
+        if (len == 0) {
+            fq_error_format(error, error_size, "an empty channel name");
+            return FQ_EINVAL;
+        }
+        if (len > FQ_SENDER_CHANNEL_NAME_MAX || !fq_sender_channel_name_valid(name)) {
+            fq_error_format(
+                error, error_size, "\"%.*s\" is not a channel name (1 to %d of a-z 0-9 _ -)",
+                (int)(len < 2 * FQ_SENDER_CHANNEL_NAME_MAX ? len : 2 * FQ_SENDER_CHANNEL_NAME_MAX),
+                first, FQ_SENDER_CHANNEL_NAME_MAX);
+            return FQ_EINVAL;
+        }
+        for (int i = 0; i < *count; i++)
+            if (strcmp(names[i], name) == 0) {
+                fq_error_format(error, error_size, "channel \"%s\" is given twice", name);
+                return FQ_EINVAL;
+            }
+        if (*count == FQ_SENDER_CHANNELS_MAX) {
+            fq_error_format(error, error_size, "more than %d channels", FQ_SENDER_CHANNELS_MAX);
+            return FQ_EINVAL;
+        }
+        memcpy(names[(*count)++], name, len + 1);
+        at = *end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+int fq_sender_capabilities(const fq_sender_config_t *config, char *out, size_t size)
+{
+    const fq_sender_channel_t email = {FQ_CHANNEL_EMAIL, config->transport};
+    const fq_sender_channel_t *channels = config->nchannels > 0 ? config->channels : &email;
+    int nchannels = config->nchannels > 0 ? config->nchannels : 1;
+    char text[FQ_SENDER_CAPABILITIES_MAX + 1];
+    size_t used = 0;
+    bool fits = true;
+    //  Appends one token (prefix and name), with a comma before all but the first
+#define S_TOKEN(prefix, name)                                                                      \
+    do {                                                                                           \
+        int n =                                                                                    \
+            snprintf(text + used, sizeof text - used, "%s%s%s", used ? "," : "", prefix, name);    \
+        if (n < 0 || (size_t)n >= sizeof text - used)                                              \
+            fits = false;                                                                          \
+        else                                                                                       \
+            used += (size_t)n;                                                                     \
+    } while (0)
+    //  The kinds, each once, in the order of the channels
+    for (int i = 0; i < nchannels && fits; i++) {
+        const char *kind = channels[i].transport.kind ? channels[i].transport.kind : "";
+        bool seen = false;
+        for (int j = 0; j < i; j++)
+            seen = seen ||
+                   (channels[j].transport.kind && strcmp(channels[j].transport.kind, kind) == 0);
+        if (!seen && *kind)
+            S_TOKEN("", kind);
+    }
+    if (fits)
+        S_TOKEN("", FQ_SENDER_CAN_BATCH);
+    for (int i = 0; i < nchannels && fits; i++)
+        S_TOKEN(FQ_SENDER_CAN_CHANNEL, channels[i].name);
+#undef S_TOKEN
+    if (!fits || used + 1 > size)
+        return FQ_ETOOBIG;
+    memcpy(out, text, used + 1);
+    return 0;
 }
 
 //  What a transport delivers, from a MSG (strings borrowed from it).
@@ -148,35 +293,72 @@ static fq_delivery_t s_delivery_of(const fq_message_t *message)
                            .text_body = message->text_body,
                            .nheaders = message->headers.count,
                            .header_names = message->headers.keys,
-                           .header_values = message->headers.values};
+                           .header_values = message->headers.values,
+                           .channel = message->channel,
+                           .method = message->method};
 }
 
 //  ---------------------------------------------------------------------
 //  A delivery worker: one message at a time, its own transport (and so
 //  its own SMTP connection, reused from message to message)
 
+static void s_worker_state_free(s_worker_state_t *state)
+{
+    for (int i = 0; i < FQ_SENDER_CHANNELS_MAX; i++)
+        fq_transport_destroy(&state->transports[i]);
+    free(state);
+}
+
+static bool s_is_null_kind(const fq_transport_config_t *transport)
+{
+    return transport->kind && strcmp(transport->kind, "null") == 0;
+}
+
 static int s_worker_start(fq_ctx_t *ctx, void *args, void **state_p)
 {
     const fq_sender_config_t *config = args;
-    char error[S_ERROR_MAX];
-    fq_transport_t *transport = fq_transport_new(&config->transport, error, sizeof error);
-    if (!transport) {
-        fq_log(FQ_LOG_ERROR, "%s: %s", fq_self(ctx), error);
-        return FQ_EINVAL;
+    s_worker_state_t *state = calloc(1, sizeof *state);
+    if (!state)
+        return FQ_ENOMEM;
+    state->config = config;
+    for (int i = 0; i < config->nchannels; i++) {
+        if (s_is_null_kind(&config->channels[i].transport))
+            continue;
+        char error[S_ERROR_MAX];
+        state->transports[i] =
+            fq_transport_new(&config->channels[i].transport, error, sizeof error);
+        if (!state->transports[i]) {
+            fq_log(FQ_LOG_ERROR, "%s: channel %s: %s", fq_self(ctx), config->channels[i].name,
+                   error);
+            s_worker_state_free(state);
+            return FQ_EINVAL;
+        }
     }
-    *state_p = transport;
+    *state_p = state;
     return 0;
 }
 
-static int s_worker_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
+static int s_worker_receive(fq_ctx_t *ctx, void *state_arg, const fq_msg_t *msg)
 {
+    s_worker_state_t *state = state_arg;
     fq_message_t message;
     if (msg->type != FQ_MSG_MESSAGE || fq_msg_decode(msg, &fq_message_desc, &message) != 0)
         return 0;
     fq_delivery_t delivery = s_delivery_of(&message);
     char error[S_ERROR_MAX] = "";
-    fq_delivery_result_t outcome = fq_transport_deliver(state, &delivery, error, sizeof error);
-    fq_delivered_t delivered = {.id = message.id, .outcome = (uint32_t)outcome, .error = error};
+    uint32_t retry_after_s = 0;
+    fq_delivery_result_t outcome = FQ_DELIVERY_TRANSIENT;
+    int channel = s_channel_index(state->config, message.channel);
+    //  The sender actor sends a worker only messages of its channels
+    if (channel >= 0 && state->transports[channel])
+        outcome = fq_transport_deliver(state->transports[channel], &delivery, &retry_after_s, error,
+                                       sizeof error);
+    else
+        snprintf(error, sizeof error, "worker has no transport for the message's channel");
+    fq_delivered_t delivered = {.id = message.id,
+                                .outcome = (uint32_t)outcome,
+                                .error = error,
+                                .retry_after_s = retry_after_s};
     fq_tell(ctx, FQ_SENDER_PATH, &fq_delivered_desc, &delivered);
     return 0;
 }
@@ -184,8 +366,7 @@ static int s_worker_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
 static void s_worker_stop(fq_ctx_t *ctx, void *state)
 {
     (void)ctx;
-    fq_transport_t *transport = state;
-    fq_transport_destroy(&transport);
+    s_worker_state_free(state);
 }
 
 static const fq_behaviour_t s_worker_behaviour = {.name = "delivery worker",
@@ -234,7 +415,7 @@ static void s_acks_flush(fq_ctx_t *ctx, s_self_t *self)
 //  Sends an outcome to fairqd: ACK (gathered into the next ACKS when fairqd
 //  takes them), or NACK (permanent or not).
 static void s_answer(fq_ctx_t *ctx, s_self_t *self, uint64_t id, uint32_t outcome,
-                     const char *error)
+                     const char *error, uint32_t retry_after_s)
 {
     if (outcome == FQ_DELIVERY_OK && self->acks_batched) {
         self->acks[self->nacks++] = id;
@@ -244,8 +425,10 @@ static void s_answer(fq_ctx_t *ctx, s_self_t *self, uint64_t id, uint32_t outcom
         fq_sender_ack_t ack = {.id = id};
         fq_tell(ctx, self->config->dispatcher, &fq_sender_ack_desc, &ack);
     } else {
-        fq_sender_nack_t nack = {
-            .id = id, .permanent = outcome == FQ_DELIVERY_PERMANENT, .error = error};
+        fq_sender_nack_t nack = {.id = id,
+                                 .permanent = outcome == FQ_DELIVERY_PERMANENT,
+                                 .error = error,
+                                 .retry_after_s = retry_after_s};
         fq_tell(ctx, self->config->dispatcher, &fq_sender_nack_desc, &nack);
     }
 }
@@ -277,7 +460,7 @@ static void s_on_welcome(fq_ctx_t *ctx, void *state, int status, const fq_msg_t 
            welcome.system, welcome.protocol, self->idle);
     //  Outcomes of the time fairqd was away, then the credit
     for (s_outcome_t *held = zlistx_first(self->held); held; held = zlistx_next(self->held))
-        s_answer(ctx, self, held->id, held->outcome, held->error);
+        s_answer(ctx, self, held->id, held->outcome, held->error, held->retry_after_s);
     zlistx_purge(self->held);
     s_credit(ctx, self, (uint32_t)self->idle);
 }
@@ -286,9 +469,9 @@ static void s_hello(fq_ctx_t *ctx, s_self_t *self)
 {
     if (self->stopping)
         return;
-    char capabilities[64];
-    snprintf(capabilities, sizeof capabilities, "%s," FQ_SENDER_CAN_BATCH,
-             self->config->transport.kind);
+    //  fq_sender_start checked that they fit
+    char capabilities[FQ_SENDER_CAPABILITIES_MAX + 1] = FQ_SENDER_CAN_BATCH;
+    fq_sender_capabilities(self->config, capabilities, sizeof capabilities);
     fq_hello_t hello = {.name = self->config->name,
                         .version = self->config->version,
                         .capabilities = capabilities,
@@ -312,17 +495,50 @@ static void s_outcome_free(void **item)
 //  The null kind never blocks: it delivers right here, without a worker's
 //  thread in between (two thread hand-offs per message saved, which is
 //  most of a null sender's work), and answers at once.
-static void s_deliver_inline(fq_ctx_t *ctx, s_self_t *self, const fq_message_t *message)
+static void s_deliver_inline(fq_ctx_t *ctx, s_self_t *self, fq_transport_t *transport,
+                             const fq_message_t *message)
 {
     fq_delivery_t delivery = s_delivery_of(message);
     char error[S_ERROR_MAX] = "";
+    uint32_t retry_after_s = 0;
     fq_delivery_result_t outcome =
-        fq_transport_deliver(self->inline_transport, &delivery, error, sizeof error);
+        fq_transport_deliver(transport, &delivery, &retry_after_s, error, sizeof error);
     if (outcome == FQ_DELIVERY_OK)
         self->delivered++;
     else
         self->failed++;
-    s_answer(ctx, self, message->id, (uint32_t)outcome, error);
+    s_answer(ctx, self, message->id, (uint32_t)outcome, error, retry_after_s);
+}
+
+//  A message of a channel this sender does not serve: fairqd should not
+//  have sent it (it routes by the HELLO's channel= tokens), so it goes
+//  back at once, transient, for a sender that serves it.
+static void s_unserved(fq_ctx_t *ctx, s_self_t *self, const fq_message_t *message)
+{
+    self->unserved++;
+    self->failed++;
+    const char *channel = *message->channel ? message->channel : FQ_CHANNEL_EMAIL;
+    char shown[S_CHANNEL_SHOWN] = "";
+    if (fq_sender_channel_name_valid(channel))
+        snprintf(shown, sizeof shown, "%s", channel);
+    char served[FQ_SENDER_CHANNELS_MAX * (FQ_SENDER_CHANNEL_NAME_MAX + 2)] = "";
+    for (int i = 0; i < self->config->nchannels; i++) {
+        size_t used = strlen(served);
+        snprintf(served + used, sizeof served - used, "%s%s", i ? ", " : "",
+                 self->config->channels[i].name);
+    }
+    char error[S_ERROR_MAX];
+    if (*shown)
+        snprintf(error, sizeof error, "channel \"%s\" is not served by this sender (it serves %s)",
+                 shown, served);
+    else
+        snprintf(error, sizeof error,
+                 "the message's channel is not a channel name (this sender serves %s)", served);
+    //  Logged at growing intervals: a misrouting fairqd repeats itself
+    if ((self->unserved & (self->unserved - 1)) == 0)
+        fq_log(FQ_LOG_WARNING, "sender: %s (%llu such messages so far)", error,
+               (unsigned long long)self->unserved);
+    s_answer(ctx, self, message->id, FQ_DELIVERY_TRANSIENT, error, 0);
 }
 
 //  One message from fairqd, alone (MSG) or out of a MESSAGES.
@@ -334,8 +550,13 @@ static void s_take(fq_ctx_t *ctx, s_self_t *self, const fq_message_t *message)
     }
     //  Even while stopping: a MSG sent before fairqd had our BYE counts on
     //  our credit, and is delivered (the drain waits for it)
-    if (self->inline_transport) {
-        s_deliver_inline(ctx, self, message);
+    int channel = s_channel_index(self->config, message->channel);
+    if (channel < 0) {
+        s_unserved(ctx, self, message);
+        return;
+    }
+    if (self->inline_transports[channel]) {
+        s_deliver_inline(ctx, self, self->inline_transports[channel], message);
         return;
     }
     int free_worker = -1;
@@ -345,13 +566,14 @@ static void s_take(fq_ctx_t *ctx, s_self_t *self, const fq_message_t *message)
     if (free_worker < 0) {
         //  More than the credit granted (a protocol error of the other side):
         //  refused, fairqd retries it later
-        s_answer(ctx, self, message->id, FQ_DELIVERY_TRANSIENT, "sender has no idle worker");
+        s_answer(ctx, self, message->id, FQ_DELIVERY_TRANSIENT, "sender has no idle worker", 0);
         return;
     }
     char path[64];
     snprintf(path, sizeof path, FQ_SENDER_PATH "/worker-%d", free_worker + 1);
     if (fq_tell(ctx, path, &fq_message_desc, message) != 0) {
-        s_answer(ctx, self, message->id, FQ_DELIVERY_TRANSIENT, "sender could not start delivery");
+        s_answer(ctx, self, message->id, FQ_DELIVERY_TRANSIENT, "sender could not start delivery",
+                 0);
         return;
     }
     self->workers[free_worker] = (s_worker_t){message->id, self->session};
@@ -398,13 +620,15 @@ static void s_delivered(fq_ctx_t *ctx, s_self_t *self, const fq_delivered_t *del
     if (!self->welcomed) {
         s_outcome_t *held = calloc(1, sizeof *held);
         if (held && (held->error = strdup(delivered->error)) != NULL) {
-            *held = (s_outcome_t){delivered->id, delivered->outcome, held->error};
+            *held = (s_outcome_t){delivered->id, delivered->outcome, held->error,
+                                  delivered->retry_after_s};
             zlistx_add_end(self->held, held);
         } else
             s_outcome_free((void **)&held);
         return;
     }
-    s_answer(ctx, self, delivered->id, delivered->outcome, delivered->error);
+    s_answer(ctx, self, delivered->id, delivered->outcome, delivered->error,
+             delivered->retry_after_s);
     //  An answer restores the credit of a message of this session only
     if (session != self->session)
         s_credit(ctx, self, 1);
@@ -412,7 +636,8 @@ static void s_delivered(fq_ctx_t *ctx, s_self_t *self, const fq_delivered_t *del
 
 static void s_destroy(s_self_t *self)
 {
-    fq_transport_destroy(&self->inline_transport);
+    for (int i = 0; i < FQ_SENDER_CHANNELS_MAX; i++)
+        fq_transport_destroy(&self->inline_transports[i]);
     zlistx_destroy(&self->held);
     free(self->workers);
     free(self);
@@ -433,16 +658,21 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     zlistx_set_destructor(self->held, s_outcome_free);
     self->idle = self->config->concurrency;
     self->hello_delay_ms = S_HELLO_RETRY_MIN;
-    if (strcmp(self->config->transport.kind, "null") == 0) {
+    for (int i = 0; i < self->config->nchannels; i++) {
+        const fq_sender_channel_t *channel = &self->config->channels[i];
+        if (!s_is_null_kind(&channel->transport)) {
+            self->has_workers = true;
+            continue;
+        }
         char error[S_ERROR_MAX];
-        self->inline_transport = fq_transport_new(&self->config->transport, error, sizeof error);
-        if (!self->inline_transport) {
-            fq_log(FQ_LOG_ERROR, "sender: %s", error);
+        self->inline_transports[i] = fq_transport_new(&channel->transport, error, sizeof error);
+        if (!self->inline_transports[i]) {
+            fq_log(FQ_LOG_ERROR, "sender: channel %s: %s", channel->name, error);
             s_destroy(self);
             return FQ_EINVAL;
         }
     }
-    for (int i = 0; !self->inline_transport && i < self->config->concurrency; i++) {
+    for (int i = 0; self->has_workers && i < self->config->concurrency; i++) {
         char name[32];
         snprintf(name, sizeof name, "worker-%d", i + 1);
         fq_spawn_opts_t opts = fq_spawn_opts_default();
@@ -521,8 +751,16 @@ static const fq_behaviour_t s_sender_behaviour = {
 
 int fq_sender_start(fq_system_t *sys, const fq_sender_config_t *config)
 {
-    if (config->concurrency < 1 || config->concurrency > FQ_SENDER_WORKERS)
+    if (config->concurrency < 1 || config->concurrency > FQ_SENDER_WORKERS ||
+        config->nchannels < 0 || config->nchannels > FQ_SENDER_CHANNELS_MAX)
         return FQ_EINVAL;
+    for (int i = 0; i < config->nchannels; i++)
+        if (!config->channels[i].name || !fq_sender_channel_name_valid(config->channels[i].name) ||
+            s_channel_index(config, config->channels[i].name) != i)
+            return FQ_EINVAL;
+    char capabilities[FQ_SENDER_CAPABILITIES_MAX + 1];
+    if (fq_sender_capabilities(config, capabilities, sizeof capabilities) != 0)
+        return FQ_ETOOBIG;
     fq_sender_config_t *args = s_config_dup(config);
     if (!args)
         return FQ_ENOMEM;

@@ -16,8 +16,14 @@
     * name "": sender-HOST-PID, made at start, unique on a host.
     * concurrency 8: keeps a typical relay busy without tripping its
       per-client connection limits; at most FQ_SENDER_WORKERS.
-    * transport smtp, starttls try: production delivers to a relay, and
-      encrypts whenever the relay offers it.
+    * channels email, transport smtp, starttls try: production delivers
+      mail to a relay, and encrypts whenever the relay offers it; a
+      sender serves other channels only when told (every configuration
+      written before channels existed serves what it served).
+    * http_timeout_ms 30000, http_connect_timeout_ms 10000: as long as an
+      SMTP delivery may take; a host that does not accept a connection in
+      10 s is down. http_insecure_tls false: TLS is verified.
+    * exec_timeout_ms 30000: as long as an SMTP delivery may take.
     * smtp_timeout_ms 0: the transport's own default (30 s, one place:
       fq_transport.h).
     * heartbeat_ms, heartbeat_timeout_ms: the gateway's defaults, within
@@ -51,8 +57,12 @@
     X(NAME, name, STRING, "", 0, 0, NULL, "this sender's name; empty: sender-HOST-PID")            \
     X(CONCURRENCY, concurrency, INT, "8", 1, FQ_SENDER_WORKERS, NULL,                              \
       "messages delivered at once = credit granted")                                               \
-    X(TRANSPORT, transport, CHOICE, "smtp", 0, 0, "smtp|file|null",                                \
-      "smtp: to a relay; file: appended to an mbox; null: dropped (benchmarks)")                   \
+    X(CHANNELS, channels, STRING, FQ_CHANNEL_EMAIL, 0, 0, NULL,                                    \
+      "channels served, comma-separated: email (by transport), http (by the http_ keys), any "     \
+      "other NAME (by exec_command)")                                                              \
+    X(TRANSPORT, transport, CHOICE, "smtp", 0, 0, "smtp|file|null|exec",                           \
+      "the email channel's: smtp: to a relay; file: appended to an mbox; null: dropped "           \
+      "(benchmarks); exec: exec_command")                                                          \
     X(SMTP_URL, smtp_url, STRING, "", 0, 0, NULL, "smtp://HOST:PORT or smtps://HOST:PORT")         \
     X(SMTP_USER, smtp_user, STRING, "", 0, 0, NULL, "SMTP AUTH user name; empty: no AUTH")         \
     X(SMTP_PASSWORD, smtp_password, SECRET, "", 0, 0, NULL,                                        \
@@ -68,6 +78,18 @@
       "file transport: the mbox it appends to; null: its delivery log")                            \
     X(MESSAGE_ID_DOMAIN, message_id_domain, STRING, "", 0, 0, NULL,                                \
       "domain of Message-ID; empty: the From address's")                                           \
+    X(HTTP_TIMEOUT_MS, http_timeout_ms, INT, "30000", 1, 3600000, NULL,                            \
+      "http channel: longest one request may take")                                                \
+    X(HTTP_CONNECT_TIMEOUT_MS, http_connect_timeout_ms, INT, "10000", 1, 600000, NULL,             \
+      "http channel: longest opening a connection (TCP and TLS) may take")                         \
+    X(HTTP_CA_FILE, http_ca_file, STRING, "", 0, 0, NULL,                                          \
+      "http channel: CA certificates (PEM) servers are verified by; empty: the system's")          \
+    X(HTTP_INSECURE_TLS, http_insecure_tls, BOOL, "false", 0, 0, NULL,                             \
+      "http channel: do not verify servers' certificates (tests)")                                 \
+    X(EXEC_COMMAND, exec_command, STRING, "", 0, 0, NULL,                                          \
+      "/PATH/PROGRAM [ARG ...] run per message of the other channels (split on blanks, no shell)") \
+    X(EXEC_TIMEOUT_MS, exec_timeout_ms, INT, "30000", 1, 3600000, NULL,                            \
+      "longest one exec_command may run; then its process group is killed")                        \
     X(HEARTBEAT_MS, heartbeat_ms, INT, FQ_CONFIG_STR(FQ_GATEWAY_HEARTBEAT_MS), 10, 60000, NULL,    \
       "idle interval between two heartbeats to fairqd")                                            \
     X(HEARTBEAT_TIMEOUT_MS, heartbeat_timeout_ms, INT,                                             \
@@ -93,7 +115,18 @@ typedef enum {
 
 //  fairq-sender's schema, for fq_config_new: the table, the FAIRQ_SENDER_
 //  prefix, --make-cert, and the checks: connect is given and is a list of
-//  tcp:// endpoints, and name, when given, is a valid system name.
+//  tcp:// endpoints, name, when given, is a valid system name, channels
+//  is a list of channel names (fq_sender_channels_parse), and
+//  exec_command is given when a channel needs it (one other than email
+//  and http, or email with transport exec).
 extern const fq_config_schema_t fq_sender_schema;
 
+//  Fills config's transport (the email channel's) and channels from the
+//  channels key and the keys of each channel's transport (email:
+//  transport and its keys; http: the http_ keys; another: exec_command).
+//  The channels' names are written to names, the other strings borrowed
+//  from settings, which must have passed the schema's checks. Returns 0,
+//  or FQ_EINVAL.
+int fq_sender_channels_from(fq_config_t *settings, fq_sender_config_t *config,
+                            char names[FQ_SENDER_CHANNELS_MAX][FQ_SENDER_CHANNEL_NAME_MAX + 1]);
 #endif

@@ -1,19 +1,27 @@
 /*  fq_transport.c — delivery transports: the kinds and the file kind
-    (contract in fq_transport.h; the smtp kind is fq_transport_smtp.c).
+    (contract in fq_transport.h; the smtp kind is fq_transport_smtp.c,
+    http fq_transport_http.c, exec fq_transport_exec.c).
 
-    Every kind but null delivers the same text, rendered here once per
-    attempt by fq_mime_render. A message that cannot be rendered (a CR in
-    its subject, a bad address) will never render, so it fails for good;
-    running out of memory is the one render failure worth retrying.
+    Every mail kind (smtp, file, and exec for the email channel) delivers
+    the same text, rendered here once per attempt by fq_mime_render. A
+    message that cannot be rendered (a CR in its subject, a bad address)
+    will never render, so it fails for good; running out of memory is the
+    one render failure worth retrying. A message of another channel is
+    not mail: the http and exec kinds take its body as it is.
 */
 #include "fq_error.h"
 #include "fq_transport.h"
 #include "fq_mime.h"
+#include "fq_transport_exec.h"
+#include "fq_transport_http.h"
 #include "fq_transport_smtp.h"
+#include "fq_utf8.h"
 #include <assert.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,16 +44,40 @@
 //  64 bytes; longer input is cut, never split over lines).
 #define S_NULL_LOG_LINE_MAX 160
 
+//  What stands for a byte of outside text that is not UTF-8.
+#define S_NOT_UTF8 '?'
+
+//  The ASCII delete character, a control like those below space.
+#define S_DEL 0x7F
+
+//  As much of a channel's name as an error shows (names are short; one
+//  from a peer may be anything).
+#define S_CHANNEL_SHOWN 64
+
 typedef enum {
     S_KIND_NULL,
     S_KIND_FILE,
     S_KIND_SMTP,
+    S_KIND_HTTP,
+    S_KIND_EXEC,
 } s_kind_t;
+
+//  The kinds by name, as fq_transport_config_t's kind says them.
+static const struct {
+    const char *name;
+    s_kind_t kind;
+} s_kinds[] = {
+    {"null", S_KIND_NULL}, {"file", S_KIND_FILE}, {"smtp", S_KIND_SMTP},
+    {"http", S_KIND_HTTP}, {"exec", S_KIND_EXEC},
+};
+#define S_KIND_NAMES "smtp, file, null, http or exec"
 
 struct fq_transport {
     s_kind_t kind;
     char *message_id_domain; //  NULL: each sender's domain
     fq_smtp_t *smtp;         //  smtp
+    fq_http_t *http;         //  http
+    fq_exec_t *exec;         //  exec
     int fd;                  //  file: open for appending, -1 otherwise
     char *path;              //  file: for error messages
     char mbox_sender[S_MBOX_SENDER_SIZE];
@@ -156,26 +188,69 @@ static fq_delivery_result_t s_null_log(fq_transport_t *self, const fq_delivery_t
 }
 
 // --------------------------------------------------------------------------
+//  What the kinds share
+
+static pthread_once_t s_curl_once = PTHREAD_ONCE_INIT;
+static CURLcode s_curl_init_rc;
+
+//  curl_global_init is not thread-safe and must run once per process:
+//  the first libcurl transport of any worker thread does it.
+static void s_curl_init(void)
+{
+    s_curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int fq_transport_curl_init(char *error, size_t error_size)
+{
+    pthread_once(&s_curl_once, s_curl_init);
+    if (s_curl_init_rc == CURLE_OK)
+        return 0;
+    fq_error_format(error, error_size, "could not initialise libcurl: %s",
+                    curl_easy_strerror(s_curl_init_rc));
+    return FQ_EINVAL;
+}
+
+void fq_transport_text_line(char *out, size_t size, const char *text, size_t len)
+{
+    assert(out && size > 0);
+    size_t line = 0;
+    while (line < len && text[line] != '\r' && text[line] != '\n')
+        line++;
+    //  Invalid bytes first, on a copy: a cut must fall between characters
+    //  of the text as it will be shown
+    size_t keep = line < size - 1 ? line : size - 1;
+    memcpy(out, text, keep);
+    fq_utf8_replace_invalid(out, keep, S_NOT_UTF8);
+    keep = fq_utf8_prefix(out, keep, keep);
+    out[keep] = 0;
+    for (char *c = out; *c; c++)
+        if ((unsigned char)*c < ' ' || *c == S_DEL)
+            *c = ' ';
+}
+
+const char *fq_delivery_channel(const fq_delivery_t *msg)
+{
+    return msg->channel && *msg->channel ? msg->channel : FQ_CHANNEL_EMAIL;
+}
+
+// --------------------------------------------------------------------------
 
 fq_transport_t *fq_transport_new(const fq_transport_config_t *cfg, char *error, size_t error_size)
 {
     assert(cfg);
-    s_kind_t kind;
     if (!cfg->kind || !*cfg->kind) {
-        fq_error_format(error, error_size, "no transport kind (smtp, file or null)");
+        fq_error_format(error, error_size, "no transport kind (" S_KIND_NAMES ")");
         return NULL;
     }
-    if (strcmp(cfg->kind, "null") == 0)
-        kind = S_KIND_NULL;
-    else if (strcmp(cfg->kind, "file") == 0)
-        kind = S_KIND_FILE;
-    else if (strcmp(cfg->kind, "smtp") == 0)
-        kind = S_KIND_SMTP;
-    else {
-        fq_error_format(error, error_size, "unknown transport kind \"%s\" (smtp, file or null)",
+    size_t found = 0;
+    while (found < sizeof s_kinds / sizeof s_kinds[0] && strcmp(cfg->kind, s_kinds[found].name))
+        found++;
+    if (found == sizeof s_kinds / sizeof s_kinds[0]) {
+        fq_error_format(error, error_size, "unknown transport kind \"%s\" (" S_KIND_NAMES ")",
                         cfg->kind);
         return NULL;
     }
+    s_kind_t kind = s_kinds[found].kind;
     //  A bad domain here would fail every message: refuse it at start
     const char *domain = cfg->message_id_domain;
     if (domain && *domain && fq_mime_check_domain(domain) != 0) {
@@ -201,6 +276,10 @@ fq_transport_t *fq_transport_new(const fq_transport_config_t *cfg, char *error, 
         fq_transport_destroy(&self);
     else if (kind == S_KIND_SMTP && !(self->smtp = fq_smtp_new(cfg, error, error_size)))
         fq_transport_destroy(&self);
+    else if (kind == S_KIND_HTTP && !(self->http = fq_http_new(cfg, error, error_size)))
+        fq_transport_destroy(&self);
+    else if (kind == S_KIND_EXEC && !(self->exec = fq_exec_new(cfg, error, error_size)))
+        fq_transport_destroy(&self);
     return self;
 }
 
@@ -211,6 +290,8 @@ void fq_transport_destroy(fq_transport_t **self_p)
     if (!self)
         return;
     fq_smtp_destroy(&self->smtp);
+    fq_http_destroy(&self->http);
+    fq_exec_destroy(&self->exec);
     if (self->fd >= 0)
         close(self->fd);
     free(self->path);
@@ -220,24 +301,49 @@ void fq_transport_destroy(fq_transport_t **self_p)
 }
 
 fq_delivery_result_t fq_transport_deliver(fq_transport_t *self, const fq_delivery_t *msg,
-                                          char *error, size_t error_size)
+                                          uint32_t *retry_after_s, char *error, size_t error_size)
 {
     assert(self);
     assert(msg);
     if (error && error_size > 0)
         error[0] = 0;
+    uint32_t ignored;
+    if (!retry_after_s)
+        retry_after_s = &ignored;
+    *retry_after_s = 0;
     if (self->kind == S_KIND_NULL)
         return self->fd >= 0 ? s_null_log(self, msg, error, error_size) : FQ_DELIVERY_OK;
+    if (self->kind == S_KIND_HTTP)
+        return fq_http_send(self->http, msg, retry_after_s, error, error_size);
 
+    bool mail = strcmp(fq_delivery_channel(msg), FQ_CHANNEL_EMAIL) == 0;
+    if (self->kind == S_KIND_EXEC && !mail) {
+        const char *body = msg->body ? msg->body : "";
+        return fq_exec_run(self->exec, msg, body, strlen(body), error, error_size);
+    }
+    if (!mail) {
+        //  The sender's routing went wrong, not the message: another
+        //  sender may serve its channel
+        const char *channel = fq_delivery_channel(msg);
+        char shown[S_CHANNEL_SHOWN];
+        fq_transport_text_line(shown, sizeof shown, channel, strlen(channel));
+        fq_error_format(error, error_size, "a mail transport does not deliver channel \"%s\"",
+                        shown);
+        return FQ_DELIVERY_TRANSIENT;
+    }
     fq_mime_options_t options = {.message_id_domain = self->message_id_domain};
     char *text;
     size_t len;
     int rc = fq_mime_render(msg, &options, &text, &len, error, error_size);
     if (rc != 0)
         return rc == FQ_ENOMEM ? FQ_DELIVERY_TRANSIENT : FQ_DELIVERY_PERMANENT;
-    fq_delivery_result_t result = self->kind == S_KIND_SMTP
-                                      ? fq_smtp_send(self->smtp, msg, text, len, error, error_size)
-                                      : s_file_deliver(self, text, len, error, error_size);
+    fq_delivery_result_t result;
+    if (self->kind == S_KIND_SMTP)
+        result = fq_smtp_send(self->smtp, msg, text, len, error, error_size);
+    else if (self->kind == S_KIND_EXEC)
+        result = fq_exec_run(self->exec, msg, text, len, error, error_size);
+    else
+        result = s_file_deliver(self, text, len, error, error_size);
     free(text);
     return result;
 }

@@ -17,7 +17,18 @@
     * null — accepts everything and delivers nothing (benchmarks); with a
       path it appends one line per message to it, "<unix time in ns>
       <message id> <tenant> <request id>", so a benchmark sees the order
-      and time of deliveries.
+      and time of deliveries;
+    * http — libcurl: one HTTP(S) request per message, to the message's
+      URL (its to), with its method, headers and body, over a connection
+      kept alive from message to message (fq_transport_http.h);
+    * exec — runs a command per message, the message on its stdin and its
+      particulars in the environment (fq_transport_exec.h).
+
+    A message has a channel: "email" (or "", an older fairqd's) is mail,
+    which the smtp, file and exec kinds render as RFC 5322 text; any other
+    channel ("http", "sms", ...) is a body with headers. Which transport
+    serves which channel is fairq-sender's choice (fq_sender.h): the http
+    kind serves the channel "http", the mail kinds "email", exec any.
 
     The smtp and file kinds write the same RFC 5322 text (fq_mime.h): Date,
     From, To, Subject (RFC 2047 encoded when not ASCII), a stable
@@ -48,7 +59,22 @@ typedef struct {
     size_t nheaders; //  Extra headers, names and values
     const char *const *header_names;
     const char *const *header_values;
+    //  The channel: NULL, "" or "email" for mail; else its name ("http")
+    const char *channel;
+    //  http: the request's method (POST, PUT, PATCH, DELETE, GET); NULL
+    //  or "": POST
+    const char *method;
 } fq_delivery_t;
+
+//  The channel of mail, and the one the http kind serves: the names
+//  fairqd gives them (channels/fq_channel.h, which sender/ does not use;
+//  the same definitions, so that a file seeing both compiles only while
+//  they agree).
+#define FQ_CHANNEL_EMAIL "email"
+#define FQ_CHANNEL_HTTP  "http"
+
+//  msg's channel, "email" when it names none.
+const char *fq_delivery_channel(const fq_delivery_t *msg);
 
 typedef enum {
     FQ_DELIVERY_OK = 0,
@@ -56,16 +82,31 @@ typedef enum {
     FQ_DELIVERY_PERMANENT = 2, //  Never retry
 } fq_delivery_result_t;
 
+//  The longest wait a transport reports (Retry-After): a day. A receiver
+//  asking for more is not believed; fairqd's own backoff takes over.
+#define FQ_TRANSPORT_RETRY_AFTER_MAX_S 86400
+
 typedef struct {
-    const char *kind; //  "smtp", "file" or "null"
+    const char *kind; //  "smtp", "file", "null", "http" or "exec"
     //  smtp
     const char *url;      //  smtp://host:port or smtps://host:port
     const char *username; //  NULL or "": no AUTH
     const char *password;
     const char *starttls; //  "try" (default), "require" or "never"
-    bool insecure_tls;    //  Do not verify the server's certificate (tests)
-    int timeout_ms;       //  Per delivery; 0 = default (30 s)
-    const char *helo;     //  Name said in EHLO; NULL = libcurl's default
+    //  smtp, http: do not verify the server's certificate (tests)
+    bool insecure_tls;
+    //  smtp, http, exec: longest one delivery may take; 0 = default (30 s)
+    int timeout_ms;
+    const char *helo; //  Name said in EHLO; NULL = libcurl's default
+    //  http: longest the connection may take to open (TCP and TLS); 0 =
+    //  default (10 s), never more than timeout_ms
+    int connect_timeout_ms;
+    //  http: the CA certificates (PEM) the server's is checked against;
+    //  NULL or "": the system's
+    const char *ca_file;
+    //  exec: the command, an absolute program path and its arguments
+    //  split on blanks (no shell, no quoting)
+    const char *command;
     //  file (the mbox), or null (its delivery log; NULL or "": none)
     const char *path;
     //  Domain of the Message-ID (<fairq.ID@domain>); NULL or "": the
@@ -90,8 +131,15 @@ fq_transport_t *fq_transport_new(const fq_transport_config_t *cfg, char *error, 
 void fq_transport_destroy(fq_transport_t **self_p);
 
 //  Delivers msg. On a failure, error holds a one-line reason; for SMTP the
-//  server's own reply ("550 5.1.1 <x@y>: no such user"), so an operator
-//  sees what the mail server said.
+//  server's own reply ("550 5.1.1 <x@y>: no such user"), for HTTP the
+//  status and the start of the response's body ("HTTP 400: bad field"),
+//  for exec the exit and the first line the command wrote to stderr, so
+//  an operator sees what the receiver said.
+//
+//  *retry_after_s (retry_after_s may be NULL) is set to the seconds the
+//  receiver asked to wait before a retry (HTTP's Retry-After on a
+//  transient failure, at most FQ_TRANSPORT_RETRY_AFTER_MAX_S), 0 when it
+//  asked nothing.
 //
 //  PERMANENT is for what no retry can cure: a 5xx reply to this message
 //  (to MAIL FROM, RCPT TO, DATA or the data), or a message that cannot be
@@ -99,9 +147,22 @@ void fq_transport_destroy(fq_transport_t **self_p);
 //  address). Everything else is TRANSIENT: 4xx replies, connections that
 //  fail or time out, and 5xx replies to the session (a refused AUTH, a
 //  greeting that refuses us), which are the sender's configuration and
-//  would otherwise fail every message for good.
+//  would otherwise fail every message for good. The http and exec kinds
+//  say in their headers what they count as which.
 //  Error buffers of FQ_TRANSPORT_ERROR_SIZE bytes hold any reason whole.
 fq_delivery_result_t fq_transport_deliver(fq_transport_t *self, const fq_delivery_t *msg,
-                                          char *error, size_t error_size);
+                                          uint32_t *retry_after_s, char *error, size_t error_size);
+
+//  For the kinds: writes len bytes of text from outside (a response body,
+//  a command's stderr) to out (size bytes, NUL-terminated) as one line
+//  fit for a log and the database: cut at the first line end and to fit
+//  without splitting a character, each other control character made a
+//  space, each byte that is not UTF-8 a '?'.
+void fq_transport_text_line(char *out, size_t size, const char *text, size_t len);
+
+//  For the libcurl kinds (smtp, http): libcurl's global set-up, done once
+//  per process by whichever thread comes first. 0, or FQ_EINVAL with the
+//  reason in error.
+int fq_transport_curl_init(char *error, size_t error_size);
 
 #endif

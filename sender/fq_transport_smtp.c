@@ -29,7 +29,6 @@
 #include "fq_mime.h"
 #include <assert.h>
 #include <curl/curl.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -78,16 +77,6 @@ struct fq_smtp {
     size_t len;
     size_t sent;
 };
-
-static pthread_once_t s_curl_once = PTHREAD_ONCE_INIT;
-static CURLcode s_curl_init_rc;
-
-//  curl_global_init is not thread-safe and must run once per process:
-//  the first transport of any worker thread does it.
-static void s_curl_init(void)
-{
-    s_curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 // --------------------------------------------------------------------------
 //  What the server says
@@ -276,12 +265,8 @@ fq_smtp_t *fq_smtp_new(const fq_transport_config_t *cfg, char *error, size_t err
                         cfg->starttls);
         return NULL;
     }
-    pthread_once(&s_curl_once, s_curl_init);
-    if (s_curl_init_rc != CURLE_OK) {
-        fq_error_format(error, error_size, "could not initialise libcurl: %s",
-                        curl_easy_strerror(s_curl_init_rc));
+    if (fq_transport_curl_init(error, error_size) != 0)
         return NULL;
-    }
     fq_smtp_t *self = calloc(1, sizeof *self);
     if (!self || !(self->curl = curl_easy_init())) {
         fq_error_format(error, error_size, "out of memory");

@@ -934,6 +934,68 @@ static void test_list_items_across_layouts(void **state)
 }
 
 // --------------------------------------------------------------------------
+//  A number appended to a message peers already speak (FQ_U32_OPT)
+
+//  A newer receiver takes the older layout, which ends before the number:
+//  it decodes as 0 (whatever the struct held), the rest as sent.
+static void test_u32_opt_absent_decodes_zero(void **state)
+{
+    msgpack_zone *zone = *state;
+    fq_refusal_v1_t old = {.id = 11, .permanent = false, .error = "451 try later"};
+    msgpack_object *body = s_over_wire(&fq_refusal_v1_desc, &old, zone);
+    assert_int_equal(body->via.array.size, 3);
+    fq_refusal_v2_t got;
+    memset(&got, 0xA5, sizeof got);
+    assert_int_equal(fq_refusal_v2_decode(body, &got, zone), 0);
+    assert_int_equal(got.id, 11);
+    assert_false(got.permanent);
+    assert_string_equal(got.error, "451 try later");
+    assert_int_equal(got.retry_after_s, 0);
+    //  Only the fields before it are required
+    assert_int_equal(fq_refusal_v2_desc.nfields, 3);
+}
+
+//  With the number, it round-trips (0, a day, the largest); an older
+//  receiver ignores it; present, it is held to its type.
+static void test_u32_opt_round_trip(void **state)
+{
+    msgpack_zone *zone = *state;
+    const uint32_t values[] = {0, 7, 86400, UINT32_MAX};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        fq_refusal_v2_t sent = {
+            .id = 12 + i, .permanent = true, .error = "HTTP 429", .retry_after_s = values[i]};
+        msgpack_object *body = s_over_wire(&fq_refusal_v2_desc, &sent, zone);
+        assert_int_equal(body->via.array.size, 4);
+        fq_refusal_v2_t got;
+        assert_int_equal(fq_refusal_v2_decode(body, &got, zone), 0);
+        assert_int_equal(got.id, 12 + i);
+        assert_true(got.permanent);
+        assert_string_equal(got.error, "HTTP 429");
+        assert_int_equal(got.retry_after_s, values[i]);
+        fq_refusal_v1_t older;
+        assert_int_equal(fq_refusal_v1_decode(body, &older, zone), 0);
+        assert_int_equal(older.id, 12 + i);
+        assert_string_equal(older.error, "HTTP 429");
+    }
+    fq_refusal_v2_t sent = {.id = 20, .error = "x", .retry_after_s = 1};
+    msgpack_object *body = s_over_wire(&fq_refusal_v2_desc, &sent, zone);
+    fq_refusal_v2_t got;
+    const msgpack_object wrong[] = {
+        s_specimen(MSGPACK_OBJECT_STR),
+        s_specimen(MSGPACK_OBJECT_NEGATIVE_INTEGER),
+        s_specimen(MSGPACK_OBJECT_BOOLEAN),
+        {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = (uint64_t)UINT32_MAX + 1}};
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
+        body->via.array.ptr[3] = wrong[i];
+        if (fq_refusal_v2_decode(body, &got, zone) != FQ_EDECODE)
+            fail_msg("wrong value %zu taken", i);
+    }
+    //  A body short of a required field is refused still
+    body->via.array.size = 2;
+    assert_int_equal(fq_refusal_v2_decode(body, &got, zone), FQ_EDECODE);
+}
+
+// --------------------------------------------------------------------------
 //  Look-up by id
 
 //  fq_schema_find returns the runtime descriptor for a known id, with its
@@ -1026,6 +1088,9 @@ int main(void)
                                         s_zone_teardown),
         cmocka_unit_test_setup_teardown(test_list_items_across_layouts, s_zone_setup,
                                         s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_u32_opt_absent_decodes_zero, s_zone_setup,
+                                        s_zone_teardown),
+        cmocka_unit_test_setup_teardown(test_u32_opt_round_trip, s_zone_setup, s_zone_teardown),
         cmocka_unit_test(test_schema_find),
         cmocka_unit_test(test_sysmsg_table_is_consistent),
     };

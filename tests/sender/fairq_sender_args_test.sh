@@ -73,7 +73,7 @@ expect 2 'invalid value for "log_level": "loud" is not one of debug|info|warning
     "${C[@]}" --insecure --transport null --log-level loud
 expect 2 'flag --name: invalid value for "name": "a b/c" is not a valid system name' "${C[@]}" \
     --insecure --transport null --name "a b/c"
-expect 2 'invalid value for "transport": "carrier-pigeon" is not one of smtp|file|null' \
+expect 2 'invalid value for "transport": "carrier-pigeon" is not one of smtp|file|null|exec' \
     "${C[@]}" --insecure --transport carrier-pigeon
 expect 2 "smtp" "${C[@]}" --insecure --transport smtp --smtp-url http://relay:25
 expect 2 "path" "${C[@]}" --insecure --transport file
@@ -108,6 +108,35 @@ expect 2 "could not read a public key from --server-cert" "${C[@]}" --transport 
     --cert "$WORK/me" --server-cert "$WORK/server.bad"
 expect 2 "could not read a public key from --server-cert" "${C[@]}" --transport null \
     --cert "$WORK/me" --server-cert "$WORK"
+# Channels: names checked, each channel's transport probed before anything
+# starts (exit 2, naming the channel), the HELLO's room for them respected
+expect 2 'flag --channels: invalid value for "channels": "Bad" is not a channel name' "${C[@]}" \
+    --insecure --transport null --channels email,Bad
+expect 2 'invalid value for "channels": channel "email" is given twice' "${C[@]}" --insecure \
+    --transport null --channels "email, email"
+expect 2 'invalid value for "channels": an empty channel name' "${C[@]}" --insecure \
+    --transport null --channels email,
+expect 2 'channel "sms" is served by exec_command, which is not set' "${C[@]}" --insecure \
+    --transport null --channels email,sms
+expect 2 "flag --transport: transport exec (the email channel's) needs exec_command, which is not \
+set" "${C[@]}" --insecure --transport exec
+expect 2 'channel sms: exec command "run-sms --fast" does not start with an absolute program path' \
+    "${C[@]}" --insecure --channels http,sms --exec-command "run-sms --fast"
+expect 2 "channel email: exec command: cannot run $WORK/none" "${C[@]}" --insecure \
+    --transport exec --exec-command "$WORK/none"
+expect 2 "channel http: could not read the CA file $WORK/none" "${C[@]}" --insecure \
+    --channels http --http-ca-file "$WORK/none"
+long=$(for c in a b c d e f g h; do printf "$c%.0s" $(seq 32); printf ,; done)
+expect 2 "too many channels or names too long for HELLO's capabilities" "${C[@]}" --insecure \
+    --channels "${long%,}" --exec-command /bin/cat
+expect 2 'invalid value for "transport": "pigeon" is not one of smtp|file|null|exec' "${C[@]}" \
+    --insecure --transport pigeon
+expect 2 'flag --http-timeout-ms: invalid value for "http_timeout_ms": 0 is out of range' \
+    "${C[@]}" --insecure --channels http --http-timeout-ms 0
+expect 0 "channels" "${C[@]}" --print-config --channels " email , http " --exec-command "/bin/cat -"
+expect_out 'channels = " email , http "  # flag --channels'
+expect_out 'exec_command = "/bin/cat -"  # flag --exec-command'
+expect_out 'http_insecure_tls = false  # default'
 # An option from the environment is checked like a flag
 FAIRQ_SENDER_CONCURRENCY=-3 expect 2 \
     'environment FAIRQ_SENDER_CONCURRENCY: invalid value for "concurrency": -3 is out of range' \

@@ -8,9 +8,8 @@
     failure classified as fairq-sender will retry it (TRANSIENT) or give
     it up (PERMANENT), and the server's own words in the error.
 
-    The sink runs with --quit-on-eof and its stdin on a pipe of ours: it
-    ends when teardown closes the pipe, or when this process dies however
-    it dies, so no test leaves a server behind.
+    The sink runs with --quit-on-eof (fq_test_process.h): no test leaves a
+    server behind.
 */
 #include "fq_transport.h"
 #include <errno.h>
@@ -31,8 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
-
-extern char **environ;
+#include "fq_test_process.h"
 
 //  How long the sink may take to start listening: Python and aiosmtpd
 //  load in well under a second, but tests run in parallel under ASan.
@@ -40,9 +38,6 @@ extern char **environ;
 
 //  How long a sink or a Python check may take to exit once asked.
 #define S_EXIT_TIMEOUT_MS 10000
-
-//  Polling step while waiting for a process to end.
-#define S_POLL_MS 10
 
 //  The per-delivery timeout of the transports under test: generous, as
 //  nothing here should come near it but the stall test.
@@ -63,9 +58,7 @@ extern char **environ;
 
 #define S_ERROR_SIZE FQ_TRANSPORT_ERROR_SIZE
 
-#define S_MS_PER_S  1000
-#define S_US_PER_MS 1000
-#define S_NS_PER_MS 1000000
+#define S_MS_PER_S FQ_TEST_MS_PER_S
 
 //  A body line far longer than the 76 characters of an encoded line, of
 //  the letters a to z over and over.
@@ -83,88 +76,6 @@ typedef struct {
     char rules_path[S_PATH_SIZE];
     char url[S_URL_SIZE];
 } s_sink_t;
-
-// --------------------------------------------------------------------------
-//  Processes
-
-static int64_t s_now_ms(void)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * S_MS_PER_S + now.tv_nsec / S_NS_PER_MS;
-}
-
-//  Starts argv[0] with pipes on its stdin and stdout (ours: *in, *out);
-//  its stderr is ours, so what it complains about shows in the test log.
-static pid_t s_spawn(char *const argv[], int *in, int *out)
-{
-    int in_pipe[2], out_pipe[2];
-    assert_int_equal(pipe2(in_pipe, O_CLOEXEC), 0);
-    assert_int_equal(pipe2(out_pipe, O_CLOEXEC), 0);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
-    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
-    pid_t pid;
-    int rc = posix_spawn(&pid, argv[0], &actions, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(in_pipe[0]);
-    close(out_pipe[1]);
-    if (rc != 0)
-        fail_msg("could not start %s: %s", argv[0], strerror(rc));
-    *in = in_pipe[1];
-    *out = out_pipe[0];
-    return pid;
-}
-
-//  Waits up to timeout_ms for pid to end; its exit status, or -1 if it
-//  still runs (then it is killed, and reaped).
-static int s_wait(pid_t pid, int timeout_ms)
-{
-    int64_t deadline = s_now_ms() + timeout_ms;
-    int status;
-    while (true) {
-        pid_t rc = waitpid(pid, &status, WNOHANG);
-        if (rc == pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        if (rc < 0 && errno != EINTR)
-            return -1;
-        if (s_now_ms() >= deadline)
-            break;
-        usleep(S_POLL_MS * S_US_PER_MS);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    return -1;
-}
-
-//  Reads one line from fd within timeout_ms, byte by byte (so nothing
-//  after it is taken from the pipe). Returns 0, or -1.
-static int s_read_line(int fd, char *line, size_t size, int timeout_ms)
-{
-    int64_t deadline = s_now_ms() + timeout_ms;
-    size_t used = 0;
-    while (used + 1 < size) {
-        int64_t wait = deadline - s_now_ms();
-        if (wait <= 0)
-            return -1;
-        struct pollfd item = {.fd = fd, .events = POLLIN};
-        int rc = poll(&item, 1, (int)wait);
-        if (rc < 0 && errno == EINTR)
-            continue;
-        if (rc <= 0)
-            return -1;
-        char c;
-        if (read(fd, &c, 1) != 1)
-            return -1;
-        if (c == '\n') {
-            line[used] = 0;
-            return 0;
-        }
-        line[used++] = c;
-    }
-    return -1;
-}
 
 // --------------------------------------------------------------------------
 //  The sink
@@ -188,9 +99,9 @@ static void s_sink_start(s_sink_t *sink)
                     sink->auth ? "--auth" : NULL,
                     (char *)sink->auth,
                     NULL};
-    sink->pid = s_spawn(argv, &sink->in, &sink->out);
+    sink->pid = fq_test_spawn(argv, &sink->in, &sink->out);
     char line[S_LINE_SIZE];
-    if (s_read_line(sink->out, line, sizeof line, S_READY_TIMEOUT_MS) != 0 ||
+    if (fq_test_read_line(sink->out, line, sizeof line, S_READY_TIMEOUT_MS) != 0 ||
         sscanf(line, "ready %d", &sink->port) != 1)
         fail_msg("smtp sink did not start within %d ms", S_READY_TIMEOUT_MS);
     snprintf(sink->url, sizeof sink->url, "smtp://127.0.0.1:%d", sink->port);
@@ -202,7 +113,7 @@ static int s_sink_stop(s_sink_t *sink)
     int status = 0;
     if (sink->pid > 0) {
         close(sink->in);
-        status = s_wait(sink->pid, S_EXIT_TIMEOUT_MS);
+        status = fq_test_wait(sink->pid, S_EXIT_TIMEOUT_MS);
         close(sink->out);
         sink->pid = 0;
     }
@@ -332,7 +243,11 @@ static const char *s_deliver(fq_transport_t *transport, const fq_delivery_t *msg
                              fq_delivery_result_t expected)
 {
     static char error[S_ERROR_SIZE];
-    fq_delivery_result_t result = fq_transport_deliver(transport, msg, error, sizeof error);
+    uint32_t retry_after_s = 1;
+    fq_delivery_result_t result =
+        fq_transport_deliver(transport, msg, &retry_after_s, error, sizeof error);
+    //  Mail has no Retry-After
+    assert_int_equal(retry_after_s, 0);
     if (result != expected)
         fail_msg("delivery to %s: result %d, expected %d (%s)", msg->to, result, expected, error);
     if (expected == FQ_DELIVERY_OK)
@@ -528,9 +443,9 @@ static void test_smtp_timeout(void **state)
     fq_transport_t *transport = fq_transport_new(&cfg, error, sizeof error);
     assert_non_null(transport);
     fq_delivery_t msg = s_message(6001, "slow@example.org");
-    int64_t start = s_now_ms();
+    int64_t start = fq_test_now_ms();
     const char *reason = s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT);
-    assert_true(s_now_ms() - start < S_STALL_S * S_MS_PER_S);
+    assert_true(fq_test_now_ms() - start < S_STALL_S * S_MS_PER_S);
     s_expect_contains(reason, "timed out");
     fq_transport_destroy(&transport);
 }
@@ -674,7 +589,7 @@ static json_t *s_read_mbox(const char *path)
                     "print(json.dumps(out))\n",
                     (char *)path, NULL};
     int in, out;
-    pid_t pid = s_spawn(argv, &in, &out);
+    pid_t pid = fq_test_spawn(argv, &in, &out);
     close(in);
     char *text = NULL;
     size_t size = 0;
@@ -685,7 +600,7 @@ static json_t *s_read_mbox(const char *path)
         fwrite(chunk, 1, (size_t)got, stream);
     fclose(stream);
     close(out);
-    assert_int_equal(s_wait(pid, S_EXIT_TIMEOUT_MS), 0);
+    assert_int_equal(fq_test_wait(pid, S_EXIT_TIMEOUT_MS), 0);
     json_error_t error;
     json_t *messages = json_loads(text, 0, &error);
     if (!messages)

@@ -7,8 +7,9 @@
     It runs a small actor system whose gateway connects to fairqd's (CURVE:
     --cert is this sender's certificate, --server-cert fairqd's public one;
     fairqd lets it in when its public certificate is in fairqd's
-    gateway_allow_dir). The sender actor says HELLO, grants credit (its
-    concurrency) and delivers the messages of the channels it serves
+    gateway_allow_dir). The sender actor says HELLO, grants credit for
+    each channel it serves (its pool of workers: concurrency, or its size
+    in channel_concurrency) and delivers the messages of those channels
     (channels: email through the chosen transport, http, or others
     through exec_command), each through its transport. It reconnects
     with backoff when fairqd goes away.
@@ -43,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 //  The version, passed by CMake from project(fairq VERSION ...), the one
@@ -62,6 +64,16 @@ enum { S_EXIT_OK = 0, S_EXIT_FAILURE = 1, S_EXIT_USAGE = 2 };
 //  actor, clients).
 #define S_SOCKETS_PER_WORKER 8
 #define S_SOCKETS_BASE       256
+
+//  File descriptors per delivery worker: its ZeroMQ sockets' (3 measured),
+//  its transport's connections, an exec command's pipes while it runs;
+//  and for everything else (the gateway, logs, libraries).
+#define S_FDS_PER_WORKER 8
+#define S_FDS_BASE       256
+
+//  Room for what the start's log line says of each channel served:
+//  "NAME (KIND, N workers), ".
+#define S_SERVED_SIZE (FQ_SENDER_CHANNELS_MAX * (FQ_SENDER_CHANNEL_NAME_MAX + 32))
 
 //  A CURVE public key in Z85 text, and in bytes.
 #define S_Z85_KEY_LEN 40
@@ -94,7 +106,13 @@ static void s_help_more(FILE *out)
             "         FAIRQ_METHOD in its environment; exit 0 delivered, 75 (EX_TEMPFAIL), a\n"
             "         signal or --exec-timeout-ms retried, another exit failed for good\n"
             "HELLO tells fairqd each channel served (channel=NAME); a message of another\n"
-            "channel is given back to fairqd for another sender.\n",
+            "channel is given back to fairqd for another sender.\n"
+            "\nEach channel has a pool of workers of its own (--concurrency each, or its size\n"
+            "in --channel-concurrency, e.g. http:200,sms:4), and grants fairqd credit for\n"
+            "its idle workers apart: a receiver that hangs holds its own channel's workers,\n"
+            "never another's. HELLO's concurrency is all pools together. A fairqd that knows\n"
+            "no channels counts all credit as one: run one that does before serving more\n"
+            "than email.\n",
             FQ_GATEWAY_ENDPOINTS_MAX, FQ_SENDER_CHANNELS_MAX);
 }
 
@@ -112,6 +130,32 @@ static bool s_public_key_valid(const char *key)
 {
     uint8_t decoded[S_KEY_SIZE];
     return key && strlen(key) == S_Z85_KEY_LEN && zmq_z85_decode(decoded, key) != NULL;
+}
+
+//  Raises the soft limit of file descriptors, up to the hard one, to what
+//  workers delivery workers need: most systems start a service at 1,024,
+//  which a few hundred workers pass, and ZeroMQ aborts when it cannot
+//  open a socket's descriptor. Warns when the hard limit is lower.
+static void s_fd_limit_raise(int workers)
+{
+    rlim_t need = (rlim_t)workers * S_FDS_PER_WORKER + S_FDS_BASE;
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= need)
+        return;
+    rlim_t was = limit.rlim_cur;
+    limit.rlim_cur = limit.rlim_max < need ? limit.rlim_max : need;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0)
+        limit.rlim_cur = was;
+    if (limit.rlim_cur < need)
+        fq_log(FQ_LOG_WARNING,
+               "%d delivery workers may need %llu file descriptors, and the limit is %llu (raise "
+               "LimitNOFILE or lower concurrency)",
+               workers, (unsigned long long)need, (unsigned long long)limit.rlim_cur);
+    else
+        fq_log(FQ_LOG_DEBUG,
+               "raised the limit of file descriptors from %llu to %llu for %d "
+               "delivery workers",
+               (unsigned long long)was, (unsigned long long)limit.rlim_cur, workers);
 }
 
 //  The length of the first endpoint of a --connect list.
@@ -161,7 +205,7 @@ static int s_run(fq_config_t *config, sigset_t *signals)
     //  Each channel's transport is checked here, so a wrong URL, file or
     //  command is a usage error now rather than a worker failing over and
     //  over
-    char served[FQ_SENDER_CAPABILITIES_MAX * 2] = "";
+    char served[S_SERVED_SIZE] = "";
     for (int i = 0; i < sender.nchannels; i++) {
         const fq_sender_channel_t *channel = &sender.channels[i];
         fq_transport_t *probe = fq_transport_new(&channel->transport, error, sizeof error);
@@ -171,9 +215,10 @@ static int s_run(fq_config_t *config, sigset_t *signals)
         }
         fq_transport_destroy(&probe);
         size_t used = strlen(served);
-        snprintf(served + used, sizeof served - used, "%s%s (%s)", i ? ", " : "", channel->name,
-                 channel->transport.kind);
+        snprintf(served + used, sizeof served - used, "%s%s (%s, %d workers)", i ? ", " : "",
+                 channel->name, channel->transport.kind, fq_sender_pool_size(&sender, i));
     }
+    int workers = fq_sender_workers(&sender);
 
     bool insecure = fq_config_bool(config, FQ_SENDER_KEY_INSECURE);
     const char *server_key = s_optional(config, FQ_SENDER_KEY_SERVER_KEY);
@@ -215,8 +260,9 @@ static int s_run(fq_config_t *config, sigset_t *signals)
     sender.dispatcher = dispatcher;
     //  Each delivery worker takes a few ZeroMQ sockets; the default cap (1,024
     //  sockets per context) must not be what limits the concurrency. Set
-    //  before the first socket exists.
-    zsys_set_max_sockets((size_t)concurrency * S_SOCKETS_PER_WORKER + S_SOCKETS_BASE);
+    //  before the first socket exists, as the descriptors' limit.
+    zsys_set_max_sockets((size_t)workers * S_SOCKETS_PER_WORKER + S_SOCKETS_BASE);
+    s_fd_limit_raise(workers);
     fq_system_config_t system_config = {.name = name};
     fq_system_t *sys = fq_system_new(&system_config);
     fq_gateway_config_t gateway = {
@@ -253,7 +299,7 @@ static int s_run(fq_config_t *config, sigset_t *signals)
     if (file)
         fq_log(FQ_LOG_INFO, "configuration read from %s", file);
     fq_log(FQ_LOG_INFO, "%s %s \"%s\" started: serving %s, concurrency %d, fairqd at %s", S_PROGRAM,
-           FQ_VERSION, name, served, concurrency, connect);
+           FQ_VERSION, name, served, workers, connect);
 
     int sig;
     while (sigwait(signals, &sig) != 0)

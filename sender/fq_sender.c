@@ -2,8 +2,11 @@
 
     The sender actor says HELLO to the dispatcher (an ask, retried with
     doubling waits until fairqd answers WELCOME), watches it, and grants
-    one credit per idle worker. Each MSG goes to an idle worker; each
-    outcome goes back as ACK or NACK, which gives the credit back.
+    for each channel one credit per idle worker of the channel's pool
+    (CREDIT n, channel). Each MSG goes to an idle worker of its channel;
+    each outcome goes back as ACK or NACK, which gives the credit back to
+    that channel: the dispatcher counts each channel's credit apart, so a
+    channel whose receiver hangs holds its own workers and no others.
 
     When the gateway declares fairqd dead (missed heartbeats, a dropped
     connection, BYE), the dispatcher has already given this sender's
@@ -14,8 +17,8 @@
     answers: fairqd drops them, since only the sender holding a message may
     answer for it, and the message, given back, goes out again), and each
     worker still busy with a message of the old session gives its credit
-    back with an explicit CREDIT 1 when done, since fairqd no longer counts
-    that message as this sender's.
+    back with an explicit CREDIT 1 of its channel when done, since fairqd
+    no longer counts that message as this sender's.
 
     Batches (protocol 2): the HELLO lists "batch", so fairqd may send the
     messages of one dispatch as one MESSAGES frame; and when fairqd's
@@ -26,13 +29,16 @@
     Channels: the HELLO lists "channel=NAME" for each channel served, and
     each message goes to a transport of its channel; one of a channel not
     served is NACKed (transient) at once. A channel of the null kind is
-    delivered by this actor itself (below); the others by the workers,
-    each holding one transport per such channel. A NACK carries the wait
+    delivered by this actor itself (below), its pool a number of credits
+    and no workers; each other channel by a pool of workers of its own,
+    each holding the channel's transport alone. A NACK carries the wait
     the receiver asked for (retry_after_s, HTTP's Retry-After), which the
     worker's DELIVERED brought. */
 #include "fq_sender.h"
 #include "fq_log.h"
+#include <assert.h>
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +59,13 @@
 //  Most ids one ACKS carries.
 #define S_ACKS_MAX 512
 
+//  Room for a worker's name: "worker-" and a number.
+#define S_WORKER_NAME_SIZE 32
+
+//  Room for a channel's credit in the log, besides its name: ", " and
+//  " 200".
+#define S_CREDIT_SHOWN 8
+
 //  What a channel's name is made of.
 #define S_CHANNEL_NAME_CHARS "abcdefghijklmnopqrstuvwxyz0123456789_-"
 
@@ -63,7 +76,18 @@
 typedef struct {
     uint64_t id; //  Message being delivered, 0 when idle
     uint64_t session;
+    int channel; //  Whose pool it belongs to
 } s_worker_t;
+
+//  A channel's pool: size workers, idle of them idle, which are
+//  workers[first .. first + size - 1]. A null-kind channel, delivered by
+//  the sender actor at once, has no workers: size is its credit, and all
+//  of it stays idle.
+typedef struct {
+    int first;
+    int size;
+    int idle;
+} s_pool_t;
 
 //  An outcome waiting for fairqd to be back.
 typedef struct {
@@ -73,20 +97,27 @@ typedef struct {
     uint32_t retry_after_s;
 } s_outcome_t;
 
-//  A worker's transports, one per channel (NULL for a null-kind channel,
-//  which the sender actor delivers itself).
+//  What a worker is spawned with (its spawn's args, freed with it): the
+//  sender's configuration, borrowed, and its channel's index in it.
 typedef struct {
     const fq_sender_config_t *config;
-    fq_transport_t *transports[FQ_SENDER_CHANNELS_MAX];
+    int channel;
+} s_worker_args_t;
+
+//  A worker's channel and that channel's transport.
+typedef struct {
+    const fq_sender_config_t *config;
+    int channel;
+    fq_transport_t *transport;
 } s_worker_state_t;
 
 typedef struct {
     fq_sender_config_t *config;
     //  Per channel: the null kind's transport, which delivers in this actor
     fq_transport_t *inline_transports[FQ_SENDER_CHANNELS_MAX];
-    bool has_workers; //  Some channel is not of the null kind
-    s_worker_t *workers;
-    int idle;
+    s_pool_t pools[FQ_SENDER_CHANNELS_MAX]; //  Per channel
+    s_worker_t *workers;                    //  Every pool's, nworkers of them
+    int nworkers;
     bool welcomed;
     bool hello_pending; //  A HELLO ask or its retry timer is under way
     int hello_delay_ms;
@@ -164,12 +195,13 @@ static fq_sender_config_t *s_config_dup(const fq_sender_config_t *config)
     copy->name = s_dup(config->name, &failed);
     copy->version = s_dup(config->version, &failed);
     s_transport_dup(&copy->transport, &config->transport, &failed);
-    const fq_sender_channel_t email = {FQ_CHANNEL_EMAIL, config->transport};
+    const fq_sender_channel_t email = {FQ_CHANNEL_EMAIL, config->transport, 0};
     const fq_sender_channel_t *channels = config->nchannels > 0 ? config->channels : &email;
     copy->nchannels = config->nchannels > 0 ? config->nchannels : 1;
     for (int i = 0; i < copy->nchannels; i++) {
         copy->channels[i].name = s_dup(channels[i].name, &failed);
         s_transport_dup(&copy->channels[i].transport, &channels[i].transport, &failed);
+        copy->channels[i].concurrency = fq_sender_pool_size(config, i);
     }
     if (failed) {
         s_config_free(copy);
@@ -198,19 +230,38 @@ bool fq_sender_channel_name_valid(const char *name)
            strspn(name, S_CHANNEL_NAME_CHARS) == len;
 }
 
+//  The item at *at of a comma-separated list, blanks around it dropped:
+//  its first character and length; *at moves past it and its comma (NULL
+//  after the last).
+static const char *s_list_item(const char **at, size_t *len)
+{
+    const char *end = *at + strcspn(*at, ",");
+    const char *first = *at, *last = end;
+    while (first < last && isblank((unsigned char)*first))
+        first++;
+    while (last > first && isblank((unsigned char)last[-1]))
+        last--;
+    *len = (size_t)(last - first);
+    *at = *end ? end + 1 : NULL;
+    return first;
+}
+
+//  How much of a text from the configuration an error quotes.
+#define S_QUOTED_MAX (2 * FQ_SENDER_CHANNEL_NAME_MAX)
+//  The quoted length of len characters.
+#define S_QUOTED(len) ((int)((len) < S_QUOTED_MAX ? (len) : S_QUOTED_MAX))
+
+//  The digits a pool size may have at most: more would be out of range.
+#define S_SIZE_DIGITS_MAX 9
+
 int fq_sender_channels_parse(const char *list,
                              char names[FQ_SENDER_CHANNELS_MAX][FQ_SENDER_CHANNEL_NAME_MAX + 1],
                              int *count, char *error, size_t error_size)
 {
     *count = 0;
     for (const char *at = list; at;) {
-        const char *end = at + strcspn(at, ",");
-        const char *first = at, *last = end;
-        while (first < last && isblank((unsigned char)*first))
-            first++;
-        while (last > first && isblank((unsigned char)last[-1]))
-            last--;
-        size_t len = (size_t)(last - first);
+        size_t len;
+        const char *first = s_list_item(&at, &len);
         char name[FQ_SENDER_CHANNEL_NAME_MAX + 1];
         snprintf(name, sizeof name, "%.*s", (int)len, first);
         if (len == 0) {
@@ -218,10 +269,9 @@ int fq_sender_channels_parse(const char *list,
             return FQ_EINVAL;
         }
         if (len > FQ_SENDER_CHANNEL_NAME_MAX || !fq_sender_channel_name_valid(name)) {
-            fq_error_format(
-                error, error_size, "\"%.*s\" is not a channel name (1 to %d of a-z 0-9 _ -)",
-                (int)(len < 2 * FQ_SENDER_CHANNEL_NAME_MAX ? len : 2 * FQ_SENDER_CHANNEL_NAME_MAX),
-                first, FQ_SENDER_CHANNEL_NAME_MAX);
+            fq_error_format(error, error_size,
+                            "\"%.*s\" is not a channel name (1 to %d of a-z 0-9 _ -)",
+                            S_QUOTED(len), first, FQ_SENDER_CHANNEL_NAME_MAX);
             return FQ_EINVAL;
         }
         for (int i = 0; i < *count; i++)
@@ -234,14 +284,92 @@ int fq_sender_channels_parse(const char *list,
             return FQ_EINVAL;
         }
         memcpy(names[(*count)++], name, len + 1);
-        at = *end ? end + 1 : NULL;
     }
     return 0;
 }
 
+int fq_sender_pools_parse(const char *list, const char names[][FQ_SENDER_CHANNEL_NAME_MAX + 1],
+                          int count, int sizes[], char *error, size_t error_size)
+{
+    assert(count >= 0 && count <= FQ_SENDER_CHANNELS_MAX);
+    bool named[FQ_SENDER_CHANNELS_MAX] = {false};
+    if (strspn(list, " \t") == strlen(list))
+        return 0; //  Names none
+    for (const char *at = list; at;) {
+        size_t len;
+        const char *pair = s_list_item(&at, &len);
+        const char *colon = memchr(pair, ':', len);
+        if (len == 0) {
+            fq_error_format(error, error_size, "an empty item (want NAME:N, ...)");
+            return FQ_EINVAL;
+        }
+        if (!colon || colon == pair) {
+            fq_error_format(error, error_size, "\"%.*s\" is not NAME:N", S_QUOTED(len), pair);
+            return FQ_EINVAL;
+        }
+        //  The name and the number, each without the blanks around it
+        const char *name = pair, *number = colon + 1;
+        size_t name_len = (size_t)(colon - pair), number_len = len - name_len - 1;
+        while (name_len > 0 && isblank((unsigned char)name[name_len - 1]))
+            name_len--;
+        while (number_len > 0 && isblank((unsigned char)*number)) {
+            number++;
+            number_len--;
+        }
+        int channel = -1;
+        for (int i = 0; i < count && channel < 0; i++)
+            if (strlen(names[i]) == name_len && memcmp(names[i], name, name_len) == 0)
+                channel = i;
+        if (channel < 0) {
+            char served[FQ_SENDER_CHANNELS_MAX * (FQ_SENDER_CHANNEL_NAME_MAX + 2)] = "";
+            for (int i = 0; i < count; i++) {
+                size_t used = strlen(served);
+                snprintf(served + used, sizeof served - used, "%s%s", i ? ", " : "", names[i]);
+            }
+            fq_error_format(error, error_size,
+                            "\"%.*s\" is not a channel this sender serves (channels: %s)",
+                            S_QUOTED(name_len), name, served);
+            return FQ_EINVAL;
+        }
+        if (named[channel]) {
+            fq_error_format(error, error_size, "channel \"%s\" is given twice", names[channel]);
+            return FQ_EINVAL;
+        }
+        named[channel] = true;
+        if (number_len == 0 || strspn(number, "0123456789") < number_len) {
+            fq_error_format(error, error_size, "%s: \"%.*s\" is not an integer", names[channel],
+                            S_QUOTED(number_len), number);
+            return FQ_EINVAL;
+        }
+        long size = number_len > S_SIZE_DIGITS_MAX ? LONG_MAX : strtol(number, NULL, 10);
+        if (size < 1 || size > FQ_SENDER_WORKERS) {
+            fq_error_format(error, error_size, "%s: %.*s is out of range (1..%d)", names[channel],
+                            S_QUOTED(number_len), number, FQ_SENDER_WORKERS);
+            return FQ_EINVAL;
+        }
+        sizes[channel] = (int)size;
+    }
+    return 0;
+}
+
+int fq_sender_pool_size(const fq_sender_config_t *config, int i)
+{
+    if (i < config->nchannels && config->channels[i].concurrency > 0)
+        return config->channels[i].concurrency;
+    return config->concurrency;
+}
+
+int fq_sender_workers(const fq_sender_config_t *config)
+{
+    int workers = 0;
+    for (int i = 0; i < (config->nchannels > 0 ? config->nchannels : 1); i++)
+        workers += fq_sender_pool_size(config, i);
+    return workers;
+}
+
 int fq_sender_capabilities(const fq_sender_config_t *config, char *out, size_t size)
 {
-    const fq_sender_channel_t email = {FQ_CHANNEL_EMAIL, config->transport};
+    const fq_sender_channel_t email = {FQ_CHANNEL_EMAIL, config->transport, 0};
     const fq_sender_channel_t *channels = config->nchannels > 0 ? config->channels : &email;
     int nchannels = config->nchannels > 0 ? config->nchannels : 1;
     char text[FQ_SENDER_CAPABILITIES_MAX + 1];
@@ -299,13 +427,13 @@ static fq_delivery_t s_delivery_of(const fq_message_t *message)
 }
 
 //  ---------------------------------------------------------------------
-//  A delivery worker: one message at a time, its own transport (and so
-//  its own SMTP connection, reused from message to message)
+//  A delivery worker: one message of its channel at a time, its own
+//  transport (and so its own SMTP or HTTP connections, reused from
+//  message to message)
 
 static void s_worker_state_free(s_worker_state_t *state)
 {
-    for (int i = 0; i < FQ_SENDER_CHANNELS_MAX; i++)
-        fq_transport_destroy(&state->transports[i]);
+    fq_transport_destroy(&state->transport);
     free(state);
 }
 
@@ -316,23 +444,19 @@ static bool s_is_null_kind(const fq_transport_config_t *transport)
 
 static int s_worker_start(fq_ctx_t *ctx, void *args, void **state_p)
 {
-    const fq_sender_config_t *config = args;
+    const s_worker_args_t *worker = args;
+    const fq_sender_channel_t *channel = &worker->config->channels[worker->channel];
     s_worker_state_t *state = calloc(1, sizeof *state);
     if (!state)
         return FQ_ENOMEM;
-    state->config = config;
-    for (int i = 0; i < config->nchannels; i++) {
-        if (s_is_null_kind(&config->channels[i].transport))
-            continue;
-        char error[S_ERROR_MAX];
-        state->transports[i] =
-            fq_transport_new(&config->channels[i].transport, error, sizeof error);
-        if (!state->transports[i]) {
-            fq_log(FQ_LOG_ERROR, "%s: channel %s: %s", fq_self(ctx), config->channels[i].name,
-                   error);
-            s_worker_state_free(state);
-            return FQ_EINVAL;
-        }
+    state->config = worker->config;
+    state->channel = worker->channel;
+    char error[S_ERROR_MAX];
+    state->transport = fq_transport_new(&channel->transport, error, sizeof error);
+    if (!state->transport) {
+        fq_log(FQ_LOG_ERROR, "%s: channel %s: %s", fq_self(ctx), channel->name, error);
+        s_worker_state_free(state);
+        return FQ_EINVAL;
     }
     *state_p = state;
     return 0;
@@ -348,11 +472,10 @@ static int s_worker_receive(fq_ctx_t *ctx, void *state_arg, const fq_msg_t *msg)
     char error[S_ERROR_MAX] = "";
     uint32_t retry_after_s = 0;
     fq_delivery_result_t outcome = FQ_DELIVERY_TRANSIENT;
-    int channel = s_channel_index(state->config, message.channel);
-    //  The sender actor sends a worker only messages of its channels
-    if (channel >= 0 && state->transports[channel])
-        outcome = fq_transport_deliver(state->transports[channel], &delivery, &retry_after_s, error,
-                                       sizeof error);
+    //  The sender actor sends a worker only messages of its channel
+    if (s_channel_index(state->config, message.channel) == state->channel)
+        outcome =
+            fq_transport_deliver(state->transport, &delivery, &retry_after_s, error, sizeof error);
     else
         snprintf(error, sizeof error, "worker has no transport for the message's channel");
     fq_delivered_t delivered = {.id = message.id,
@@ -387,12 +510,24 @@ static void s_hello_later(fq_ctx_t *ctx, s_self_t *self)
         self->hello_delay_ms * 2 > S_HELLO_RETRY_MAX ? S_HELLO_RETRY_MAX : self->hello_delay_ms * 2;
 }
 
-static void s_credit(fq_ctx_t *ctx, s_self_t *self, uint32_t n)
+//  Grants n credit of channel (its index): CREDIT n with the channel's
+//  name, "email" for mail. A fairqd that knows no channels ignores the
+//  name and counts it with the rest (docs/delivery.md).
+static void s_credit(fq_ctx_t *ctx, s_self_t *self, int channel, uint32_t n)
 {
     if (n == 0 || !self->welcomed || self->stopping)
         return;
-    fq_credit_t credit = {.n = n};
+    fq_credit_t credit = {.n = n, .channel = self->config->channels[channel].name};
     fq_tell(ctx, self->config->dispatcher, &fq_credit_desc, &credit);
+}
+
+//  Workers busy with a message, every pool's.
+static int s_busy(const s_self_t *self)
+{
+    int busy = 0;
+    for (int i = 0; i < self->config->nchannels; i++)
+        busy += self->pools[i].size - self->pools[i].idle;
+    return busy;
 }
 
 //  Sends the ACKs gathered: as one ACKS, or one ACK each to a fairqd of
@@ -456,13 +591,22 @@ static void s_on_welcome(fq_ctx_t *ctx, void *state, int status, const fq_msg_t 
     //  gateway places the watch at the fairqd it joined now (after a change
     //  of leader, the new one), and forgot the old watch with the old one
     fq_watch(ctx, self->config->dispatcher);
-    fq_log(FQ_LOG_INFO, "sender: welcomed by \"%s\" (protocol %u); granting %d credit",
-           welcome.system, welcome.protocol, self->idle);
-    //  Outcomes of the time fairqd was away, then the credit
+    char granted[FQ_SENDER_CHANNELS_MAX * (FQ_SENDER_CHANNEL_NAME_MAX + S_CREDIT_SHOWN)] = "";
+    for (int i = 0; i < self->config->nchannels; i++) {
+        size_t used = strlen(granted);
+        snprintf(granted + used, sizeof granted - used, "%s%s %d", i ? ", " : "",
+                 self->config->channels[i].name, self->pools[i].idle);
+    }
+    fq_log(FQ_LOG_INFO, "sender: welcomed by \"%s\" (protocol %u); granting credit %s",
+           welcome.system, welcome.protocol, granted);
+    //  Outcomes of the time fairqd was away, then each channel's credit:
+    //  its idle workers (a worker busy with a message of the old session
+    //  grants its own when done, s_delivered)
     for (s_outcome_t *held = zlistx_first(self->held); held; held = zlistx_next(self->held))
         s_answer(ctx, self, held->id, held->outcome, held->error, held->retry_after_s);
     zlistx_purge(self->held);
-    s_credit(ctx, self, (uint32_t)self->idle);
+    for (int i = 0; i < self->config->nchannels; i++)
+        s_credit(ctx, self, i, (uint32_t)self->pools[i].idle);
 }
 
 static void s_hello(fq_ctx_t *ctx, s_self_t *self)
@@ -475,7 +619,7 @@ static void s_hello(fq_ctx_t *ctx, s_self_t *self)
     fq_hello_t hello = {.name = self->config->name,
                         .version = self->config->version,
                         .capabilities = capabilities,
-                        .concurrency = (uint32_t)self->config->concurrency};
+                        .concurrency = (uint32_t)fq_sender_workers(self->config)};
     self->hello_pending = true;
     if (fq_ask(ctx, self->config->dispatcher, &fq_hello_desc, &hello, S_HELLO_TIMEOUT_MS,
                s_on_welcome, NULL) != 0)
@@ -559,25 +703,30 @@ static void s_take(fq_ctx_t *ctx, s_self_t *self, const fq_message_t *message)
         s_deliver_inline(ctx, self, self->inline_transports[channel], message);
         return;
     }
+    s_pool_t *pool = &self->pools[channel];
     int free_worker = -1;
-    for (int i = 0; i < self->config->concurrency && free_worker < 0; i++)
+    for (int i = pool->first; i < pool->first + pool->size && free_worker < 0; i++)
         if (self->workers[i].id == 0)
             free_worker = i;
     if (free_worker < 0) {
-        //  More than the credit granted (a protocol error of the other side):
-        //  refused, fairqd retries it later
-        s_answer(ctx, self, message->id, FQ_DELIVERY_TRANSIENT, "sender has no idle worker", 0);
+        //  More than the channel's credit granted (a protocol error of the
+        //  other side): refused, fairqd retries it later
+        char error[S_ERROR_MAX];
+        snprintf(error, sizeof error, "sender has no idle worker of channel \"%s\"",
+                 self->config->channels[channel].name);
+        s_answer(ctx, self, message->id, FQ_DELIVERY_TRANSIENT, error, 0);
         return;
     }
-    char path[64];
+    char path[sizeof FQ_SENDER_PATH "/" + S_WORKER_NAME_SIZE];
     snprintf(path, sizeof path, FQ_SENDER_PATH "/worker-%d", free_worker + 1);
     if (fq_tell(ctx, path, &fq_message_desc, message) != 0) {
         s_answer(ctx, self, message->id, FQ_DELIVERY_TRANSIENT, "sender could not start delivery",
                  0);
         return;
     }
-    self->workers[free_worker] = (s_worker_t){message->id, self->session};
-    self->idle--;
+    self->workers[free_worker].id = message->id;
+    self->workers[free_worker].session = self->session;
+    pool->idle--;
 }
 
 static void s_message(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
@@ -605,14 +754,16 @@ static void s_messages(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 static void s_delivered(fq_ctx_t *ctx, s_self_t *self, const fq_delivered_t *delivered)
 {
     s_worker_t *worker = NULL;
-    for (int i = 0; i < self->config->concurrency && !worker; i++)
+    for (int i = 0; i < self->nworkers && !worker; i++)
         if (self->workers[i].id == delivered->id)
             worker = &self->workers[i];
     if (!worker)
         return;
     uint64_t session = worker->session;
-    *worker = (s_worker_t){0};
-    self->idle++;
+    int channel = worker->channel;
+    worker->id = 0;
+    worker->session = 0;
+    self->pools[channel].idle++;
     if (delivered->outcome == FQ_DELIVERY_OK)
         self->delivered++;
     else
@@ -629,9 +780,10 @@ static void s_delivered(fq_ctx_t *ctx, s_self_t *self, const fq_delivered_t *del
     }
     s_answer(ctx, self, delivered->id, delivered->outcome, delivered->error,
              delivered->retry_after_s);
-    //  An answer restores the credit of a message of this session only
+    //  An answer restores the credit of a message of this session only;
+    //  one of an older session gives its channel's back here
     if (session != self->session)
-        s_credit(ctx, self, 1);
+        s_credit(ctx, self, channel, 1);
 }
 
 static void s_destroy(s_self_t *self)
@@ -643,27 +795,49 @@ static void s_destroy(s_self_t *self)
     free(self);
 }
 
+//  Spawns worker i (worker-<i + 1>) of channel's pool.
+static int s_spawn_worker(fq_ctx_t *ctx, s_self_t *self, int i, int channel)
+{
+    self->workers[i].channel = channel;
+    s_worker_args_t *worker = malloc(sizeof *worker);
+    if (!worker)
+        return FQ_ENOMEM;
+    *worker = (s_worker_args_t){self->config, channel};
+    char name[S_WORKER_NAME_SIZE];
+    snprintf(name, sizeof name, "worker-%d", i + 1);
+    fq_spawn_opts_t opts = fq_spawn_opts_default();
+    opts.args_free = free;
+    return fq_spawn(ctx, name, &s_worker_behaviour, worker, &opts);
+}
+
 static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
 {
     s_self_t *self = calloc(1, sizeof *self);
     if (!self)
         return FQ_ENOMEM;
     self->config = args;
-    self->workers = calloc((size_t)self->config->concurrency, sizeof *self->workers);
+    self->hello_delay_ms = S_HELLO_RETRY_MIN;
+    //  The pools: each channel's size is its credit; the workers, of the
+    //  channels not of the null kind, numbered one after the other
+    for (int i = 0; i < self->config->nchannels; i++) {
+        s_pool_t *pool = &self->pools[i];
+        pool->size = pool->idle = self->config->channels[i].concurrency;
+        pool->first = self->nworkers;
+        if (!s_is_null_kind(&self->config->channels[i].transport))
+            self->nworkers += pool->size;
+    }
+    self->workers =
+        calloc((size_t)(self->nworkers > 0 ? self->nworkers : 1), sizeof *self->workers);
     self->held = zlistx_new();
     if (!self->workers || !self->held) {
         s_destroy(self);
         return FQ_ENOMEM;
     }
     zlistx_set_destructor(self->held, s_outcome_free);
-    self->idle = self->config->concurrency;
-    self->hello_delay_ms = S_HELLO_RETRY_MIN;
     for (int i = 0; i < self->config->nchannels; i++) {
         const fq_sender_channel_t *channel = &self->config->channels[i];
-        if (!s_is_null_kind(&channel->transport)) {
-            self->has_workers = true;
+        if (!s_is_null_kind(&channel->transport))
             continue;
-        }
         char error[S_ERROR_MAX];
         self->inline_transports[i] = fq_transport_new(&channel->transport, error, sizeof error);
         if (!self->inline_transports[i]) {
@@ -672,14 +846,16 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
             return FQ_EINVAL;
         }
     }
-    for (int i = 0; self->has_workers && i < self->config->concurrency; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "worker-%d", i + 1);
-        fq_spawn_opts_t opts = fq_spawn_opts_default();
-        int rc = fq_spawn(ctx, name, &s_worker_behaviour, self->config, &opts);
-        if (rc) {
-            s_destroy(self);
-            return rc;
+    for (int channel = 0; channel < self->config->nchannels; channel++) {
+        const s_pool_t *pool = &self->pools[channel];
+        if (self->inline_transports[channel])
+            continue; //  Delivered by this actor: no workers
+        for (int i = pool->first; i < pool->first + pool->size; i++) {
+            int rc = s_spawn_worker(ctx, self, i, channel);
+            if (rc) {
+                s_destroy(self);
+                return rc;
+            }
         }
     }
     *state_p = self;
@@ -724,7 +900,7 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
             fq_tell(ctx, self->config->dispatcher, &fq_bye_desc, &bye);
         }
         self->stopping = true;
-        fq_drained_t drained = {.left = (uint32_t)(self->config->concurrency - self->idle)};
+        fq_drained_t drained = {.left = (uint32_t)s_busy(self)};
         fq_reply(ctx, msg, &fq_drained_desc, &drained);
         break;
     }
@@ -756,7 +932,9 @@ int fq_sender_start(fq_system_t *sys, const fq_sender_config_t *config)
         return FQ_EINVAL;
     for (int i = 0; i < config->nchannels; i++)
         if (!config->channels[i].name || !fq_sender_channel_name_valid(config->channels[i].name) ||
-            s_channel_index(config, config->channels[i].name) != i)
+            s_channel_index(config, config->channels[i].name) != i ||
+            config->channels[i].concurrency < 0 ||
+            config->channels[i].concurrency > FQ_SENDER_WORKERS)
             return FQ_EINVAL;
     char capabilities[FQ_SENDER_CAPABILITIES_MAX + 1];
     if (fq_sender_capabilities(config, capabilities, sizeof capabilities) != 0)

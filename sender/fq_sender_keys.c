@@ -47,6 +47,11 @@ static int s_check_channels(fq_config_t *config, char *error, size_t size)
                                  problem, sizeof problem) != 0)
         return fq_config_error(config, FQ_SENDER_KEY_CHANNELS, error, size,
                                "invalid value for \"channels\": %s", problem);
+    int sizes[FQ_SENDER_CHANNELS_MAX] = {0};
+    if (fq_sender_pools_parse(fq_config_str(config, FQ_SENDER_KEY_CHANNEL_CONCURRENCY), names,
+                              count, sizes, problem, sizeof problem) != 0)
+        return fq_config_error(config, FQ_SENDER_KEY_CHANNEL_CONCURRENCY, error, size,
+                               "invalid value for \"channel_concurrency\": %s", problem);
     for (int i = 0; i < count; i++) {
         if (!s_needs_exec(config, names[i]) || s_optional(config, FQ_SENDER_KEY_EXEC_COMMAND))
             continue;
@@ -116,12 +121,16 @@ int fq_sender_channels_from(fq_config_t *settings, fq_sender_config_t *config,
 
     char problem[S_PROBLEM_SIZE];
     int count;
+    int sizes[FQ_SENDER_CHANNELS_MAX] = {0};
     if (fq_sender_channels_parse(fq_config_str(settings, FQ_SENDER_KEY_CHANNELS), names, &count,
-                                 problem, sizeof problem) != 0)
+                                 problem, sizeof problem) != 0 ||
+        fq_sender_pools_parse(fq_config_str(settings, FQ_SENDER_KEY_CHANNEL_CONCURRENCY), names,
+                              count, sizes, problem, sizeof problem) != 0)
         return FQ_EINVAL;
     config->nchannels = count;
     for (int i = 0; i < count; i++) {
         config->channels[i].name = names[i];
+        config->channels[i].concurrency = sizes[i];
         if (strcmp(names[i], FQ_CHANNEL_EMAIL) == 0)
             config->channels[i].transport = config->transport;
         else if (strcmp(names[i], FQ_CHANNEL_HTTP) == 0)

@@ -15,7 +15,13 @@
       requires it (from any source).
     * name "": sender-HOST-PID, made at start, unique on a host.
     * concurrency 8: keeps a typical relay busy without tripping its
-      per-client connection limits; at most FQ_SENDER_WORKERS.
+      per-client connection limits; at most FQ_SENDER_WORKERS. It is the
+      size of each channel's pool of workers.
+    * channel_concurrency "": every channel's pool is concurrency workers
+      (a sender of email alone has the workers it had before channels had
+      pools of their own); an operator names the pools that should differ
+      ("http:200,sms:4": webhooks wait on slower receivers than a relay,
+      an SMS gateway takes few at once).
     * channels email, transport smtp, starttls try: production delivers
       mail to a relay, and encrypts whenever the relay offers it; a
       sender serves other channels only when told (every configuration
@@ -42,6 +48,9 @@
 //  What connect looks like, for the messages that ask for it.
 #define FQ_SENDER_CONNECT_FORM "tcp://HOST:PORT[,tcp://HOST:PORT...]"
 
+//  The sizes a channel's pool may have, for the help.
+#define FQ_SENDER_POOL_RANGE "1.." FQ_CONFIG_STR(FQ_SENDER_WORKERS)
+
 //  The keys: X(ID, name, TYPE, default, min, max, choices, help).
 #define FQ_SENDER_KEYS(X)                                                                          \
     X(CONNECT, connect, STRING, "", 0, 0, NULL,                                                    \
@@ -56,10 +65,13 @@
       "no CURVE (development only; fairqd must allow it too)")                                     \
     X(NAME, name, STRING, "", 0, 0, NULL, "this sender's name; empty: sender-HOST-PID")            \
     X(CONCURRENCY, concurrency, INT, "8", 1, FQ_SENDER_WORKERS, NULL,                              \
-      "messages delivered at once = credit granted")                                               \
+      "messages of each channel delivered at once (its workers) = its credit granted")             \
     X(CHANNELS, channels, STRING, FQ_CHANNEL_EMAIL, 0, 0, NULL,                                    \
       "channels served, comma-separated: email (by transport), http (by the http_ keys), any "     \
       "other NAME (by exec_command)")                                                              \
+    X(CHANNEL_CONCURRENCY, channel_concurrency, STRING, "", 0, 0, NULL,                            \
+      "NAME:N[,NAME:N...] workers of the channels named (" FQ_SENDER_POOL_RANGE " each) instead "  \
+      "of concurrency, e.g. http:200,sms:4")                                                       \
     X(TRANSPORT, transport, CHOICE, "smtp", 0, 0, "smtp|file|null|exec",                           \
       "the email channel's: smtp: to a relay; file: appended to an mbox; null: dropped "           \
       "(benchmarks); exec: exec_command")                                                          \
@@ -116,14 +128,17 @@ typedef enum {
 //  fairq-sender's schema, for fq_config_new: the table, the FAIRQ_SENDER_
 //  prefix, --make-cert, and the checks: connect is given and is a list of
 //  tcp:// endpoints, name, when given, is a valid system name, channels
-//  is a list of channel names (fq_sender_channels_parse), and
+//  is a list of channel names (fq_sender_channels_parse),
+//  channel_concurrency sizes some of them (fq_sender_pools_parse), and
 //  exec_command is given when a channel needs it (one other than email
 //  and http, or email with transport exec).
 extern const fq_config_schema_t fq_sender_schema;
 
 //  Fills config's transport (the email channel's) and channels from the
-//  channels key and the keys of each channel's transport (email:
-//  transport and its keys; http: the http_ keys; another: exec_command).
+//  channels key, the keys of each channel's transport (email: transport
+//  and its keys; http: the http_ keys; another: exec_command) and
+//  channel_concurrency (each channel's concurrency, 0 for one it does not
+//  name: config's concurrency, which the caller sets).
 //  The channels' names are written to names, the other strings borrowed
 //  from settings, which must have passed the schema's checks. Returns 0,
 //  or FQ_EINVAL.

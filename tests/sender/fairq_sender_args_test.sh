@@ -133,6 +133,52 @@ expect 2 'invalid value for "transport": "pigeon" is not one of smtp|file|null|e
     --insecure --transport pigeon
 expect 2 'flag --http-timeout-ms: invalid value for "http_timeout_ms": 0 is out of range' \
     "${C[@]}" --insecure --channels http --http-timeout-ms 0
+# Each channel's pool (channel_concurrency): NAME:N of channels served, 1..200
+CC=("${C[@]}" --insecure --transport null --channels email,http)
+expect 2 "flag --channel-concurrency: invalid value for \"channel_concurrency\": \"sms\" is not a \
+channel this sender serves (channels: email, http)" "${CC[@]}" --channel-concurrency sms:4
+expect 2 'invalid value for "channel_concurrency": http: 0 is out of range (1..200)' "${CC[@]}" \
+    --channel-concurrency http:0
+expect 2 'invalid value for "channel_concurrency": http: 201 is out of range (1..200)' "${CC[@]}" \
+    --channel-concurrency email:2,http:201
+expect 2 'invalid value for "channel_concurrency": "http" is not NAME:N' "${CC[@]}" \
+    --channel-concurrency http
+expect 2 'invalid value for "channel_concurrency": http: "many" is not an integer' "${CC[@]}" \
+    --channel-concurrency http:many
+expect 2 'invalid value for "channel_concurrency": an empty item (want NAME:N, ...)' "${CC[@]}" \
+    --channel-concurrency http:4,
+expect 2 'invalid value for "channel_concurrency": channel "http" is given twice' "${CC[@]}" \
+    --channel-concurrency "http:4, http:5"
+printf 'connect = tcp://127.0.0.1:1\ninsecure = true\ntransport = null\n%s\n' \
+    'channel_concurrency = email:x' >"$WORK/pools.conf"
+expect 2 "config $WORK/pools.conf:4: invalid value for \"channel_concurrency\": email: \"x\" is not \
+an integer" --config "$WORK/pools.conf"
+FAIRQ_SENDER_CHANNEL_CONCURRENCY=http:3 expect 2 "environment FAIRQ_SENDER_CHANNEL_CONCURRENCY: \
+invalid value for \"channel_concurrency\": \"http\" is not a channel this sender serves (channels: \
+email)" --config "$WORK/pools.conf"
+expect 0 "channel_concurrency" "${CC[@]}" --print-config --channel-concurrency " http : 200 "
+expect_out 'channel_concurrency = " http : 200 "  # flag --channel-concurrency'
+expect 0 "channel_concurrency" "${CC[@]}" --print-config
+expect_out 'channel_concurrency = ""  # default'
+# Started: each pool's size in the log, their sum the concurrency
+"$SENDER" "${CC[@]}" --concurrency 3 --channel-concurrency http:5 >"$WORK/out" 2>"$WORK/err" &
+started=$!
+for _ in $(seq 200); do
+    grep -q " started: " "$WORK/out" && break
+    sleep 0.05
+done
+kill -TERM $started
+wait $started
+got=$?
+if [[ $got -ne 0 ]] ||
+    ! grep -qF 'serving email (null, 3 workers), http (http, 5 workers), concurrency 8,' \
+        "$WORK/out"; then
+    echo "FAIL: a sender of pools email 3 and http 5 -> exit $got, log:"
+    sed 's/^/    /' "$WORK/out" "$WORK/err"
+    failures=$((failures + 1))
+else
+    echo "ok: a sender of pools email 3 and http 5 says so and stops on SIGTERM"
+fi
 expect 0 "channels" "${C[@]}" --print-config --channels " email , http " --exec-command "/bin/cat -"
 expect_out 'channels = " email , http "  # flag --channels'
 expect_out 'exec_command = "/bin/cat -"  # flag --exec-command'
@@ -143,6 +189,8 @@ FAIRQ_SENDER_CONCURRENCY=-3 expect 2 \
     "${C[@]}" --insecure --transport null
 expect 0 "usage: fairq-sender --connect" --help
 expect 0 "one --server-cert or --server-key serves" --help
+expect 0 "  --channel-concurrency=TEXT  (FAIRQ_SENDER_CHANNEL_CONCURRENCY, default \"\")" --help
+expect 0 "its idle workers apart" --help
 # Every option shows its value's placeholder, dashed; --version is listed
 expect 0 "  --connect=TEXT  (FAIRQ_SENDER_CONNECT" --help
 expect 0 "  --smtp-url=TEXT  (FAIRQ_SENDER_SMTP_URL" --help

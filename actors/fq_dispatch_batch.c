@@ -5,12 +5,14 @@
 #include <string.h>
 
 //  The bytes of message that count against FQ_DISPATCH_BATCH_BYTES: its
-//  subject, body, text_body (NULL: none) and extra headers, the text that
-//  differs in size from one message to the next.
-static size_t s_message_bytes(const fq_message_t *message)
+//  subject and text_body (NULL: none), body and extra headers, and a
+//  rendered to (owned: an http message's URL), the text that differs in
+//  size from one message to the next.
+static size_t s_message_bytes(const fq_message_t *message, bool owned)
 {
-    size_t bytes = strlen(message->subject) + strlen(message->body) +
-                   (message->text_body ? strlen(message->text_body) : 0);
+    size_t bytes = (message->subject ? strlen(message->subject) : 0) + strlen(message->body) +
+                   (message->text_body ? strlen(message->text_body) : 0) +
+                   (owned ? strlen(message->to) : 0);
     for (uint32_t i = 0; i < message->headers.count; i++)
         bytes += strlen(message->headers.keys[i]) + strlen(message->headers.values[i]);
     return bytes;
@@ -34,7 +36,7 @@ int fq_dispatch_batch_add(fq_dispatch_batch_t *self, const fq_message_t *message
     self->messages[self->count] = *message;
     self->items[self->count] = item;
     self->count++;
-    self->bytes += s_message_bytes(message);
+    self->bytes += s_message_bytes(message, item.owned != NULL);
     return 0;
 }
 
@@ -54,6 +56,7 @@ void fq_dispatch_batch_clear(fq_dispatch_batch_t *self)
         free((char *)self->messages[i].subject);
         free((char *)self->messages[i].body);
         free((char *)self->messages[i].text_body);
+        free(self->items[i].owned);
     }
     self->count = 0;
     self->bytes = 0;

@@ -27,19 +27,23 @@
 typedef struct {
     int64_t request_id, tenant_id;
     int64_t latency_ms; //  Its dispatch latency (-1: not a first attempt)
+    //  One block its to and headers point into, freed with it: a message
+    //  rendered for a channel other than mail (an http request's URL and
+    //  headers, channels/fq_channel.h); NULL when they are borrowed
+    void *owned;
 } fq_dispatch_batch_item_t;
 
 typedef struct {
-    fq_message_t *messages; //  subject, body and text_body owned, the others borrowed
+    fq_message_t *messages; //  subject, body, text_body (and item.owned) owned, the others borrowed
     fq_dispatch_batch_item_t *items;
     uint32_t count, capacity;
     size_t bytes;
 } fq_dispatch_batch_t;
 
 //  Adds message, taking its subject, body and text_body (malloc'ed, or
-//  text_body NULL for none; freed by the batch); its other strings must
-//  outlive the batch's next clear. Returns
-//  0, or FQ_ENOMEM with nothing taken.
+//  NULL for none: subject and text_body then go as ""; freed by the batch)
+//  and item.owned; its other strings must outlive the batch's next clear.
+//  Returns 0, or FQ_ENOMEM with nothing taken.
 int fq_dispatch_batch_add(fq_dispatch_batch_t *self, const fq_message_t *message,
                           fq_dispatch_batch_item_t item);
 

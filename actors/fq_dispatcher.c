@@ -21,7 +21,15 @@
     What it hands out and what comes back is recorded in fq_metrics (per
     tenant, request and sender, and the dispatch latency), gathered per
     DISPATCH and per flush of answers, so the shared lock is taken once for
-    a whole batch. */
+    a whole batch.
+
+    A request of a channel other than mail (api/API.md, "Channels") is
+    rendered for it: an http request's URL, headers and body, encoded and
+    signed by channels/fq_channel.h, go in MSG's to, headers and body with
+    its channel and method; another channel's body is rendered as it is,
+    for the recipient's key. Which sender gets a message does not depend on
+    its channel (yet). */
+#include "fq_channel.h"
 #include "fq_db.h"
 #include "fq_dispatch_batch.h"
 #include "fq_intkeys.h"
@@ -86,6 +94,10 @@ typedef struct {
     char **header_names;
     char **header_values;
     size_t nheaders;
+    //  A channel other than mail: its name (NULL: mail); an http request's
+    //  templates (else body is the channel's body, subject NULL)
+    char *channel;
+    fq_http_templates_t *http;
 } s_templates_t;
 
 //  Messages leaving flight, gathered per incoming message and told to the
@@ -544,7 +556,11 @@ static void s_nack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         return;
     }
     self->nacked++;
-    fq_store_nack_t store = {.id = nack.id, .permanent = nack.permanent, .error = nack.error};
+    //  The receiver's Retry-After goes with it: the store waits it out
+    fq_store_nack_t store = {.id = nack.id,
+                             .permanent = nack.permanent,
+                             .error = nack.error,
+                             .retry_after_s = nack.retry_after_s};
     fq_tell(ctx, FQ_PATH_STORE, &fq_store_nack_desc, &store);
     s_flush_answers(ctx, self);
     s_sender_check_left(ctx, self, sender);
@@ -560,6 +576,8 @@ static void s_templates_free(void **item)
         fq_template_destroy(&templates->subject);
         fq_template_destroy(&templates->body);
         fq_template_destroy(&templates->text_body);
+        fq_http_templates_destroy(&templates->http);
+        free(templates->channel);
         free(templates->from);
         free(templates->tenant);
         fq_request_templates_t headers = {.header_names = templates->header_names,
@@ -569,6 +587,24 @@ static void s_templates_free(void **item)
         free(templates);
         *item = NULL;
     }
+}
+
+//  Parses a mail request's subject, body and text_body into templates.
+//  false with why in error.
+static bool s_parse_mail(s_templates_t *templates, const fq_request_templates_t *loaded,
+                         char *error, size_t error_size)
+{
+    templates->subject = fq_template_new(loaded->subject, FQ_TEMPLATE_HEADER, error, error_size);
+    templates->body = templates->subject ? fq_template_new(loaded->body,
+                                                           loaded->body_is_html ? FQ_TEMPLATE_HTML
+                                                                                : FQ_TEMPLATE_PLAIN,
+                                                           error, error_size)
+                                         : NULL;
+    //  Plain text: rendered as given, no HTML escaping
+    if (templates->body && loaded->text_body)
+        templates->text_body =
+            fq_template_new(loaded->text_body, FQ_TEMPLATE_PLAIN, error, error_size);
+    return templates->subject && templates->body && (templates->text_body || !loaded->text_body);
 }
 
 //  The parsed templates of request_id, loaded on first use. NULL with *rc
@@ -587,18 +623,21 @@ static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t req
         return NULL;
     }
     templates = calloc(1, sizeof *templates);
+    bool parsed = false;
     if (templates) {
-        templates->subject = fq_template_new(loaded.subject, FQ_TEMPLATE_HEADER, error, error_size);
-        templates->body =
-            templates->subject
-                ? fq_template_new(loaded.body,
-                                  loaded.body_is_html ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN, error,
-                                  error_size)
-                : NULL;
-        //  Plain text: rendered as given, no HTML escaping
-        if (templates->body && loaded.text_body)
-            templates->text_body =
-                fq_template_new(loaded.text_body, FQ_TEMPLATE_PLAIN, error, error_size);
+        bool email = fq_channel_is_email(loaded.channel);
+        if (!email) {
+            templates->channel = loaded.channel;
+            loaded.channel = NULL;
+        }
+        if (email)
+            parsed = s_parse_mail(templates, &loaded, error, error_size);
+        else if (strcmp(templates->channel, FQ_CHANNEL_HTTP) == 0)
+            parsed = (templates->http = fq_pipeline_http_templates(&loaded, error, error_size));
+        else
+            //  Another channel's body: rendered as it is
+            parsed = (templates->body =
+                          fq_template_new(loaded.body, FQ_TEMPLATE_PLAIN, error, error_size));
         templates->body_is_html = loaded.body_is_html;
         templates->max_attempts = loaded.max_attempts;
         templates->due_at_ms = loaded.due_at_ms;
@@ -607,18 +646,23 @@ static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t req
         templates->tenant = loaded.tenant;
         loaded.from_addr = loaded.tenant = NULL;
         templates->bytes = strlen(loaded.subject) + strlen(loaded.body) +
-                           (loaded.text_body ? strlen(loaded.text_body) : 0);
+                           (loaded.text_body ? strlen(loaded.text_body) : 0) +
+                           (loaded.http_url ? strlen(loaded.http_url) : 0) +
+                           (loaded.http_body ? strlen(loaded.http_body) : 0);
         for (size_t i = 0; i < loaded.nheaders; i++)
             templates->bytes += strlen(loaded.header_names[i]) + strlen(loaded.header_values[i]);
-        templates->header_names = loaded.header_names;
-        templates->header_values = loaded.header_values;
-        templates->nheaders = loaded.nheaders;
-        loaded.header_names = loaded.header_values = NULL;
-        loaded.nheaders = 0;
+        //  Mail's headers go as they are; an http request's are templates,
+        //  which its parsed templates hold
+        if (email) {
+            templates->header_names = loaded.header_names;
+            templates->header_values = loaded.header_values;
+            templates->nheaders = loaded.nheaders;
+            loaded.header_names = loaded.header_values = NULL;
+            loaded.nheaders = 0;
+        }
     }
-    bool text_missing = templates && loaded.text_body && !templates->text_body;
     fq_request_templates_free(&loaded);
-    if (!templates || !templates->subject || !templates->body || text_missing) {
+    if (!templates || !parsed) {
         *rc = templates ? FQ_EINVAL : FQ_ENOMEM;
         s_templates_free((void **)&templates);
         return NULL;
@@ -656,11 +700,21 @@ static int64_t s_latency_ms(const s_templates_t *templates, int64_t now_ms)
     return now_ms > templates->due_at_ms ? now_ms - templates->due_at_ms : 0;
 }
 
-static void s_free_rendered(char *subject, char *body, char *text)
+//  What a render made for one MSG, owned until the MSG has gone (or its
+//  batch has taken it): mail's subject, body and text_body, or a
+//  channel's body and, for http, the block its URL and headers are in.
+typedef struct {
+    char *subject, *body, *text;
+    void *block;
+} s_rendered_t;
+
+static void s_rendered_free(s_rendered_t *rendered)
 {
-    free(subject);
-    free(body);
-    free(text);
+    free(rendered->subject);
+    free(rendered->body);
+    free(rendered->text);
+    free(rendered->block);
+    *rendered = (s_rendered_t){0};
 }
 
 //  Sends what sender's batch holds as one MESSAGES. Its messages were
@@ -694,14 +748,16 @@ static void s_batch_send(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender)
 
 //  Adds a rendered message to sender's batch (sent when full, or at the end
 //  of the DISPATCH), in flight from now on. Returns 0 with message's
-//  subject and body taken, or -1 (out of memory) with the pick settled to
-//  be sent again.
+//  subject and body taken (and block, what its to and headers point into,
+//  NULL when they are borrowed), or -1 (out of memory) with the pick
+//  settled to be sent again.
 static int s_batch_add(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender,
                        const fq_message_t *message, const fq_message_row_t *row,
-                       const s_templates_t *templates, int64_t now_ms)
+                       const s_templates_t *templates, int64_t now_ms, void *block)
 {
     fq_dispatch_batch_item_t item = {row->request_id, row->tenant_id,
-                                     row->try_count == 0 ? s_latency_ms(templates, now_ms) : -1};
+                                     row->try_count == 0 ? s_latency_ms(templates, now_ms) : -1,
+                                     block};
     s_flight_t *flight = malloc(sizeof *flight);
     if (!flight || fq_dispatch_batch_add(&sender->out, message, item) != 0) {
         free(flight);
@@ -718,6 +774,62 @@ static int s_batch_add(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender,
     self->senders_changed = true;
     if (fq_dispatch_batch_full(&sender->out))
         s_batch_send(ctx, self, sender);
+    return 0;
+}
+
+//  Renders a mail message of row with fields into message and rendered.
+//  Returns 0, or an fq code with why in error.
+static int s_render_mail(const s_templates_t *templates, const json_t *fields,
+                         fq_message_t *message, s_rendered_t *rendered, char *error,
+                         size_t error_size)
+{
+    size_t len;
+    int rc = fq_template_render_json(templates->subject, fields, &rendered->subject, &len, error,
+                                     error_size);
+    if (rc == 0)
+        rc = fq_template_render_json(templates->body, fields, &rendered->body, &len, error,
+                                     error_size);
+    if (rc == 0 && templates->text_body)
+        rc = fq_template_render_json(templates->text_body, fields, &rendered->text, &len, error,
+                                     error_size);
+    message->subject = rendered->subject;
+    message->body = rendered->body;
+    message->headers =
+        (fq_strmap_t){(uint32_t)templates->nheaders, (const char **)templates->header_names,
+                      (const char **)templates->header_values};
+    //  NULL goes as "": no alternative
+    message->text_body = rendered->text;
+    return rc;
+}
+
+//  Renders a message of another channel than mail into message and
+//  rendered: an http request's URL (as to), headers and body, signed at
+//  now_ms; another channel's body, for the recipient's key. Returns 0, or
+//  an fq code with why in error.
+static int s_render_channel(const s_templates_t *templates, const fq_message_row_t *row,
+                            const json_t *fields, int64_t now_ms, fq_message_t *message,
+                            s_rendered_t *rendered, char *error, size_t error_size)
+{
+    message->channel = templates->channel;
+    if (!templates->http) {
+        size_t len;
+        int rc = fq_template_render_json(templates->body, fields, &rendered->body, &len, error,
+                                         error_size);
+        message->body = rendered->body;
+        return rc;
+    }
+    fq_http_message_t http;
+    int rc = fq_http_render(templates->http, fields, (uint64_t)row->id, now_ms / 1000, &http, error,
+                            error_size);
+    if (rc)
+        return rc;
+    rendered->body = http.body;
+    rendered->block = http.block;
+    message->method = fq_http_templates_method(templates->http);
+    message->to = http.url;
+    message->body = http.body;
+    message->headers =
+        (fq_strmap_t){(uint32_t)http.nheaders, http.header_names, http.header_values};
     return 0;
 }
 
@@ -738,23 +850,27 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
         s_hold(ctx, self, id, request, tenant);
         return;
     }
-    char *subject = NULL, *body = NULL, *text = NULL;
-    size_t len;
+    s_rendered_t rendered = {0};
+    fq_message_t message = {.id = id,
+                            .request = request,
+                            .attempt = (uint32_t)row->try_count + 1,
+                            .to = row->recipient};
     json_t *fields = templates ? json_loads(row->fields, 0, NULL) : NULL;
     if (templates && !fields)
         snprintf(error, sizeof error, "could not read the recipient's fields");
-    if (fields)
-        rc = fq_template_render_json(templates->subject, fields, &subject, &len, error,
-                                     sizeof error);
-    if (fields && rc == 0)
-        rc = fq_template_render_json(templates->body, fields, &body, &len, error, sizeof error);
-    if (fields && rc == 0 && templates->text_body)
-        rc =
-            fq_template_render_json(templates->text_body, fields, &text, &len, error, sizeof error);
+    if (fields) {
+        message.tenant = templates->tenant;
+        message.from = templates->from;
+        message.body_is_html = templates->body_is_html;
+        rc = templates->channel
+                 ? s_render_channel(templates, row, fields, now_ms, &message, &rendered, error,
+                                    sizeof error)
+                 : s_render_mail(templates, fields, &message, &rendered, error, sizeof error);
+    }
     json_decref(fields);
-    bool rendered = subject && body && (text || !templates->text_body);
-    s_sender_t *sender = rendered ? s_choose(self) : NULL;
-    if (!rendered) {
+    bool rendered_ok = fields && rc == 0;
+    s_sender_t *sender = rendered_ok ? s_choose(self) : NULL;
+    if (!rendered_ok) {
         //  Cannot be rendered, now or ever: dead, with the reason
         self->render_failed++;
         fq_metrics_batch_unsendable(self->metrics, row->tenant_id);
@@ -765,27 +881,10 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
         //  Its sender left meanwhile, and its credit was withdrawn whole,
         //  this pick's with it: the pick gives its credit back
         s_settle_add(&self->requeue, id, request, tenant, 1);
-    else {
-        fq_message_t message = {.id = id,
-                                .tenant = templates->tenant,
-                                .request = request,
-                                .attempt = (uint32_t)row->try_count + 1,
-                                .to = row->recipient,
-                                .from = templates->from,
-                                .subject = subject,
-                                .body = body,
-                                .body_is_html = templates->body_is_html,
-                                .headers = {(uint32_t)templates->nheaders,
-                                            (const char **)templates->header_names,
-                                            (const char **)templates->header_values},
-                                //  NULL goes as "": no alternative
-                                .text_body = text};
-        if (sender->batches) {
-            if (s_batch_add(ctx, self, sender, &message, row, templates, now_ms) == 0)
-                subject = body = text = NULL; //  The batch has them now
-            s_free_rendered(subject, body, text);
-            return;
-        }
+    else if (sender->batches) {
+        if (s_batch_add(ctx, self, sender, &message, row, templates, now_ms, rendered.block) == 0)
+            rendered = (s_rendered_t){0}; //  The batch has them now
+    } else {
         s_flight_t *flight = malloc(sizeof *flight);
         if (!flight || fq_tell(ctx, sender->address, &fq_message_desc, &message) != 0) {
             //  Not sent (its peer is going, most likely): the sender keeps
@@ -806,7 +905,7 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
             self->senders_changed = true;
         }
     }
-    s_free_rendered(subject, body, text);
+    s_rendered_free(&rendered);
 }
 
 //  Picks from the scheduler: load their rows in one query, render, send.

@@ -1,5 +1,6 @@
 /*  fq_pipeline.c — spawns fairqd's actors; drains them before a stop. */
 #include "fq_pipeline.h"
+#include "fq_error.h"
 #include "fq_log.h"
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,23 @@ fq_db_t *fq_pipeline_db(const fq_pipeline_config_t *config, const char *who)
 bool fq_pipeline_may_dispatch(const fq_pipeline_config_t *config)
 {
     return !config->lease || fq_lease_held(config->lease);
+}
+
+fq_http_templates_t *fq_pipeline_http_templates(const fq_request_templates_t *request, char *error,
+                                                size_t error_size)
+{
+    fq_http_spec_t spec = {.method = request->http_method,
+                           .url = request->http_url,
+                           .header_names = (const char *const *)request->header_names,
+                           .header_values = (const char *const *)request->header_values,
+                           .nheaders = request->nheaders,
+                           .body = request->http_body,
+                           .secret = request->signing_secret};
+    if (fq_http_body_format_parse(request->http_body_format, &spec.body_format) != 0) {
+        fq_error_format(error, error_size, "http.body_format: not json or form");
+        return NULL;
+    }
+    return fq_http_templates_new(&spec, error, error_size);
 }
 
 //  How each actor's failure is handled. The scheduler and the dispatcher

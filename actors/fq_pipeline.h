@@ -13,6 +13,7 @@
 #ifndef FQ_PIPELINE_H
 #define FQ_PIPELINE_H
 
+#include "fq_channel.h"
 #include "fq_db.h"
 #include "fq_lease.h"
 #include "fq_messages.h"
@@ -88,6 +89,14 @@ fq_db_t *fq_pipeline_db(const fq_pipeline_config_t *config, const char *who);
 
 //  Whether the pipeline may dispatch now: it holds the leader's lease.
 bool fq_pipeline_may_dispatch(const fq_pipeline_config_t *config);
+
+//  The http templates of a request loaded by the store (its channel
+//  "http"), parsed and checked (channels/fq_channel.h) for the splitter,
+//  which checks recipients against their fields, and the dispatcher,
+//  which renders them. NULL with why in error: the request breaks the rule
+//  of an http request (stored by SQL), or memory ran out.
+fq_http_templates_t *fq_pipeline_http_templates(const fq_request_templates_t *request, char *error,
+                                                size_t error_size);
 
 //  Timer kinds carried in TICK.what.
 enum {

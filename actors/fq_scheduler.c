@@ -20,8 +20,8 @@
     Small requests have a queue of their own, served first: a 3-recipient
     request must not wait behind a hundred campaigns' chunks of 10,000. */
 #include "fq_db.h"
-#include "fq_fairness.h"
 #include "fq_intkeys.h"
+#include "fq_lanes.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"
 #include <stdlib.h>
@@ -86,6 +86,7 @@
 #define S_COUNTED_MAX (2 * S_OPEN_MAX)
 
 typedef struct {
+    fq_lane_t *lane; //  Its channel's
     int64_t tenant_id;
     int priority;
     int64_t released_at; //  zclock_mono() when first seen let go; 0 = held
@@ -96,18 +97,25 @@ typedef struct {
     bool split_done;     //  Every message row exists
 } s_known_t;
 
+//  A page asked for, and the lane it fills.
+typedef struct {
+    fq_page_ask_t page;
+    fq_lane_t *lane;
+} s_ask_t;
+
 typedef struct {
     fq_pipeline_config_t *config;
     fq_db_t *db;
-    fq_fairness_t *fairness;
-    zhashx_t *known; //  request id -> s_known_t*, owned
+    fq_lanes_t *lanes; //  A fairness core and a credit per channel
+    zhashx_t *known;   //  request id -> s_known_t*, owned
     uint64_t epoch;
-    int64_t credit;         //  Free sender credit
-    fq_page_ask_t *stalled; //  Pages not read (the database was away): asked again
+    s_ask_t *stalled; //  Pages not read (the database was away): asked again
     size_t nstalled, stalled_capacity;
-    fq_page_ask_t *asks; //  One query's pages: FQ_STORE_PAGE_ASKS_MAX
-    int64_t *page;       //  Their ids: FQ_STORE_PAGE_IDS_MAX
-    int *page_counts;    //  How many of them each ask got
+    fq_page_ask_t *asks;   //  One query's pages: FQ_STORE_PAGE_ASKS_MAX
+    fq_lane_t **ask_lanes; //  Whose each is
+    int64_t *page;         //  Their ids: FQ_STORE_PAGE_IDS_MAX
+    int *page_counts;      //  How many of them each ask got
+    bool lanes_full_said;  //  A channel past FQ_LANES_MAX was logged
     fq_due_request_t *due;
     fq_due_message_t *retries;
     bool soon_armed;
@@ -137,7 +145,7 @@ static void s_known_free(void **item)
 //  Reads the pages of nasks requests in one query and hands each to the
 //  fairness core. Returns 0, or -1 when the database is away (the asks are
 //  kept and asked again later).
-static int s_pages(s_self_t *self, const fq_page_ask_t *asks, int nasks)
+static int s_pages(s_self_t *self, const fq_page_ask_t *asks, fq_lane_t *const *lanes, int nasks)
 {
     fq_store_t *store = fq_db_store(self->db);
     int n = store ? fq_store_next_ready_many(store, asks, nasks, self->page, self->page_counts)
@@ -149,19 +157,19 @@ static int s_pages(s_self_t *self, const fq_page_ask_t *asks, int nasks)
             size_t capacity = self->stalled_capacity ? self->stalled_capacity : 16;
             while (capacity < self->nstalled + (size_t)nasks)
                 capacity *= 2;
-            fq_page_ask_t *grown = realloc(self->stalled, capacity * sizeof *grown);
+            s_ask_t *grown = realloc(self->stalled, capacity * sizeof *grown);
             if (!grown)
                 return -1; //  Lost only in memory: the requests page again after a restart
             self->stalled = grown;
             self->stalled_capacity = capacity;
         }
-        memcpy(self->stalled + self->nstalled, asks, (size_t)nasks * sizeof *asks);
-        self->nstalled += (size_t)nasks;
+        for (int i = 0; i < nasks; i++)
+            self->stalled[self->nstalled++] = (s_ask_t){asks[i], lanes[i]};
         return -1;
     }
     const int64_t *ids = self->page;
     for (int i = 0; i < nasks; i++) {
-        fq_fairness_request_fill(self->fairness, asks[i].request_id, ids, self->page_counts[i]);
+        fq_fairness_request_fill(lanes[i]->fairness, asks[i].request_id, ids, self->page_counts[i]);
         ids += self->page_counts[i];
     }
     return 0;
@@ -175,18 +183,25 @@ static int s_refill(s_self_t *self)
     for (;;) {
         int nasks = 0, nids = 0;
         while (self->nstalled > 0 && nasks < FQ_STORE_PAGE_ASKS_MAX &&
-               nids + self->stalled[self->nstalled - 1].limit <= FQ_STORE_PAGE_IDS_MAX) {
-            self->asks[nasks] = self->stalled[--self->nstalled];
-            nids += self->asks[nasks++].limit;
+               nids + self->stalled[self->nstalled - 1].page.limit <= FQ_STORE_PAGE_IDS_MAX) {
+            s_ask_t ask = self->stalled[--self->nstalled];
+            self->asks[nasks] = ask.page;
+            self->ask_lanes[nasks++] = ask.lane;
+            nids += ask.page.limit;
         }
-        while (nasks < FQ_STORE_PAGE_ASKS_MAX &&
-               nids + self->config->prefetch <= FQ_STORE_PAGE_IDS_MAX &&
-               fq_fairness_next_refill(self->fairness, &self->asks[nasks].request_id,
-                                       &self->asks[nasks].after_id, &self->asks[nasks].limit))
-            nids += self->asks[nasks++].limit;
+        for (size_t l = 0; l < fq_lanes_count(self->lanes); l++) {
+            fq_lane_t *lane = fq_lanes_at(self->lanes, l);
+            while (nasks < FQ_STORE_PAGE_ASKS_MAX &&
+                   nids + self->config->prefetch <= FQ_STORE_PAGE_IDS_MAX &&
+                   fq_fairness_next_refill(lane->fairness, &self->asks[nasks].request_id,
+                                           &self->asks[nasks].after_id, &self->asks[nasks].limit)) {
+                self->ask_lanes[nasks] = lane;
+                nids += self->asks[nasks++].limit;
+            }
+        }
         if (nasks == 0)
             return 0;
-        if (s_pages(self, self->asks, nasks) != 0)
+        if (s_pages(self, self->asks, self->ask_lanes, nasks) != 0)
             return -1;
     }
 }
@@ -194,20 +209,15 @@ static int s_refill(s_self_t *self)
 //  ---------------------------------------------------------------------
 //  Dispatching
 
-//  Releases as many messages as there is free credit, fairly; nothing
-//  while this fairqd does not hold the leader's lease (its next poll tries
-//  again).
-static void s_pump(fq_ctx_t *ctx, s_self_t *self)
+//  Releases as many messages of lane as it has free credit, fairly.
+static void s_pump_lane(fq_ctx_t *ctx, s_self_t *self, fq_lane_t *lane)
 {
     uint64_t messages[S_DISPATCH_BATCH], requests[S_DISPATCH_BATCH], tenants[S_DISPATCH_BATCH];
-    if (!fq_pipeline_may_dispatch(self->config))
-        return;
-    s_refill(self);
-    while (self->credit > 0) {
+    while (lane->credit > 0) {
         uint32_t n = 0;
         fq_pick_t pick;
-        while (n < S_DISPATCH_BATCH && n < self->credit &&
-               fq_fairness_next(self->fairness, &pick)) {
+        while (n < S_DISPATCH_BATCH && n < lane->credit &&
+               fq_fairness_next(lane->fairness, &pick)) {
             messages[n] = (uint64_t)pick.message_id;
             requests[n] = (uint64_t)pick.request_id;
             tenants[n] = (uint64_t)pick.tenant_id;
@@ -215,22 +225,37 @@ static void s_pump(fq_ctx_t *ctx, s_self_t *self)
         }
         if (n == 0)
             break;
-        fq_dispatch_t dispatch = {
-            .messages = {n, messages}, .requests = {n, requests}, .tenants = {n, tenants}};
+        fq_dispatch_t dispatch = {.messages = {n, messages},
+                                  .requests = {n, requests},
+                                  .tenants = {n, tenants},
+                                  .channel = lane->channel};
         if (fq_tell(ctx, FQ_PATH_DISPATCHER, &fq_dispatch_desc, &dispatch) != 0) {
             //  The dispatcher is away (restarting): the picks wait in memory
             for (uint32_t i = n; i-- > 0;) {
-                fq_fairness_push(self->fairness, (int64_t)requests[i], (int64_t)tenants[i],
+                fq_fairness_push(lane->fairness, (int64_t)requests[i], (int64_t)tenants[i],
                                  (int64_t)messages[i]);
-                fq_fairness_done(self->fairness, (int64_t)tenants[i]);
+                fq_fairness_done(lane->fairness, (int64_t)tenants[i]);
             }
             break;
         }
-        self->credit -= n;
+        lane->credit -= n;
+        lane->dispatched += n;
         self->dispatched += n;
         if (s_refill(self) != 0 && n < S_DISPATCH_BATCH)
-            break;
+            break; //  The database is away: what is prefetched went out
     }
+}
+
+//  Releases as many messages as there is free credit, fairly, in every
+//  lane; nothing while this fairqd does not hold the leader's lease (its
+//  next poll tries again).
+static void s_pump(fq_ctx_t *ctx, s_self_t *self)
+{
+    if (!fq_pipeline_may_dispatch(self->config))
+        return;
+    s_refill(self);
+    for (size_t l = 0; l < fq_lanes_count(self->lanes); l++)
+        s_pump_lane(ctx, self, fq_lanes_at(self->lanes, l));
 }
 
 //  ---------------------------------------------------------------------
@@ -330,13 +355,24 @@ static void s_count_submitted(s_self_t *self, const fq_due_request_t *due)
 //  Takes in one open request seen by a poll.
 static void s_open(s_self_t *self, const fq_due_request_t *due)
 {
-    fq_fairness_tenant_set(self->fairness, due->tenant_id, due->weight, due->max_inflight);
+    fq_lane_t *lane = fq_lanes_get(self->lanes, due->channel);
+    if (!lane) {
+        //  Its messages wait in the database until a restart
+        if (!self->lanes_full_said)
+            fq_log(FQ_LOG_ERROR,
+                   "scheduler: request %lld of channel \"%s\" waits: at most %d channels are"
+                   " scheduled at once",
+                   (long long)due->id, due->channel, FQ_LANES_MAX);
+        self->lanes_full_said = true;
+        return;
+    }
+    fq_fairness_tenant_set(lane->fairness, due->tenant_id, due->weight, due->max_inflight);
     s_known_t *known = fq_intkey_lookup(self->known, due->id);
     if (known && known->priority != due->priority) {
         //  Its priority changed: it takes its new place in its tenant's
         //  order (paged again from scan_from; the dispatcher skips the
         //  messages already in flight)
-        fq_fairness_request_remove(self->fairness, due->id);
+        fq_fairness_request_remove(lane->fairness, due->id);
         fq_intkey_delete(self->known, due->id);
         known = NULL;
     }
@@ -344,25 +380,26 @@ static void s_open(s_self_t *self, const fq_due_request_t *due)
         known = calloc(1, sizeof *known);
         if (!known)
             return;
-        *known = (s_known_t){.tenant_id = due->tenant_id,
+        *known = (s_known_t){.lane = lane,
+                             .tenant_id = due->tenant_id,
                              .priority = due->priority,
                              .splitter = -1,
                              .small = due->total <= S_SMALL_SPLIT,
                              .split_done = due->split_done};
         fq_intkey_insert(self->known, due->id, known);
         s_count_submitted(self, due);
-        fq_fairness_request_add(self->fairness, due->id, due->tenant_id, due->priority,
+        fq_fairness_request_add(lane->fairness, due->id, due->tenant_id, due->priority,
                                 due->scan_from, due->split_done);
-        fq_log(FQ_LOG_INFO, "scheduler: request %lld of tenant \"%s\" is open (priority %d%s)",
-               (long long)due->id, due->tenant, due->priority,
+        fq_log(FQ_LOG_INFO, "scheduler: request %lld of tenant \"%s\" is open (%s, priority %d%s)",
+               (long long)due->id, due->tenant, lane->channel, due->priority,
                due->split_done ? "" : ", splitting");
-    } else if (!fq_fairness_request_held(self->fairness, due->id)) {
+    } else if (!fq_fairness_request_held(lane->fairness, due->id)) {
         int64_t now = zclock_mono();
         if (!known->released_at)
             known->released_at = now;
         else if (now - known->released_at >= S_REPAGE_AFTER_MS) {
             known->released_at = 0;
-            fq_fairness_request_add(self->fairness, due->id, due->tenant_id, due->priority,
+            fq_fairness_request_add(lane->fairness, due->id, due->tenant_id, due->priority,
                                     due->scan_from, due->split_done);
         }
     }
@@ -375,7 +412,9 @@ static void s_open(s_self_t *self, const fq_due_request_t *due)
 //  leaves the rings; its prefetched ids are simply forgotten.
 static void s_let_go(s_self_t *self, int64_t request_id)
 {
-    fq_fairness_request_remove(self->fairness, request_id);
+    s_known_t *known = fq_intkey_lookup(self->known, (uint64_t)request_id);
+    if (known)
+        fq_fairness_request_remove(known->lane->fairness, request_id);
     fq_intkey_delete(self->known, (uint64_t)request_id);
 }
 
@@ -459,9 +498,13 @@ static void s_poll_now(fq_ctx_t *ctx, s_self_t *self, bool full)
             fq_db_failed(self->db, claimed);
             break;
         }
-        for (int i = 0; i < claimed; i++)
-            fq_fairness_push(self->fairness, self->retries[i].request_id,
-                             self->retries[i].tenant_id, self->retries[i].id);
+        for (int i = 0; i < claimed; i++) {
+            //  A retry of a lane past FQ_LANES_MAX waits for its lease
+            fq_lane_t *lane = fq_lanes_get(self->lanes, self->retries[i].channel);
+            if (lane)
+                fq_fairness_push(lane->fairness, self->retries[i].request_id,
+                                 self->retries[i].tenant_id, self->retries[i].id);
+        }
         self->retries_claimed += (uint64_t)claimed;
     } while (claimed == S_RETRY_BATCH);
     s_pump(ctx, self);
@@ -500,22 +543,23 @@ static void s_look_at_one(fq_ctx_t *ctx, s_self_t *self, int64_t request_id)
 static void s_settled(s_self_t *self, const fq_settled_t *settled)
 {
     uint32_t n = settled->messages.count;
-    if (settled->requests.count != n || settled->tenants.count != n)
+    fq_lane_t *lane = fq_lanes_get(self->lanes, settled->channel);
+    if (settled->requests.count != n || settled->tenants.count != n || !lane)
         return; //  Malformed: the lists go together
     for (uint32_t i = 0; i < n; i++) {
         int64_t tenant = (int64_t)settled->tenants.items[i];
-        fq_fairness_done(self->fairness, tenant);
+        fq_fairness_done(lane->fairness, tenant);
         //  Given back unsent (its sender died, say): it goes out again only
         //  if its request is still open. One paused, cancelled or moved to
         //  later meanwhile left the open set at the last poll; its message
         //  stays pending and is paged again from scan_from if it reopens.
         if (settled->requeue && fq_intkey_lookup(self->known, settled->requests.items[i])) {
-            fq_fairness_push(self->fairness, (int64_t)settled->requests.items[i], tenant,
+            fq_fairness_push(lane->fairness, (int64_t)settled->requests.items[i], tenant,
                              (int64_t)settled->messages.items[i]);
             self->requeued++;
         }
     }
-    self->credit += settled->credit;
+    lane->credit += settled->credit;
     self->pump_wanted = true; //  In s_idle, once the mailbox is empty
 }
 
@@ -531,27 +575,58 @@ static void s_split_done(fq_ctx_t *ctx, s_self_t *self, const fq_split_done_t *d
         else
             s_split_queue(self, (int64_t)done->request, known);
         if (done->split > 0 || done->last)
-            fq_fairness_request_split(self->fairness, (int64_t)done->request, done->last);
+            fq_fairness_request_split(known->lane->fairness, (int64_t)done->request, done->last);
     }
     //  After an error the request waits for the next poll to queue it again
     s_split_feed(ctx, self);
     s_pump(ctx, self);
 }
 
+//  Answers a STATS_QUERY: the counts of every lane added up, then each
+//  lane's own as "<count>.<channel>".
 static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
-    fq_fairness_stats_t stats;
-    fq_fairness_stats(self->fairness, &stats);
-    const char *const keys[] = {"tenants",         "requests",  "ready_tenants", "prefetched",
-                                "inflight",        "credit",    "dispatched",    "requeued",
-                                "retries_claimed", "splitting", "full_polls",    "light_polls"};
-    const uint64_t values[] = {stats.tenants,         stats.requests,
-                               stats.ready_tenants,   stats.prefetched,
-                               stats.inflight,        (uint64_t)self->credit,
-                               self->dispatched,      self->requeued,
-                               self->retries_claimed, (uint64_t)s_splitters_busy(self),
-                               self->full_polls,      self->light_polls};
-    fq_stats_reply(ctx, msg, keys, values, sizeof keys / sizeof keys[0]);
+    enum { GLOBAL = 12, PER_LANE = 4 };
+    const char *keys[GLOBAL + PER_LANE * FQ_LANES_MAX];
+    uint64_t values[GLOBAL + PER_LANE * FQ_LANES_MAX];
+    char names[PER_LANE * FQ_LANES_MAX][64];
+    fq_fairness_stats_t total = {0};
+    int64_t credit = 0;
+    size_t n = GLOBAL;
+    for (size_t l = 0; l < fq_lanes_count(self->lanes); l++) {
+        fq_lane_t *lane = fq_lanes_at(self->lanes, l);
+        fq_fairness_stats_t stats;
+        fq_fairness_stats(lane->fairness, &stats);
+        total.tenants += stats.tenants;
+        total.requests += stats.requests;
+        total.ready_tenants += stats.ready_tenants;
+        total.prefetched += stats.prefetched;
+        total.inflight += stats.inflight;
+        credit += lane->credit;
+        const char *what[PER_LANE] = {"prefetched", "inflight", "credit", "dispatched"};
+        uint64_t counts[PER_LANE] = {stats.prefetched, stats.inflight, (uint64_t)lane->credit,
+                                     lane->dispatched};
+        for (int k = 0; k < PER_LANE; k++) {
+            size_t at = n - GLOBAL;
+            snprintf(names[at], sizeof names[at], "%s.%s", what[k], lane->channel);
+            keys[n] = names[at];
+            values[n++] = counts[k];
+        }
+    }
+    const char *const global_keys[GLOBAL] = {
+        "tenants",    "requests", "ready_tenants",   "prefetched", "inflight",   "credit",
+        "dispatched", "requeued", "retries_claimed", "splitting",  "full_polls", "light_polls"};
+    const uint64_t global_values[GLOBAL] = {total.tenants,         total.requests,
+                                            total.ready_tenants,   total.prefetched,
+                                            total.inflight,        (uint64_t)credit,
+                                            self->dispatched,      self->requeued,
+                                            self->retries_claimed, (uint64_t)s_splitters_busy(self),
+                                            self->full_polls,      self->light_polls};
+    for (int k = 0; k < GLOBAL; k++) {
+        keys[k] = global_keys[k];
+        values[k] = global_values[k];
+    }
+    fq_stats_reply(ctx, msg, keys, values, n);
 }
 
 static void s_destroy(s_self_t *self)
@@ -560,11 +635,12 @@ static void s_destroy(s_self_t *self)
     zhashx_destroy(&self->counted);
     zlistx_destroy(&self->express);
     zlistx_destroy(&self->queue);
-    fq_fairness_destroy(&self->fairness);
+    fq_lanes_destroy(&self->lanes);
     zhashx_destroy(&self->known);
     fq_db_destroy(&self->db);
     free(self->stalled);
     free(self->asks);
+    free(self->ask_lanes);
     free(self->page);
     free(self->page_counts);
     free(self->due);
@@ -584,10 +660,11 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     if (!self)
         return FQ_ENOMEM;
     self->config = args;
-    self->fairness = fq_fairness_new(self->config->prefetch);
+    self->lanes = fq_lanes_new(self->config->prefetch);
     self->known = zhashx_new();
     self->db = fq_pipeline_db(self->config, "scheduler");
     self->asks = malloc(FQ_STORE_PAGE_ASKS_MAX * sizeof *self->asks);
+    self->ask_lanes = malloc(FQ_STORE_PAGE_ASKS_MAX * sizeof *self->ask_lanes);
     self->page = malloc(FQ_STORE_PAGE_IDS_MAX * sizeof *self->page);
     self->page_counts = malloc(FQ_STORE_PAGE_ASKS_MAX * sizeof *self->page_counts);
     self->due = malloc(S_OPEN_MAX * sizeof *self->due);
@@ -598,9 +675,9 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
         self->metrics = fq_metrics_batch_new(self->config->metrics);
         self->counted = zhashx_new();
     }
-    if (!self->express || !self->queue || !self->fairness || !self->known || !self->db ||
-        !self->asks || !self->page || !self->page_counts || !self->due || !self->retries ||
-        (self->config->metrics && (!self->metrics || !self->counted))) {
+    if (!self->express || !self->queue || !self->lanes || !self->known || !self->db ||
+        !self->asks || !self->ask_lanes || !self->page || !self->page_counts || !self->due ||
+        !self->retries || (self->config->metrics && (!self->metrics || !self->counted))) {
         s_destroy(self);
         return FQ_ENOMEM;
     }
@@ -632,7 +709,9 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
     case FQ_MSG_CREDIT_CHANGED: {
         fq_credit_changed_t changed;
         if (fq_msg_decode(msg, &fq_credit_changed_desc, &changed) == 0) {
-            self->credit += changed.delta;
+            fq_lane_t *lane = fq_lanes_get(self->lanes, changed.channel);
+            if (lane)
+                lane->credit += changed.delta;
             s_pump(ctx, self);
         }
         break;

@@ -7,8 +7,13 @@
     take turns chunk by chunk and small ones go first.
 
     Recipients are checked against the fields the templates use; a bad
-    recipient is rejected alone (fairq.rejects), the others go on. Each
-    chunk's rows, rejects and time are recorded in fq_metrics. */
+    recipient is rejected alone (fairq.rejects), the others go on. A
+    request of a channel other than mail has recipient keys rather than
+    addresses (the store tells them apart), and its own templates: an http
+    request's URL, header values and body (channels/fq_channel.h), another
+    channel's body. Each chunk's rows, rejects and time are recorded in
+    fq_metrics. */
+#include "fq_channel.h"
 #include "fq_db.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"
@@ -23,24 +28,91 @@ typedef struct {
     uint64_t chunks, split, rejected;
 } s_self_t;
 
-//  Parses the request's templates, whose fields every recipient must
-//  have: its subject, its body and its text_body when it has one (*text
-//  stays NULL otherwise). Returns 0, or FQ_EINVAL with a message in error.
-static int s_parse_templates(const fq_request_templates_t *templates, fq_template_t **subject,
-                             fq_template_t **body, fq_template_t **text, char *error,
-                             size_t error_size)
+//  What a request's templates parse to, for the fields every recipient
+//  must have: mail's subject, body and text_body (NULL: none); another
+//  channel's body; an http request's templates.
+typedef struct {
+    fq_template_t *subject, *body, *text;
+    fq_http_templates_t *http;
+} s_parsed_t;
+
+static void s_parsed_destroy(s_parsed_t *parsed)
 {
-    *subject = fq_template_new(templates->subject, FQ_TEMPLATE_HEADER, error, error_size);
-    if (!*subject)
+    fq_template_destroy(&parsed->subject);
+    fq_template_destroy(&parsed->body);
+    fq_template_destroy(&parsed->text);
+    fq_http_templates_destroy(&parsed->http);
+}
+
+//  Appends template's fields (if any) to names at *count.
+static void s_add_fields(const fq_template_t *template, const char **names, size_t *count)
+{
+    for (size_t i = 0; template && i < fq_template_field_count(template); i++)
+        names[(*count)++] = fq_template_field(template, i);
+}
+
+//  An http request's fields: its headers' first (*nheader of them). A
+//  request that breaks the rule of an http request (it was stored by SQL,
+//  which checks less) is split all the same, its recipients checked for
+//  no field: each of its messages dies at dispatch with the reason, where
+//  the tenant reads it, rather than the request waiting unsplit for ever.
+static const char **s_http_fields(uint64_t request_id, const fq_request_templates_t *templates,
+                                  s_parsed_t *parsed, size_t *count, size_t *nheader)
+{
+    char problem[FQ_HTTP_PROBLEM_SIZE];
+    parsed->http = fq_pipeline_http_templates(templates, problem, sizeof problem);
+    if (parsed->http)
+        return fq_http_templates_fields(parsed->http, count, nheader);
+    fq_log(FQ_LOG_WARNING,
+           "splitter: request %llu cannot be sent (%s): its messages will die with the reason",
+           (unsigned long long)request_id, problem);
+    *count = *nheader = 0;
+    return calloc(1, sizeof(const char *));
+}
+
+//  The fields every recipient of the request must have, the ones that go
+//  into a header first (*nheader of them: the subject's, or an http
+//  request's headers'), as an array of names (free() it) the parsed
+//  templates own. Duplicates between templates are harmless to the check.
+//  Returns 0, FQ_EINVAL with a message in error (a template that does not
+//  parse) or FQ_ENOMEM.
+static int s_required_fields(uint64_t request_id, const fq_request_templates_t *templates,
+                             s_parsed_t *parsed, const char ***names, size_t *count,
+                             size_t *nheader, char *error, size_t error_size)
+{
+    *count = *nheader = 0;
+    if (strcmp(templates->channel, FQ_CHANNEL_HTTP) == 0) {
+        *names = s_http_fields(request_id, templates, parsed, count, nheader);
+        return *names ? 0 : FQ_ENOMEM;
+    }
+    bool email = fq_channel_is_email(templates->channel);
+    if (email) {
+        parsed->subject =
+            fq_template_new(templates->subject, FQ_TEMPLATE_HEADER, error, error_size);
+        if (!parsed->subject)
+            return FQ_EINVAL;
+    }
+    //  Another channel's body is rendered as it is
+    parsed->body = fq_template_new(
+        templates->body, email && templates->body_is_html ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN,
+        error, error_size);
+    if (!parsed->body)
         return FQ_EINVAL;
-    *body = fq_template_new(templates->body,
-                            templates->body_is_html ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN, error,
-                            error_size);
-    if (!*body)
+    if (email && templates->text_body &&
+        !(parsed->text =
+              fq_template_new(templates->text_body, FQ_TEMPLATE_PLAIN, error, error_size)))
         return FQ_EINVAL;
-    if (templates->text_body)
-        *text = fq_template_new(templates->text_body, FQ_TEMPLATE_PLAIN, error, error_size);
-    return !templates->text_body || *text ? 0 : FQ_EINVAL;
+    size_t total = (parsed->subject ? fq_template_field_count(parsed->subject) : 0) +
+                   fq_template_field_count(parsed->body) +
+                   (parsed->text ? fq_template_field_count(parsed->text) : 0);
+    *names = calloc(total + 1, sizeof **names);
+    if (!*names)
+        return FQ_ENOMEM;
+    s_add_fields(parsed->subject, *names, count);
+    *nheader = *count;
+    s_add_fields(parsed->body, *names, count);
+    s_add_fields(parsed->text, *names, count);
+    return 0;
 }
 
 //  Splits one chunk of request; tells the scheduler what happened.
@@ -50,50 +122,36 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
     char error[FQ_TEMPLATE_ERROR_SIZE + 64] = "";
     fq_store_t *store = fq_db_store(self->db);
     fq_request_templates_t templates = {0};
-    fq_template_t *subject = NULL, *body = NULL, *text = NULL;
+    s_parsed_t parsed = {0};
+    const char **names = NULL;
+    size_t count = 0, nheader = 0;
     int rc = store ? fq_store_request_templates(store, (int64_t)request_id, &templates) : FQ_EDB;
     if (rc == 0)
-        rc = s_parse_templates(&templates, &subject, &body, &text, error, sizeof error);
+        rc = s_required_fields(request_id, &templates, &parsed, &names, &count, &nheader, error,
+                               sizeof error);
+    fq_split_result_t result = {0};
+    int64_t started = zclock_usecs();
     if (rc == 0) {
-        //  Duplicates between subject and bodies are harmless to the check
-        size_t nsubject = fq_template_field_count(subject), nbody = fq_template_field_count(body);
-        size_t ntext = text ? fq_template_field_count(text) : 0;
-        const char **names = calloc(nsubject + nbody + ntext + 1, sizeof *names);
-        if (!names)
-            rc = FQ_ENOMEM;
-        for (size_t i = 0; names && i < nsubject; i++)
-            names[i] = fq_template_field(subject, i);
-        for (size_t i = 0; names && i < nbody; i++)
-            names[nsubject + i] = fq_template_field(body, i);
-        for (size_t i = 0; names && i < ntext; i++)
-            names[nsubject + nbody + i] = fq_template_field(text, i);
-        fq_split_result_t result;
-        if (names) {
-            int64_t started = zclock_usecs();
-            rc = fq_store_split_chunk(store, (int64_t)request_id, names, nsubject + nbody + ntext,
-                                      nsubject, &result);
-            if (rc != 0)
-                fq_metrics_batch_db(self->metrics, FQ_METRICS_DB_SPLIT,
-                                    rc > 0 ? (size_t)(result.split + result.rejected) : 0,
-                                    zclock_usecs() - started, rc > 0);
-            if (rc > 0) {
-                fq_metrics_tenant_name(self->config->metrics, templates.tenant_id,
-                                       templates.tenant);
-                fq_metrics_batch_split(self->metrics, templates.tenant_id, result.split,
-                                       result.rejected);
-            }
-            if (rc >= 0) {
-                done.split = (uint32_t)result.split;
-                done.rejected = (uint32_t)result.rejected;
-                done.last = rc == 0 || result.last;
-                self->chunks += rc > 0;
-                self->split += (uint64_t)result.split;
-                self->rejected += (uint64_t)result.rejected;
-                rc = 0;
-            }
-        }
-        free(names);
+        rc = fq_store_split_chunk(store, (int64_t)request_id, names, count, nheader, &result);
+        if (rc != 0)
+            fq_metrics_batch_db(self->metrics, FQ_METRICS_DB_SPLIT,
+                                rc > 0 ? (size_t)(result.split + result.rejected) : 0,
+                                zclock_usecs() - started, rc > 0);
     }
+    if (rc > 0) {
+        fq_metrics_tenant_name(self->config->metrics, templates.tenant_id, templates.tenant);
+        fq_metrics_batch_split(self->metrics, templates.tenant_id, result.split, result.rejected);
+    }
+    if (rc >= 0) {
+        done.split = (uint32_t)result.split;
+        done.rejected = (uint32_t)result.rejected;
+        done.last = rc == 0 || result.last;
+        self->chunks += rc > 0;
+        self->split += (uint64_t)result.split;
+        self->rejected += (uint64_t)result.rejected;
+        rc = 0;
+    }
+    free(names);
     if (rc < 0) {
         if (!error[0])
             snprintf(error, sizeof error, "%s",
@@ -104,9 +162,7 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
                (unsigned long long)request_id, error);
         done.error = error;
     }
-    fq_template_destroy(&subject);
-    fq_template_destroy(&body);
-    fq_template_destroy(&text);
+    s_parsed_destroy(&parsed);
     fq_request_templates_free(&templates);
     fq_metrics_batch_flush(self->metrics);
     fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_split_done_desc, &done);

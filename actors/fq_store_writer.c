@@ -199,8 +199,10 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
         char *error = strdup(nack.error);
         if (!error)
             return FQ_ENOMEM;
-        self->nacks[self->nnacks++] =
-            (fq_nack_t){.id = (int64_t)nack.id, .permanent = nack.permanent, .error = error};
+        self->nacks[self->nnacks++] = (fq_nack_t){.id = (int64_t)nack.id,
+                                                  .permanent = nack.permanent,
+                                                  .error = error,
+                                                  .retry_after_s = nack.retry_after_s};
         s_after_add(ctx, self);
         return 0;
     }

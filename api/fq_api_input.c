@@ -295,5 +295,12 @@ json_t *fq_api_request_json(fq_api_call_t *call, const fq_request_info_t *r)
         json_decref(headers);
     json_object_set_new(json, "reply_to", r->reply_to ? json_string(r->reply_to) : json_null());
     json_object_set_new(json, "text_body", r->text_body ? json_string(r->text_body) : json_null());
+    json_object_set_new(json, "channel", json_string(r->channel));
+    //  The store's object of the http fields (never the secret: whether
+    //  one signs), null for another channel
+    json_t *http = r->http ? json_loads(r->http, 0, NULL) : NULL;
+    json_object_set_new(json, "http", json_is_object(http) ? http : json_null());
+    if (http && !json_is_object(http))
+        json_decref(http);
     return json;
 }

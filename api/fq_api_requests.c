@@ -2,6 +2,7 @@
     (cancel, pause, resume, PATCH) and the recipients refused
     (api/API.md). */
 #include "fq_api_internal.h"
+#include "fq_channel.h"
 #include "fq_error.h"
 #include "fq_limits.h"
 #include "fq_log.h"
@@ -23,6 +24,12 @@
 //  Most of a bad header's name quoted in an answer, bytes: enough to find
 //  it by.
 #define S_HEADER_NAME_QUOTED 64
+
+//  Largest "http" object of a submit read, bytes of JSON: its templates at
+//  their limits, each byte written as a \u escape (6 bytes), and room for
+//  its other members. A larger one is refused before it is built.
+#define S_HTTP_OBJECT_MAX                                                                          \
+    (6 * (FQ_HTTP_URL_MAX + FQ_HTTP_BODY_MAX + FQ_HTTP_HEADERS_BYTES_MAX) + 4096)
 
 //  ---------------------------------------------------------------------
 //  Fields of a body
@@ -369,19 +376,229 @@ static bool s_key_answered(fq_api_call_t *call, const fq_submit_t *submit, int r
     return true;
 }
 
+//  ---------------------------------------------------------------------
+//  Channels (API.md, "Channels")
+
+//  The submit's channel into *channel: "email" when not given; false
+//  after answering 400.
+static bool s_channel(fq_api_call_t *call, json_t *body, const char **channel)
+{
+    json_t *value = json_object_get(body, "channel");
+    *channel = FQ_CHANNEL_EMAIL;
+    if (!value)
+        return true;
+    const char *problem = json_is_string(value) ? fq_channel_name_problem(json_string_value(value))
+                                                : "channel must be a string";
+    if (problem) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "channel: %s", problem);
+        return false;
+    }
+    *channel = json_string_value(value);
+    return true;
+}
+
+//  Mail's own fields are refused for another channel, by name: a client
+//  that sent a subject to a webhook would otherwise never see it used.
+//  false after answering 400.
+static bool s_no_mail_fields(fq_api_call_t *call, json_t *body, const fq_api_slice_t *headers,
+                             const char *channel)
+{
+    static const char *const mail[] = {"from", "subject", "html", "text_body", "reply_to"};
+    const char *given = headers->text ? "headers" : NULL;
+    for (size_t i = 0; !given && i < sizeof mail / sizeof *mail; i++)
+        if (json_object_get(body, mail[i]))
+            given = mail[i];
+    if (given)
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "%s is for mail only: channel \"%s\" takes none of from, subject, html, "
+                    "text_body, headers and reply_to",
+                    given, channel);
+    return !given;
+}
+
+//  An http object's string member key into *text (NULL when absent and
+//  not required); false after answering 400.
+static bool s_http_string(fq_api_call_t *call, json_t *http, const char *key, bool required,
+                          const char **text)
+{
+    json_t *value = json_object_get(http, key);
+    *text = json_string_value(value);
+    if (json_is_string(value) || (!value && !required))
+        return true;
+    fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                value ? "http.%s must be a string" : "http.%s is required", key);
+    return false;
+}
+
+//  What a submit's "http" holds, as it is read: the object (owned), and
+//  its headers as arrays borrowed from it.
+typedef struct {
+    json_t *object;
+    const char **names;
+    const char **values;
+    size_t count;
+} s_http_t;
+
+static void s_http_free(s_http_t *http)
+{
+    json_decref(http->object);
+    free(http->names);
+    free(http->values);
+    *http = (s_http_t){0};
+}
+
+//  The headers of an http object into http's arrays; false after
+//  answering 400 (or 500).
+static bool s_http_headers(fq_api_call_t *call, s_http_t *http)
+{
+    json_t *headers = json_object_get(http->object, "headers");
+    if (!headers)
+        return true;
+    if (!json_is_object(headers)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "http.headers must be an object of header names to string values");
+        return false;
+    }
+    size_t size = json_object_size(headers);
+    http->names = calloc(size ? size : 1, sizeof *http->names);
+    http->values = calloc(size ? size : 1, sizeof *http->values);
+    if (!http->names || !http->values) {
+        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return false;
+    }
+    const char *name;
+    json_t *value;
+    json_object_foreach(headers, name, value)
+    {
+        if (!json_is_string(value)) {
+            fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                        "http.headers \"%.*s\": its value must be a string", S_HEADER_NAME_QUOTED,
+                        name);
+            return false;
+        }
+        http->names[http->count] = name;
+        http->values[http->count++] = json_string_value(value);
+    }
+    return true;
+}
+
+//  Reads and checks the submit's "http" (slice) for channel "http" into
+//  submit (its strings borrowed from http, and its headers as one sorted
+//  object in *headers_json, the caller's to free); false after answering.
+static bool s_http(fq_api_call_t *call, const fq_api_slice_t *slice, fq_submit_t *submit,
+                   s_http_t *http, char **headers_json)
+{
+    static const char *const keys[] = {"method", "url",         "headers",
+                                       "body",   "body_format", "signing_secret"};
+    if (!slice->text) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "http is required with channel \"http\"");
+        return false;
+    }
+    if (slice->size > S_HTTP_OBJECT_MAX) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "http: more than %d bytes of JSON",
+                    S_HTTP_OBJECT_MAX);
+        return false;
+    }
+    json_error_t error;
+    http->object = json_loadb(slice->text, slice->size, JSON_REJECT_DUPLICATES, &error);
+    if (!json_is_object(http->object)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "http must be an object%s%s",
+                    http->object ? "" : ": ", http->object ? "" : error.text);
+        return false;
+    }
+    const char *key;
+    json_t *value;
+    json_object_foreach(http->object, key, value)
+    {
+        bool known = false;
+        for (size_t i = 0; i < sizeof keys / sizeof *keys && !known; i++)
+            known = strcmp(key, keys[i]) == 0;
+        if (!known) {
+            fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "http: unknown field \"%.64s\"", key);
+            return false;
+        }
+    }
+    fq_http_spec_t spec = {.body_format = FQ_HTTP_BODY_JSON};
+    const char *format = NULL;
+    if (!s_http_string(call, http->object, "method", true, &spec.method) ||
+        !s_http_string(call, http->object, "url", true, &spec.url) ||
+        !s_http_string(call, http->object, "body", false, &spec.body) ||
+        !s_http_string(call, http->object, "body_format", false, &format) ||
+        !s_http_string(call, http->object, "signing_secret", false, &spec.secret) ||
+        !s_http_headers(call, http))
+        return false;
+    if (format && fq_http_body_format_parse(format, &spec.body_format) != 0) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "http.body_format must be json or form");
+        return false;
+    }
+    spec.header_names = http->names;
+    spec.header_values = http->values;
+    spec.nheaders = http->count;
+    char problem[FQ_HTTP_PROBLEM_SIZE];
+    const char *found = fq_http_spec_problem(&spec, problem, sizeof problem);
+    if (found) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "%s", found);
+        return false;
+    }
+    //  Sorted and compact: the same headers are the same text, for the
+    //  fingerprint
+    json_t *headers = json_object_get(http->object, "headers");
+    if (headers && json_object_size(headers) > 0 &&
+        !(*headers_json = json_dumps(headers, JSON_COMPACT | JSON_SORT_KEYS))) {
+        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return false;
+    }
+    submit->http_method = spec.method;
+    submit->http_url = spec.url;
+    submit->http_headers_json = *headers_json;
+    submit->http_body = spec.body;
+    submit->http_body_format = fq_http_body_format_name(spec.body_format);
+    submit->signing_secret = spec.secret;
+    return true;
+}
+
+//  The fields of a channel other than mail into submit: for "http" its
+//  http object (s_http), for another its body, a template rendered as it
+//  is. false after answering.
+static bool s_channel_fields(fq_api_call_t *call, json_t *body, const fq_api_slice_t *slices,
+                             size_t headers_slice, size_t http_slice, fq_submit_t *submit,
+                             s_http_t *http, char **headers_json)
+{
+    if (!s_no_mail_fields(call, body, &slices[headers_slice], submit->channel))
+        return false;
+    if (strcmp(submit->channel, FQ_CHANNEL_HTTP) == 0) {
+        if (json_object_get(body, "body")) {
+            fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                        "body: an http request gives its body as http.body");
+            return false;
+        }
+        return s_http(call, &slices[http_slice], submit, http, headers_json);
+    }
+    if (slices[http_slice].text) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "http is for channel \"http\" only, not \"%s\"",
+                    submit->channel);
+        return false;
+    }
+    return (submit->body = s_string(call, body, "body")) &&
+           s_template(call, submit->body, FQ_TEMPLATE_PLAIN, "body");
+}
+
 void fq_api_request_submit(fq_api_call_t *call)
 {
-    static const char *const keys[] = {
-        "tenant",   "from",         "subject", "body",     "html",      "recipients", "send_at",
-        "priority", "max_attempts", "headers", "reply_to", "text_body", NULL};
+    static const char *const keys[] = {"tenant",       "from",       "subject",  "body",
+                                       "html",         "recipients", "send_at",  "priority",
+                                       "max_attempts", "headers",    "reply_to", "text_body",
+                                       "channel",      "http",       NULL};
     //  The recipients are not built: they go to the database as the slice
     //  of the body they are, and the splitter reads them from there. The
-    //  headers are built one by one as they are read (s_headers). Each
+    //  headers are built one by one as they are read (s_headers), and an
+    //  http request's "http" alone, once its size is known (s_http). Each
     //  slice is named by its index, and its key given at that index (NULL
     //  after them ends the list)
-    enum { S_SLICE_RECIPIENTS, S_SLICE_HEADERS, S_SLICES };
-    static const char *const slice_keys[S_SLICES + 1] = {
-        [S_SLICE_RECIPIENTS] = "recipients", [S_SLICE_HEADERS] = "headers"};
+    enum { S_SLICE_RECIPIENTS, S_SLICE_HEADERS, S_SLICE_HTTP, S_SLICES };
+    static const char *const slice_keys[S_SLICES + 1] = {[S_SLICE_RECIPIENTS] = "recipients",
+                                                         [S_SLICE_HEADERS] = "headers",
+                                                         [S_SLICE_HTTP] = "http"};
     if (!fq_api_query_allowed(call, NULL))
         return;
     fq_api_slice_t slices[S_SLICES];
@@ -389,23 +606,36 @@ void fq_api_request_submit(fq_api_call_t *call)
     if (!body)
         return;
     fq_api_slice_t recipients = slices[S_SLICE_RECIPIENTS];
-    char *headers = NULL;
+    char *headers = NULL, *http_headers = NULL;
+    s_http_t http = {0};
     fq_submit_t submit = {0};
     json_t *html = json_object_get(body, "html");
     json_t *send_at = json_object_get(body, "send_at");
-    if (!(submit.from = s_string(call, body, "from")) || !s_from(call, submit.from) ||
-        !(submit.subject = s_string(call, body, "subject")) ||
-        !(submit.body = s_string(call, body, "body")))
+    if (!s_channel(call, body, &submit.channel))
         goto done;
-    if (html && !json_is_boolean(html)) {
+    bool email = fq_channel_is_email(submit.channel);
+    if (!email) {
+        if (!s_channel_fields(call, body, slices, S_SLICE_HEADERS, S_SLICE_HTTP, &submit, &http,
+                              &http_headers))
+            goto done;
+    } else if (slices[S_SLICE_HTTP].text) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "http is for channel \"http\" only: this request is mail (channel "
+                    "\"email\", the default)");
+        goto done;
+    } else if (!(submit.from = s_string(call, body, "from")) || !s_from(call, submit.from) ||
+               !(submit.subject = s_string(call, body, "subject")) ||
+               !(submit.body = s_string(call, body, "body")))
+        goto done;
+    if (email && html && !json_is_boolean(html)) {
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "html must be true or false");
         goto done;
     }
     submit.body_is_html = json_is_true(html);
-    if (!s_template(call, submit.subject, FQ_TEMPLATE_HEADER, "subject") ||
-        !s_template(call, submit.body, submit.body_is_html ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN,
-                    "body") ||
-        !s_text_body(call, body, submit.body_is_html, &submit.text_body))
+    if (email && (!s_template(call, submit.subject, FQ_TEMPLATE_HEADER, "subject") ||
+                  !s_template(call, submit.body,
+                              submit.body_is_html ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN, "body") ||
+                  !s_text_body(call, body, submit.body_is_html, &submit.text_body)))
         goto done;
     if (!recipients.text || *recipients.text != '[' ||
         fq_api_json_array_empty(recipients.text, recipients.size)) {
@@ -420,8 +650,8 @@ void fq_api_request_submit(fq_api_call_t *call)
         !s_int(call, body, "priority", FQ_PRIORITY_MIN, FQ_PRIORITY_MAX, &submit.priority) ||
         !s_int(call, body, "max_attempts", S_MAX_ATTEMPTS_MIN, S_MAX_ATTEMPTS_MAX,
                &submit.max_attempts) ||
-        !s_headers(call, &slices[S_SLICE_HEADERS], &headers) ||
-        !s_reply_to(call, body, &submit.reply_to) ||
+        (email && (!s_headers(call, &slices[S_SLICE_HEADERS], &headers) ||
+                   !s_reply_to(call, body, &submit.reply_to))) ||
         !s_idempotency_key(call, &submit.idempotency_key) ||
         !(submit.tenant = s_submit_tenant(call, body)))
         goto done;
@@ -450,6 +680,8 @@ void fq_api_request_submit(fq_api_call_t *call)
     s_rate_give_back(call);
 done:
     free(headers);
+    free(http_headers);
+    s_http_free(&http);
     json_decref(body);
 }
 

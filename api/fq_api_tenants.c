@@ -3,6 +3,7 @@
     Depth and age come from the database's counters; what is in flight and
     the send rate from the dispatcher's metrics. */
 #include "fq_api_internal.h"
+#include "fq_channel.h"
 #include "fq_error.h"
 #include "fq_limits.h"
 #include <limits.h>
@@ -22,13 +23,13 @@ static json_t *s_tenant_json(fq_api_call_t *call, const fq_tenant_info_t *t)
     double send_rate = 0;
     if (call->server->metrics)
         fq_metrics_tenant_live(call->server->metrics, t->name, &inflight, &send_rate);
-    return json_pack("{s:s, s:i, s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:I}", "name", t->name,
-                     "weight", t->weight, "max_inflight", t->max_inflight, "submit_rate",
+    return json_pack("{s:s, s:i, s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:b}", "name",
+                     t->name, "weight", t->weight, "max_inflight", t->max_inflight, "submit_rate",
                      t->submit_rate > 0 ? json_integer(t->submit_rate) : json_null(),
                      "open_requests", (json_int_t)t->open_requests, "depth", (json_int_t)t->depth,
                      "failed", (json_int_t)t->failed, "unsplit", (json_int_t)t->unsplit, "inflight",
                      (json_int_t)inflight, "send_rate", send_rate, "oldest_pending_age_s",
-                     (json_int_t)t->oldest_pending_s);
+                     (json_int_t)t->oldest_pending_s, "signing_secret_set", t->signing_secret_set);
 }
 
 //  The tenant of the path, if the caller may see it; false after
@@ -108,9 +109,34 @@ static bool s_limit(fq_api_call_t *call, json_t *body, const char *key, int min,
     return false;
 }
 
+//  The tenant's default signing secret for its http requests: a secret
+//  into *secret, "" for null (remove it), NULL when not given; false after
+//  answering 400. Never echoed: an answer says only that there is one.
+static bool s_signing_secret(fq_api_call_t *call, json_t *body, const char **secret)
+{
+    json_t *value = json_object_get(body, "signing_secret");
+    *secret = NULL;
+    if (!value)
+        return true;
+    if (json_is_null(value)) {
+        *secret = "";
+        return true;
+    }
+    const char *problem =
+        json_is_string(value) ? fq_http_secret_problem(json_string_value(value)) : "";
+    if (problem) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "signing_secret must be null, or %s",
+                    *problem ? problem : "a string");
+        return false;
+    }
+    *secret = json_string_value(value);
+    return true;
+}
+
 void fq_api_tenant_put(fq_api_call_t *call)
 {
-    static const char *const keys[] = {"weight", "max_inflight", "submit_rate", NULL};
+    static const char *const keys[] = {"weight", "max_inflight", "submit_rate", "signing_secret",
+                                       NULL};
     const char *name = call->params[0];
     if (!fq_api_query_allowed(call, NULL))
         return;
@@ -130,7 +156,8 @@ void fq_api_tenant_put(fq_api_call_t *call)
     int64_t id;
     if (s_limit(call, body, "weight", S_WEIGHT_MIN, S_WEIGHT_MAX, false, &spec.weight) &&
         s_limit(call, body, "max_inflight", 1, INT_MAX, false, &spec.max_inflight) &&
-        s_limit(call, body, "submit_rate", 1, INT_MAX, true, &spec.submit_rate)) {
+        s_limit(call, body, "submit_rate", 1, INT_MAX, true, &spec.submit_rate) &&
+        s_signing_secret(call, body, &spec.signing_secret)) {
         int rc = fq_store_tenant_id(call->store, name, &id);
         bool created = rc == FQ_ENOTFOUND;
         if (rc == 0 || created)

@@ -223,6 +223,14 @@ static const struct {
     {"tenants_weight_check", "weight must be an integer within 1..1000"},
     {"tenants_max_inflight_check", "max_inflight must be a positive integer"},
     {"tenants_submit_rate_check", "submit_rate must be a positive integer, or null"},
+    {"tenants_signing_secret_check", "signing_secret must be \"whsec_\" and the base64 of 24 "
+                                     "to 64 bytes, or null"},
+    {"requests_channel_check", "channel must be 1..32 of a-z 0-9 _ -"},
+    {"requests_from_addr_email_check", "from is required with channel \"email\""},
+    {"requests_http_check", "http must be given with channel \"http\" only, with a method, "
+                            "an http(s) URL of at most 8192 bytes and a body_format"},
+    {"requests_signing_secret_check", "http.signing_secret must be \"whsec_\" and the base64 "
+                                      "of 24 to 64 bytes"},
 };
 #define S_CONSTRAINT_COUNT (sizeof s_constraint_words / sizeof s_constraint_words[0])
 

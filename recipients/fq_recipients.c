@@ -66,6 +66,31 @@ const char *fq_recipient_address_problem(const char *address, size_t size)
     return NULL;
 }
 
+//  The C1 controls, U+0080..U+009F, are written C2 80..C2 9F in UTF-8.
+#define S_C1_LEAD      0xc2
+#define S_C1_FIRST     0x80
+#define S_C1_LAST      0x9f
+#define S_CONTROL_LAST 0x1f
+#define S_CONTROL_DEL  0x7f
+
+const char *fq_recipient_key_problem(const char *key, size_t size)
+{
+    if (size == 0)
+        return "empty recipient key";
+    if (size > FQ_RECIPIENT_KEY_MAX)
+        return "recipient key longer than " S_TEXT(FQ_RECIPIENT_KEY_MAX) " bytes";
+    if (!fq_utf8_valid(key, size))
+        return "recipient key is not valid UTF-8";
+    for (size_t i = 0; i < size; i++) {
+        unsigned char c = (unsigned char)key[i];
+        if (c <= S_CONTROL_LAST || c == S_CONTROL_DEL ||
+            (c == S_C1_LEAD && i + 1 < size && (unsigned char)key[i + 1] >= S_C1_FIRST &&
+             (unsigned char)key[i + 1] <= S_C1_LAST))
+            return "recipient key contains a control character";
+    }
+    return NULL;
+}
+
 const char *fq_recipient_to(json_t *recipient, size_t *size)
 {
     json_t *to = json_is_object(recipient) ? json_object_get(recipient, "to") : NULL;
@@ -76,10 +101,11 @@ const char *fq_recipient_to(json_t *recipient, size_t *size)
     return json_string_value(to);
 }
 
-//  Why a field the rules require is refused, or NULL: missing, or (one of
-//  the subject's) a text on more than one line.
-static const char *s_required_problem(json_t *fields, const char *name, bool header, char *reason,
-                                      size_t reason_size)
+//  Why a field the rules require is refused, or NULL: missing, or (one
+//  that goes into a header: the subject's, or an http request's header
+//  values') a text on more than one line.
+static const char *s_required_problem(json_t *fields, const char *name, bool header, bool http,
+                                      char *reason, size_t reason_size)
 {
     json_t *field = json_object_get(fields, name);
     if (!field) {
@@ -92,9 +118,8 @@ static const char *s_required_problem(json_t *fields, const char *name, bool hea
     //  rather than found dead at send time
     if (header && json_is_string(field) &&
         strcspn(json_string_value(field), "\r\n") < json_string_length(field)) {
-        snprintf(reason, reason_size,
-                 "field \"%.*s\" goes into the subject and holds CR, LF or NUL",
-                 s_quoted(name, S_REASON_NAME_MAX), name);
+        snprintf(reason, reason_size, "field \"%.*s\" goes into %s and holds CR, LF or NUL",
+                 s_quoted(name, S_REASON_NAME_MAX), name, http ? "a header" : "the subject");
         return reason;
     }
     return NULL;
@@ -109,7 +134,9 @@ const char *fq_recipient_problem(json_t *recipient, const fq_recipient_rules_t *
     const char *to = fq_recipient_to(recipient, &to_size);
     if (!to)
         return "recipient has no \"to\" string";
-    const char *problem = fq_recipient_address_problem(to, to_size);
+    bool key_only = rules && rules->key_only;
+    const char *problem = key_only ? fq_recipient_key_problem(to, to_size)
+                                   : fq_recipient_address_problem(to, to_size);
     if (problem)
         return problem;
     json_t *fields = json_object_get(recipient, "fields");
@@ -126,8 +153,8 @@ const char *fq_recipient_problem(json_t *recipient, const fq_recipient_rules_t *
         }
     }
     for (size_t i = 0; rules && i < rules->count; i++) {
-        problem = s_required_problem(fields, rules->fields[i], i < rules->header_count, reason,
-                                     reason_size);
+        problem = s_required_problem(fields, rules->fields[i], i < rules->header_count, key_only,
+                                     reason, reason_size);
         if (problem)
             return problem;
     }

@@ -42,17 +42,34 @@
 //  "address contains CR or LF", "address is not local@domain".
 const char *fq_recipient_address_problem(const char *address, size_t size);
 
+//  Longest recipient key in bytes: the "to" of a recipient of a channel
+//  other than mail (an http request's, say), which names the recipient
+//  for the tenant (its searches, its rejects) and nothing else. As long
+//  as an address may be.
+#define FQ_RECIPIENT_KEY_MAX FQ_RECIPIENT_ADDRESS_MAX
+
+//  Why the size bytes at key are not a recipient key, or NULL when they
+//  are: a key is opaque, 1..FQ_RECIPIENT_KEY_MAX bytes of UTF-8 without a
+//  control character (C0, DEL or C1), e.g. "empty recipient key",
+//  "recipient key contains a control character". Static text.
+const char *fq_recipient_key_problem(const char *key, size_t size);
+
 //  What a request asks of each of its recipients: the fields its templates
 //  use, the subject's first, and how many of those go into a mail header.
 typedef struct {
     const char *const *fields; //  The caller's
     size_t count;
     size_t header_count; //  The first header_count of fields are the subject's
+    //  The request's channel is not mail: "to" is a recipient key
+    //  (fq_recipient_key_problem), not an address, and the header fields
+    //  are those of its HTTP headers rather than of a subject
+    bool key_only;
 } fq_recipient_rules_t;
 
 //  Why recipient (a parsed JSON value) is refused, or NULL when it is good:
 //  not an object; no "to" string, or one that is not an address (see
-//  fq_recipient_address_problem); "fields" neither an object nor null; a
+//  fq_recipient_address_problem; a key, fq_recipient_key_problem, when the
+//  rules say key_only); "fields" neither an object nor null; a
 //  field that is not a string, number or boolean; a field the rules name
 //  missing; a header field whose text holds CR, LF or NUL (it would make a
 //  header of its own, an injected Bcc). rules may be NULL (no field is

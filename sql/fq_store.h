@@ -32,6 +32,11 @@ typedef struct fq_store fq_store_t;
 //  Largest page of a list, a search, an error summary or a finishing batch.
 #define FQ_STORE_PAGE_MAX 1000
 
+//  Room for a request's channel and its NUL: the schema's
+//  requests_channel_check takes 1..32 bytes (FQ_CHANNEL_NAME_MAX of
+//  channels/fq_channel.h, which the store may not include).
+#define FQ_STORE_CHANNEL_SIZE 33
+
 //  ---------------------------------------------------------------------
 //  Connection
 
@@ -148,6 +153,10 @@ typedef struct {
     int max_inflight; //  0 keeps the current value (a new tenant: the default)
     int submit_rate;  //  Submits per minute; 0 keeps (a new tenant: the default), -1 no limit
     fq_tenant_defaults_t defaults; //  For a new tenant
+    //  The default signing secret of its http requests (migration 0015,
+    //  "whsec_..." as the caller checked it): NULL keeps the current one
+    //  (a new tenant: none), "" removes it
+    const char *signing_secret;
 } fq_tenant_spec_t;
 
 //  Creates or updates a tenant. Returns 0 with its id, FQ_EINVAL (bad name
@@ -165,6 +174,7 @@ typedef struct {
     int64_t failed;           //  Of depth, waiting for a retry
     int64_t unsplit;          //  Recipients not yet split into messages
     int64_t oldest_pending_s; //  Age of the oldest unfinished request; 0 = none
+    bool signing_secret_set;  //  It has a default signing secret (never read back)
 } fq_tenant_info_t;
 
 //  One tenant by name. Returns 0, FQ_ENOTFOUND or FQ_EDB.
@@ -276,6 +286,22 @@ typedef struct {
     //  body's grammar rendered without escaping; NULL = none. Only with
     //  body_is_html (fairq.submit_keyed refuses it otherwise: FQ_EINVAL)
     const char *text_body;
+    //  The channel (migration 0015): NULL or "email" for mail. Another
+    //  name makes the recipients' "to" keys, not addresses, and takes none
+    //  of mail's fields (from, subject, html, headers, reply_to, text_body:
+    //  NULL). "http" takes the http_ fields below and no body; another
+    //  channel takes body, a template rendered as it is. fairq.submit_keyed
+    //  checks what SQL can (FQ_EINVAL); the caller checks the rest
+    //  (channels/fq_channel.h, fq_http_spec_problem)
+    const char *channel;
+    const char *http_method;
+    const char *http_url; //  Template
+    //  Its headers, a JSON object of names to value templates, written as
+    //  headers_json is (sorted, compact); NULL: none
+    const char *http_headers_json;
+    const char *http_body;        //  Template; NULL: no body
+    const char *http_body_format; //  "json" or "form"
+    const char *signing_secret;   //  "whsec_..."; NULL: none (its tenant's, if any)
 } fq_submit_t;
 
 //  Submits a request through fairq.submit_keyed (the function behind
@@ -291,9 +317,8 @@ typedef struct {
 //  new request's id, 1 with the id of the request the key named already,
 //  FQ_ECONFLICT when the key named a request of another fingerprint
 //  (nothing is created), FQ_EINVAL (bad input: the message says what) or
-//  FQ_EDB. Every submit, with headers, reply_to and text_body or without,
-//  calls 0014's fairq.submit_keyed (its 14 arguments, NULL for none): it
-//  needs schema 14.
+//  FQ_EDB. Every submit, of any channel, calls 0015's fairq.submit_keyed
+//  (its 21 arguments, NULL for none): it needs schema 15.
 //  That function refuses headers the API would refuse as a set (more than
 //  32 or 8 KiB, a name twice in any case, Reply-To among them: FQ_EINVAL).
 int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_id);
@@ -309,12 +334,25 @@ typedef struct {
     char *tenant;      //  The tenant's name; owned by the caller: free()
     int64_t due_at_ms; //  When it was due: max(created_at, send_at), Unix ms
     //  The extra headers of each message, by name, then its reply_to as
-    //  "Reply-To" (migration 0013); each string and both arrays owned by
+    //  "Reply-To" (migration 0013); of an http request, its headers (names
+    //  and value templates, by name). Each string and both arrays owned by
     //  the caller (fq_request_templates_free). NULL arrays when none
     char **header_names;
     char **header_values;
     size_t nheaders;
     char *text_body; //  The plain-text alternative's template (0014); NULL: none. Owned
+    //  Its channel (0015): "email", "http", ...; owned. Another channel
+    //  than mail has from_addr "" and subject "" (body its template, but
+    //  "" for http)
+    char *channel;
+    //  An http request's fields, NULL for another channel; owned
+    char *http_method;
+    char *http_url;
+    char *http_body; //  NULL: no body
+    char *http_body_format;
+    //  What signs its messages: its own secret, else its tenant's as it is
+    //  now (0015); NULL: unsigned. Owned, and wiped when freed
+    char *signing_secret;
 } fq_request_templates_t;
 
 //  Loads what the splitter needs to validate a request's recipients, and
@@ -344,6 +382,12 @@ typedef struct {
     char *headers;   //  Its extra mail headers as a JSON object's text ("{}": none)
     char *reply_to;  //  NULL: none
     char *text_body; //  Its plain-text alternative's template; NULL: none
+    char channel[FQ_STORE_CHANNEL_SIZE]; //  "email", "http", ... (0015)
+    //  An http request's fields as a JSON object's text: method, url,
+    //  headers (an object), body (null: none), body_format, and signed
+    //  (whether a secret, its own or its tenant's, signs its messages; the
+    //  secret is never read back). NULL for another channel
+    char *http;
 } fq_request_info_t;
 
 //  One request. Returns 0, FQ_ENOTFOUND, FQ_ENOMEM or FQ_EDB. What out
@@ -418,10 +462,13 @@ typedef struct {
 //  recipient (missing "to", invalid address, CR or LF anywhere in it, a
 //  field of a template missing, a field that is not a string, number or
 //  boolean, a field of the subject whose text holds CR, LF or NUL) is
-//  rejected alone, with its reason; the others go on. required_fields are
-//  the fields the request's templates use, the subject's first: the first
-//  nheader of them go into a mail header. Returns 1 when a chunk was
-//  split, 0 when none was left, or a negative code.
+//  rejected alone, with its reason; the others go on. A request of a
+//  channel other than mail (0015) has recipient keys instead of
+//  addresses (fq_recipient_key_problem). required_fields are the fields
+//  the request's templates use, the subject's first: the first nheader of
+//  them go into a mail header (an http request's: into its HTTP headers).
+//  Returns 1 when a chunk was split, 0 when none was left, or a negative
+//  code.
 int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const *required_fields,
                          size_t nrequired, size_t nheader, fq_split_result_t *result);
 
@@ -470,6 +517,7 @@ typedef struct {
     int64_t id;
     int64_t request_id;
     int64_t tenant_id;
+    char channel[FQ_STORE_CHANNEL_SIZE]; //  Its request's
 } fq_due_message_t;
 
 //  Claims up to limit failed messages whose retry is due: their
@@ -489,11 +537,12 @@ typedef struct {
     int64_t tenant_id;
     int priority;
     int64_t scan_from;
-    bool split_done;                  //  No recipients left to split
-    int64_t total;                    //  Recipients submitted
-    int weight;                       //  The tenant's
-    int max_inflight;                 //  The tenant's
-    char tenant[FQ_TENANT_NAME_SIZE]; //  The tenant's name, for the log
+    bool split_done;                     //  No recipients left to split
+    int64_t total;                       //  Recipients submitted
+    int weight;                          //  The tenant's
+    int max_inflight;                    //  The tenant's
+    char tenant[FQ_TENANT_NAME_SIZE];    //  The tenant's name, for the log
+    char channel[FQ_STORE_CHANNEL_SIZE]; //  "email", "http", ...
 } fq_due_request_t;
 
 //  Unfinished requests (accepted, splitting, active) whose send_at has
@@ -547,6 +596,9 @@ typedef struct {
     int64_t id;
     bool permanent;    //  A 5xx-like answer: dead at once
     const char *error; //  The sender's text, kept as last_error
+    //  The receiver asked for no retry before this many seconds (HTTP's
+    //  Retry-After); 0: no such wish
+    uint32_t retry_after_s;
 } fq_nack_t;
 
 typedef struct {
@@ -562,8 +614,9 @@ int fq_store_ack_batch(fq_store_t *self, const int64_t *ids, size_t count);
 //  Records failed attempts: a permanent error, or the request's last
 //  attempt, makes the message dead; otherwise it is failed until
 //  next_attempt_at = now + a delay drawn between half and all of
-//  min(cap, base * 2^(attempt-1)) (exponential backoff, equal jitter).
-//  Returns how many changed, or FQ_EDB.
+//  min(cap, base * 2^(attempt-1)) (exponential backoff, equal jitter),
+//  or now + retry_after_s when that is later (the receiver's wish is
+//  kept, beyond the cap too). Returns how many changed, or FQ_EDB.
 int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
                         const fq_retry_policy_t *policy);
 

@@ -65,9 +65,13 @@ int fq_store_ack_batch(fq_store_t *self, const int64_t *ids, size_t count)
     return applied;
 }
 
+//  A retry waits out its backoff, or the receiver's Retry-After
+//  (retry_after, seconds) when that is longer: the receiver's wish holds
+//  beyond the policy's cap.
 static const char *const S_NACK_SQL =
     "WITH input AS ("
-    "  SELECT * FROM unnest($1::bigint[], $2::boolean[], $3::text[]) AS n(id, permanent, error)),"
+    "  SELECT * FROM unnest($1::bigint[], $2::boolean[], $3::text[], $7::bigint[])"
+    "   AS n(id, permanent, error, retry_after)),"
     " nacked AS ("
     "  UPDATE fairq.messages m SET"
     "    try_count = m.try_count + 1, last_attempt_at = now(), updated_at = now(),"
@@ -75,8 +79,9 @@ static const char *const S_NACK_SQL =
     "    status = CASE WHEN i.permanent OR m.try_count + 1 >= r.max_attempts"
     "                  THEN 'dead' ELSE 'failed' END::fairq.message_status,"
     "    next_attempt_at = CASE WHEN i.permanent OR m.try_count + 1 >= r.max_attempts THEN NULL"
-    "      ELSE now() + make_interval(secs => least($5::float8,"
-    "             $4::float8 * power(2, m.try_count)) * (0.5 + random() / 2) / 1000) END"
+    "      ELSE now() + make_interval(secs => greatest(least($5::float8,"
+    "             $4::float8 * power(2, m.try_count)) * (0.5 + random() / 2) / 1000,"
+    "             coalesce(i.retry_after, 0)::float8)) END"
     "  FROM input i, fairq.requests r"
     "  WHERE m.id = i.id AND r.id = m.request_id AND m.status IN ('pending', 'failed')"
     "    AND (SELECT fairq.check_epoch($6::bigint))"
@@ -96,10 +101,12 @@ int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
 {
     if (count == 0)
         return 0;
-    fq_buf_t ids = {0}, permanent = {0}, errors = {0};
+    fq_buf_t ids = {0}, permanent = {0}, errors = {0}, waits = {0};
     int mem = fq_store_id_array(&ids, &nacks[0].id, count, sizeof *nacks);
-    mem |= fq_buf_add(&permanent, "{", 1) | fq_buf_add(&errors, "{", 1);
+    mem |=
+        fq_buf_add(&permanent, "{", 1) | fq_buf_add(&errors, "{", 1) | fq_buf_add(&waits, "{", 1);
     for (size_t i = 0; i < count && mem == 0; i++) {
+        mem |= fq_buf_printf(&waits, "%s%lu", i ? "," : "", (unsigned long)nacks[i].retry_after_s);
         mem |= fq_buf_add(&permanent,
                           i ? (nacks[i].permanent ? ",t" : ",f") : (nacks[i].permanent ? "t" : "f"),
                           i ? 2 : 1);
@@ -108,18 +115,21 @@ int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
         mem |= clean ? fq_store_array_text(&errors, clean) : -1;
         free(clean);
     }
-    mem |= fq_buf_add(&permanent, "}", 1) | fq_buf_add(&errors, "}", 1);
+    mem |=
+        fq_buf_add(&permanent, "}", 1) | fq_buf_add(&errors, "}", 1) | fq_buf_add(&waits, "}", 1);
     char base[FQ_STORE_INT_TEXT], cap[FQ_STORE_INT_TEXT];
     snprintf(base, sizeof base, "%d", policy->base_ms);
     snprintf(cap, sizeof cap, "%d", policy->cap_ms);
-    const char *params[] = {ids.data, permanent.data, errors.data, base, cap, fq_store_fence(self)};
+    const char *params[] = {ids.data, permanent.data,       errors.data, base,
+                            cap,      fq_store_fence(self), waits.data};
     PGresult *res = NULL;
     int rc;
     if (mem)
         rc = fq_store_fail(self, FQ_ENOMEM, "out of memory");
     else
-        res = fq_store_query(self, S_NACK_SQL, 6, params, PGRES_TUPLES_OK, "apply nacks", &rc);
+        res = fq_store_query(self, S_NACK_SQL, 7, params, PGRES_TUPLES_OK, "apply nacks", &rc);
     fq_buf_free(&ids);
+    fq_buf_free(&waits);
     fq_buf_free(&permanent);
     fq_buf_free(&errors);
     if (!res)

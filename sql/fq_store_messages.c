@@ -29,10 +29,14 @@ typedef struct {
     int64_t first_position;
     int64_t tenant_id;
     bool cancelled;
-    //  The chunk's row; its last column is the recipients, a JSON array
-    //  as the server stores it; owned
+    bool key_only; //  The request is not mail: its recipients have keys, not addresses
+    //  The chunk's row; its column S_CHUNK_RECIPIENTS is the recipients, a
+    //  JSON array as the server stores it; owned
     PGresult *recipients;
 } s_chunk_t;
+
+//  The column of a chunk's row holding its recipients.
+#define S_CHUNK_RECIPIENTS 4
 
 //  The recipients of a chunk that were refused, as array literals for one
 //  INSERT into fairq.rejects.
@@ -88,7 +92,7 @@ static int s_take_chunk(fq_store_t *self, const char *request_id, s_chunk_t *chu
     int rc;
     PGresult *res = fq_store_query(self,
                                    "SELECT c.chunk_no, c.first_position, r.tenant_id,"
-                                   " r.status = 'cancelled', c.recipients"
+                                   " r.status = 'cancelled', c.recipients, r.channel <> 'email'"
                                    " FROM fairq.recipient_chunks c"
                                    " JOIN fairq.requests r ON r.id = c.request_id"
                                    " WHERE c.request_id = $1 ORDER BY c.chunk_no LIMIT 1"
@@ -104,6 +108,7 @@ static int s_take_chunk(fq_store_t *self, const char *request_id, s_chunk_t *chu
     chunk->first_position = fq_store_int64(res, 0, 1);
     chunk->tenant_id = fq_store_int64(res, 0, 2);
     chunk->cancelled = PQgetvalue(res, 0, 3)[0] == 't';
+    chunk->key_only = PQgetvalue(res, 0, 5)[0] == 't';
     //  Each recipient's "fields" is copied as the server's own text (see
     //  s_copy_messages); the chunk is read whole, as one value, which
     //  costs the server less than cutting it into rows
@@ -154,8 +159,8 @@ static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chu
         snprintf(prefix, sizeof prefix, "%s\t%lld\t", request_id, (long long)chunk->tenant_id);
     bool bad_chunk = false;
     fq_recipients_scan_t scan;
-    fq_recipients_scan_start(&scan, PQgetvalue(chunk->recipients, 0, 4),
-                             (size_t)PQgetlength(chunk->recipients, 0, 4));
+    fq_recipients_scan_start(&scan, PQgetvalue(chunk->recipients, 0, S_CHUNK_RECIPIENTS),
+                             (size_t)PQgetlength(chunk->recipients, 0, S_CHUNK_RECIPIENTS));
     const char *element;
     size_t size;
     for (int64_t position = chunk->first_position;
@@ -216,7 +221,7 @@ int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const
     *result = (fq_split_result_t){0};
     char id[FQ_STORE_INT_TEXT];
     snprintf(id, sizeof id, "%lld", (long long)request_id);
-    fq_recipient_rules_t rules = {required_fields, nrequired, nheader};
+    fq_recipient_rules_t rules = {required_fields, nrequired, nheader, false};
     s_chunk_t chunk = {0};
     s_rejects_t rejects = {0};
     int rc = fq_store_exec(self, "BEGIN", "begin split");
@@ -225,6 +230,8 @@ int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const
     int taken = rc ? rc : s_take_chunk(self, id, &chunk);
     if (taken < 0)
         rc = taken;
+    //  A channel other than mail names its recipients by keys
+    rules.key_only = chunk.key_only;
     if (rc == 0 && taken && !chunk.cancelled)
         rc = s_copy_messages(self, id, &chunk, &rules, &rejects, result);
     if (rc == 0 && result->rejected)
@@ -383,14 +390,17 @@ int fq_store_claim_due_retries(fq_store_t *self, int limit, int lease_s, fq_due_
         "       ORDER BY next_attempt_at LIMIT $1"
         "       FOR UPDATE SKIP LOCKED) due"
         " WHERE m.id = due.id AND (SELECT fairq.fence($3::bigint))"
-        " RETURNING m.id, m.request_id, m.tenant_id",
+        " RETURNING m.id, m.request_id, m.tenant_id,"
+        "  (SELECT r.channel FROM fairq.requests r WHERE r.id = m.request_id)",
         3, params, PGRES_TUPLES_OK, "claim due retries", &rc);
     if (!res)
         return rc;
     int n = PQntuples(res);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         out[i] = (fq_due_message_t){fq_store_int64(res, i, 0), fq_store_int64(res, i, 1),
-                                    fq_store_int64(res, i, 2)};
+                                    fq_store_int64(res, i, 2), ""};
+        snprintf(out[i].channel, sizeof out[i].channel, "%s", PQgetvalue(res, i, 3));
+    }
     PQclear(res);
     return n;
 }
@@ -419,7 +429,7 @@ int fq_store_release_stale_claims(fq_store_t *self)
 #define S_DUE_SELECT                                                                               \
     "SELECT r.id, r.tenant_id, r.priority, r.scan_from,"                                           \
     " NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id),"              \
-    " t.weight, t.max_inflight, r.total, t.name"                                                   \
+    " t.weight, t.max_inflight, r.total, t.name, r.channel"                                        \
     " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"                            \
     " WHERE r.status IN " FQ_STORE_UNFINISHED " AND r.status <> 'paused' AND r.send_at <= now()"
 
@@ -436,6 +446,7 @@ static int s_due_rows(PGresult *res, fq_due_request_t *out)
                                     .max_inflight = (int)fq_store_int64(res, i, 6),
                                     .total = fq_store_int64(res, i, 7)};
         snprintf(out[i].tenant, sizeof out[i].tenant, "%s", PQgetvalue(res, i, 8));
+        snprintf(out[i].channel, sizeof out[i].channel, "%s", PQgetvalue(res, i, 9));
     }
     PQclear(res);
     return n;

@@ -16,10 +16,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-//  fairq.submit_keyed's parameters (0014's, with headers, reply_to and
-//  text_body), and the recipients' place among them.
-#define S_SUBMIT_PARAMS     14
+//  fairq.submit_keyed's parameters (0015's, with headers, reply_to,
+//  text_body, the channel and the http fields), and the recipients' place
+//  among them.
+#define S_SUBMIT_PARAMS     21
 #define S_SUBMIT_RECIPIENTS 4
+
+//  The channel of mail, the schema's default (FQ_CHANNEL_EMAIL of
+//  channels/fq_channel.h, which the store may not include).
+#define S_CHANNEL_EMAIL "email"
 
 //  Attempts a message gets when the request does not say (fq_submit_t).
 #define S_MAX_ATTEMPTS_DEFAULT 5
@@ -41,15 +46,21 @@
 //  What the part a request's text_body adds to its fingerprint starts with.
 #define S_FINGERPRINT_TEXT_BODY "text_body"
 
+//  What the part a request's channel other than mail adds starts with.
+#define S_FINGERPRINT_CHANNEL "channel"
+
 //  The SQLSTATE fairq.submit_keyed raises for a key that named a request
 //  of another fingerprint (0012_idempotency_fingerprint.sql).
 #define S_SQLSTATE_KEY_REUSED "FQ002"
 
 //  The columns of a request's load that name one extra header and give its
-//  value, and its text_body (fq_store_request_templates).
+//  value, its text_body, and its channel's (fq_store_request_templates):
+//  the channel, then the http fields and the secret, in the order of
+//  s_template_strings.
 #define S_TEMPLATE_HEADER_NAME  9
 #define S_TEMPLATE_HEADER_VALUE 10
 #define S_TEMPLATE_TEXT_BODY    11
+#define S_TEMPLATE_CHANNEL      12
 
 //  Room for a number written as text in a fingerprint.
 #define S_FINGERPRINT_NUMBER 24
@@ -139,6 +150,15 @@ static bool s_fingerprint(const fq_submit_t *req, char hex[S_FINGERPRINT_BYTEA])
         s_fingerprint_part(&state, S_FINGERPRINT_TEXT_BODY, strlen(S_FINGERPRINT_TEXT_BODY));
         s_fingerprint_part(&state, req->text_body, strlen(req->text_body));
     }
+    //  And a channel other than mail (0015): mail keeps its fingerprint
+    if (req->channel && strcmp(req->channel, S_CHANNEL_EMAIL) != 0) {
+        const char *parts[] = {req->channel,           req->http_method, req->http_url,
+                               req->http_headers_json, req->http_body,   req->http_body_format,
+                               req->signing_secret};
+        s_fingerprint_part(&state, S_FINGERPRINT_CHANNEL, strlen(S_FINGERPRINT_CHANNEL));
+        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+            s_fingerprint_part(&state, parts[i], parts[i] ? strlen(parts[i]) : 0);
+    }
     crypto_generichash_final(&state, digest, sizeof digest);
     memcpy(hex, "\\x", 2);
     sodium_bin2hex(hex + 2, S_FINGERPRINT_HEX, digest, sizeof digest);
@@ -172,7 +192,14 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
                             req->idempotency_key ? fingerprint : NULL,
                             req->headers_json,
                             req->reply_to,
-                            req->text_body};
+                            req->text_body,
+                            req->channel ? req->channel : S_CHANNEL_EMAIL,
+                            req->http_method,
+                            req->http_url,
+                            req->http_headers_json,
+                            req->http_body,
+                            req->http_body_format,
+                            req->signing_secret};
     //  The recipients in binary format, which for json is the text itself
     //  with its length: a slice of an HTTP body goes as it is, with no
     //  terminated copy of up to http_body_max bytes
@@ -183,7 +210,8 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
                                  " $3, $4, $5::json, $6::boolean,"
                                  " CASE WHEN $7::bigint > 0 THEN to_timestamp($7::bigint)"
                                  " ELSE now() END, $8::int, $9::int, $10, $11::bytea,"
-                                 " $12::jsonb, $13, $14) AS k",
+                                 " $12::jsonb, $13, $14, $15, $16, $17, $18::jsonb, $19, $20,"
+                                 " $21) AS k",
                                  S_SUBMIT_PARAMS, NULL, params, lengths, formats, 0);
     int rc = fq_store_check(self, res, PGRES_TUPLES_OK, "submit request");
     //  Said in the store's words: the server's would name its function
@@ -236,15 +264,20 @@ int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_
     //  name 'Reply-To' is FQ_MAIL_HEADER_REPLY_TO (mailheaders/
     //  fq_mail_headers.h), written here rather than passed: the store may
     //  not include mailheaders/ (docs/code-map.md), and fairq-sender checks
-    //  the headers it carries against that constant
+    //  the headers it carries against that constant. An http request's
+    //  headers are its http_headers (it has no mail headers); its secret
+    //  is its own, else its tenant's as it is now
     PGresult *res = fq_store_query(
         self,
         "SELECT r.id, r.tenant_id, r.subject, r.body, r.body_is_html,"
-        " r.max_attempts, r.from_addr, t.name,"
+        " r.max_attempts, coalesce(r.from_addr, ''), t.name,"
         " (extract(epoch FROM greatest(r.created_at, r.send_at))"
-        "  * 1000)::bigint, h.name, h.value, r.text_body FROM fairq.requests r"
-        " JOIN fairq.tenants t ON t.id = r.tenant_id"
-        " LEFT JOIN LATERAL (SELECT e.key, e.value, 0 FROM jsonb_each_text(r.headers) e"
+        "  * 1000)::bigint, h.name, h.value, r.text_body, r.channel, r.http_method, r.http_url,"
+        " r.http_body, r.http_body_format,"
+        " CASE WHEN r.channel = 'http' THEN coalesce(r.signing_secret, t.signing_secret) END"
+        " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
+        " LEFT JOIN LATERAL (SELECT e.key, e.value, 0 FROM jsonb_each_text(CASE"
+        "   WHEN r.channel = 'email' THEN r.headers ELSE r.http_headers END) e"
         "  UNION ALL SELECT 'Reply-To', r.reply_to, 1 WHERE r.reply_to IS NOT NULL)"
         "  AS h(name, value, last) ON true"
         " WHERE r.id = $1 ORDER BY h.last, h.name",
@@ -266,11 +299,15 @@ int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_
                                     .tenant = strdup(PQgetvalue(res, 0, 7)),
                                     .due_at_ms = fq_store_int64(res, 0, 8)};
     int mem = s_template_headers(res, out);
-    if (!PQgetisnull(res, 0, S_TEMPLATE_TEXT_BODY) &&
-        !(out->text_body = strdup(PQgetvalue(res, 0, S_TEMPLATE_TEXT_BODY))))
-        mem = -1;
+    char **strings[] = {&out->text_body,     &out->channel,   &out->http_method,
+                        &out->http_url,      &out->http_body, &out->http_body_format,
+                        &out->signing_secret};
+    for (int i = 0; i < (int)(sizeof strings / sizeof *strings); i++)
+        if (!PQgetisnull(res, 0, S_TEMPLATE_TEXT_BODY + i) &&
+            !(*strings[i] = strdup(PQgetvalue(res, 0, S_TEMPLATE_TEXT_BODY + i))))
+            mem = -1;
     PQclear(res);
-    if (mem || !out->subject || !out->body || !out->from_addr || !out->tenant) {
+    if (mem || !out->subject || !out->body || !out->from_addr || !out->tenant || !out->channel) {
         fq_request_templates_free(out);
         return fq_store_fail(self, FQ_ENOMEM, "out of memory");
     }
@@ -286,6 +323,16 @@ void fq_request_templates_free(fq_request_templates_t *templates)
     free(templates->text_body);
     templates->subject = templates->body = templates->from_addr = templates->tenant = NULL;
     templates->text_body = NULL;
+    if (templates->signing_secret)
+        sodium_memzero(templates->signing_secret, strlen(templates->signing_secret));
+    free(templates->signing_secret);
+    free(templates->channel);
+    free(templates->http_method);
+    free(templates->http_url);
+    free(templates->http_body);
+    free(templates->http_body_format);
+    templates->signing_secret = templates->channel = templates->http_method = NULL;
+    templates->http_url = templates->http_body = templates->http_body_format = NULL;
     for (size_t i = 0; i < templates->nheaders; i++) {
         free(templates->header_names[i]);
         free(templates->header_values[i]);
@@ -304,12 +351,19 @@ void fq_request_templates_free(fq_request_templates_t *templates)
     " r.sent, r.dead, r.cancelled, r.rejected,"                                                    \
     " extract(epoch FROM r.created_at)::bigint, extract(epoch FROM r.send_at)::bigint,"            \
     " extract(epoch FROM r.finished_at)::bigint, coalesce(r.headers, '{}')::text, r.reply_to,"     \
-    " r.text_body FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
+    " r.text_body, r.channel, CASE WHEN r.channel = 'http' THEN jsonb_build_object("               \
+    "  'method', r.http_method, 'url', r.http_url, 'headers', coalesce(r.http_headers, '{}'),"     \
+    "  'body', r.http_body, 'body_format', r.http_body_format,"                                    \
+    "  'signed', r.signing_secret IS NOT NULL OR t.signing_secret IS NOT NULL)::text END"          \
+    " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
 
-//  The columns of S_REQUEST_SQL holding the request's headers and reply_to.
+//  The columns of S_REQUEST_SQL holding the request's headers and reply_to,
+//  its text_body, its channel and its http fields.
 #define S_REQUEST_HEADERS   15
 #define S_REQUEST_REPLY_TO  16
 #define S_REQUEST_TEXT_BODY 17
+#define S_REQUEST_CHANNEL   18
+#define S_REQUEST_HTTP      19
 
 static void s_request_row(const PGresult *res, int row, void *item)
 {
@@ -343,6 +397,14 @@ static void s_request_row(const PGresult *res, int row, void *item)
             out->headers = NULL;
         }
     }
+    if (!PQgetisnull(res, row, S_REQUEST_HTTP)) {
+        out->http = strdup(PQgetvalue(res, row, S_REQUEST_HTTP));
+        if (!out->http) {
+            free(out->headers);
+            out->headers = NULL;
+        }
+    }
+    snprintf(out->channel, sizeof out->channel, "%s", PQgetvalue(res, row, S_REQUEST_CHANNEL));
     snprintf(out->tenant, sizeof out->tenant, "%s", PQgetvalue(res, row, 2));
     snprintf(out->status, sizeof out->status, "%s", PQgetvalue(res, row, 3));
     int64_t pending =
@@ -429,7 +491,8 @@ void fq_request_info_free(fq_request_info_t *request)
     free(request->headers);
     free(request->reply_to);
     free(request->text_body);
-    request->headers = request->reply_to = request->text_body = NULL;
+    free(request->http);
+    request->headers = request->reply_to = request->text_body = request->http = NULL;
 }
 
 void fq_request_list_free(fq_request_list_t *list)

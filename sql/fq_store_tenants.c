@@ -34,25 +34,27 @@ int fq_store_tenant_put(fq_store_t *self, const fq_tenant_spec_t *spec, int64_t 
     snprintf(default_weight, sizeof default_weight, "%d", spec->defaults.weight);
     snprintf(default_inflight, sizeof default_inflight, "%d", spec->defaults.max_inflight);
     snprintf(default_rate, sizeof default_rate, "%d", spec->defaults.submit_rate);
-    const char *params[] = {spec->name,     weight,           inflight,    rate,
-                            default_weight, default_inflight, default_rate};
+    const char *params[] = {spec->name,     weight,           inflight,     rate,
+                            default_weight, default_inflight, default_rate, spec->signing_secret};
     int rc;
     //  A value left out (0) of a new tenant is the default given, else the
-    //  store's own
+    //  store's own. The signing secret: NULL keeps it, '' removes it
     PGresult *res = fq_store_query(
         self,
-        "INSERT INTO fairq.tenants AS t (name, weight, max_inflight, submit_rate)"
+        "INSERT INTO fairq.tenants AS t (name, weight, max_inflight, submit_rate, signing_secret)"
         " VALUES ($1, CASE WHEN $2::int > 0 THEN $2::int WHEN $5::int > 0 THEN $5::int ELSE 1 END,"
         "         CASE WHEN $3::int > 0 THEN $3::int WHEN $6::int > 0 THEN $6::int ELSE 1000 END,"
         "         CASE WHEN $4::int > 0 THEN $4::int WHEN $4::int = 0 AND $7::int > 0"
-        "              THEN $7::int END)"
+        "              THEN $7::int END, nullif($8::text, ''))"
         " ON CONFLICT (name) DO UPDATE SET"
         "  weight = CASE WHEN $2::int > 0 THEN $2::int ELSE t.weight END,"
         "  max_inflight = CASE WHEN $3::int > 0 THEN $3::int ELSE t.max_inflight END,"
         "  submit_rate = CASE WHEN $4::int > 0 THEN $4::int"
-        "                     WHEN $4::int < 0 THEN NULL ELSE t.submit_rate END"
+        "                     WHEN $4::int < 0 THEN NULL ELSE t.submit_rate END,"
+        "  signing_secret = CASE WHEN $8::text IS NULL THEN t.signing_secret"
+        "                        ELSE nullif($8::text, '') END"
         " RETURNING t.id",
-        7, params, PGRES_TUPLES_OK, "store tenant", &rc);
+        8, params, PGRES_TUPLES_OK, "store tenant", &rc);
     if (!res)
         return rc;
     if (id)
@@ -68,7 +70,8 @@ int fq_store_tenant_put(fq_store_t *self, const fq_tenant_spec_t *spec, int64_t 
     "SELECT t.id, t.name, t.weight, t.max_inflight, coalesce(t.submit_rate, 0),"                   \
     " coalesce(s.open, 0), coalesce(s.depth, 0), coalesce(s.failed, 0),"                           \
     " coalesce(s.unsplit, 0),"                                                                     \
-    " coalesce(greatest(floor(extract(epoch FROM now() - s.oldest)), 0)::bigint, 0)"               \
+    " coalesce(greatest(floor(extract(epoch FROM now() - s.oldest)), 0)::bigint, 0),"              \
+    " t.signing_secret IS NOT NULL"                                                                \
     " FROM fairq.tenants t LEFT JOIN (SELECT tenant_id, count(*) AS open,"                         \
     "   sum(split - sent - dead - cancelled) AS depth, sum(failed) AS failed,"                     \
     "   sum(greatest(total - split - rejected, 0)) AS unsplit, min(created_at) AS oldest"          \
@@ -86,7 +89,8 @@ static void s_tenant_row(const PGresult *res, int row, void *item)
                               .depth = fq_store_int64(res, row, 6),
                               .failed = fq_store_int64(res, row, 7),
                               .unsplit = fq_store_int64(res, row, 8),
-                              .oldest_pending_s = fq_store_int64(res, row, 9)};
+                              .oldest_pending_s = fq_store_int64(res, row, 9),
+                              .signing_secret_set = PQgetvalue(res, row, 10)[0] == 't'};
     snprintf(out->name, sizeof out->name, "%s", PQgetvalue(res, row, 1));
 }
 

@@ -40,8 +40,8 @@ static void s_add(fq_dispatch_batch_t *batch, fq_strmap_t headers)
                             .headers = headers};
     assert_non_null(message.subject);
     assert_non_null(message.body);
-    assert_int_equal(fq_dispatch_batch_add(batch, &message, (fq_dispatch_batch_item_t){1, 1, -1}),
-                     0);
+    assert_int_equal(
+        fq_dispatch_batch_add(batch, &message, (fq_dispatch_batch_item_t){1, 1, -1, NULL}), 0);
 }
 
 //  1. Without headers a batch goes at FQ_DISPATCH_BATCH_MESSAGES.
@@ -107,7 +107,7 @@ static void test_text_body_counts_against_the_bytes(void **unused)
         fq_message_t message = {
             .id = i + 1, .subject = strdup("s"), .body = strdup("b"), .text_body = text};
         assert_int_equal(
-            fq_dispatch_batch_add(&batch, &message, (fq_dispatch_batch_item_t){1, 1, -1}), 0);
+            fq_dispatch_batch_add(&batch, &message, (fq_dispatch_batch_item_t){1, 1, -1, NULL}), 0);
         assert_int_equal(batch.bytes, (i + 1) * (2 + S_TEXT_BODY_BYTES));
     }
     assert_true(fq_dispatch_batch_full(&batch));

@@ -15,10 +15,13 @@
 
 #include <cmocka.h>
 
+#include "fq_channel.h"
 #include "fq_pipeline.h"
 #include "fq_test_db.h"
 #include "fq_test_sql.h"
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 //  How long a test waits for what must come, and for what must not.
 #define S_WAIT_MS  10000
@@ -777,6 +780,155 @@ static void test_a_splitter_stays_free_for_small_requests(void **state)
     assert_true(fq_test_int(self->conn, left_sql, 1, ids) > 0);
 }
 
+//  The secret of the http tests (Standard Webhooks' published example).
+#define S_HTTP_SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+//  Submits an http request of tenant beta to one recipient whose fields
+//  need encoding, signed with S_HTTP_SECRET.
+static int64_t s_submit_http(s_fixture_t *self)
+{
+    fq_submit_t req = {
+        .tenant = "beta",
+        .channel = "http",
+        .http_method = "POST",
+        .http_url = "https://hooks.example/c/{{id}}?n={{name}}",
+        .http_headers_json = "{\"X-Name\":\"{{name}}\"}",
+        .http_body = "{\"name\": \"{{name}}\"}",
+        .http_body_format = "json",
+        .signing_secret = S_HTTP_SECRET,
+        .recipients_json =
+            "[{\"to\": \"cust-7\", \"fields\": {\"id\": 7, \"name\": \"A \\\"B\\\"\"}}]"};
+    int64_t id;
+    if (fq_store_submit(self->store, &req, &id))
+        fail_msg("submit: %s", fq_store_error(self->store));
+    return id;
+}
+
+//  The value of header name of message, or NULL.
+static const char *s_header_of(const fq_message_t *message, const char *name)
+{
+    for (uint32_t i = 0; i < message->headers.count; i++)
+        if (strcmp(message->headers.keys[i], name) == 0)
+            return message->headers.values[i];
+    return NULL;
+}
+
+//  Checks an http message as s_submit_http's request renders it: the URL
+//  as its to, its fields encoded for each place, Content-Type from its
+//  format, and the Standard Webhooks headers signing it.
+static void s_check_http(const fq_message_t *message)
+{
+    assert_string_equal(message->channel, "http");
+    assert_string_equal(message->method, "POST");
+    assert_string_equal(message->to, "https://hooks.example/c/7?n=A%20%22B%22");
+    assert_string_equal(message->body, "{\"name\": \"A \\\"B\\\"\"}");
+    assert_string_equal(message->subject, "");
+    assert_string_equal(message->from, "");
+    assert_string_equal(s_header_of(message, "X-Name"), "A \"B\"");
+    assert_string_equal(s_header_of(message, "Content-Type"), "application/json");
+    char id[32];
+    snprintf(id, sizeof id, "msg_%llu", (unsigned long long)message->id);
+    assert_string_equal(s_header_of(message, "webhook-id"), id);
+    long long stamp = atoll(s_header_of(message, "webhook-timestamp"));
+    assert_true(llabs(stamp - (long long)time(NULL)) < 60);
+    unsigned char key[FQ_HTTP_SECRET_MAX];
+    int size = fq_http_secret_decode(S_HTTP_SECRET, key);
+    char signature[FQ_HTTP_SIGNATURE_SIZE];
+    assert_int_equal(
+        fq_http_sign(key, (size_t)size, id, stamp, message->body, strlen(message->body), signature),
+        0);
+    assert_string_equal(s_header_of(message, "webhook-signature"), signature);
+}
+
+//  An http request's message, as a protocol 1 sender gets it: the
+//  rendering of channels/fq_channel.h in MSG's to, method, headers and
+//  body; a retry is signed again. A mail message keeps channel "" (the
+//  email path is what it was).
+static void test_http_messages_rendered_and_signed(void **state)
+{
+    s_fixture_t *self = *state;
+    int64_t request = s_submit_http(self);
+    s_join(self, 1);
+    int64_t deadline = fq_test_now_ms() + S_WAIT_MS;
+    fq_msg_t msg;
+    fq_message_t message;
+    do
+        assert_int_equal(fq_client_recv(self->sender, S_WAIT_MS, &msg), 0);
+    while (msg.type != FQ_MSG_MESSAGE && fq_test_now_ms() < deadline);
+    assert_int_equal(fq_msg_decode(&msg, &fq_message_desc, &message), 0);
+    assert_int_equal(message.request, (uint64_t)request);
+    s_check_http(&message);
+    s_ack(self, message.id);
+    char id[24];
+    s_wait_int(self, "SELECT sent FROM fairq.requests WHERE id = $1",
+               fq_test_param(id, sizeof id, request), 1);
+    s_submit(self, "acme", "Hi", "Body", false, "[{\"to\": \"m@example.com\"}]");
+    do
+        assert_int_equal(fq_client_recv(self->sender, S_WAIT_MS, &msg), 0);
+    while (msg.type != FQ_MSG_MESSAGE && fq_test_now_ms() < deadline + S_WAIT_MS);
+    assert_int_equal(fq_msg_decode(&msg, &fq_message_desc, &message), 0);
+    assert_string_equal(message.channel, "");
+    assert_string_equal(message.method, "");
+    assert_string_equal(message.to, "m@example.com");
+    assert_int_equal(message.headers.count, 0);
+}
+
+//  A batch sender's MESSAGES carry an http message and another channel's
+//  (its body rendered as it is, for the recipient's key); a NACK's
+//  retry_after_s holds the retry back that long.
+static void test_channel_batches_and_retry_after(void **state)
+{
+    s_fixture_t *self = *state;
+    int64_t http = s_submit_http(self);
+    fq_submit_t sms = {.tenant = "acme",
+                       .channel = "sms",
+                       .body = "Code {{code}} & <b>",
+                       .recipients_json = "[{\"to\": \"+49 170 1\", \"fields\": {\"code\": 42}}]"};
+    int64_t other;
+    if (fq_store_submit(self->store, &sms, &other))
+        fail_msg("submit: %s", fq_store_error(self->store));
+    s_join_as(self, "null,batch", 2);
+    uint32_t seen = 0;
+    uint64_t http_id = 0;
+    int64_t deadline = fq_test_now_ms() + S_WAIT_MS;
+    while (seen < 2 && fq_test_now_ms() < deadline) {
+        fq_msg_t msg;
+        fq_messages_t batch;
+        if (fq_client_recv(self->sender, S_WAIT_MS, &msg) != 0)
+            break;
+        if (msg.type != FQ_MSG_MESSAGES)
+            continue;
+        assert_int_equal(fq_msg_decode(&msg, &fq_messages_desc, &batch), 0);
+        for (uint32_t i = 0; i < batch.messages.count; i++, seen++) {
+            const fq_message_t *message = &batch.messages.items[i];
+            if (message->request == (uint64_t)http) {
+                s_check_http(message);
+                http_id = message->id;
+            } else {
+                assert_int_equal(message->request, (uint64_t)other);
+                assert_string_equal(message->channel, "sms");
+                assert_string_equal(message->to, "+49 170 1");
+                assert_string_equal(message->body, "Code 42 & <b>");
+                assert_string_equal(message->method, "");
+                s_ack(self, message->id);
+            }
+        }
+    }
+    assert_int_equal(seen, 2);
+    assert_true(http_id > 0);
+    fq_sender_nack_t nack = {
+        .id = http_id, .permanent = false, .error = "503 busy", .retry_after_s = 3600};
+    assert_int_equal(fq_client_tell(self->sender, FQ_PATH_DISPATCHER, &fq_sender_nack_desc, &nack),
+                     0);
+    char id[24];
+    s_wait_int(self,
+               "SELECT count(*) FROM fairq.messages WHERE id = $1 AND status = 'failed'"
+               " AND next_attempt_at > now() + interval '3500 seconds'",
+               fq_test_param(id, sizeof id, (int64_t)http_id), 1);
+    s_wait_int(self, "SELECT sent FROM fairq.requests WHERE id = $1",
+               fq_test_param(id, sizeof id, other), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -795,6 +947,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_follow_the_messages, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_a_splitter_stays_free_for_small_requests, s_setup,
                                         s_teardown),
+        cmocka_unit_test_setup_teardown(test_http_messages_rendered_and_signed, s_setup,
+                                        s_teardown),
+        cmocka_unit_test_setup_teardown(test_channel_batches_and_retry_after, s_setup, s_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

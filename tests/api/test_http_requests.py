@@ -759,6 +759,19 @@ class RequestRoutesTest(APITest):
         answer("rejects", "GET", f"/v1/requests/{bad}/rejects")
         messages = answer("messages", "GET", f"/v1/messages?request={bad}")["messages"]
         answer("message", "GET", f"/v1/messages/{messages[0]['id']}")
+        # The http request of "Channels": taken as it is, and shown as the
+        # fragment there shows it
+        channels = [e for e in examples if e.section.startswith("Channels")
+                    and e.value is not None]
+        http_submits = [e for e in channels if "recipients" in e.value]
+        self.assertEqual(len(http_submits), 1, "API.md's http submit example")
+        http_request = answer("http submit", "POST", "/v1/requests", http_submits[0].value, 202)
+        shown = [e for e in channels if e.keys == {"channel", "http"}]
+        self.assertEqual(len(shown), 1, "API.md's http request fragment")
+        channel_failures = [f"line {shown[0].line} (http request): {p}" for p in
+                            json_differences(shown[0].value,
+                                             {k: http_request[k] for k in ("channel", "http")})]
+        self.assertFalse(channel_failures, "\n".join(channel_failures))
         answer("tenant", "GET", "/v1/tenants/acme")
         answer("tenants", "GET", "/v1/tenants")
         token = answer("token", "POST", "/v1/tenants/acme/tokens", status=201)
@@ -771,6 +784,8 @@ class RequestRoutesTest(APITest):
             keys = example.keys
             if example.section == "Errors":
                 return "error"
+            if example.section.startswith("Channels"):
+                return "channels"  # Checked above
             if example.section.startswith("GET /healthz"):
                 return "healthz" if example.status != 503 else "healthz 503"
             if example.section.startswith("POST /v1/requests"):

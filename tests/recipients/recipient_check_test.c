@@ -17,7 +17,7 @@
 //  A request whose subject uses {{ name }} and whose body uses
 //  {{ footer }}: name goes into a mail header, footer does not.
 static const char *const S_FIELDS[] = {"name", "footer"};
-static const fq_recipient_rules_t S_RULES = {S_FIELDS, 2, 1};
+static const fq_recipient_rules_t S_RULES = {S_FIELDS, 2, 1, false};
 
 //  Why the recipient written as json is refused (NULL: it is not), into
 //  reason; checks that what is said is valid UTF-8 and fits.

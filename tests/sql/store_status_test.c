@@ -253,10 +253,10 @@ static void test_permanent_nack_is_dead(void **unused)
     assert_non_null(long_error);
     memset(long_error, 'e', 3 * S_ERROR_MAX);
     long_error[3 * S_ERROR_MAX] = 0;
-    fq_nack_t nacks[] = {{ids[0], true, error},
-                         {ids[1], true, long_error},
-                         {ids[2], false, "451 later"},
-                         {ids[3], true, NULL}};
+    fq_nack_t nacks[] = {{ids[0], true, error, 0},
+                         {ids[1], true, long_error, 0},
+                         {ids[2], false, "451 later", 0},
+                         {ids[3], true, NULL, 0}};
     assert_int_equal(fq_store_nack_batch(store, nacks, 4, &policy), 4);
     s_expect_counters(conn, request, "0/1/3");
     char id_text[32];
@@ -297,9 +297,9 @@ static void test_nack_error_not_utf8(void **unused)
     int64_t ids[3];
     int64_t request = s_request(store, conn, 3, 5, ids);
     fq_retry_policy_t policy = {.base_ms = 1000, .cap_ms = 60000};
-    fq_nack_t nacks[] = {{ids[0], true, "550 Empf\xe4nger unbekannt \xff\xfe"},
-                         {ids[1], false, "451 caf\xc3\xa9 \xe2\x82 cut \xc3"},
-                         {ids[2], false, "421 plain"}};
+    fq_nack_t nacks[] = {{ids[0], true, "550 Empf\xe4nger unbekannt \xff\xfe", 0},
+                         {ids[1], false, "451 caf\xc3\xa9 \xe2\x82 cut \xc3", 0},
+                         {ids[2], false, "421 plain", 0}};
     int changed = fq_store_nack_batch(store, nacks, 3, &policy);
     if (changed != 3)
         fail_msg("%d %s", changed, fq_store_error(store));
@@ -367,7 +367,7 @@ static void test_failed_then_acked(void **unused)
     int64_t ids[3];
     int64_t request = s_request(store, conn, 3, 5, ids);
     fq_retry_policy_t policy = {.base_ms = 1000, .cap_ms = 60000};
-    fq_nack_t nacks[] = {{ids[0], false, "421 busy"}, {ids[1], false, "421 busy"}};
+    fq_nack_t nacks[] = {{ids[0], false, "421 busy", 0}, {ids[1], false, "421 busy", 0}};
     assert_int_equal(fq_store_nack_batch(store, nacks, 2, &policy), 2);
     s_expect_counters(conn, request, "0/2/0");
     int64_t acks[] = {ids[0], ids[2]};

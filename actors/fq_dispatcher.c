@@ -27,8 +27,14 @@
     rendered for it: an http request's URL, headers and body, encoded and
     signed by channels/fq_channel.h, go in MSG's to, headers and body with
     its channel and method; another channel's body is rendered as it is,
-    for the recipient's key. Which sender gets a message does not depend on
-    its channel (yet). */
+    for the recipient's key.
+
+    Credit is kept per sender and channel (docs/protocol.md, rule 2): a
+    sender's HELLO lists the channels it serves (channel=NAME; none is
+    email alone), its CREDIT names the channel it is for, and a message
+    goes only to a sender with free credit for its channel. What flows
+    back to the scheduler (CREDIT_CHANGED, SETTLED) names the channel too,
+    so each of its lanes counts only its own credit. */
 #include "fq_channel.h"
 #include "fq_db.h"
 #include "fq_dispatch_batch.h"
@@ -61,23 +67,30 @@
 //  retried every millisecond.
 #define S_HOLD_MIN_MS 100
 
+//  Most channels one sender serves, and most the dispatcher keeps apart
+//  (as the scheduler's lanes): a HELLO listing more keeps the first ones.
+#define S_SENDER_CHANNELS_MAX 16
+#define S_CHANNELS_MAX        32
+
+//  A sender's credit and load on one channel it serves.
+typedef struct {
+    char channel[FQ_CHANNEL_NAME_SIZE];
+    int64_t credit; //  Messages of this channel it may still be given
+    size_t inflight;
+} s_sender_channel_t;
+
 typedef struct {
     char *address; //  Where its messages go (fq://system/user/sender)
     char *name;
-    int64_t credit; //  Messages it may still be given
+    int64_t credit; //  Messages it may still be given, all channels
     size_t inflight;
+    s_sender_channel_t channels[S_SENDER_CHANNELS_MAX]; //  What it serves
+    size_t nchannels;
     bool leaving;            //  Said BYE: finishes what it holds, gets nothing new
     uint64_t metrics_id;     //  Its records in fq_metrics (0: none)
     bool batches;            //  Its HELLO listed "batch": it takes MESSAGES
     fq_dispatch_batch_t out; //  What this DISPATCH has for it so far
 } s_sender_t;
-
-typedef struct {
-    s_sender_t *sender;
-    int64_t request_id;
-    int64_t tenant_id;
-    bool last_attempt; //  A failure now makes it dead (the request's max_attempts)
-} s_flight_t;
 
 typedef struct {
     fq_template_t *subject;
@@ -108,6 +121,22 @@ typedef struct {
     int64_t credit;
 } s_settle_t;
 
+//  What the dispatcher tells the scheduler about one channel's lane.
+typedef struct {
+    char channel[FQ_CHANNEL_NAME_SIZE];
+    s_settle_t done, requeue;
+    int64_t withheld; //  Credit kept back while the database is away
+} s_lane_t;
+
+typedef struct {
+    s_sender_t *sender;
+    s_lane_t *lane;     //  Its channel's
+    int sender_channel; //  Index in the sender's channels
+    int64_t request_id;
+    int64_t tenant_id;
+    bool last_attempt; //  A failure now makes it dead (the request's max_attempts)
+} s_flight_t;
+
 typedef struct {
     fq_pipeline_config_t *config;
     fq_db_t *db;
@@ -116,10 +145,10 @@ typedef struct {
     zhashx_t *inflight;  //  message id -> s_flight_t*, owned
     zhashx_t *templates; //  request id -> s_templates_t*, owned
     size_t template_bytes;
-    s_settle_t done, requeue;
+    s_lane_t lanes[S_CHANNELS_MAX]; //  Per channel, made as they come
+    size_t nlanes;
     uint64_t *acks; //  Acks gathered for the store
     uint32_t acks_held, acks_capacity;
-    int64_t withheld; //  Credit kept back while the database is away
     bool retry_armed;
     bool draining;
     fq_metrics_batch_t *metrics; //  NULL without metrics
@@ -155,7 +184,7 @@ static void s_settle_add(s_settle_t *settle, uint64_t message, uint64_t request,
     settle->credit += credit;
 }
 
-static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue)
+static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue, const char *channel)
 {
     if (settle->count == 0 && settle->credit == 0)
         return;
@@ -163,7 +192,8 @@ static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue)
                             .requests = {settle->count, settle->requests},
                             .tenants = {settle->count, settle->tenants},
                             .requeue = requeue,
-                            .credit = settle->credit};
+                            .credit = settle->credit,
+                            .channel = channel};
     fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_settled_desc, &settled);
     settle->count = 0;
     settle->credit = 0;
@@ -171,8 +201,36 @@ static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue)
 
 static void s_flush_settles(fq_ctx_t *ctx, s_self_t *self)
 {
-    s_settle_send(ctx, &self->done, false);
-    s_settle_send(ctx, &self->requeue, true);
+    for (size_t i = 0; i < self->nlanes; i++) {
+        s_lane_t *lane = &self->lanes[i];
+        s_settle_send(ctx, &lane->done, false, lane->channel);
+        s_settle_send(ctx, &lane->requeue, true, lane->channel);
+    }
+}
+
+//  The lane of channel (NULL or "": email, an older peer's), made if new;
+//  NULL past S_CHANNELS_MAX (the scheduler has no lane for it either).
+static s_lane_t *s_lane(s_self_t *self, const char *channel)
+{
+    const char *name = channel && *channel ? channel : FQ_CHANNEL_EMAIL;
+    for (size_t i = 0; i < self->nlanes; i++)
+        if (streq(self->lanes[i].channel, name))
+            return &self->lanes[i];
+    if (self->nlanes == S_CHANNELS_MAX || strlen(name) >= FQ_CHANNEL_NAME_SIZE)
+        return NULL;
+    s_lane_t *lane = &self->lanes[self->nlanes++];
+    *lane = (s_lane_t){0};
+    snprintf(lane->channel, sizeof lane->channel, "%s", name);
+    return lane;
+}
+
+//  The index of channel among those sender serves, or -1.
+static int s_sender_channel(const s_sender_t *sender, const char *channel)
+{
+    for (size_t i = 0; i < sender->nchannels; i++)
+        if (streq(sender->channels[i].channel, channel))
+            return (int)i;
+    return -1;
 }
 
 //  Applies the records gathered, with the senders' gauges when they
@@ -249,6 +307,18 @@ static void s_sender_free(void **item)
     }
 }
 
+//  The sender's unused credit is withdrawn, from each channel's lane.
+static void s_withdraw_credit(s_self_t *self, s_sender_t *sender)
+{
+    for (size_t i = 0; i < sender->nchannels; i++) {
+        s_lane_t *lane = s_lane(self, sender->channels[i].channel);
+        if (lane && !self->draining)
+            lane->requeue.credit -= sender->channels[i].credit;
+        sender->channels[i].credit = 0;
+    }
+    sender->credit = 0;
+}
+
 //  The sender is gone: its messages go back to the scheduler, its unused
 //  credit is withdrawn.
 static void s_sender_gone(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, const char *why)
@@ -264,7 +334,7 @@ static void s_sender_gone(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, con
         for (void *item = back ? zlistx_first(back) : NULL; item; item = zlistx_next(back)) {
             uint64_t id = (uint64_t)(uintptr_t)item;
             s_flight_t *flight = fq_intkey_lookup(self->inflight, id);
-            s_settle_add(&self->requeue, id, (uint64_t)flight->request_id,
+            s_settle_add(&flight->lane->requeue, id, (uint64_t)flight->request_id,
                          (uint64_t)flight->tenant_id, 0);
             fq_metrics_batch_settled(self->metrics, flight->tenant_id, flight->request_id,
                                      sender->metrics_id, FQ_METRICS_REQUEUED);
@@ -272,9 +342,7 @@ static void s_sender_gone(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, con
         }
         zlistx_destroy(&back);
     }
-    if (!self->draining)
-        self->requeue.credit -= sender->credit;
-    sender->credit = 0;
+    s_withdraw_credit(self, sender);
     void *handle = zlistx_find(self->turns, sender);
     if (handle)
         zlistx_delete(self->turns, handle);
@@ -299,25 +367,27 @@ static void s_sender_bye(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender)
 {
     fq_log(FQ_LOG_INFO, "dispatcher: sender \"%s\" said BYE with %zu messages in flight",
            sender->name, sender->inflight);
-    if (!self->draining)
-        self->requeue.credit -= sender->credit;
-    sender->credit = 0;
+    s_withdraw_credit(self, sender);
     sender->leaving = true;
     self->senders_changed = true;
     s_flush_settles(ctx, self);
     s_sender_check_left(ctx, self, sender);
 }
 
-//  The next sender with credit, taking turns. NULL when none has any.
-static s_sender_t *s_choose(s_self_t *self)
+//  The next sender with credit for channel, taking turns, with the
+//  channel's index among its own in *index. NULL when none has any.
+static s_sender_t *s_choose(s_self_t *self, const char *channel, int *index)
 {
     size_t n = zlistx_size(self->turns);
     for (size_t i = 0; i < n; i++) {
         s_sender_t *sender = zlistx_first(self->turns);
         //  The head takes this turn and moves to the back
         zlistx_move_end(self->turns, zlistx_cursor(self->turns));
-        if (sender->credit > 0)
+        int c = sender->credit > 0 ? s_sender_channel(sender, channel) : -1;
+        if (c >= 0 && sender->channels[c].credit > 0) {
+            *index = c;
             return sender;
+        }
     }
     return NULL;
 }
@@ -380,6 +450,37 @@ static bool s_capable(const char *capabilities, const char *wanted)
     return false;
 }
 
+//  The channels a HELLO's capabilities list as channel=NAME tokens, into
+//  sender; none (an older sender) is email alone. A name that is not one,
+//  a repeat, or one past S_SENDER_CHANNELS_MAX is left out.
+static void s_hello_channels(s_sender_t *sender, const char *capabilities)
+{
+    static const char prefix[] = "channel=";
+    for (const char *at = capabilities; at;) {
+        while (*at == ' ')
+            at++;
+        const char *end = at + strcspn(at, ",");
+        const char *last = end;
+        while (last > at && last[-1] == ' ')
+            last--;
+        size_t length = (size_t)(last - at);
+        if (length > sizeof prefix - 1 && strncmp(at, prefix, sizeof prefix - 1) == 0 &&
+            length - (sizeof prefix - 1) < FQ_CHANNEL_NAME_SIZE &&
+            sender->nchannels < S_SENDER_CHANNELS_MAX) {
+            char name[FQ_CHANNEL_NAME_SIZE];
+            snprintf(name, sizeof name, "%.*s", (int)(length - (sizeof prefix - 1)),
+                     at + sizeof prefix - 1);
+            if (!fq_channel_name_problem(name) && s_sender_channel(sender, name) < 0)
+                snprintf(sender->channels[sender->nchannels++].channel, FQ_CHANNEL_NAME_SIZE, "%s",
+                         name);
+        }
+        at = *end ? end + 1 : NULL;
+    }
+    if (sender->nchannels == 0)
+        snprintf(sender->channels[sender->nchannels++].channel, FQ_CHANNEL_NAME_SIZE, "%s",
+                 FQ_CHANNEL_EMAIL);
+}
+
 static void s_hello(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
     fq_hello_t hello;
@@ -407,6 +508,7 @@ static void s_hello(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         return;
     }
     sender->batches = s_capable(hello.capabilities, FQ_SENDER_CAN_BATCH);
+    s_hello_channels(sender, hello.capabilities);
     sender->metrics_id = fq_metrics_sender_join(self->config->metrics, hello.name, sender->address);
     zhashx_insert(self->senders, sender->address, sender);
     zlistx_add_end(self->turns, sender);
@@ -442,16 +544,25 @@ static void s_credit(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     s_sender_t *sender = s_known_sender(ctx, self, msg);
     if (!sender || sender->leaving)
         return;
+    //  Credit for a channel its HELLO did not list would let it take
+    //  messages it cannot deliver
+    int c = s_sender_channel(sender, *credit.channel ? credit.channel : FQ_CHANNEL_EMAIL);
+    s_lane_t *lane = c >= 0 ? s_lane(self, sender->channels[c].channel) : NULL;
+    if (!lane) {
+        s_malformed(self);
+        return;
+    }
     int64_t granted = credit.n;
     if (sender->credit + (int64_t)sender->inflight + granted > S_SENDER_CREDIT_MAX)
         granted = S_SENDER_CREDIT_MAX - sender->credit - (int64_t)sender->inflight;
     if (granted <= 0)
         return;
+    sender->channels[c].credit += granted;
     sender->credit += granted;
     self->senders_changed = true;
     if (self->draining)
         return;
-    fq_credit_changed_t changed = {.delta = granted};
+    fq_credit_changed_t changed = {.delta = granted, .channel = lane->channel};
     fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_credit_changed_desc, &changed);
 }
 
@@ -471,11 +582,15 @@ static bool s_answered(s_self_t *self, s_sender_t *sender, uint64_t id,
     fq_metrics_batch_settled(self->metrics, flight->tenant_id, flight->request_id,
                              sender->metrics_id, outcome);
     self->senders_changed = true;
+    s_sender_channel_t *channel = &sender->channels[flight->sender_channel];
     sender->inflight--;
-    //  The answer gives its credit back, except to a sender on its way out
+    channel->inflight--;
+    //  The answer gives its credit back, to its channel, except to a
+    //  sender on its way out
     bool credit_back = !sender->leaving;
     sender->credit += credit_back;
-    s_settle_add(&self->done, id, (uint64_t)flight->request_id, (uint64_t)flight->tenant_id,
+    channel->credit += credit_back;
+    s_settle_add(&flight->lane->done, id, (uint64_t)flight->request_id, (uint64_t)flight->tenant_id,
                  credit_back && !self->draining);
     fq_intkey_delete(self->inflight, id);
     return true;
@@ -676,12 +791,13 @@ static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t req
 //  lease is not held: the message goes back to the scheduler, and its
 //  credit is freed only when the database answers again and the lease is
 //  held (s_retry), so a failing query is not retried in a loop.
-static void s_hold(fq_ctx_t *ctx, s_self_t *self, uint64_t id, uint64_t request, uint64_t tenant)
+static void s_hold(fq_ctx_t *ctx, s_self_t *self, s_lane_t *lane, uint64_t id, uint64_t request,
+                   uint64_t tenant)
 {
-    s_settle_add(&self->requeue, id, request, tenant, 0);
+    s_settle_add(&lane->requeue, id, request, tenant, 0);
     if (self->draining)
         return;
-    self->withheld++;
+    lane->withheld++;
     if (!self->retry_armed) {
         int delay = fq_db_retry_in_ms(self->db);
         fq_tick_t tick = {.what = FQ_TICK_RETRY};
@@ -721,11 +837,13 @@ static void s_rendered_free(s_rendered_t *rendered)
 //  counted in flight as they were added; if the frame cannot go (its peer
 //  is going, most likely), each is taken back as s_send_row does for a MSG
 //  that cannot: the sender keeps its credit, the pick gives its own back.
-static void s_batch_send(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender)
+static void s_batch_send(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, s_lane_t *lane)
 {
     fq_dispatch_batch_t *out = &sender->out;
     if (out->count == 0)
         return;
+    //  A batch holds the messages of one DISPATCH: of lane's channel
+    int c = s_sender_channel(sender, lane->channel);
     fq_messages_t frame = fq_dispatch_batch_frame(out);
     bool sent = fq_tell(ctx, sender->address, &fq_messages_desc, &frame) == 0;
     for (uint32_t i = 0; i < out->count; i++) {
@@ -738,8 +856,10 @@ static void s_batch_send(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender)
             fq_intkey_delete(self->inflight, id);
             sender->credit++;
             sender->inflight--;
+            sender->channels[c].credit++;
+            sender->channels[c].inflight--;
             self->sent--;
-            s_settle_add(&self->requeue, id, (uint64_t)item->request_id, (uint64_t)item->tenant_id,
+            s_settle_add(&lane->requeue, id, (uint64_t)item->request_id, (uint64_t)item->tenant_id,
                          1);
         }
     }
@@ -751,8 +871,8 @@ static void s_batch_send(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender)
 //  subject and body taken (and block, what its to and headers point into,
 //  NULL when they are borrowed), or -1 (out of memory) with the pick
 //  settled to be sent again.
-static int s_batch_add(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender,
-                       const fq_message_t *message, const fq_message_row_t *row,
+static int s_batch_add(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, int channel,
+                       s_lane_t *lane, const fq_message_t *message, const fq_message_row_t *row,
                        const s_templates_t *templates, int64_t now_ms, void *block)
 {
     fq_dispatch_batch_item_t item = {row->request_id, row->tenant_id,
@@ -761,19 +881,22 @@ static int s_batch_add(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender,
     s_flight_t *flight = malloc(sizeof *flight);
     if (!flight || fq_dispatch_batch_add(&sender->out, message, item) != 0) {
         free(flight);
-        s_settle_add(&self->requeue, message->id, (uint64_t)row->request_id,
+        s_settle_add(&lane->requeue, message->id, (uint64_t)row->request_id,
                      (uint64_t)row->tenant_id, 1);
         return -1;
     }
-    *flight = (s_flight_t){sender, row->request_id, row->tenant_id,
-                           row->try_count + 1 >= templates->max_attempts};
+    *flight = (s_flight_t){sender,         lane,
+                           channel,        row->request_id,
+                           row->tenant_id, row->try_count + 1 >= templates->max_attempts};
     fq_intkey_insert(self->inflight, message->id, flight);
     sender->credit--;
     sender->inflight++;
+    sender->channels[channel].credit--;
+    sender->channels[channel].inflight++;
     self->sent++;
     self->senders_changed = true;
     if (fq_dispatch_batch_full(&sender->out))
-        s_batch_send(ctx, self, sender);
+        s_batch_send(ctx, self, sender, lane);
     return 0;
 }
 
@@ -836,7 +959,7 @@ static int s_render_channel(const s_templates_t *templates, const fq_message_row
 //  Renders row and hands it to a sender with credit; a message that cannot
 //  be sent now is settled (requeued, or dead when it can never render).
 //  now_ms: the wall clock (zclock_time) at this DISPATCH.
-static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
+static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store, s_lane_t *lane,
                        const fq_message_row_t *row, int64_t now_ms)
 {
     char error[S_ERROR_MAX] = "";
@@ -847,7 +970,16 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
     if (!templates && (rc == FQ_EDB || rc == FQ_ENOMEM)) {
         if (rc == FQ_EDB)
             fq_db_failed(self->db, rc);
-        s_hold(ctx, self, id, request, tenant);
+        s_hold(ctx, self, lane, id, request, tenant);
+        return;
+    }
+    if (templates &&
+        !streq(templates->channel ? templates->channel : FQ_CHANNEL_EMAIL, lane->channel)) {
+        //  Picked in another channel's lane: never sent through this one
+        fq_log(FQ_LOG_ERROR, "dispatcher: message %llu of channel \"%s\" came in lane \"%s\"",
+               (unsigned long long)id, templates->channel ? templates->channel : FQ_CHANNEL_EMAIL,
+               lane->channel);
+        s_settle_add(&lane->done, id, request, tenant, 1);
         return;
     }
     s_rendered_t rendered = {0};
@@ -869,20 +1001,22 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
     }
     json_decref(fields);
     bool rendered_ok = fields && rc == 0;
-    s_sender_t *sender = rendered_ok ? s_choose(self) : NULL;
+    int channel = -1;
+    s_sender_t *sender = rendered_ok ? s_choose(self, lane->channel, &channel) : NULL;
     if (!rendered_ok) {
         //  Cannot be rendered, now or ever: dead, with the reason
         self->render_failed++;
         fq_metrics_batch_unsendable(self->metrics, row->tenant_id);
         fq_store_nack_t nack = {.id = id, .permanent = true, .error = error};
         fq_tell(ctx, FQ_PATH_STORE, &fq_store_nack_desc, &nack);
-        s_settle_add(&self->done, id, request, tenant, 1);
+        s_settle_add(&lane->done, id, request, tenant, 1);
     } else if (!sender)
         //  Its sender left meanwhile, and its credit was withdrawn whole,
         //  this pick's with it: the pick gives its credit back
-        s_settle_add(&self->requeue, id, request, tenant, 1);
+        s_settle_add(&lane->requeue, id, request, tenant, 1);
     else if (sender->batches) {
-        if (s_batch_add(ctx, self, sender, &message, row, templates, now_ms, rendered.block) == 0)
+        if (s_batch_add(ctx, self, sender, channel, lane, &message, row, templates, now_ms,
+                        rendered.block) == 0)
             rendered = (s_rendered_t){0}; //  The batch has them now
     } else {
         s_flight_t *flight = malloc(sizeof *flight);
@@ -890,13 +1024,16 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
             //  Not sent (its peer is going, most likely): the sender keeps
             //  its credit and the pick gives its own back
             free(flight);
-            s_settle_add(&self->requeue, id, request, tenant, 1);
+            s_settle_add(&lane->requeue, id, request, tenant, 1);
         } else {
-            *flight = (s_flight_t){sender, row->request_id, row->tenant_id,
-                                   row->try_count + 1 >= templates->max_attempts};
+            *flight = (s_flight_t){sender,         lane,
+                                   channel,        row->request_id,
+                                   row->tenant_id, row->try_count + 1 >= templates->max_attempts};
             fq_intkey_insert(self->inflight, id, flight);
             sender->credit--;
             sender->inflight++;
+            sender->channels[channel].credit--;
+            sender->channels[channel].inflight++;
             self->sent++;
             //  The latency counts to a message's first attempt only
             fq_metrics_batch_dispatched(self->metrics, row->tenant_id, row->request_id,
@@ -915,7 +1052,9 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store,
 static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispatch)
 {
     uint32_t n = dispatch->messages.count;
-    if (dispatch->requests.count != n || dispatch->tenants.count != n || n > FQ_STORE_LOAD_MAX) {
+    s_lane_t *lane = s_lane(self, dispatch->channel);
+    if (dispatch->requests.count != n || dispatch->tenants.count != n || n > FQ_STORE_LOAD_MAX ||
+        !lane) {
         s_malformed(self);
         return;
     }
@@ -925,7 +1064,7 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     zhashx_t *batch = zhashx_new(); //  id -> its index + 1, until its row is sent
     if (!ids || !batch) {
         for (uint32_t i = 0; i < n; i++)
-            s_settle_add(&self->requeue, messages[i], requests[i], tenants[i], 1);
+            s_settle_add(&lane->requeue, messages[i], requests[i], tenants[i], 1);
         free(ids);
         zhashx_destroy(&batch);
         s_flush_settles(ctx, self);
@@ -938,7 +1077,7 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
         //  batch (a retry claimed again): sent once is enough
         if (messages[i] == 0 || fq_intkey_lookup(self->inflight, messages[i]) ||
             fq_intkey_lookup(batch, messages[i]))
-            s_settle_add(&self->done, messages[i], requests[i], tenants[i], 1);
+            s_settle_add(&lane->done, messages[i], requests[i], tenants[i], 1);
         else {
             fq_intkey_insert(batch, messages[i], (void *)(uintptr_t)(i + 1));
             ids[nids++] = (int64_t)messages[i];
@@ -962,15 +1101,15 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
             //  may have taken over since; what it sent before stays within
             //  its senders' credit
             if (fq_pipeline_may_dispatch(self->config))
-                s_send_row(ctx, self, store, &rows.rows[i], now_ms);
+                s_send_row(ctx, self, store, lane, &rows.rows[i], now_ms);
             else
-                s_hold(ctx, self, rows.rows[i].id, (uint64_t)rows.rows[i].request_id,
+                s_hold(ctx, self, lane, rows.rows[i].id, (uint64_t)rows.rows[i].request_id,
                        (uint64_t)rows.rows[i].tenant_id);
         }
     //  The batches borrow the rows' and the templates' strings: they go
     //  before either is freed
     for (s_sender_t *sender = zlistx_first(self->turns); sender; sender = zlistx_next(self->turns))
-        s_batch_send(ctx, self, sender);
+        s_batch_send(ctx, self, sender, lane);
     if (self->template_bytes > S_TEMPLATE_CACHE_BYTES) {
         zhashx_purge(self->templates);
         self->template_bytes = 0;
@@ -980,9 +1119,9 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     for (void *index = zhashx_first(batch); index; index = zhashx_next(batch)) {
         uint32_t i = (uint32_t)(uintptr_t)index - 1;
         if (loaded < 0)
-            s_hold(ctx, self, messages[i], requests[i], tenants[i]);
+            s_hold(ctx, self, lane, messages[i], requests[i], tenants[i]);
         else
-            s_settle_add(&self->done, messages[i], requests[i], tenants[i], 1);
+            s_settle_add(&lane->done, messages[i], requests[i], tenants[i], 1);
     }
     zhashx_destroy(&batch);
     fq_message_rows_free(&rows);
@@ -995,7 +1134,10 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
 static void s_retry(fq_ctx_t *ctx, s_self_t *self)
 {
     self->retry_armed = false;
-    if (self->withheld == 0)
+    int64_t withheld = 0;
+    for (size_t i = 0; i < self->nlanes; i++)
+        withheld += self->lanes[i].withheld;
+    if (withheld == 0)
         return;
     if (!fq_db_store(self->db) || !fq_pipeline_may_dispatch(self->config)) {
         int delay = fq_db_retry_in_ms(self->db);
@@ -1004,9 +1146,14 @@ static void s_retry(fq_ctx_t *ctx, s_self_t *self)
                                           &fq_tick_desc, &tick) > 0;
         return;
     }
-    fq_credit_changed_t changed = {.delta = self->withheld};
-    self->withheld = 0;
-    fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_credit_changed_desc, &changed);
+    for (size_t i = 0; i < self->nlanes; i++) {
+        s_lane_t *lane = &self->lanes[i];
+        if (lane->withheld == 0)
+            continue;
+        fq_credit_changed_t changed = {.delta = lane->withheld, .channel = lane->channel};
+        lane->withheld = 0;
+        fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_credit_changed_desc, &changed);
+    }
 }
 
 //  ---------------------------------------------------------------------
@@ -1027,11 +1174,13 @@ static void s_destroy(s_self_t *self)
     zhashx_destroy(&self->senders);
     zhashx_destroy(&self->templates);
     fq_db_destroy(&self->db);
-    s_settle_t *settles[] = {&self->done, &self->requeue};
-    for (int i = 0; i < 2; i++) {
-        free(settles[i]->messages);
-        free(settles[i]->requests);
-        free(settles[i]->tenants);
+    for (size_t l = 0; l < self->nlanes; l++) {
+        s_settle_t *settles[] = {&self->lanes[l].done, &self->lanes[l].requeue};
+        for (int i = 0; i < 2; i++) {
+            free(settles[i]->messages);
+            free(settles[i]->requests);
+            free(settles[i]->tenants);
+        }
     }
     free(self);
 }

@@ -95,6 +95,22 @@ static void s_join_as(s_fixture_t *self, const char *capabilities, uint32_t cred
     assert_int_equal(fq_client_tell(self->sender, FQ_PATH_DISPATCHER, &fq_credit_desc, &grant), 0);
 }
 
+//  Says HELLO as client, a sender with capabilities, and grants credits[i]
+//  for each channels[i] (NULL-terminated).
+static void s_join_channels(fq_client_t *client, const char *name, const char *capabilities,
+                            const char *const *channels, const uint32_t *credits)
+{
+    fq_hello_t hello = {
+        .name = name, .version = "0", .capabilities = capabilities, .concurrency = 1};
+    fq_msg_t reply;
+    assert_int_equal(
+        fq_client_ask(client, FQ_PATH_DISPATCHER, &fq_hello_desc, &hello, S_WAIT_MS, &reply), 0);
+    for (size_t i = 0; channels[i]; i++) {
+        fq_credit_t grant = {.n = credits[i], .channel = channels[i]};
+        assert_int_equal(fq_client_tell(client, FQ_PATH_DISPATCHER, &fq_credit_desc, &grant), 0);
+    }
+}
+
 //  Says HELLO as a sender that takes one MSG at a time (protocol 1).
 static void s_join(s_fixture_t *self, uint32_t credit)
 {
@@ -848,7 +864,9 @@ static void test_http_messages_rendered_and_signed(void **state)
 {
     s_fixture_t *self = *state;
     int64_t request = s_submit_http(self);
-    s_join(self, 1);
+    const char *const channels[] = {"http", "email", NULL};
+    const uint32_t credits[] = {1, 1};
+    s_join_channels(self->sender, "test", "null,channel=email,channel=http", channels, credits);
     int64_t deadline = fq_test_now_ms() + S_WAIT_MS;
     fq_msg_t msg;
     fq_message_t message;
@@ -887,7 +905,9 @@ static void test_channel_batches_and_retry_after(void **state)
     int64_t other;
     if (fq_store_submit(self->store, &sms, &other))
         fail_msg("submit: %s", fq_store_error(self->store));
-    s_join_as(self, "null,batch", 2);
+    const char *const channels[] = {"http", "sms", NULL};
+    const uint32_t credits[] = {1, 1};
+    s_join_channels(self->sender, "test", "null,batch,channel=http,channel=sms", channels, credits);
     uint32_t seen = 0;
     uint64_t http_id = 0;
     int64_t deadline = fq_test_now_ms() + S_WAIT_MS;
@@ -929,10 +949,76 @@ static void test_channel_batches_and_retry_after(void **state)
                fq_test_param(id, sizeof id, other), 1);
 }
 
+//  A message goes only to a sender with free credit for its channel: an
+//  email-only sender (no channel= in its HELLO) never gets a webhook, and
+//  credit it grants for a channel it did not list is dropped; the webhook
+//  waits, pending and never tried, until a sender of http joins. An http
+//  sender whose http credit is spent gets no mail with its email credit's
+//  worth of http either: each channel's credit is its own.
+static void test_channels_routed_by_credit(void **state)
+{
+    s_fixture_t *self = *state;
+    int64_t http = s_submit_http(self);
+    char http_id[24];
+    fq_test_param(http_id, sizeof http_id, http);
+    s_wait_int(self, "SELECT count(*) FROM fairq.messages WHERE request_id = $1", http_id, 1);
+    const char *const email[] = {"email", "http", NULL};
+    const uint32_t email_credits[] = {5, 5};
+    s_join_channels(self->sender, "mailer", "null", email, email_credits);
+    s_wait_stat(self, FQ_PATH_DISPATCHER, "malformed", 1);
+    fq_test_sleep_ms(S_QUIET_MS);
+    fq_msg_t msg;
+    assert_int_not_equal(fq_client_recv(self->sender, S_QUIET_MS, &msg), 0);
+    assert_int_equal(fq_test_int(self->conn,
+                                 "SELECT count(*) FROM fairq.messages WHERE request_id = $1"
+                                 " AND status = 'pending' AND try_count = 0",
+                                 1, http_id),
+                     1);
+    //  Mail still goes to it
+    int64_t mail = s_submit(self, "acme", "Hi", "Body", false, "[{\"to\": \"m@example.com\"}]");
+    s_got_t got;
+    assert_int_equal(s_receive(self, S_WAIT_MS, &got), 0);
+    assert_int_equal(got.request, (uint64_t)mail);
+    s_ack(self, got.id);
+    //  A webhook sender joins: the waiting webhook goes to it
+    fq_client_t *hooks = fq_client_new(self->sys);
+    const char *const http_only[] = {"http", NULL};
+    const uint32_t http_credits[] = {1};
+    s_join_channels(hooks, "hooks", "null,channel=http", http_only, http_credits);
+    int64_t deadline = fq_test_now_ms() + S_WAIT_MS;
+    fq_message_t message;
+    do
+        assert_int_equal(fq_client_recv(hooks, S_WAIT_MS, &msg), 0);
+    while (msg.type != FQ_MSG_MESSAGE && fq_test_now_ms() < deadline);
+    assert_int_equal(fq_msg_decode(&msg, &fq_message_desc, &message), 0);
+    s_check_http(&message);
+    //  Its http credit is spent: a second webhook waits for its ack, the
+    //  mailer's email credit notwithstanding
+    int64_t second = s_submit_http(self);
+    char second_id[24];
+    fq_test_param(second_id, sizeof second_id, second);
+    s_wait_int(self, "SELECT count(*) FROM fairq.messages WHERE request_id = $1", second_id, 1);
+    assert_int_not_equal(fq_client_recv(hooks, S_QUIET_MS, &msg), 0);
+    assert_int_not_equal(fq_client_recv(self->sender, 10, &msg), 0);
+    fq_sender_ack_t ack = {.id = message.id};
+    assert_int_equal(fq_client_tell(hooks, FQ_PATH_DISPATCHER, &fq_sender_ack_desc, &ack), 0);
+    deadline = fq_test_now_ms() + S_WAIT_MS;
+    do
+        assert_int_equal(fq_client_recv(hooks, S_WAIT_MS, &msg), 0);
+    while (msg.type != FQ_MSG_MESSAGE && fq_test_now_ms() < deadline);
+    assert_int_equal(fq_msg_decode(&msg, &fq_message_desc, &message), 0);
+    assert_int_equal(message.request, (uint64_t)second);
+    //  The scheduler kept the lanes apart
+    s_wait_stat(self, FQ_PATH_SCHEDULER, "dispatched.http", 2);
+    s_wait_stat(self, FQ_PATH_SCHEDULER, "dispatched.email", 1);
+    fq_client_destroy(&hooks);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_credit_bounds_what_is_sent, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_channels_routed_by_credit, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_messages_are_rendered, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_nacks_retry_or_kill, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_bye_keeps_what_is_held, s_setup, s_teardown),

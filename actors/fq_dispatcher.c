@@ -725,19 +725,16 @@ static bool s_parse_mail(s_templates_t *templates, const fq_request_templates_t 
 //  The parsed templates of request_id, loaded on first use. NULL with *rc
 //  set: FQ_EDB (try again later) or another code (the request cannot be
 //  rendered: message in error).
-static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t request_id, int *rc,
-                                  char *error, size_t error_size)
+//  Parses a request's loaded templates (taken: freed here) into the
+//  cache. Returns them, or NULL with *rc (FQ_EINVAL: they cannot be
+//  parsed, why in error; FQ_ENOMEM).
+static s_templates_t *s_templates_take(s_self_t *self, fq_request_templates_t *taken, int *rc,
+                                       char *error, size_t error_size)
 {
-    s_templates_t *templates = fq_intkey_lookup(self->templates, request_id);
-    if (templates)
-        return templates;
-    fq_request_templates_t loaded;
-    *rc = fq_store_request_templates(store, request_id, &loaded);
-    if (*rc) {
-        snprintf(error, error_size, "%s", fq_store_error(store));
-        return NULL;
-    }
-    templates = calloc(1, sizeof *templates);
+    fq_request_templates_t loaded = *taken;
+    *taken = (fq_request_templates_t){0};
+    int64_t request_id = loaded.id;
+    s_templates_t *templates = calloc(1, sizeof *templates);
     bool parsed = false;
     if (templates) {
         bool email = fq_channel_is_email(loaded.channel);
@@ -785,6 +782,70 @@ static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t req
     fq_intkey_insert(self->templates, request_id, templates);
     self->template_bytes += templates->bytes;
     return templates;
+}
+
+//  Loads the templates of ids (not cached, maybe with repeats) into the
+//  cache.
+static void s_templates_load(s_self_t *self, fq_store_t *store, int64_t *ids, size_t n)
+{
+    //  Each once: the store takes distinct ids
+    size_t distinct = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool seen = fq_intkey_lookup(self->templates, ids[i]) != NULL;
+        for (size_t k = 0; k < distinct && !seen; k++)
+            seen = ids[k] == ids[i];
+        if (!seen)
+            ids[distinct++] = ids[i];
+    }
+    if (distinct < 2)
+        return; //  One is loaded alone as it is rendered
+    fq_request_templates_t *loaded = calloc(distinct, sizeof *loaded);
+    int got = loaded ? fq_store_request_templates_many(store, ids, distinct, loaded) : -1;
+    for (int i = 0; i < got; i++) {
+        int rc;
+        char error[S_ERROR_MAX];
+        s_templates_take(self, &loaded[i], &rc, error, sizeof error);
+    }
+    free(loaded);
+}
+
+//  The parsed templates of request_id, from the cache or loaded alone.
+//  NULL with *rc and why in error: FQ_EDB, FQ_ENOTFOUND, FQ_EINVAL (they
+//  cannot be parsed) or FQ_ENOMEM.
+static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t request_id, int *rc,
+                                  char *error, size_t error_size)
+{
+    s_templates_t *templates = fq_intkey_lookup(self->templates, request_id);
+    if (templates)
+        return templates;
+    fq_request_templates_t loaded;
+    *rc = fq_store_request_templates(store, request_id, &loaded);
+    if (*rc) {
+        snprintf(error, error_size, "%s", fq_store_error(store));
+        return NULL;
+    }
+    return s_templates_take(self, &loaded, rc, error, error_size);
+}
+
+//  Loads the templates of the rows' requests not cached yet, in one query
+//  per FQ_STORE_TEMPLATES_MAX requests: messages of 100,000 requests of a
+//  few recipients each came one query per request, the dispatcher's main
+//  cost (fq_bench_pipeline --scale). A request whose templates fail to
+//  parse, or a query that fails, is left to s_templates, which says why.
+static void s_templates_prefetch(s_self_t *self, fq_store_t *store, const fq_message_rows_t *rows)
+{
+    int64_t ids[FQ_STORE_TEMPLATES_MAX];
+    size_t n = 0;
+    for (size_t i = 0; i < rows->count; i++) {
+        if (fq_intkey_lookup(self->templates, rows->rows[i].request_id))
+            continue;
+        ids[n++] = rows->rows[i].request_id;
+        if (n == FQ_STORE_TEMPLATES_MAX) {
+            s_templates_load(self, store, ids, n);
+            n = 0;
+        }
+    }
+    s_templates_load(self, store, ids, n);
 }
 
 //  Keeps one pick's credit back while the database fails, or the leader's
@@ -1092,6 +1153,8 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
                             loaded >= 0);
     if (loaded < 0 && store)
         fq_db_failed(self->db, loaded);
+    if (loaded > 0)
+        s_templates_prefetch(self, store, &rows);
     int64_t now_ms = zclock_time();
     for (int i = 0; i < loaded; i++)
         if (fq_intkey_lookup(batch, rows.rows[i].id)) {

@@ -358,6 +358,17 @@ typedef struct {
 //  Loads what the splitter needs to validate a request's recipients, and
 //  the dispatcher to render its messages.
 int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_templates_t *out);
+
+//  Most requests in one fq_store_request_templates_many.
+#define FQ_STORE_TEMPLATES_MAX 1000
+
+//  The templates of the requests among ids (at most
+//  FQ_STORE_TEMPLATES_MAX, each once) that exist, in one query: written to
+//  out in id order, each owned by the caller (fq_request_templates_free).
+//  Returns how many, or a negative code. A DISPATCH of messages from many
+//  requests loads what it lacks in one round trip rather than one each.
+int fq_store_request_templates_many(fq_store_t *self, const int64_t *ids, size_t count,
+                                    fq_request_templates_t *out);
 void fq_request_templates_free(fq_request_templates_t *templates);
 
 //  A request and its counters (never counted from messages). Times are

@@ -225,14 +225,13 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
     return rc;
 }
 
-//  Takes the headers of a request's rows (columns S_TEMPLATE_HEADER_NAME
-//  and _VALUE of each, NULL in a row without one) into out. Returns 0 or
-//  -1 when memory ran out.
-static int s_template_headers(const PGresult *res, fq_request_templates_t *out)
+//  Takes the headers of a request's rows first..end-1 (columns
+//  S_TEMPLATE_HEADER_NAME and _VALUE of each, NULL in a row without one)
+//  into out. Returns 0 or -1 when memory ran out.
+static int s_template_headers(const PGresult *res, int first, int end, fq_request_templates_t *out)
 {
-    int rows = PQntuples(res);
     size_t n = 0;
-    for (int row = 0; row < rows; row++)
+    for (int row = first; row < end; row++)
         n += !PQgetisnull(res, row, S_TEMPLATE_HEADER_NAME);
     if (n == 0)
         return 0;
@@ -240,7 +239,7 @@ static int s_template_headers(const PGresult *res, fq_request_templates_t *out)
     out->header_values = calloc(n, sizeof *out->header_values);
     if (!out->header_names || !out->header_values)
         return -1;
-    for (int row = 0; row < rows; row++) {
+    for (int row = first; row < end; row++) {
         if (PQgetisnull(res, row, S_TEMPLATE_HEADER_NAME))
             continue;
         out->header_names[out->nheaders] = strdup(PQgetvalue(res, row, S_TEMPLATE_HEADER_NAME));
@@ -252,21 +251,58 @@ static int s_template_headers(const PGresult *res, fq_request_templates_t *out)
     return 0;
 }
 
-int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_templates_t *out)
+//  One request's templates from its rows first..end-1 of res. Returns 0 or
+//  -1 when memory ran out (out freed).
+static int s_template_of(const PGresult *res, int first, int end, fq_request_templates_t *out)
 {
-    *out = (fq_request_templates_t){0};
-    char id[FQ_STORE_INT_TEXT];
-    snprintf(id, sizeof id, "%lld", (long long)request_id);
-    const char *params[] = {id};
+    *out = (fq_request_templates_t){.id = fq_store_int64(res, first, 0),
+                                    .tenant_id = fq_store_int64(res, first, 1),
+                                    .subject = strdup(PQgetvalue(res, first, 2)),
+                                    .body = strdup(PQgetvalue(res, first, 3)),
+                                    .body_is_html = PQgetvalue(res, first, 4)[0] == 't',
+                                    .max_attempts = (int)fq_store_int64(res, first, 5),
+                                    .from_addr = strdup(PQgetvalue(res, first, 6)),
+                                    .tenant = strdup(PQgetvalue(res, first, 7)),
+                                    .due_at_ms = fq_store_int64(res, first, 8)};
+    int mem = s_template_headers(res, first, end, out);
+    char **strings[] = {&out->text_body,     &out->channel,   &out->http_method,
+                        &out->http_url,      &out->http_body, &out->http_body_format,
+                        &out->signing_secret};
+    for (int i = 0; i < (int)(sizeof strings / sizeof *strings); i++)
+        if (!PQgetisnull(res, first, S_TEMPLATE_TEXT_BODY + i) &&
+            !(*strings[i] = strdup(PQgetvalue(res, first, S_TEMPLATE_TEXT_BODY + i))))
+            mem = -1;
+    if (mem || !out->subject || !out->body || !out->from_addr || !out->tenant || !out->channel) {
+        fq_request_templates_free(out);
+        return -1;
+    }
+    return 0;
+}
+
+int fq_store_request_templates_many(fq_store_t *self, const int64_t *ids, size_t count,
+                                    fq_request_templates_t *out)
+{
+    if (count == 0)
+        return 0;
+    if (count > FQ_STORE_TEMPLATES_MAX)
+        return fq_store_fail(self, FQ_EINVAL, "could not load templates: %zu requests (at most %d)",
+                             count, FQ_STORE_TEMPLATES_MAX);
+    fq_buf_t array = {0};
+    if (fq_store_id_array(&array, ids, count, sizeof *ids)) {
+        fq_buf_free(&array);
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    }
+    const char *params[] = {array.data};
     int rc;
     //  One row for each extra header (its reply_to last, as Reply-To), or
-    //  one without any: the request's own columns repeat in each. The
-    //  name 'Reply-To' is FQ_MAIL_HEADER_REPLY_TO (mailheaders/
-    //  fq_mail_headers.h), written here rather than passed: the store may
-    //  not include mailheaders/ (docs/code-map.md), and fairq-sender checks
-    //  the headers it carries against that constant. An http request's
-    //  headers are its http_headers (it has no mail headers); its secret
-    //  is its own, else its tenant's as it is now
+    //  one without any: the request's own columns repeat in each, and a
+    //  request's rows come together. The name 'Reply-To' is
+    //  FQ_MAIL_HEADER_REPLY_TO (mailheaders/fq_mail_headers.h), written
+    //  here rather than passed: the store may not include mailheaders/
+    //  (docs/code-map.md), and fairq-sender checks the headers it carries
+    //  against that constant. An http request's headers are its
+    //  http_headers (it has no mail headers); its secret is its own, else
+    //  its tenant's as it is now
     PGresult *res = fq_store_query(
         self,
         "SELECT r.id, r.tenant_id, r.subject, r.body, r.body_is_html,"
@@ -280,38 +316,37 @@ int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_
         "   WHEN r.channel = 'email' THEN r.headers ELSE r.http_headers END) e"
         "  UNION ALL SELECT 'Reply-To', r.reply_to, 1 WHERE r.reply_to IS NOT NULL)"
         "  AS h(name, value, last) ON true"
-        " WHERE r.id = $1 ORDER BY h.last, h.name",
-        1, params, PGRES_TUPLES_OK, "load request", &rc);
+        " WHERE r.id = ANY($1::bigint[]) ORDER BY r.id, h.last, h.name",
+        1, params, PGRES_TUPLES_OK, "load requests", &rc);
+    fq_buf_free(&array);
     if (!res)
         return rc;
-    if (PQntuples(res) < 1) {
-        PQclear(res);
+    int rows = PQntuples(res), n = 0;
+    for (int first = 0; first < rows;) {
+        int end = first + 1;
+        while (end < rows && strcmp(PQgetvalue(res, end, 0), PQgetvalue(res, first, 0)) == 0)
+            end++;
+        if (s_template_of(res, first, end, &out[n]) != 0) {
+            for (int i = 0; i < n; i++)
+                fq_request_templates_free(&out[i]);
+            PQclear(res);
+            return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+        }
+        n++;
+        first = end;
+    }
+    PQclear(res);
+    return n;
+}
+
+int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_templates_t *out)
+{
+    *out = (fq_request_templates_t){0};
+    int n = fq_store_request_templates_many(self, &request_id, 1, out);
+    if (n == 0)
         return fq_store_fail(self, FQ_ENOTFOUND, "request %lld does not exist",
                              (long long)request_id);
-    }
-    *out = (fq_request_templates_t){.id = fq_store_int64(res, 0, 0),
-                                    .tenant_id = fq_store_int64(res, 0, 1),
-                                    .subject = strdup(PQgetvalue(res, 0, 2)),
-                                    .body = strdup(PQgetvalue(res, 0, 3)),
-                                    .body_is_html = PQgetvalue(res, 0, 4)[0] == 't',
-                                    .max_attempts = (int)fq_store_int64(res, 0, 5),
-                                    .from_addr = strdup(PQgetvalue(res, 0, 6)),
-                                    .tenant = strdup(PQgetvalue(res, 0, 7)),
-                                    .due_at_ms = fq_store_int64(res, 0, 8)};
-    int mem = s_template_headers(res, out);
-    char **strings[] = {&out->text_body,     &out->channel,   &out->http_method,
-                        &out->http_url,      &out->http_body, &out->http_body_format,
-                        &out->signing_secret};
-    for (int i = 0; i < (int)(sizeof strings / sizeof *strings); i++)
-        if (!PQgetisnull(res, 0, S_TEMPLATE_TEXT_BODY + i) &&
-            !(*strings[i] = strdup(PQgetvalue(res, 0, S_TEMPLATE_TEXT_BODY + i))))
-            mem = -1;
-    PQclear(res);
-    if (mem || !out->subject || !out->body || !out->from_addr || !out->tenant || !out->channel) {
-        fq_request_templates_free(out);
-        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
-    }
-    return 0;
+    return n < 0 ? n : 0;
 }
 
 void fq_request_templates_free(fq_request_templates_t *templates)

@@ -395,6 +395,23 @@ static void test_request_headers(void **unused)
     assert_int_equal(fq_store_request_templates(store, old, &loaded), 0);
     assert_int_equal(loaded.nheaders, 0);
     fq_request_templates_free(&loaded);
+
+    //  Several in one query, in id order, each with its own headers; an id
+    //  that names no request is left out
+    int64_t several[] = {reply_id, INT64_MAX, id, plain_id};
+    fq_request_templates_t many[4];
+    assert_int_equal(fq_store_request_templates_many(store, several, 4, many), 3);
+    assert_int_equal(many[0].id, id);
+    assert_int_equal(many[0].nheaders, 3);
+    assert_string_equal(many[0].header_names[2], "Reply-To");
+    assert_int_equal(many[1].id, plain_id);
+    assert_int_equal(many[1].nheaders, 0);
+    assert_int_equal(many[2].id, reply_id);
+    assert_int_equal(many[2].nheaders, 1);
+    assert_string_equal(many[2].tenant, "hdr");
+    for (int i = 0; i < 3; i++)
+        fq_request_templates_free(&many[i]);
+    assert_int_equal(fq_store_request_templates(store, INT64_MAX, &loaded), FQ_ENOTFOUND);
     PQfinish(conn);
     fq_store_destroy(&store);
 }

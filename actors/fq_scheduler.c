@@ -420,6 +420,19 @@ static void s_let_go(s_self_t *self, int64_t request_id)
 
 static void s_poll_now(fq_ctx_t *ctx, s_self_t *self, bool full);
 
+//  Each lane's ready messages, free credit and messages in flight, for
+//  the metrics: a channel whose messages wait for a sender shows there.
+static void s_report_lanes(s_self_t *self)
+{
+    for (size_t l = 0; self->config->metrics && l < fq_lanes_count(self->lanes); l++) {
+        fq_lane_t *lane = fq_lanes_at(self->lanes, l);
+        fq_fairness_stats_t stats;
+        fq_fairness_stats(lane->fairness, &stats);
+        fq_metrics_channel(self->config->metrics, lane->channel, (int64_t)stats.prefetched,
+                           lane->credit, (int64_t)stats.inflight);
+    }
+}
+
 static void s_poll(fq_ctx_t *ctx, s_self_t *self, bool full)
 {
     int64_t since = self->last_poll;
@@ -436,6 +449,7 @@ static void s_poll(fq_ctx_t *ctx, s_self_t *self, bool full)
         self->light_polls++;
     }
     fq_metrics_batch_flush(self->metrics);
+    s_report_lanes(self);
 }
 
 //  The periodic poll: full when it is cheap enough (S_FULL_POLL_SHARE).

@@ -22,6 +22,7 @@
 */
 #include "fq_cli_args.h"
 #include "fq_cli_commands.h"
+#include "fq_cli_channels.h"
 #include "fq_cli_rates.h"
 #include "fq_cli_table.h"
 #include <errno.h>
@@ -112,6 +113,9 @@ static int s_by_depth(const void *a, const void *b)
 typedef struct {
     fq_cli_rates_t *rates; //  NULL: not shown (a snapshot, or no /metrics)
     char header[S_HEADER_SIZE];
+    //  Each channel's lane, from the same reading of /metrics
+    fq_cli_channel_t channels[FQ_CLI_CHANNELS_MAX];
+    size_t nchannels;
 } s_now_t;
 
 //  A rate for people, one decimal; "-" when not known (negative).
@@ -209,6 +213,29 @@ static void s_print_totals(FILE *out, const json_t *tenants, const char *eol, co
     fprintf(out, "%.1f/s (" S_MINUTE_LABEL ")  open requests %lld%s", rate, (long long)open, eol);
 }
 
+//  One line of channels, when fairqd has more than mail or a channel
+//  waits: each with its messages ready, free credit and in flight.
+//  Returns the lines written (0 or 1).
+static int s_print_channels(FILE *out, const s_now_t *now, const char *eol)
+{
+    bool show = now->nchannels > 1;
+    for (size_t i = 0; i < now->nchannels; i++)
+        show = show || fq_cli_channel_waits(&now->channels[i]);
+    if (!show)
+        return 0;
+    fprintf(out, "channels");
+    for (size_t i = 0; i < now->nchannels; i++) {
+        const fq_cli_channel_t *channel = &now->channels[i];
+        char name[FQ_CLI_VALUE_SIZE];
+        fq_cli_escape(name, sizeof name, channel->name);
+        fprintf(out, "  %s: ready %lld, credit %lld, in flight %lld%s", name,
+                (long long)channel->ready, (long long)channel->credit, (long long)channel->inflight,
+                fq_cli_channel_waits(channel) ? " (waiting: no sender serves it)" : "");
+    }
+    fprintf(out, "%s", eol);
+    return 1;
+}
+
 //  One frame of the live view, written at once. note, if any, follows
 //  the title (why the rate now is not shown).
 static void s_draw(const fq_cli_t *cli, const fq_cli_answer_t *answer, int rc, double interval,
@@ -238,8 +265,9 @@ static void s_draw(const fq_cli_t *cli, const fq_cli_answer_t *answer, int rc, d
         fprintf(out, "%s (asking again)%s", shown, S_ERASE_LINE "\n");
     } else {
         s_print_totals(out, tenants, S_ERASE_LINE "\n", now);
+        int lines = s_print_channels(out, now, S_ERASE_LINE "\n");
         fprintf(out, "%s", S_ERASE_LINE "\n");
-        int room = rows - S_HEADER_LINES - S_FOOTER_LINES - 1;
+        int room = rows - S_HEADER_LINES - lines - S_FOOTER_LINES - 1;
         s_print_table(out, tenants, room > 0 ? (size_t)room : 0, S_ERASE_LINE "\n", now);
     }
     fprintf(out, "%s", S_ERASE_BELOW);
@@ -304,6 +332,9 @@ static void s_read_rates(fq_cli_t *cli, s_now_t *now, const char **note)
     int rc = fq_cli_call_text(cli, "/metrics", &metrics);
     if (rc == FQ_CLI_EXIT_OK && fq_cli_rates_add(now->rates, s_monotonic(), metrics.body.data))
         rc = FQ_CLI_EXIT_FAILED;
+    if (rc == FQ_CLI_EXIT_OK)
+        now->nchannels =
+            fq_cli_channels_parse(metrics.body.data, now->channels, FQ_CLI_CHANNELS_MAX);
     if (rc != FQ_CLI_EXIT_OK && rc != FQ_CLI_EXIT_SERVER) {
         fq_cli_rates_destroy(&now->rates);
         *note = "(rate now needs /metrics: an admin token, or metrics_public)";

@@ -137,6 +137,15 @@ typedef struct {
     int64_t errors;
 } s_db_t;
 
+//  Most channels shown (as many as the scheduler keeps lanes for).
+#define S_CHANNELS_MAX 32
+
+//  One channel's lane, as the scheduler last said.
+typedef struct {
+    char name[S_LABEL_MAX + 1];
+    int64_t ready, credit, inflight;
+} s_channel_t;
+
 struct fq_metrics {
     pthread_mutex_t lock;
     zhashx_t *tenants;      //  Tenant id -> s_tenant_t*, owned
@@ -149,6 +158,8 @@ struct fq_metrics {
     int64_t (*now_ms)(void *arg);
     void *clock_arg;
     const fq_lease_t *lease; //  Who leads; NULL: not said
+    s_channel_t channels[S_CHANNELS_MAX];
+    size_t nchannels;
 };
 
 typedef enum {
@@ -826,6 +837,8 @@ typedef struct {
     int64_t requests; //  Requests with messages in flight
     fq_actor_stats_t *actors;
     size_t nactors, actors_size;
+    s_channel_t channels[S_CHANNELS_MAX];
+    size_t nchannels;
     uint64_t dead_letters; //  Of the system
     bool failed;           //  Out of memory
 } s_snapshot_t;
@@ -881,6 +894,8 @@ static void s_snapshot_take(s_snapshot_t *snap, fq_metrics_t *self, size_t extra
     }
     if (self) {
         memcpy(snap->db, self->db, sizeof snap->db);
+        memcpy(snap->channels, self->channels, sizeof snap->channels);
+        snap->nchannels = self->nchannels;
         snap->requests = (int64_t)zhashx_size(self->requests);
         pthread_mutex_unlock(&self->lock);
     }
@@ -1047,6 +1062,35 @@ static int s_render_db(fq_buf_t *out, const s_snapshot_t *snap)
     return rc;
 }
 
+//  The scheduler's lanes: what waits for credit per channel. Messages
+//  ready with no credit and none in flight wait for a sender of their
+//  channel (none serves it, or none is connected).
+static int s_render_channels(fq_buf_t *out, const s_snapshot_t *snap)
+{
+    static const struct {
+        const char *name, *help;
+        size_t at;
+    } families[] = {
+        {"fairq_channel_ready",
+         "Messages the scheduler holds ready, waiting for credit, by channel",
+         offsetof(s_channel_t, ready)},
+        {"fairq_channel_credit", "Free sender credit, by channel", offsetof(s_channel_t, credit)},
+        {"fairq_channel_inflight", "Messages in senders' hands, by channel",
+         offsetof(s_channel_t, inflight)},
+    };
+    int rc = 0;
+    for (size_t f = 0; f < S_COUNT(families); f++) {
+        rc |= s_out_family(out, families[f].name, "gauge", families[f].help);
+        for (size_t i = 0; i < snap->nchannels; i++) {
+            const s_channel_t *channel = &snap->channels[i];
+            rc |= s_out_sample(out, families[f].name, "", "channel", channel->name);
+            rc |= fq_buf_printf(out, "} %" PRId64 "\n",
+                                *(const int64_t *)((const char *)channel + families[f].at));
+        }
+    }
+    return rc;
+}
+
 //  Who leads, as this instance last read it, and whether it is this one.
 static int s_render_leadership(fq_buf_t *out, const fq_lease_t *lease)
 {
@@ -1072,6 +1116,28 @@ static int s_render_leadership(fq_buf_t *out, const fq_lease_t *lease)
     return rc | fq_buf_printf(out, "} %.3f\n", (double)view.since_ms / 1000.0);
 }
 
+void fq_metrics_channel(fq_metrics_t *self, const char *channel, int64_t ready, int64_t credit,
+                        int64_t inflight)
+{
+    if (!self || !channel)
+        return;
+    pthread_mutex_lock(&self->lock);
+    s_channel_t *found = NULL;
+    for (size_t i = 0; i < self->nchannels && !found; i++)
+        if (strcmp(self->channels[i].name, channel) == 0)
+            found = &self->channels[i];
+    if (!found && self->nchannels < S_CHANNELS_MAX) {
+        found = &self->channels[self->nchannels++];
+        snprintf(found->name, sizeof found->name, "%s", channel);
+    }
+    if (found) {
+        found->ready = ready;
+        found->credit = credit;
+        found->inflight = inflight;
+    }
+    pthread_mutex_unlock(&self->lock);
+}
+
 char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_list_t *tenants)
 {
     s_snapshot_t snap = {0};
@@ -1093,6 +1159,7 @@ char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_li
     rc |= s_render_leadership(&out, self ? self->lease : NULL);
     rc |= s_render_tenants(&out, &snap, tenants != NULL);
     rc |= s_render_senders(&out, &snap);
+    rc |= s_render_channels(&out, &snap);
     if (sys)
         rc |= s_render_actors(&out, &snap);
     rc |= s_render_db(&out, &snap);

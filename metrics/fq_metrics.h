@@ -85,6 +85,12 @@ uint64_t fq_metrics_sender_join(fq_metrics_t *self, const char *name, const char
 //  Flush the batches holding its records first.
 void fq_metrics_sender_leave(fq_metrics_t *self, uint64_t sender);
 
+//  The scheduler's lane of channel right now: messages it holds ready
+//  (waiting for credit), free sender credit and messages in flight. Set
+//  under the lock, at most a few times a second.
+void fq_metrics_channel(fq_metrics_t *self, const char *channel, int64_t ready, int64_t credit,
+                        int64_t inflight);
+
 //  ---------------------------------------------------------------------
 //  Recording (actors)
 

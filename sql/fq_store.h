@@ -562,9 +562,9 @@ typedef struct {
 //  were written to out.
 int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out);
 
-//  As fq_store_due_requests, only those whose send_at came in the last
-//  since_ms: the scheduler's light poll, for requests scheduled for later,
-//  which no NOTIFY announces when their time comes.
+//  As fq_store_due_requests, only those scheduled for later than their
+//  submit whose send_at came in the last since_ms: the scheduler's light
+//  poll, for what no NOTIFY announces when its time comes.
 int fq_store_due_requests_since(fq_store_t *self, int64_t since_ms, int limit,
                                 fq_due_request_t *out);
 

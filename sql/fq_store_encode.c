@@ -51,10 +51,31 @@ int fq_store_array_text(fq_buf_t *buf, const char *text)
 
 int fq_store_id_array(fq_buf_t *buf, const int64_t *ids, size_t count, size_t stride)
 {
-    int rc = fq_buf_add_char(buf, '{');
-    for (size_t i = 0; i < count && rc == 0; i++) {
-        const int64_t *id = (const int64_t *)((const char *)ids + i * stride);
-        rc = fq_buf_printf(buf, i ? ",%lld" : "%lld", (long long)*id);
+    //  Digits written by hand: a DISPATCH's and an ack batch's arrays are
+    //  thousands of ids a second, and printf was a tenth of fairqd's time
+    //  with 100,000 open requests (fq_bench_pipeline --scale)
+    enum { DIGITS = 21 }; //  A sign and 19 digits, and a comma
+    if (fq_buf_reserve(buf, count * DIGITS + 2) != 0)
+        return -1;
+    char *out = buf->data + buf->size;
+    *out++ = '{';
+    for (size_t i = 0; i < count; i++) {
+        int64_t id = *(const int64_t *)((const char *)ids + i * stride);
+        if (i)
+            *out++ = ',';
+        uint64_t value = id < 0 ? (uint64_t)0 - (uint64_t)id : (uint64_t)id;
+        if (id < 0)
+            *out++ = '-';
+        char digits[DIGITS];
+        int n = 0;
+        do
+            digits[n++] = (char)('0' + value % 10);
+        while ((value /= 10) > 0);
+        while (n > 0)
+            *out++ = digits[--n];
     }
-    return rc ? rc : fq_buf_add_char(buf, '}');
+    *out++ = '}';
+    buf->size = (size_t)(out - buf->data);
+    buf->data[buf->size] = 0;
+    return 0;
 }

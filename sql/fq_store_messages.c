@@ -473,10 +473,13 @@ int fq_store_due_requests_since(fq_store_t *self, int64_t since_ms, int limit,
     snprintf(count, sizeof count, "%d", limit);
     const char *params[] = {window, count};
     int rc;
-    //  A range of requests_open_idx (send_at), whatever the open requests
+    //  A range of requests_open_idx (send_at), whatever the open requests;
+    //  only those scheduled for later than their submit: the others had
+    //  their NOTIFY
     PGresult *res = fq_store_query(
         self,
         S_DUE_SELECT " AND r.send_at > now() - make_interval(secs => $1::bigint / 1000.0)"
+                     " AND r.send_at > r.created_at"
                      " ORDER BY r.send_at, r.id LIMIT $2",
         2, params, PGRES_TUPLES_OK, "find requests come due", &rc);
     return res ? s_due_rows(res, out) : rc;

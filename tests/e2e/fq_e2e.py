@@ -13,9 +13,10 @@ Each test (an E2ETest method) gets a Harness of its own:
     the PG* environment (pg_virtualenv) and dropped at the end;
   * a working directory for the logs of every child (one file each), the
     sink's output and its rules file;
-  * start_fairqd / start_sender / start_sink, which wait until the program
-    says it is up; every child is stopped at the end whatever happened
-    (SIGTERM, then SIGKILL); if the test process itself dies (a ctest
+  * start_fairqd / start_sender / start_sink (SMTP) / start_http_sink
+    (http_sink.py, for webhooks), which wait until the program says it is
+    up; every child is stopped at the end whatever happened (SIGTERM, then
+    SIGKILL); if the test process itself dies (a ctest
     timeout), fairqd and the senders get SIGKILL (PR_SET_PDEATHSIG) and the
     sink quits (--quit-on-eof on a pipe);
   * fairqd and fairq-sender run through symbolic links named fqe2e-daemon
@@ -278,6 +279,33 @@ class Sink:
         self.proc.close()
 
 
+class HttpSink(Sink):
+    """http_sink.py: a real HTTP server writing each request it receives as
+    jsonl, answering as its rules file (set_rules) or each request's query
+    string says, and verifying Standard Webhooks signatures with secrets
+    (each record's "verified"). url is http://127.0.0.1:PORT."""
+
+    def __init__(self, harness, name, rules=None, secrets=()):
+        self.dir = harness.dir
+        self.out = os.path.join(self.dir, f"{name}.jsonl")
+        self.rules_path = os.path.join(self.dir, f"{name}.rules.json")
+        self.set_rules(rules or {})
+        argv = [PYTHON, os.path.join(HERE, "http_sink.py"), "--port", "0", "--out", self.out,
+                "--rules", self.rules_path, "--quit-on-eof"]
+        for secret in secrets:
+            argv += ["--secret", secret]
+        self.proc = Proc(name, argv, os.path.join(self.dir, f"{name}.log"),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        line = self._ready_line()
+        m = re.match(r"ready (\d+)", line)
+        if not m:
+            raise AssertionError(f"HTTP sink said {line!r} instead of \"ready PORT\"")
+        self.port = int(m.group(1))
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._offset = 0
+        self._records = []
+
+
 class Harness:
     """One test's database, programs and files."""
 
@@ -480,6 +508,12 @@ class Harness:
 
     def start_sink(self, name="sink", rules=None):
         sink = Sink(self, name, rules)
+        self.sinks.append(sink)
+        return sink
+
+    def start_http_sink(self, name="http_sink", rules=None, secrets=()):
+        """Starts http_sink.py (HttpSink), verifying signatures by secrets."""
+        sink = HttpSink(self, name, rules, secrets)
         self.sinks.append(sink)
         return sink
 

@@ -362,15 +362,26 @@ static void test_due_requests_excludes_the_rest(void **unused)
         assert_int_equal(due[i].tenant_id, s_tenant);
         assert_string_equal(due[i].tenant, "acme");
     }
-    //  Those whose send time came in the last minute: the one sent now
-    //  (the others came an hour and more ago)
+    //  Come due lately, of those scheduled for later than their submit:
+    //  none of the above (each was due at its submit, and had its NOTIFY);
+    //  one submitted an hour ago for 5 s ago is, within a minute's reach
+    //  and not within 2 s
+    assert_int_equal(fq_store_due_requests_since(store, 9000000, 16, due), 0);
+    int64_t scheduled = fq_test_int(
+        conn,
+        "INSERT INTO fairq.requests (tenant_id, from_addr, subject, body, status, send_at,"
+        "  created_at)"
+        " VALUES ($1, 'news@acme.example', 's', 'b', 'accepted', now() - interval '5 s',"
+        "  now() - interval '1 hour') RETURNING id",
+        1, tenant);
     assert_int_equal(fq_store_due_requests_since(store, 60000, 16, due), 1);
-    assert_int_equal(due[0].id, now_request);
+    assert_int_equal(due[0].id, scheduled);
     assert_string_equal(due[0].tenant, "acme");
-    //  In the last two hours and a half: the splitting and active ones too
-    assert_int_equal(fq_store_due_requests_since(store, 9000000, 16, due), 3);
-    assert_int_equal(due[0].id, splitting);
-    assert_int_equal(due[2].id, now_request);
+    assert_string_equal(due[0].channel, "email");
+    assert_int_equal(fq_store_due_requests_since(store, 2000, 16, due), 0);
+    char scheduled_id[32];
+    fq_test_exec(conn, "DELETE FROM fairq.requests WHERE id = $1", 1,
+                 fq_test_param(scheduled_id, sizeof scheduled_id, scheduled));
     //  The limit takes the oldest
     assert_int_equal(fq_store_due_requests(store, 2, due), 2);
     assert_int_equal(due[0].id, accepted);

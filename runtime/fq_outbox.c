@@ -6,6 +6,12 @@
 //  the mailbox; past this the context would block at shutdown.
 #define S_ROUTE_LINGER_MS 1000
 
+//  Routes cached before those to actors that are gone are dropped. Each
+//  holds a socket: an actor answering the asks of short-lived clients
+//  (each with a path of its own) would otherwise keep one per client ever
+//  seen, until ZeroMQ's socket limit (1,023) stops the whole system.
+#define S_ROUTES_SWEEP_AT 64
+
 typedef struct {
     fq_entry_t *entry;
     zsock_t *push;
@@ -22,6 +28,7 @@ struct fq_outbox {
     s_route_t *last;
     bool last_remote;
     char last_to[FQ_ADDRESS_MAX + 1];
+    size_t sweep_at; //  Cached routes past which the dead are dropped
 };
 
 static void s_route_destroy(void **item)
@@ -69,6 +76,24 @@ static void s_forget(fq_outbox_t *self, const char *path)
     zhashx_delete(self->routes, path);
 }
 
+//  Drops the routes to actors that are gone; the next sweep comes when the
+//  cache has doubled from what is left.
+static void s_sweep(fq_outbox_t *self)
+{
+    zlistx_t *gone = zlistx_new();
+    for (s_route_t *route = zhashx_first(self->routes); route && gone;
+         route = zhashx_next(self->routes))
+        if (!atomic_load_explicit(&route->entry->alive, memory_order_relaxed))
+            zlistx_add_end(gone, (void *)zhashx_cursor(self->routes));
+    //  The keys are the hash's own copies: deleted after the walk
+    for (const char *path = gone ? zlistx_first(gone) : NULL; path; path = zlistx_next(gone))
+        zhashx_delete(self->routes, path);
+    zlistx_destroy(&gone);
+    self->last = NULL;
+    size_t left = zhashx_size(self->routes);
+    self->sweep_at = 2 * (left > S_ROUTES_SWEEP_AT / 2 ? left : S_ROUTES_SWEEP_AT / 2);
+}
+
 //  The cached route to path, re-resolved if its actor has gone (a new
 //  actor may have been spawned at the same path since).
 static s_route_t *s_route(fq_outbox_t *self, const char *path)
@@ -100,6 +125,8 @@ static s_route_t *s_route(fq_outbox_t *self, const char *path)
     }
     route->entry = entry;
     route->push = push;
+    if (zhashx_size(self->routes) >= (self->sweep_at ? self->sweep_at : S_ROUTES_SWEEP_AT))
+        s_sweep(self);
     zhashx_insert(self->routes, path, route);
     return route;
 }

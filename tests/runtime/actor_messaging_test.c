@@ -421,6 +421,25 @@ static void test_late_reply_to_client_is_ignored(void **state)
     fq_test_expect_quiet(fx->client);
 }
 
+//  An actor that answers the asks of many short-lived clients, each with
+//  a path of its own, keeps answering: the routes it cached to clients
+//  that are gone are dropped, not kept (each holds a socket; ZeroMQ allows
+//  1,023, past which no socket can be made and the process aborts).
+static void test_replies_to_many_clients_keep_working(void **state)
+{
+    s_fixture_t *fx = *state;
+    assert_int_equal(fq_system_spawn(fx->sys, "echo", &s_echo, NULL, NULL), 0);
+    for (int i = 0; i < 1500; i++) {
+        fq_client_t *client = fq_client_new(fx->sys);
+        assert_non_null(client);
+        fq_ping_t ping = {.seq = (uint32_t)i, .text = "one"};
+        fq_msg_t reply;
+        assert_int_equal(
+            fq_client_ask(client, "/user/echo", &fq_ping_desc, &ping, S_ASK_OK_MS, &reply), 0);
+        fq_client_destroy(&client);
+    }
+}
+
 static void test_late_reply_to_actor_is_ignored(void **state)
 {
     s_fixture_t *fx = *state;
@@ -579,6 +598,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tell_keeps_order_from_one_sender, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_ask_between_actors_gets_reply, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_replies_to_many_clients_keep_working, s_setup,
+                                        s_teardown),
         cmocka_unit_test_setup_teardown(test_ask_from_actor_times_out, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_client_ask_times_out, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_error_reply_surfaces_its_code, s_setup, s_teardown),

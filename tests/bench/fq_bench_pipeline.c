@@ -75,9 +75,29 @@
     (best: the higher rate or index, the lower wait or memory) and judges
     the targets on the best.
 
+    With --channel http the requests are webhooks instead of mail: each
+    of the load's, the probes' and the fairness phase's requests has
+    channel http, a POST to S_HTTP_URL (a local sink, fq_bench_sink.c: a
+    libmicrohttpd server answering 200 with an empty body, a child
+    started with each phase's senders and stopped after them), a small
+    JSON body template (S_HTTP_BODY) and a signing secret (S_HTTP_SECRET:
+    every message is signed, so the HMAC is in the figures); the senders
+    serve --channels http (libcurl, one handle per worker, its
+    connections kept alive). The sink logs each request it receives in
+    the form of the null transport's delivery log (its time, the message
+    id of its webhook-id header, the tenant of its path), which stands in
+    for the senders' logs (probes' waits, fairness), and counts the ones
+    without a webhook-signature (a run with any fails). Its CPU is a
+    group of its own. Each run also measures the same load with the null
+    transport (mail, as without the option) in a database of its own, the
+    two alternating which goes first, so that each http figure has the
+    null one of the same run beside it; the floor is measured once a run,
+    beside the http load. The memory test submits http requests.
+
     Usage: fq_bench_pipeline [--messages N] [--tenants T] [--senders S]
                              [--concurrency C] [--fairness-messages F]
-                             [--runs R] [--quick]
+                             [--runs R] [--quick] [--channel email|http]
+                             [--sink-threads N]
 */
 //  libpq first: fq_bench_util.h then offers its PostgreSQL helpers
 #include <libpq-fe.h>
@@ -117,6 +137,9 @@
 #ifndef FQ_SENDER_PATH
 #define FQ_SENDER_PATH "fairq-sender"
 #endif
+#ifndef FQ_SINK_PATH
+#define FQ_SINK_PATH "fq_bench_sink"
+#endif
 
 //  Defaults: a million messages from a hundred tenants of 10,000
 //  recipients each (one chunk each, fairq.chunk_size()), which drains for
@@ -153,6 +176,8 @@
 #define S_MAX_TENANTS     10000
 #define S_MAX_SENDERS     16
 #define S_MAX_CONCURRENCY 1000
+//  --channel http: the sink's libmicrohttpd threads (--sink-threads)
+#define S_MAX_SINK_THREADS 64
 
 //  The targets fairq is held to (judged on the best run).
 #define S_TARGET_RATE           50000.0 //  msgs/s, first submit to last ack
@@ -238,11 +263,15 @@
 //  The names the children run under (links in the logs' directory)
 #define S_FAIRQD_LINK "fqbench-daemon"
 #define S_SENDER_LINK "fqbench-sender"
+#define S_SINK_LINK   "fqbench-sink"
 
 //  What fairqd and the senders say once they can work (fairqd.c,
 //  fq_sender.c)
 #define S_FAIRQD_READY   "INFO:  ready"
 #define S_SENDER_WELCOME "sender: welcomed by"
+//  And the sink (fq_bench_sink.c): once it listens, and its counts at its end
+#define S_SINK_READY "sink: listening on"
+#define S_SINK_DONE  "sink: done: requests %llu unsigned %llu empty %llu bad %llu connections %llu"
 
 //  The requests: templates with the fields every recipient has
 #define S_TENANT_PREFIX "bench-"
@@ -262,6 +291,21 @@
 #define S_DOMAINS 100
 
 #define S_SUBMIT_SQL "SELECT fairq.submit_json($1, $2, $3, $4, $5::json)"
+
+//  --channel http: the same recipients, each one webhook to the sink,
+//  POST S_HTTP_URL (the tenant in its path, for the sink's log) with
+//  S_HTTP_BODY, signed with S_HTTP_SECRET (Standard Webhooks: fairqd's
+//  dispatcher computes an HMAC-SHA256 per message). Submitted with the
+//  defaults of fairq.submit_json (send now, priority 0, 5 attempts).
+#define S_HTTP_URL             "http://127.0.0.1:%d/hook/%s/{{code}}"
+#define S_HTTP_BODY            "{\"name\": \"{{name}}\", \"code\": \"{{code}}\"}"
+#define S_HTTP_SECRET          "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+#define S_HTTP_MEMORY_PORT     9 //  The memory test's requests are never sent
+#define S_DEFAULT_SINK_THREADS 2
+#define S_HTTP_SUBMIT_SQL                                                                          \
+    "SELECT k.request_id FROM fairq.submit_keyed($1, NULL, NULL, NULL, $2::json, false, now(),"    \
+    " 0, 5, NULL, NULL, NULL, NULL, NULL, channel => 'http', http_method => 'POST',"               \
+    " http_url => $3, http_body => $4, http_body_format => 'json', signing_secret => $5) k"
 //  The load's progress and the probe's: one look at the requests' counters
 #define S_PROGRESS_SQL                                                                             \
     "SELECT coalesce(sum(sent) FILTER (WHERE id = ANY($1::bigint[])), 0),"                         \
@@ -304,8 +348,8 @@ static void s_sleep_ms(int ms)
 
 //  Every child alive, so that any way out kills them: the signal handler
 //  and the atexit handler read this (a signal handler can reach nothing
-//  else). 0 marks a free slot.
-#define S_CHILDREN_MAX (S_MAX_SENDERS + 1)
+//  else). 0 marks a free slot. fairqd, the senders, the sink.
+#define S_CHILDREN_MAX (S_MAX_SENDERS + 2)
 static volatile sig_atomic_t s_children[S_CHILDREN_MAX];
 
 static void s_kill_children(void)
@@ -551,9 +595,26 @@ static int s_read_rss(pid_t pid, double *rss_mb, double *hwm_mb)
 }
 
 //  Where CPU time goes while the load runs, in clock ticks.
-enum { S_CPU_FAIRQD, S_CPU_SENDERS, S_CPU_POSTGRES, S_CPU_BENCH, S_CPU_OTHER, S_CPU_GROUPS };
-static const char *const s_cpu_names[S_CPU_GROUPS] = {"fairqd", "senders", "postgres", "benchmark",
-                                                      "other"};
+//  The sink's (--channel http) is shown only when one ran.
+enum {
+    S_CPU_FAIRQD,
+    S_CPU_SENDERS,
+    S_CPU_SINK,
+    S_CPU_POSTGRES,
+    S_CPU_BENCH,
+    S_CPU_OTHER,
+    S_CPU_GROUPS
+};
+static const char *const s_cpu_names[S_CPU_GROUPS] = {"fairqd",   "senders",   "sink",
+                                                      "postgres", "benchmark", "other"};
+
+//  The same in numbers: cores of each group, and the machine's busy share
+//  (NAN until measured).
+typedef struct {
+    double cores[S_CPU_GROUPS];
+    double busy;
+    bool sink; //  A sink ran
+} s_cpu_figures_t;
 
 //  One process's (or thread's) CPU time so far.
 typedef struct {
@@ -568,6 +629,7 @@ typedef struct {
     s_ticks_t threads[S_THREADS_MAX]; //  fairqd's
     size_t nthreads;
     uint64_t machine_busy, machine_all; //  /proc/stat, every CPU
+    bool sink;                          //  A sink was followed
 } s_cpu_t;
 
 //  utime + stime and the parent of the process (or thread) whose stat file
@@ -593,12 +655,14 @@ static int s_read_stat(const char *path, char *comm, size_t comm_size, int *ppid
     return 0;
 }
 
-//  Takes a look at every process: the children by pid, the cluster's
-//  postgres processes by their postmaster, this program, the rest.
+//  Takes a look at every process: the children by pid (sink: 0 for
+//  none), the cluster's postgres processes by their postmaster, this
+//  program, the rest.
 static void s_cpu_snapshot(s_cpu_t *self, pid_t fairqd, const s_proc_t *senders, int nsenders,
-                           int postmaster)
+                           pid_t sink, int postmaster)
 {
     self->nprocs = self->nthreads = 0;
+    self->sink = sink > 0;
     DIR *proc = opendir("/proc");
     struct dirent *entry;
     char path[64 + sizeof entry->d_name], comm[64];
@@ -621,6 +685,8 @@ static void s_cpu_snapshot(s_cpu_t *self, pid_t fairqd, const s_proc_t *senders,
         for (int i = 0; i < nsenders; i++)
             if (pid == senders[i].pid)
                 group = S_CPU_SENDERS;
+        if (sink > 0 && pid == sink)
+            group = S_CPU_SINK;
         self->procs[self->nprocs++] = (s_ticks_t){pid, group, ticks};
     }
     if (proc)
@@ -674,9 +740,9 @@ static int s_ticks_compare(const void *a, const void *b)
 }
 
 //  The CPU used between before and after, in cores (1.00: one core busy
-//  all the time), as one line of text into out.
+//  all the time), as one line of text into out, and in figures.
 static void s_cpu_describe(const s_cpu_t *before, const s_cpu_t *after, double seconds, char *out,
-                           size_t size)
+                           size_t size, s_cpu_figures_t *figures)
 {
     static s_ticks_t used[S_PROCS_MAX];
     double tick = (double)sysconf(_SC_CLK_TCK) * seconds;
@@ -690,8 +756,13 @@ static void s_cpu_describe(const s_cpu_t *before, const s_cpu_t *after, double s
     for (int g = 0; g < S_CPU_GROUPS; g++)
         ours += g == S_CPU_OTHER ? 0 : group[g];
     group[S_CPU_OTHER] = busy > ours ? busy - ours : 0;
+    for (int g = 0; g < S_CPU_GROUPS; g++)
+        figures->cores[g] = (double)group[g] / tick;
+    figures->sink = after->sink;
     size_t len = 0;
     for (int g = 0; g < S_CPU_GROUPS && len < size; g++) {
+        if (g == S_CPU_SINK && !after->sink)
+            continue;
         len += (size_t)snprintf(out + len, size - len, "%s%s %.2f", g ? ", " : "", s_cpu_names[g],
                                 (double)group[g] / tick);
         if (g != S_CPU_FAIRQD || len >= size)
@@ -706,6 +777,8 @@ static void s_cpu_describe(const s_cpu_t *before, const s_cpu_t *after, double s
             len += (size_t)snprintf(out + len, size - len, ")");
     }
     uint64_t all = after->machine_all - before->machine_all;
+    figures->busy =
+        all ? (double)(after->machine_busy - before->machine_busy) / (double)all : (double)NAN;
     if (all && len < size)
         snprintf(out + len, size - len, "; machine busy %.0f%% of %ld cores",
                  100.0 * (double)(after->machine_busy - before->machine_busy) / (double)all,
@@ -727,6 +800,8 @@ typedef struct {
     bool insecure;              //  The gateway without CURVE (production never runs so)
     bool scale, quick;          //  The cost curves instead of the runs; small counts
     const char *curve;          //  With scale: only this curve's points (NULL: all)
+    bool http;                  //  --channel http: webhooks to a sink, beside the null load
+    uint64_t sink_threads;      //  The sink's libmicrohttpd threads
 } s_options_t;
 
 //  A new tenant's one-recipient request, submitted while the load drains.
@@ -798,15 +873,21 @@ typedef struct {
     bool backlog_from_log;
     double rss_mb, hwm_mb, idle_rss_mb, split_s;
     char cpu[512];
+    s_cpu_figures_t cpu_figures;
     s_activity_t activity;
+    //  --channel http: what the sink counted during the load (S_SINK_DONE)
+    bool http;
+    unsigned long long sink_requests, sink_unsigned, sink_empty, sink_bad, sink_connections;
 } s_run_t;
 
 typedef struct {
     const char *fairqd; //  The programs
     const char *sender;
+    const char *sink;              //  With --channel http
     char dir[S_DIR_SIZE];          //  Logs
     char fairqd_link[S_PATH_SIZE]; //  What runs: links to the programs in dir
     char sender_link[S_PATH_SIZE];
+    char sink_link[S_PATH_SIZE];
     bool curve;                     //  The gateway with CURVE, as in production:
     char server_cert[S_PATH_SIZE];  //  fairqd's certificate,
     char allow_dir[S_PATH_SIZE];    //  the senders' public ones it lets in,
@@ -827,6 +908,12 @@ typedef struct {
     s_proc_t fairqd_proc;
     s_proc_t senders[S_MAX_SENDERS];
     int nsenders; //  Started
+    //  The phase under way sends http requests (--channel http) to the
+    //  sink, on sink_port; the last sink stopped counted sink_counts
+    bool http;
+    s_proc_t sink_proc;
+    int sink_port;
+    unsigned long long sink_counts[5]; //  requests, unsigned, empty, bad, connections
     fq_bench_text_t text;
     bool child_failed; //  A child ended badly: the benchmark fails at the end
     bool warmed_up;    //  The method printed and the warm-up done
@@ -1015,6 +1102,12 @@ static int s_senders_start(s_bench_t *self, const s_options_t *opts, const char 
                           "--concurrency",   concurrency, "--name", name,          "--file",
                           deliveries};
         int argc = 11;
+        //  The http channel alone (libcurl); the email channel's null
+        //  transport and its log are then unused
+        if (self->http) {
+            argv[argc++] = "--channels";
+            argv[argc++] = "http";
+        }
         if (self->curve) {
             argv[argc++] = "--cert";
             argv[argc++] = cert;
@@ -1032,14 +1125,79 @@ static int s_senders_start(s_bench_t *self, const s_options_t *opts, const char 
     return 0;
 }
 
-//  Stops the senders, then fairqd, each with SIGTERM (they drain); a
-//  child that ends badly is said and fails the benchmark at the end.
+//  --channel http: starts the sink of the phase name on a free port (the
+//  phase's requests name it) and waits until it listens. Its delivery log
+//  is <name>-sink.deliveries, read as the senders' are.
+static int s_sink_start(s_bench_t *self, const s_options_t *opts, const char *name)
+{
+    char log[S_PATH_SIZE], deliveries[S_PATH_SIZE], port[16], threads[24];
+    self->sink_port = s_free_port();
+    if (self->sink_port < 0)
+        return -1;
+    snprintf(log, sizeof log, "%s/%s-sink.log", self->dir, name);
+    snprintf(deliveries, sizeof deliveries, "%s/%s-sink.deliveries", self->dir, name);
+    snprintf(port, sizeof port, "%d", self->sink_port);
+    snprintf(threads, sizeof threads, "%llu", (unsigned long long)opts->sink_threads);
+    char *argv[] = {
+        self->sink_link,       "--port", port, "--threads", threads, "--log", deliveries,
+        "--require-signature", NULL};
+    if (s_proc_start(&self->sink_proc, "sink", self->sink_link, argv, log))
+        return -1;
+    return s_proc_wait_log(&self->sink_proc, S_SINK_READY, S_READY_TIMEOUT_MS);
+}
+
+//  Stops the sink (SIGTERM: it writes the rest of its log) and reads what
+//  it counted into sink_counts; -1 (said) if it ended badly or said none.
+static int s_sink_stop(s_bench_t *self)
+{
+    unsigned long long *c = self->sink_counts;
+    c[0] = c[1] = c[2] = c[3] = c[4] = 0;
+    int rc = s_proc_stop(&self->sink_proc, S_STOP_TIMEOUT_MS);
+    FILE *file = fopen(self->sink_proc.log, "r");
+    char line[256];
+    bool found = false;
+    while (file && fgets(line, sizeof line, file))
+        found = found || sscanf(line, S_SINK_DONE, &c[0], &c[1], &c[2], &c[3], &c[4]) == 5;
+    if (file)
+        fclose(file);
+    if (!found) {
+        fprintf(stderr, S_PROGRAM ": the sink did not say what it received (log: %s)\n",
+                self->sink_proc.log);
+        rc = -1;
+    }
+    return rc;
+}
+
+//  What the sink stopped last received, into run; -1 (said) if any
+//  request lacked its signature or body, or was not a POST to /hook/...
+static int s_sink_check(s_bench_t *self, s_run_t *run)
+{
+    const unsigned long long *c = self->sink_counts;
+    run->sink_requests = c[0];
+    run->sink_unsigned = c[1];
+    run->sink_empty = c[2];
+    run->sink_bad = c[3];
+    run->sink_connections = c[4];
+    if (c[1] == 0 && c[2] == 0 && c[3] == 0)
+        return 0;
+    fprintf(stderr,
+            S_PROGRAM ": of %llu requests the sink received, %llu had no webhook-signature, %llu "
+                      "no body, %llu were not a POST to /hook/TENANT/... (log: %s)\n",
+            c[0], c[1], c[2], c[3], self->sink_proc.log);
+    return -1;
+}
+
+//  Stops the senders, then the sink if one runs, then fairqd, each with
+//  SIGTERM (they drain); a child that ends badly is said and fails the
+//  benchmark at the end.
 static void s_children_stop(s_bench_t *self)
 {
     for (int i = 0; i < self->nsenders; i++)
         if (s_proc_stop(&self->senders[i], S_STOP_TIMEOUT_MS))
             self->child_failed = true;
     self->nsenders = 0;
+    if (self->sink_proc.pid > 0 && s_sink_stop(self))
+        self->child_failed = true;
     if (s_proc_stop(&self->fairqd_proc, S_STOP_TIMEOUT_MS))
         self->child_failed = true;
 }
@@ -1049,6 +1207,7 @@ static void s_children_kill(s_bench_t *self)
     for (int i = 0; i < self->nsenders; i++)
         s_proc_kill(&self->senders[i]);
     self->nsenders = 0;
+    s_proc_kill(&self->sink_proc);
     s_proc_kill(&self->fairqd_proc);
 }
 
@@ -1059,6 +1218,8 @@ static int s_children_check(s_bench_t *self)
     int n = 1;
     for (int i = 0; i < self->nsenders; i++)
         procs[n++] = &self->senders[i];
+    if (self->sink_proc.pid > 0)
+        procs[n++] = &self->sink_proc;
     for (int i = 0; i < n; i++)
         if (!s_proc_alive(procs[i])) {
             char how[64];
@@ -1215,11 +1376,16 @@ static int s_load_tenants(s_bench_t *self, const s_options_t *opts)
     return 0;
 }
 
-//  Submits tenant's request of recipients (JSON); *id gets its id.
+//  Submits tenant's request of recipients (JSON), mail or, in a phase of
+//  --channel http, webhooks to the sink; *id gets its id.
 static int s_submit(s_bench_t *self, const char *tenant, const char *recipients, int64_t *id)
 {
-    const char *params[] = {tenant, S_FROM, S_SUBJECT, S_BODY, recipients};
-    PGresult *res = PQexecParams(self->conn, S_SUBMIT_SQL, 5, NULL, params, NULL, NULL, 0);
+    char url[128];
+    snprintf(url, sizeof url, S_HTTP_URL, self->sink_port, tenant);
+    const char *mail[] = {tenant, S_FROM, S_SUBJECT, S_BODY, recipients};
+    const char *http[] = {tenant, recipients, url, S_HTTP_BODY, S_HTTP_SECRET};
+    PGresult *res = PQexecParams(self->conn, self->http ? S_HTTP_SUBMIT_SQL : S_SUBMIT_SQL, 5, NULL,
+                                 self->http ? http : mail, NULL, NULL, 0);
     if (fq_bench_check(S_PROGRAM, self->conn, res, PGRES_TUPLES_OK, "submit a request"))
         return -1;
     *id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
@@ -1349,7 +1515,7 @@ static int s_load(s_bench_t *self, const s_options_t *opts, s_run_t *run)
         return -1;
     static s_cpu_t cpu_before, cpu_after; //  Too big for the stack
     s_cpu_snapshot(&cpu_before, self->fairqd_proc.pid, self->senders, self->nsenders,
-                   self->postmaster);
+                   self->sink_proc.pid, self->postmaster);
     uint64_t start = fq_bench_now_ns();
     run->start_real_ns = s_real_ns();
     for (uint64_t t = 0; t < opts->tenants; t++) {
@@ -1385,9 +1551,9 @@ static int s_load(s_bench_t *self, const s_options_t *opts, s_run_t *run)
             (sent >= opts->messages || now - last_progress > (uint64_t)S_STALL_MS * S_NS_PER_MS)) {
             end = now;
             s_cpu_snapshot(&cpu_after, self->fairqd_proc.pid, self->senders, self->nsenders,
-                           self->postmaster);
+                           self->sink_proc.pid, self->postmaster);
             s_cpu_describe(&cpu_before, &cpu_after, s_seconds(end - start), run->cpu,
-                           sizeof run->cpu);
+                           sizeof run->cpu, &run->cpu_figures);
         }
         if (end && sent < opts->messages && !run->stalled) {
             //  No ack for S_STALL_MS: the figures of the rest still count
@@ -1472,16 +1638,20 @@ static int s_delivery_add(s_bench_t *self, int64_t ns, int64_t id, int32_t tenan
     return 0;
 }
 
-//  Reads the senders' delivery logs: the load's deliveries, and each
-//  probe's delivery time. Returns the lines read (0: no log), or -1.
+//  Reads the senders' delivery logs (and the sink's, which --channel
+//  http writes in their stead): the load's deliveries, and each probe's
+//  delivery time. Returns the lines read (0: no log), or -1.
 static long s_read_deliveries(s_bench_t *self, const s_options_t *opts, const char *run)
 {
     self->ndeliveries = 0;
     long lines = 0;
-    for (uint64_t i = 0; i < opts->senders; i++) {
+    for (uint64_t i = 0; i <= opts->senders; i++) {
         char path[S_PATH_SIZE];
-        snprintf(path, sizeof path, "%s/%s-sender%llu.deliveries", self->dir, run,
-                 (unsigned long long)i + 1);
+        if (i < opts->senders)
+            snprintf(path, sizeof path, "%s/%s-sender%llu.deliveries", self->dir, run,
+                     (unsigned long long)i + 1);
+        else
+            snprintf(path, sizeof path, "%s/%s-sink.deliveries", self->dir, run);
         FILE *file = fopen(path, "r");
         if (!file)
             continue;
@@ -1884,7 +2054,8 @@ static void s_print_row(const char *name, const char *n, const double *values, i
 
 //  The ratio of each run's rate to the floor measured in the same run:
 //  the best and the median of those.
-static void s_print_ratio_row(const char *name, const double *rate, const double *floor, int runs)
+static void s_print_ratio_row(const char *name, const double *rate, const double *floor, int runs,
+                              bool judged)
 {
     double ratios[FQ_BENCH_MAX_RUNS] = {0};
     for (int i = 0; i < runs && i < FQ_BENCH_MAX_RUNS; i++)
@@ -1895,6 +2066,10 @@ static void s_print_ratio_row(const char *name, const double *rate, const double
         snprintf(best_text, sizeof best_text, "%.1f%%", 100 * best);
     if (!isnan(median))
         snprintf(median_text, sizeof median_text, "%.1f%%", 100 * median);
+    if (!judged) {
+        printf(S_ROW_FORMAT, name, "", best_text, median_text, "", "");
+        return;
+    }
     printf(S_ROW_FORMAT, name, "", best_text, median_text, ">= 70%",
            isnan(best)                       ? "n/a"
            : best >= S_TARGET_FLOOR_FRACTION ? "PASS"
@@ -1914,8 +2089,11 @@ static void s_count_range(const double *counts, int n, char *out, size_t size)
         snprintf(out, size, "%s-%s", a, b);
 }
 
-//  The table of the n runs that completed (a stalled one among them).
-static void s_print_table(const s_options_t *opts, const s_run_t *runs, int n)
+//  The table of the n runs that completed (a stalled one among them);
+//  with --channel http, runs are the http ones and null_runs the null
+//  loads of the same runs.
+static void s_print_table(const s_options_t *opts, const s_run_t *runs, const s_run_t *null_runs,
+                          int n)
 {
     enum {
         RATE,
@@ -1978,13 +2156,38 @@ static void s_print_table(const s_options_t *opts, const s_run_t *runs, int n)
         printf("%d of %d runs completed, %d of them stalled (their throughput is left out)\n\n", n,
                opts->runs, stalled);
     printf(S_ROW_FORMAT, "measurement", "n", "best", "median", "target", "result");
-    s_print_row("pipeline, first submit to last ack (msgs/s)", messages, v[RATE], n, false, ",",
-                rate_target, S_TARGET_RATE);
-    if (stalled)
-        s_print_row("pipeline until it stalled (msgs/s)", "", v[STALLED], n, false, ",", "", 0);
-    s_print_row("raw floor, COPY + batched UPDATE (msgs/s)", messages, v[FLOOR], n, false, ",", "",
-                0);
-    s_print_ratio_row("pipeline / raw floor", v[RATE], v[FLOOR], n);
+    if (null_runs) {
+        //  The targets are the null pipeline's: the http one has none
+        double null_rate[FQ_BENCH_MAX_RUNS] = {0}, null_stalled[FQ_BENCH_MAX_RUNS] = {0};
+        int null_stalls = 0;
+        for (int i = 0; i < n; i++) {
+            null_rate[i] = null_runs[i].rate;
+            null_stalled[i] = null_runs[i].stalled ? null_runs[i].stalled_rate : NAN;
+            null_stalls += null_runs[i].stalled;
+        }
+        s_print_row("http: first submit to last ack (msgs/s)", messages, v[RATE], n, false, ",", "",
+                    0);
+        if (stalled)
+            s_print_row("http: until it stalled (msgs/s)", "", v[STALLED], n, false, ",", "", 0);
+        s_print_row("null transport: the same load (msgs/s)", messages, null_rate, n, false, ",",
+                    rate_target, S_TARGET_RATE);
+        if (null_stalls)
+            s_print_row("null transport: until it stalled (msgs/s)", "", null_stalled, n, false,
+                        ",", "", 0);
+        s_print_ratio_row("http / null transport, each run", v[RATE], null_rate, n, false);
+        s_print_row("raw floor, COPY + batched UPDATE (msgs/s)", messages, v[FLOOR], n, false, ",",
+                    "", 0);
+        s_print_ratio_row("http pipeline / raw floor", v[RATE], v[FLOOR], n, false);
+        s_print_ratio_row("null pipeline / raw floor", null_rate, v[FLOOR], n, true);
+    } else {
+        s_print_row("pipeline, first submit to last ack (msgs/s)", messages, v[RATE], n, false, ",",
+                    rate_target, S_TARGET_RATE);
+        if (stalled)
+            s_print_row("pipeline until it stalled (msgs/s)", "", v[STALLED], n, false, ",", "", 0);
+        s_print_row("raw floor, COPY + batched UPDATE (msgs/s)", messages, v[FLOOR], n, false, ",",
+                    "", 0);
+        s_print_ratio_row("pipeline / raw floor", v[RATE], v[FLOOR], n, true);
+    }
     s_print_row("naive FIFO queue, SKIP LOCKED (msgs/s)", messages, v[FIFO], n, false, ",", "", 0);
     s_print_row("naive FIFO queue: newcomer's wait (ms)", "", v[FIFO_WAIT], n, true, "%.0f", "", 0);
     s_print_row("new-tenant wait p50 (ms)", probes_text, v[P50], n, true, "%.1f", "", 0);
@@ -2008,6 +2211,47 @@ static void s_print_table(const s_options_t *opts, const s_run_t *runs, int n)
     s_print_row("time to split them (s)", requests, v[SPLIT], n, true, "%.1f", "", 0);
 }
 
+//  One scenario's column of the CPU table: the median over the n runs of
+//  group g's cores, and of its CPU per message (cores / msgs/s); NAN when
+//  none was measured.
+static void s_cpu_medians(const s_run_t *runs, int n, int g, double *cores, double *us)
+{
+    double c[FQ_BENCH_MAX_RUNS], u[FQ_BENCH_MAX_RUNS];
+    for (int i = 0; i < n; i++) {
+        const s_cpu_figures_t *f = &runs[i].cpu_figures;
+        c[i] = g < S_CPU_GROUPS ? f->cores[g] : 100 * f->busy;
+        u[i] = g < S_CPU_GROUPS ? 1e6 * f->cores[g] / runs[i].rate : NAN;
+    }
+    *cores = s_median(c, n);
+    *us = s_median(u, n);
+}
+
+//  --channel http: where the CPU went during each load, the null and the
+//  http one side by side, medians of the n runs.
+static void s_print_cpu_table(const s_run_t *runs, const s_run_t *null_runs, int n)
+{
+    printf("\ncpu during the load, in cores (and CPU per message), the median of %d run%s:\n", n,
+           n == 1 ? "" : "s");
+    printf("  %-14s %-26s %s\n", "", "null transport", "http channel");
+    for (int g = 0; g <= S_CPU_GROUPS; g++) {
+        const char *name = g < S_CPU_GROUPS ? s_cpu_names[g] : "machine busy";
+        char cells[2][48];
+        for (int k = 0; k < 2; k++) {
+            double cores, us;
+            s_cpu_medians(k ? runs : null_runs, n, g, &cores, &us);
+            if ((g == S_CPU_SINK && k == 0) || isnan(cores))
+                snprintf(cells[k], sizeof cells[k], "-");
+            else if (g == S_CPU_GROUPS)
+                snprintf(cells[k], sizeof cells[k], "%.0f%%", cores);
+            else if (isnan(us))
+                snprintf(cells[k], sizeof cells[k], "%.2f", cores);
+            else
+                snprintf(cells[k], sizeof cells[k], "%.2f (%.1f us/msg)", cores, us);
+        }
+        printf("  %-14s %-26s %s\n", name, cells[0], cells[1]);
+    }
+}
+
 static void s_print_header(const s_bench_t *self, const s_options_t *opts)
 {
     printf("fairq pipeline benchmark\n");
@@ -2026,9 +2270,15 @@ static void s_print_header(const s_bench_t *self, const s_options_t *opts)
     const char *build = fq_bench_build(), *sanitizer = fq_bench_sanitizer();
     printf("build:      %s%s (this program; fairqd and fairq-sender are those below)\n", build,
            sanitizer);
-    printf("programs:   %s\n            %s\n            run as " S_FAIRQD_LINK " and " S_SENDER_LINK
-           " (links), out of reach of a `pkill fairqd` by others\n",
-           self->fairqd, self->sender);
+    if (opts->http)
+        printf("programs:   %s\n            %s\n            %s\n            run as " S_FAIRQD_LINK
+               ", " S_SENDER_LINK " and " S_SINK_LINK
+               " (links), out of reach of a `pkill fairqd` by others\n",
+               self->fairqd, self->sender, self->sink);
+    else
+        printf("programs:   %s\n            %s\n            run as " S_FAIRQD_LINK
+               " and " S_SENDER_LINK " (links), out of reach of a `pkill fairqd` by others\n",
+               self->fairqd, self->sender);
     printf("logs:       %s\n", self->dir);
     printf("runs:       %d, each in fresh databases; the pipeline and its raw floor alternate "
            "which goes first;\n"
@@ -2057,6 +2307,24 @@ static void s_print_method(const s_bench_t *self, const s_options_t *opts, const
            (unsigned long long)opts->concurrency,
            self->curve ? "with CURVE (as in production)" : "WITHOUT CURVE (--insecure)",
            S_FAIRQD_POLL_MS, S_FAIRQD_ACK_BATCH, messages, S_POLL_MS);
+    if (opts->http)
+        printf("http:       --channel http: the same recipients as webhooks, each a POST to "
+               "http://127.0.0.1:PORT/hook/TENANT/{{code}} with the\n"
+               "            json body %s, signed (Standard Webhooks, the request's "
+               "secret: an HMAC-SHA256\n"
+               "            per message in fairqd); the senders serve --channels http (libcurl, "
+               "a handle per worker, connections kept\n"
+               "            alive); the sink (fq_bench_sink: libmicrohttpd, %llu epoll threads) "
+               "answers 200 with an empty body,\n"
+               "            checks that each carries a webhook-signature and logs it in the "
+               "delivery log's form (its receipt time,\n"
+               "            CLOCK_REALTIME), which the probes and the fairness read; the "
+               "fairness phase and the memory test are http\n"
+               "            too. Each run also loads the same messages with the null transport "
+               "(mail, as without --channel) in a\n"
+               "            database of its own, the two alternating which goes first; the "
+               "floor and the FIFO queue go with the http load\n",
+               S_HTTP_BODY, (unsigned long long)opts->sink_threads);
     printf("floor:      in the run's database: COPY of the same %s rows into " S_RAW_TABLE
            " (LIKE " S_STORE_TABLE " INCLUDING ALL)\n"
            "            WITH (%s), autovacuum off, %s rows per transaction "
@@ -2133,10 +2401,15 @@ static void s_run_init(s_run_t *self)
                       .split_s = NAN};
 }
 
-static int s_run_load(s_bench_t *self, const s_options_t *opts, int index, s_run_t *run)
+//  The load of run index: mail to the null transport, or with http the
+//  same recipients as webhooks to the sink; with_floor, the raw floor and
+//  the FIFO queue in the same database (before or after it).
+static int s_run_load(s_bench_t *self, const s_options_t *opts, int index, s_run_t *run, bool http,
+                      bool with_floor)
 {
     char name[16], database[S_DATABASE_SIZE], log[S_PATH_SIZE], options[256];
-    snprintf(name, sizeof name, "run%d", index + 1);
+    snprintf(name, sizeof name, http ? "http%d" : "run%d", index + 1);
+    self->http = run->http = http;
     snprintf(database, sizeof database, "fq_bench_pipeline_%d_%s", (int)getpid(), name);
     snprintf(log, sizeof log, "%s/%s-fairqd.log", self->dir, name);
     int port = s_free_port();
@@ -2160,15 +2433,18 @@ static int s_run_load(s_bench_t *self, const s_options_t *opts, int index, s_run
     }
     //  Odd runs measure the floor first
     bool floor_first = index % 2 != 0;
-    if (floor_first && (s_floor(self, opts, run) || s_fifo(self, opts, run)))
+    if (with_floor && floor_first && (s_floor(self, opts, run) || s_fifo(self, opts, run)))
         return -1;
-    if (s_senders_start(self, opts, name, port) || s_load(self, opts, run))
+    if ((http && s_sink_start(self, opts, name)) || s_senders_start(self, opts, name, port) ||
+        s_load(self, opts, run))
         return -1;
     s_children_stop(self);
+    if (http && s_sink_check(self, run))
+        return -1;
     if (s_analyse(self, opts, name, run))
         return -1;
     //  The floor after the load meets no autovacuum of its leftovers
-    if (!floor_first &&
+    if (with_floor && !floor_first &&
         (s_exec(self,
                 "TRUNCATE " S_STORE_TABLE ", fairq.requests, fairq.recipient_chunks, fairq.rejects",
                 "empty fairq's tables") ||
@@ -2188,8 +2464,10 @@ static int s_run_fairness(s_bench_t *self, const s_options_t *opts, int index, s
     snprintf(database, sizeof database, "fq_bench_pipeline_%d_%s", (int)getpid(), name);
     snprintf(log, sizeof log, "%s/%s-fairqd.log", self->dir, name);
     int port = s_free_port();
+    //  --channel http: the requests name the sink, which starts first
+    self->http = opts->http;
     if (port < 0 || s_database_open(self, database) || s_fairqd_start(self, log, port) ||
-        s_load_tenants(self, opts))
+        s_load_tenants(self, opts) || (self->http && s_sink_start(self, opts, name)))
         return -1;
     uint64_t start = fq_bench_now_ns();
     for (uint64_t t = 0; t < opts->tenants; t++) {
@@ -2235,6 +2513,9 @@ static int s_run_fairness(s_bench_t *self, const s_options_t *opts, int index, s
     }
     run->backlog_drain_s = s_seconds(fq_bench_now_ns() - draining);
     s_children_stop(self);
+    s_run_t counts = {0}; //  What the sink received is checked, not kept
+    if (self->http && s_sink_check(self, &counts))
+        return -1;
     //  From the senders' logs if they wrote any, else from the database
     long lines = s_read_deliveries(self, opts, name);
     if (lines < 0 || (lines == 0 && s_read_acks(self, opts)))
@@ -2268,6 +2549,7 @@ static int s_run_memory(s_bench_t *self, const s_options_t *opts, int index, s_r
     snprintf(database, sizeof database, "fq_bench_pipeline_%d_memory%d", (int)getpid(), index + 1);
     snprintf(log, sizeof log, "%s/memory%d-fairqd.log", self->dir, index + 1);
     int port = s_free_port();
+    self->http = opts->http;
     double hwm;
     if (port < 0 || s_database_open(self, database) || s_fairqd_start(self, log, port) ||
         s_read_rss(self->fairqd_proc.pid, &run->idle_rss_mb, &hwm))
@@ -2294,6 +2576,9 @@ static int s_run_memory(s_bench_t *self, const s_options_t *opts, int index, s_r
     if (fq_bench_check(S_PROGRAM, self->conn, res, PGRES_COMMAND_OK, "create the tenants"))
         return -1;
     PQclear(res);
+    //  --channel http: webhooks, to a port nobody listens on (none is sent)
+    char url[128];
+    snprintf(url, sizeof url, S_HTTP_URL, S_HTTP_MEMORY_PORT, S_MEMORY_PREFIX);
     uint64_t start = fq_bench_now_ns();
     for (uint64_t i = 0; i < opts->requests; i += S_SUBMIT_BATCH) {
         uint64_t end = i + S_SUBMIT_BATCH < opts->requests ? i + S_SUBMIT_BATCH : opts->requests;
@@ -2301,12 +2586,24 @@ static int s_run_memory(s_bench_t *self, const s_options_t *opts, int index, s_r
         snprintf(last, sizeof last, "%llu", (unsigned long long)end - 1);
         const char *params[] = {S_MEMORY_PREFIX, tenants,   first,  last,
                                 S_FROM,          S_SUBJECT, S_BODY, recipients};
+        const char *http[] = {S_MEMORY_PREFIX, tenants, first,       last,
+                              recipients,      url,     S_HTTP_BODY, S_HTTP_SECRET};
         //  One statement, one transaction: S_SUBMIT_BATCH requests
-        res = PQexecParams(self->conn,
-                           "SELECT count(fairq.submit($1 || to_char(i % $2::int, 'FM0000'),"
-                           "                          $5, $6, $7, $8::jsonb))"
-                           "  FROM generate_series($3::int, $4::int) i",
-                           8, NULL, params, NULL, NULL, 0);
+        if (self->http)
+            res = PQexecParams(
+                self->conn,
+                "SELECT count((fairq.submit_keyed($1 || to_char(i % $2::int, 'FM0000'), NULL,"
+                "   NULL, NULL, $5::json, false, now(), 0, 5, NULL, NULL, NULL, NULL, NULL,"
+                "   channel => 'http', http_method => 'POST', http_url => $6, http_body => $7,"
+                "   http_body_format => 'json', signing_secret => $8)).request_id)"
+                "  FROM generate_series($3::int, $4::int) i",
+                8, NULL, http, NULL, NULL, 0);
+        else
+            res = PQexecParams(self->conn,
+                               "SELECT count(fairq.submit($1 || to_char(i % $2::int, 'FM0000'),"
+                               "                          $5, $6, $7, $8::jsonb))"
+                               "  FROM generate_series($3::int, $4::int) i",
+                               8, NULL, params, NULL, NULL, 0);
         if (fq_bench_check(S_PROGRAM, self->conn, res, PGRES_TUPLES_OK, "submit requests"))
             return -1;
         PQclear(res);
@@ -2598,13 +2895,13 @@ static const char *s_figure(double value, const char *format, char *out, size_t 
 static void s_print_run(const s_options_t *opts, int index, const s_run_t *run)
 {
     char rate[32], floor[32], pipeline[96], f[10][32];
+    const char *which = run->http ? "http pipeline" : "pipeline";
     if (run->stalled)
-        snprintf(pipeline, sizeof pipeline,
-                 "pipeline STALLED at %llu acks after %.1f s (%s msgs/s)",
-                 (unsigned long long)run->stalled_at, run->load_s,
+        snprintf(pipeline, sizeof pipeline, "%s STALLED at %llu acks after %.1f s (%s msgs/s)",
+                 which, (unsigned long long)run->stalled_at, run->load_s,
                  fq_bench_grouped(run->stalled_rate, rate, sizeof rate));
     else
-        snprintf(pipeline, sizeof pipeline, "pipeline %s msgs/s (%.1f s)",
+        snprintf(pipeline, sizeof pipeline, "%s %s msgs/s (%.1f s)", which,
                  fq_bench_grouped(run->rate, rate, sizeof rate), run->load_s);
     printf("run %d/%d (%s first): submit %.1f s; %s; floor %s msgs/s (COPY %.1f s + UPDATE "
            "%.1f s); %s\n",
@@ -2653,6 +2950,10 @@ static void s_print_run(const s_options_t *opts, int index, const s_run_t *run)
            (double)(run->active.worst_ns - run->start_real_ns) / FQ_BENCH_NS_PER_S,
            s_figure(run->active.median, "%.4f", f[9], sizeof f[9]), run->active.windows);
     printf("    cpu during the load, in cores: %s\n", run->cpu);
+    if (run->http)
+        printf("    sink: received %llu requests over %llu connections (kept alive), each a POST "
+               "to /hook/TENANT/... with a body and a webhook-signature\n",
+               run->sink_requests, run->sink_connections);
     s_activity_t activity = run->activity;
     qsort(activity.statements, activity.kinds, sizeof *activity.statements, s_statement_compare);
     printf("    postgres during the load, backends running each statement on average (%u "
@@ -2690,16 +2991,51 @@ static void s_print_run(const s_options_t *opts, int index, const s_run_t *run)
     fflush(stdout);
 }
 
+//  --channel http: the null transport's load of the same run, beside the
+//  http one (run).
+static void s_print_null_run(const s_options_t *opts, int index, const s_run_t *null_run,
+                             const s_run_t *run)
+{
+    char rate[32], f[6][32];
+    if (null_run->stalled)
+        printf("    null transport, the same load in this run (%s): STALLED at %llu acks after "
+               "%.1f s (%s msgs/s)\n",
+               index % 2 ? "after the http one" : "before the http one",
+               (unsigned long long)null_run->stalled_at, null_run->load_s,
+               fq_bench_grouped(null_run->stalled_rate, rate, sizeof rate));
+    else
+        printf("    null transport, the same load in this run (%s): submit %.1f s; pipeline %s "
+               "msgs/s (%.1f s), %s of the floor; http / null %s\n",
+               index % 2 ? "after the http one" : "before the http one", null_run->submit_s,
+               fq_bench_grouped(null_run->rate, rate, sizeof rate), null_run->load_s,
+               s_figure(100 * null_run->rate / run->floor, "%.1f%%", f[0], sizeof f[0]),
+               s_figure(100 * run->rate / null_run->rate, "%.1f%%", f[1], sizeof f[1]));
+    printf("      new tenants: %d probes, %d measured: wait p50 %s ms, p99 %s ms, max %s ms; "
+           "fairness of the tenants backlogged: Jain's min %s\n",
+           null_run->probes_sent, null_run->probes_measured,
+           s_figure(null_run->wait_p50, "%.1f", f[2], sizeof f[2]),
+           s_figure(null_run->wait_p99, "%.1f", f[3], sizeof f[3]),
+           s_figure(null_run->wait_max, "%.1f", f[4], sizeof f[4]),
+           s_figure(null_run->active.min, "%.4f", f[5], sizeof f[5]));
+    printf("      cpu during the load, in cores: %s\n", null_run->cpu);
+    (void)opts;
+    fflush(stdout);
+}
+
 //  ---------------------------------------------------------------------
 //  Set-up and command line
 
 static int s_bench_setup(s_bench_t *self, const s_options_t *opts)
 {
     const char *fairqd = getenv("FQ_FAIRQD"), *sender = getenv("FQ_SENDER");
+    const char *sink = getenv("FQ_SINK");
     self->fairqd = fairqd && *fairqd ? fairqd : FQ_FAIRQD_PATH;
     self->sender = sender && *sender ? sender : FQ_SENDER_PATH;
-    const char *programs[] = {self->fairqd, self->sender};
-    for (int i = 0; i < 2; i++)
+    self->sink = sink && *sink ? sink : FQ_SINK_PATH;
+    //  The sink only with --channel http
+    const char *programs[] = {self->fairqd, self->sender, self->sink};
+    int nprograms = opts->http ? 3 : 2;
+    for (int i = 0; i < nprograms; i++)
         if (access(programs[i], X_OK) != 0) {
             fprintf(stderr, S_PROGRAM ": cannot run %s: %s\n", programs[i], strerror(errno));
             return -1;
@@ -2716,8 +3052,9 @@ static int s_bench_setup(s_bench_t *self, const s_options_t *opts)
     //  machine does not stop them (as tests/e2e/fq_e2e.py does)
     snprintf(self->fairqd_link, sizeof self->fairqd_link, "%s/" S_FAIRQD_LINK, self->dir);
     snprintf(self->sender_link, sizeof self->sender_link, "%s/" S_SENDER_LINK, self->dir);
-    const char *links[] = {self->fairqd_link, self->sender_link};
-    for (int i = 0; i < 2; i++) {
+    snprintf(self->sink_link, sizeof self->sink_link, "%s/" S_SINK_LINK, self->dir);
+    const char *links[] = {self->fairqd_link, self->sender_link, self->sink_link};
+    for (int i = 0; i < nprograms; i++) {
         char *target = realpath(programs[i], NULL);
         int rc = target ? symlink(target, links[i]) : -1;
         free(target);
@@ -2794,7 +3131,7 @@ static void s_usage(FILE *out)
             "usage: " S_PROGRAM " [--messages N] [--tenants T] [--senders S]\n"
             "                         [--concurrency C] [--fairness-messages F]\n"
             "                         [--runs R] [--insecure] [--no-probes] [--scale] [--quick]\n"
-            "                         [--curve C]\n"
+            "                         [--curve C] [--channel email|http] [--sink-threads N]\n"
             "  --messages N     messages of the load, a multiple of T (default %d)\n"
             "  --tenants T      tenants of the load, one request each (default %d)\n"
             "  --senders S      fairq-sender processes, null transport (default %d)\n"
@@ -2816,12 +3153,18 @@ static void s_usage(FILE *out)
             "  --quick          %d messages from %d tenants, %d probes, T x %d messages in\n"
             "                   the fairness phase, %d active requests in the memory\n"
             "                   test: a smoke run, not figures\n"
+            "  --channel http   the requests as signed webhooks (POST, a JSON body) to a\n"
+            "                   local sink (fq_bench_sink), the senders serving --channels\n"
+            "                   http; each run also measures the same load with the null\n"
+            "                   transport, beside it (email: the default, mail alone)\n"
+            "  --sink-threads N with --channel http, the sink's threads (default %d)\n"
             "Connects with the PG* environment, e.g. under pg_virtualenv -t -v 15. Runs\n"
             "the fairqd and fairq-sender it was built with; FQ_FAIRQD and FQ_SENDER\n"
-            "name others.\n",
+            "name others (FQ_SINK: the sink of --channel http).\n",
             S_DEFAULT_MESSAGES, S_DEFAULT_TENANTS, S_DEFAULT_SENDERS, S_DEFAULT_CONCURRENCY,
             S_DEFAULT_FAIRNESS_RECIPIENTS, S_DEFAULT_RUNS, FQ_BENCH_MAX_RUNS, S_QUICK_MESSAGES,
-            S_QUICK_TENANTS, S_QUICK_PROBES, S_QUICK_FAIRNESS_RECIPIENTS, S_QUICK_REQUESTS);
+            S_QUICK_TENANTS, S_QUICK_PROBES, S_QUICK_FAIRNESS_RECIPIENTS, S_QUICK_REQUESTS,
+            S_DEFAULT_SINK_THREADS);
 }
 
 static int s_parse_args(int argc, char **argv, s_options_t *opts)
@@ -2838,7 +3181,9 @@ static int s_parse_args(int argc, char **argv, s_options_t *opts)
                           false,
                           false,
                           false,
-                          NULL};
+                          NULL,
+                          false,
+                          S_DEFAULT_SINK_THREADS};
     uint64_t messages = 0, tenants = 0, runs = 0, fairness = 0;
     uint64_t fairness_per = S_DEFAULT_FAIRNESS_RECIPIENTS;
     bool quick = false, no_probes = false;
@@ -2869,7 +3214,12 @@ static int s_parse_args(int argc, char **argv, s_options_t *opts)
         if (strcmp(arg, "--curve") == 0) {
             rc = strcmp(value, "tenants") && strcmp(value, "requests") && strcmp(value, "backlog");
             opts->curve = value;
-        } else if (strcmp(arg, "--messages") == 0)
+        } else if (strcmp(arg, "--channel") == 0) {
+            rc = strcmp(value, "email") && strcmp(value, "http");
+            opts->http = strcmp(value, "http") == 0;
+        } else if (strcmp(arg, "--sink-threads") == 0)
+            rc = fq_bench_parse_count(value, S_MAX_SINK_THREADS, &opts->sink_threads);
+        else if (strcmp(arg, "--messages") == 0)
             rc = fq_bench_parse_count(value, S_MAX_MESSAGES, &messages);
         else if (strcmp(arg, "--tenants") == 0)
             rc = fq_bench_parse_count(value, S_MAX_TENANTS, &tenants);
@@ -2907,6 +3257,12 @@ static int s_parse_args(int argc, char **argv, s_options_t *opts)
     opts->tenants = tenants ? tenants : opts->tenants;
     opts->runs = runs ? (int)runs : opts->runs;
     opts->fairness_messages = fairness ? fairness : opts->tenants * fairness_per;
+    if (opts->http && opts->scale) {
+        //  The curves write their backlog straight into the tables, as mail
+        fprintf(stderr, S_PROGRAM ": --scale measures mail only: no --channel http with it\n");
+        s_usage(stderr);
+        return -1;
+    }
     if (opts->messages % opts->tenants || opts->messages / opts->tenants > S_MAX_PER_REQUEST) {
         fprintf(stderr,
                 S_PROGRAM ": --messages must be a multiple of --tenants, at most %d per tenant\n",
@@ -2939,7 +3295,9 @@ int main(int argc, char **argv)
     signal(SIGHUP, s_on_signal);
     s_bench_t bench = {0};
     s_run_t *runs = calloc((size_t)opts.runs, sizeof *runs);
-    int rc = runs ? s_bench_setup(&bench, &opts) : -1;
+    //  --channel http: the null loads of the same runs
+    s_run_t *null_runs = calloc((size_t)opts.runs, sizeof *null_runs);
+    int rc = runs && null_runs ? s_bench_setup(&bench, &opts) : -1;
     if (rc == 0) {
         s_print_header(&bench, &opts);
         rc = s_server(&bench);
@@ -2952,10 +3310,15 @@ int main(int argc, char **argv)
         opts.runs = 0;
     }
     for (int i = 0; rc == 0 && i < opts.runs; i++) {
-        s_run_t *run = &runs[completed];
+        s_run_t *run = &runs[completed], *null_run = &null_runs[completed];
         s_run_init(run);
-        if (s_run_load(&bench, &opts, i, run) || s_run_fairness(&bench, &opts, i, run) ||
-            s_run_memory(&bench, &opts, i, run)) {
+        s_run_init(null_run);
+        //  --channel http: the null load first in even runs, after in odd
+        bool null_first = opts.http && i % 2 == 0, null_after = opts.http && !null_first;
+        if ((null_first && s_run_load(&bench, &opts, i, null_run, false, false)) ||
+            s_run_load(&bench, &opts, i, run, opts.http, true) ||
+            (null_after && s_run_load(&bench, &opts, i, null_run, false, false)) ||
+            s_run_fairness(&bench, &opts, i, run) || s_run_memory(&bench, &opts, i, run)) {
             s_children_kill(&bench);
             s_database_close(&bench);
             printf("run %d/%d FAILED (said above; the logs are in %s)\n", i + 1, opts.runs,
@@ -2965,12 +3328,16 @@ int main(int argc, char **argv)
             continue;
         }
         s_print_run(&opts, i, run);
-        stalled += run->stalled;
+        if (opts.http)
+            s_print_null_run(&opts, i, null_run, run);
+        stalled += run->stalled + (opts.http && null_run->stalled);
         completed++;
     }
     if (rc == 0 && completed) {
         printf("\n");
-        s_print_table(&opts, runs, completed);
+        s_print_table(&opts, runs, opts.http ? null_runs : NULL, completed);
+        if (opts.http)
+            s_print_cpu_table(runs, null_runs, completed);
     }
     if (rc || failed || stalled || bench.child_failed)
         fprintf(stderr, S_PROGRAM ": %s; the logs are in %s\n",
@@ -2981,5 +3348,6 @@ int main(int argc, char **argv)
                 bench.dir);
     s_bench_destroy(&bench);
     free(runs);
+    free(null_runs);
     return rc || failed || stalled || bench.child_failed ? 1 : 0;
 }

@@ -52,7 +52,9 @@
 
 #define S_LINE_SIZE 256
 #define S_PATH_SIZE 512
-#define S_URL_SIZE  128
+#define S_BASE_SIZE 128
+//  Room for a base and any path_query of the tests
+#define S_URL_SIZE 512
 
 #define S_ERROR_SIZE FQ_TRANSPORT_ERROR_SIZE
 
@@ -64,7 +66,7 @@ typedef struct {
     char dir[S_LINE_SIZE];
     char out_path[S_PATH_SIZE];
     char cert_path[S_PATH_SIZE];
-    char base[S_URL_SIZE]; //  http://127.0.0.1:PORT
+    char base[S_BASE_SIZE]; //  http://127.0.0.1:PORT
 } s_sink_t;
 
 // --------------------------------------------------------------------------
@@ -185,7 +187,8 @@ static fq_transport_t *s_http(const fq_transport_config_t *overrides)
 //  A message to url (sink's base and path_query).
 static fq_delivery_t s_request(s_sink_t *sink, uint64_t id, const char *path_query, char *url)
 {
-    snprintf(url, S_URL_SIZE, "%s%s", sink ? sink->base : "", path_query);
+    if (snprintf(url, S_URL_SIZE, "%s%s", sink ? sink->base : "", path_query) >= S_URL_SIZE)
+        fail_msg("url too long: %s", path_query);
     return (fq_delivery_t){
         .id = id,
         .tenant = "acme",
@@ -483,7 +486,7 @@ static void test_http_unreachable(void **unused)
     assert_int_equal(bind(fd, (struct sockaddr *)&address, sizeof address), 0);
     socklen_t address_len = sizeof address;
     assert_int_equal(getsockname(fd, (struct sockaddr *)&address, &address_len), 0);
-    char base[S_URL_SIZE], url[S_URL_SIZE];
+    char base[S_BASE_SIZE], url[S_URL_SIZE];
     snprintf(base, sizeof base, "http://127.0.0.1:%d/hook", ntohs(address.sin_port));
     fq_transport_t *transport = s_http(NULL);
     fq_delivery_t msg = s_request(NULL, 800, base, url);

@@ -67,10 +67,10 @@
 //  retried every millisecond.
 #define S_HOLD_MIN_MS 100
 
-//  Most channels one sender serves, and most the dispatcher keeps apart
-//  (as the scheduler's lanes): a HELLO listing more keeps the first ones.
+//  Most channels one sender serves: a HELLO listing more keeps the first
+//  ones. The dispatcher's lanes are the channels its senders serve (and
+//  a lane a DISPATCH names), dropped as the last sender of one leaves.
 #define S_SENDER_CHANNELS_MAX 16
-#define S_CHANNELS_MAX        32
 
 //  A sender's credit and load on one channel it serves.
 typedef struct {
@@ -145,8 +145,8 @@ typedef struct {
     zhashx_t *inflight;  //  message id -> s_flight_t*, owned
     zhashx_t *templates; //  request id -> s_templates_t*, owned
     size_t template_bytes;
-    s_lane_t lanes[S_CHANNELS_MAX]; //  Per channel, made as they come
-    size_t nlanes;
+    s_lane_t **lanes; //  Per channel, each its own allocation: flights point to it
+    size_t nlanes, lanes_capacity;
     uint64_t *acks; //  Acks gathered for the store
     uint32_t acks_held, acks_capacity;
     bool retry_armed;
@@ -202,26 +202,59 @@ static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue, const
 static void s_flush_settles(fq_ctx_t *ctx, s_self_t *self)
 {
     for (size_t i = 0; i < self->nlanes; i++) {
-        s_lane_t *lane = &self->lanes[i];
+        s_lane_t *lane = self->lanes[i];
         s_settle_send(ctx, &lane->done, false, lane->channel);
         s_settle_send(ctx, &lane->requeue, true, lane->channel);
     }
 }
 
-//  The lane of channel (NULL or "": email, an older peer's), made if new;
-//  NULL past S_CHANNELS_MAX (the scheduler has no lane for it either).
-static s_lane_t *s_lane(s_self_t *self, const char *channel)
+//  The lane of channel (NULL or "": email, an older peer's) if there is
+//  one, else NULL.
+static s_lane_t *s_lane_find(s_self_t *self, const char *channel)
 {
     const char *name = channel && *channel ? channel : FQ_CHANNEL_EMAIL;
     for (size_t i = 0; i < self->nlanes; i++)
-        if (streq(self->lanes[i].channel, name))
-            return &self->lanes[i];
-    if (self->nlanes == S_CHANNELS_MAX || strlen(name) >= FQ_CHANNEL_NAME_SIZE)
+        if (streq(self->lanes[i]->channel, name))
+            return self->lanes[i];
+    return NULL;
+}
+
+//  The lane of channel, made if new; NULL when memory ran out.
+static s_lane_t *s_lane(s_self_t *self, const char *channel)
+{
+    const char *name = channel && *channel ? channel : FQ_CHANNEL_EMAIL;
+    s_lane_t *lane = s_lane_find(self, name);
+    if (lane || strlen(name) >= FQ_CHANNEL_NAME_SIZE)
+        return lane;
+    if (self->nlanes == self->lanes_capacity) {
+        size_t capacity = self->lanes_capacity ? 2 * self->lanes_capacity : 4;
+        s_lane_t **grown = realloc(self->lanes, capacity * sizeof *grown);
+        if (!grown)
+            return NULL;
+        self->lanes = grown;
+        self->lanes_capacity = capacity;
+    }
+    lane = calloc(1, sizeof *lane);
+    if (!lane)
         return NULL;
-    s_lane_t *lane = &self->lanes[self->nlanes++];
-    *lane = (s_lane_t){0};
     snprintf(lane->channel, sizeof lane->channel, "%s", name);
+    self->lanes[self->nlanes++] = lane;
     return lane;
+}
+
+static void s_lane_free(s_lane_t **lane_p)
+{
+    s_lane_t *lane = *lane_p;
+    if (!lane)
+        return;
+    s_settle_t *settles[] = {&lane->done, &lane->requeue};
+    for (int i = 0; i < 2; i++) {
+        free(settles[i]->messages);
+        free(settles[i]->requests);
+        free(settles[i]->tenants);
+    }
+    free(lane);
+    *lane_p = NULL;
 }
 
 //  The index of channel among those sender serves, or -1.
@@ -311,12 +344,37 @@ static void s_sender_free(void **item)
 static void s_withdraw_credit(s_self_t *self, s_sender_t *sender)
 {
     for (size_t i = 0; i < sender->nchannels; i++) {
-        s_lane_t *lane = s_lane(self, sender->channels[i].channel);
+        //  A channel it granted credit for has its lane (s_credit)
+        s_lane_t *lane =
+            sender->channels[i].credit ? s_lane_find(self, sender->channels[i].channel) : NULL;
         if (lane && !self->draining)
             lane->requeue.credit -= sender->channels[i].credit;
         sender->channels[i].credit = 0;
     }
     sender->credit = 0;
+}
+
+//  Drops the lanes no sender serves any more once what they gathered has
+//  gone to the scheduler: a sender may name any channel, and one that came
+//  and went with new names each time would otherwise leave a lane each.
+//  Nothing points to such a lane: a flight belongs to a sender of its
+//  channel.
+static void s_lanes_prune(s_self_t *self)
+{
+    for (size_t i = 0; i < self->nlanes;) {
+        s_lane_t *lane = self->lanes[i];
+        bool served = false;
+        for (s_sender_t *sender = zlistx_first(self->turns); sender && !served;
+             sender = zlistx_next(self->turns))
+            served = s_sender_channel(sender, lane->channel) >= 0;
+        if (served || lane->withheld || lane->done.count || lane->requeue.count ||
+            lane->done.credit || lane->requeue.credit)
+            i++;
+        else {
+            s_lane_free(&self->lanes[i]);
+            self->lanes[i] = self->lanes[--self->nlanes];
+        }
+    }
 }
 
 //  The sender is gone: its messages go back to the scheduler, its unused
@@ -351,6 +409,7 @@ static void s_sender_gone(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, con
     zhashx_delete(self->senders, sender->address);
     //  Its records are applied before it leaves the metrics
     s_flush_answers(ctx, self);
+    s_lanes_prune(self);
     fq_metrics_sender_leave(self->config->metrics, metrics_id);
 }
 
@@ -1199,7 +1258,7 @@ static void s_retry(fq_ctx_t *ctx, s_self_t *self)
     self->retry_armed = false;
     int64_t withheld = 0;
     for (size_t i = 0; i < self->nlanes; i++)
-        withheld += self->lanes[i].withheld;
+        withheld += self->lanes[i]->withheld;
     if (withheld == 0)
         return;
     if (!fq_db_store(self->db) || !fq_pipeline_may_dispatch(self->config)) {
@@ -1210,7 +1269,7 @@ static void s_retry(fq_ctx_t *ctx, s_self_t *self)
         return;
     }
     for (size_t i = 0; i < self->nlanes; i++) {
-        s_lane_t *lane = &self->lanes[i];
+        s_lane_t *lane = self->lanes[i];
         if (lane->withheld == 0)
             continue;
         fq_credit_changed_t changed = {.delta = lane->withheld, .channel = lane->channel};
@@ -1237,14 +1296,9 @@ static void s_destroy(s_self_t *self)
     zhashx_destroy(&self->senders);
     zhashx_destroy(&self->templates);
     fq_db_destroy(&self->db);
-    for (size_t l = 0; l < self->nlanes; l++) {
-        s_settle_t *settles[] = {&self->lanes[l].done, &self->lanes[l].requeue};
-        for (int i = 0; i < 2; i++) {
-            free(settles[i]->messages);
-            free(settles[i]->requests);
-            free(settles[i]->tenants);
-        }
-    }
+    for (size_t l = 0; l < self->nlanes; l++)
+        s_lane_free(&self->lanes[l]);
+    free(self->lanes);
     free(self);
 }
 

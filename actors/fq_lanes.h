@@ -8,9 +8,13 @@
     "Channels"). Inside a lane tenants take turns by their weights, as
     everywhere; a tenant's max_inflight holds in each lane on its own.
 
-    A lane is made when the first request of its channel is taken in and
-    kept for the life of the scheduler: there are a handful of channels.
-    Lanes never move in memory, so a request may point at its lane. */
+    A lane is made when the first request (or credit) of its channel comes
+    and dropped once idle: no request takes part in it (fq_lanes_hold),
+    nothing ready or in flight, no credit. The set of channels is open, so
+    a tenant that names many channels no sender serves costs a lane per
+    channel while those requests are open, as any request costs, and no
+    more. Lanes never move in memory while they live, so a request may
+    point at its lane. */
 #ifndef FQ_LANES_H
 #define FQ_LANES_H
 
@@ -19,14 +23,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-//  Most lanes: beyond it a request of yet another channel waits (logged).
-#define FQ_LANES_MAX 32
-
 typedef struct {
     char channel[FQ_STORE_CHANNEL_SIZE]; //  "email", "http", ...
     fq_fairness_t *fairness;
     int64_t credit;      //  Free sender credit for this channel
     uint64_t dispatched; //  Messages released in this lane
+    size_t holds;        //  Requests taking part (fq_lanes_hold)
 } fq_lane_t;
 
 typedef struct fq_lanes fq_lanes_t;
@@ -36,11 +38,19 @@ fq_lanes_t *fq_lanes_new(int prefetch);
 void fq_lanes_destroy(fq_lanes_t **self_p);
 
 //  The lane of channel ("" is "email", a MESSAGE of an older fairqd),
-//  made if new; NULL when FQ_LANES_MAX are taken or memory ran out.
+//  made if new; NULL when memory ran out or channel is too long.
 fq_lane_t *fq_lanes_get(fq_lanes_t *self, const char *channel);
 
 //  The lane of channel if it exists, else NULL.
 fq_lane_t *fq_lanes_find(fq_lanes_t *self, const char *channel);
+
+//  A request takes part in lane, or no longer does.
+void fq_lanes_hold(fq_lane_t *lane);
+void fq_lanes_release(fq_lane_t *lane);
+
+//  Drops the idle lanes (see above). Lanes may move in the order of
+//  fq_lanes_at afterwards.
+void fq_lanes_prune(fq_lanes_t *self);
 
 size_t fq_lanes_count(const fq_lanes_t *self);
 fq_lane_t *fq_lanes_at(fq_lanes_t *self, size_t index);

@@ -115,7 +115,7 @@ typedef struct {
     fq_lane_t **ask_lanes; //  Whose each is
     int64_t *page;         //  Their ids: FQ_STORE_PAGE_IDS_MAX
     int *page_counts;      //  How many of them each ask got
-    bool lanes_full_said;  //  A channel past FQ_LANES_MAX was logged
+    bool lane_failed_said; //  A lane that could not be made was logged
     fq_due_request_t *due;
     fq_due_message_t *retries;
     bool soon_armed;
@@ -357,13 +357,11 @@ static void s_open(s_self_t *self, const fq_due_request_t *due)
 {
     fq_lane_t *lane = fq_lanes_get(self->lanes, due->channel);
     if (!lane) {
-        //  Its messages wait in the database until a restart
-        if (!self->lanes_full_said)
-            fq_log(FQ_LOG_ERROR,
-                   "scheduler: request %lld of channel \"%s\" waits: at most %d channels are"
-                   " scheduled at once",
-                   (long long)due->id, due->channel, FQ_LANES_MAX);
-        self->lanes_full_said = true;
+        //  Out of memory: it waits in the database for a later poll
+        if (!self->lane_failed_said)
+            fq_log(FQ_LOG_ERROR, "scheduler: no lane for channel \"%s\" (out of memory)",
+                   due->channel);
+        self->lane_failed_said = true;
         return;
     }
     fq_fairness_tenant_set(lane->fairness, due->tenant_id, due->weight, due->max_inflight);
@@ -373,6 +371,7 @@ static void s_open(s_self_t *self, const fq_due_request_t *due)
         //  order (paged again from scan_from; the dispatcher skips the
         //  messages already in flight)
         fq_fairness_request_remove(lane->fairness, due->id);
+        fq_lanes_release(known->lane);
         fq_intkey_delete(self->known, due->id);
         known = NULL;
     }
@@ -387,6 +386,7 @@ static void s_open(s_self_t *self, const fq_due_request_t *due)
                              .small = due->total <= S_SMALL_SPLIT,
                              .split_done = due->split_done};
         fq_intkey_insert(self->known, due->id, known);
+        fq_lanes_hold(lane);
         s_count_submitted(self, due);
         fq_fairness_request_add(lane->fairness, due->id, due->tenant_id, due->priority,
                                 due->scan_from, due->split_done);
@@ -413,8 +413,10 @@ static void s_open(s_self_t *self, const fq_due_request_t *due)
 static void s_let_go(s_self_t *self, int64_t request_id)
 {
     s_known_t *known = fq_intkey_lookup(self->known, (uint64_t)request_id);
-    if (known)
+    if (known) {
         fq_fairness_request_remove(known->lane->fairness, request_id);
+        fq_lanes_release(known->lane);
+    }
     fq_intkey_delete(self->known, (uint64_t)request_id);
 }
 
@@ -470,8 +472,12 @@ static int s_read_open(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store, bool fu
         fq_db_failed(self->db, n);
         return -1;
     }
-    if (full)
+    if (full) {
         self->epoch++;
+        //  Not while pages wait to be read again: they point to their lanes
+        if (self->nstalled == 0)
+            fq_lanes_prune(self->lanes);
+    }
     for (int i = 0; i < n; i++)
         s_open(self, &self->due[i]);
     s_split_feed(ctx, self);
@@ -513,7 +519,7 @@ static void s_poll_now(fq_ctx_t *ctx, s_self_t *self, bool full)
             break;
         }
         for (int i = 0; i < claimed; i++) {
-            //  A retry of a lane past FQ_LANES_MAX waits for its lease
+            //  Out of memory for its lane: it waits for its lease
             fq_lane_t *lane = fq_lanes_get(self->lanes, self->retries[i].channel);
             if (lane)
                 fq_fairness_push(lane->fairness, self->retries[i].request_id,
@@ -600,10 +606,17 @@ static void s_split_done(fq_ctx_t *ctx, s_self_t *self, const fq_split_done_t *d
 //  lane's own as "<count>.<channel>".
 static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
-    enum { GLOBAL = 12, PER_LANE = 4 };
-    const char *keys[GLOBAL + PER_LANE * FQ_LANES_MAX];
-    uint64_t values[GLOBAL + PER_LANE * FQ_LANES_MAX];
-    char names[PER_LANE * FQ_LANES_MAX][64];
+    enum { GLOBAL = 12, PER_LANE = 4, NAME_SIZE = 64 };
+    size_t most = GLOBAL + PER_LANE * fq_lanes_count(self->lanes);
+    const char **keys = calloc(most, sizeof *keys);
+    uint64_t *values = calloc(most, sizeof *values);
+    char(*names)[NAME_SIZE] = calloc(most, sizeof *names);
+    if (!keys || !values || !names) {
+        free(keys);
+        free(values);
+        free(names);
+        return; //  Out of memory: the ask times out
+    }
     fq_fairness_stats_t total = {0};
     int64_t credit = 0;
     size_t n = GLOBAL;
@@ -622,7 +635,7 @@ static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
                                      lane->dispatched};
         for (int k = 0; k < PER_LANE; k++) {
             size_t at = n - GLOBAL;
-            snprintf(names[at], sizeof names[at], "%s.%s", what[k], lane->channel);
+            snprintf(names[at], NAME_SIZE, "%s.%s", what[k], lane->channel);
             keys[n] = names[at];
             values[n++] = counts[k];
         }
@@ -641,6 +654,9 @@ static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         values[k] = global_values[k];
     }
     fq_stats_reply(ctx, msg, keys, values, n);
+    free(keys);
+    free(values);
+    free(names);
 }
 
 static void s_destroy(s_self_t *self)

@@ -1024,11 +1024,57 @@ static void test_channels_routed_by_credit(void **state)
     fq_client_destroy(&hooks);
 }
 
+//  Channels are an open set, so nobody can use them up: a tenant's
+//  requests of 40 channels no sender serves, and a sender that says HELLO
+//  again and again naming 4 new channels each time with credit for each,
+//  leave webhooks flowing as before.
+static void test_many_channels_block_nothing(void **state)
+{
+    s_fixture_t *self = *state;
+    for (int i = 0; i < 40; i++) {
+        char channel[16];
+        snprintf(channel, sizeof channel, "junk%d", i);
+        fq_submit_t junk = {.tenant = "acme",
+                            .channel = channel,
+                            .body = "x",
+                            .recipients_json = "[{\"to\": \"k\"}]"};
+        int64_t id;
+        if (fq_store_submit(self->store, &junk, &id))
+            fail_msg("submit: %s", fq_store_error(self->store));
+    }
+    for (int round = 0; round < 12; round++) {
+        char capabilities[128], names[4][16];
+        const char *channels[5] = {names[0], names[1], names[2], names[3], NULL};
+        const uint32_t credits[] = {1, 1, 1, 1};
+        for (int k = 0; k < 4; k++)
+            snprintf(names[k], sizeof names[k], "c%d_%d", round, k);
+        snprintf(capabilities, sizeof capabilities,
+                 "null,channel=%s,channel=%s,channel=%s,channel=%s", names[0], names[1], names[2],
+                 names[3]);
+        s_join_channels(self->sender, "noisy", capabilities, channels, credits);
+    }
+    int64_t http = s_submit_http(self);
+    fq_client_t *hooks = fq_client_new(self->sys);
+    const char *const http_only[] = {"http", NULL};
+    const uint32_t http_credits[] = {1};
+    s_join_channels(hooks, "hooks", "null,channel=http", http_only, http_credits);
+    int64_t deadline = fq_test_now_ms() + S_WAIT_MS;
+    fq_msg_t msg;
+    fq_message_t message;
+    do
+        assert_int_equal(fq_client_recv(hooks, S_WAIT_MS, &msg), 0);
+    while (msg.type != FQ_MSG_MESSAGE && fq_test_now_ms() < deadline);
+    assert_int_equal(fq_msg_decode(&msg, &fq_message_desc, &message), 0);
+    assert_int_equal(message.request, (uint64_t)http);
+    fq_client_destroy(&hooks);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_credit_bounds_what_is_sent, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_channels_routed_by_credit, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_many_channels_block_nothing, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_messages_are_rendered, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_nacks_retry_or_kill, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_bye_keeps_what_is_held, s_setup, s_teardown),

@@ -56,13 +56,13 @@
 //  The full poll reads every open request again, for what changes without
 //  a notification (a tenant's weight, a request that finished) and to
 //  recover from any notification lost. With 100,000 open requests that is
-//  hundreds of ms of the database and of this thread, so it runs every
-//  poll_ms only while it is cheap, and never takes more than one part in
-//  S_FULL_POLL_SHARE of the time. The polls between are light: the
-//  requests whose send_at came since the last poll (S_LIGHT_MARGIN_MS
-//  more, so a clock step or a slow poll loses none), the due retries and
-//  the splits to feed. Every submit, cancel, pause and resume has its
-//  NOTIFY, looked at alone at once (s_look_at_one).
+//  hundreds of ms of the database and of this thread, so the periodic one
+//  runs every poll_ms only while it is cheap, and otherwise takes one part
+//  in S_FULL_POLL_SHARE of the time. (A notification naming no request, a
+//  burst of more than the intake names, brings one sooner: see S_SOON_MS.) The polls between are
+//  light: the requests whose send_at came since the last poll (S_LIGHT_MARGIN_MS more, so a clock
+//  step or a slow poll loses none), the due retries and the splits to feed. Every submit, cancel,
+//  pause and resume has its NOTIFY, looked at alone at once (s_look_at_one).
 #define S_FULL_POLL_SHARE 10
 #define S_LIGHT_MARGIN_MS 2000
 
@@ -124,6 +124,7 @@ typedef struct {
     int64_t poll_took_ms;    //  How long the last full poll took
     int64_t last_full;       //  zclock_mono() of the last full poll
     int64_t light_window_ms; //  The light poll's reach back in time
+    int64_t last_read;       //  zclock_mono() at the start of the last poll that read
     uint64_t full_polls, light_polls;
     int64_t splitting[FQ_SPLITTERS_MAX]; //  Request each splitter is on, 0 = idle
     zlistx_t *express, *queue;           //  Request ids waiting for a splitter
@@ -437,7 +438,7 @@ static void s_report_lanes(s_self_t *self)
 
 static void s_poll(fq_ctx_t *ctx, s_self_t *self, bool full)
 {
-    int64_t since = self->last_poll;
+    int64_t since = self->last_read;
     self->last_poll = zclock_mono();
     if (full) {
         self->last_full = self->last_poll;
@@ -472,6 +473,9 @@ static int s_read_open(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store, bool fu
         fq_db_failed(self->db, n);
         return -1;
     }
+    //  The next light poll reaches back to here: one that failed (the
+    //  database away) loses no request come due meanwhile
+    self->last_read = self->last_poll;
     if (full) {
         self->epoch++;
         //  Not while pages wait to be read again: they point to their lanes

@@ -59,10 +59,12 @@
 //  hundreds of ms of the database and of this thread, so the periodic one
 //  runs every poll_ms only while it is cheap, and otherwise takes one part
 //  in S_FULL_POLL_SHARE of the time. (A notification naming no request, a
-//  burst of more than the intake names, brings one sooner: see S_SOON_MS.) The polls between are
-//  light: the requests whose send_at came since the last poll (S_LIGHT_MARGIN_MS more, so a clock
-//  step or a slow poll loses none), the due retries and the splits to feed. Every submit, cancel,
-//  pause and resume has its NOTIFY, looked at alone at once (s_look_at_one).
+//  burst of more than the intake names, brings one sooner: see S_SOON_MS.)
+//  The polls between are light: the requests scheduled for later whose
+//  send_at came since the last poll that read (S_LIGHT_MARGIN_MS more, so
+//  a clock step or a slow poll loses none), the due retries and the splits
+//  to feed. Every submit, cancel, pause and resume has its NOTIFY, looked
+//  at alone at once (s_look_at_one).
 #define S_FULL_POLL_SHARE 10
 #define S_LIGHT_MARGIN_MS 2000
 

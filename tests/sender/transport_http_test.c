@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 #include "fq_test_process.h"
+#include "fq_test_sink_records.h"
 
 //  How long the sink may take to start listening (and make its
 //  certificate): well under a second, but tests run in parallel under ASan.
@@ -129,35 +130,6 @@ static int s_teardown(void **state)
     return status == 0 ? 0 : -1;
 }
 
-//  What the sink received so far: a JSON array of its records.
-static json_t *s_requests(s_sink_t *sink)
-{
-    json_t *requests = json_array();
-    FILE *file = fopen(sink->out_path, "r");
-    if (!file)
-        return requests;
-    char *line = NULL;
-    size_t size = 0;
-    while (getline(&line, &size, file) > 0) {
-        json_error_t error;
-        json_t *record = json_loads(line, 0, &error);
-        if (!record)
-            fail_msg("sink wrote bad JSON: %s", error.text);
-        json_array_append_new(requests, record);
-    }
-    free(line);
-    fclose(file);
-    return requests;
-}
-
-static const char *s_field(json_t *record, const char *name)
-{
-    const char *value = json_string_value(json_object_get(record, name));
-    if (!value)
-        fail_msg("record has no string \"%s\"", name);
-    return value;
-}
-
 //  A header of a record as the sink received it, NULL when absent.
 static const char *s_header(json_t *record, const char *name)
 {
@@ -261,12 +233,12 @@ static void test_http_delivers(void **state)
         s_deliver(transport, &msg, FQ_DELIVERY_OK, NULL);
     }
 
-    json_t *requests = s_requests(sink);
+    json_t *requests = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(requests), 5);
     json_t *first = json_array_get(requests, 0);
-    assert_string_equal(s_field(first, "method"), "POST");
-    assert_string_equal(s_field(first, "path"), "/hooks/orders?tenant=acme");
-    assert_string_equal(s_field(first, "body"), "{\"event\":\"order.shipped\"}");
+    assert_string_equal(fq_test_record_field(first, "method"), "POST");
+    assert_string_equal(fq_test_record_field(first, "path"), "/hooks/orders?tenant=acme");
+    assert_string_equal(fq_test_record_field(first, "body"), "{\"event\":\"order.shipped\"}");
     assert_string_equal(s_header(first, "Content-Type"), "application/json");
     assert_string_equal(s_header(first, "X-Fairq-Signature"), values[1]);
     assert_string_equal(s_header(first, "X-Empty"), "");
@@ -277,9 +249,10 @@ static void test_http_delivers(void **state)
     const char *expected[] = {"PUT", "PATCH", "DELETE", "GET"};
     for (size_t i = 0; i < 4; i++) {
         json_t *record = json_array_get(requests, 1 + i);
-        assert_string_equal(s_field(record, "method"), expected[i]);
+        assert_string_equal(fq_test_record_field(record, "method"), expected[i]);
         assert_null(s_header(record, "Content-Type"));
-        assert_string_equal(s_field(record, "body"), i < 2 ? "{\"event\":\"order.shipped\"}" : "");
+        assert_string_equal(fq_test_record_field(record, "body"),
+                            i < 2 ? "{\"event\":\"order.shipped\"}" : "");
     }
     json_decref(requests);
     fq_transport_destroy(&transport);
@@ -300,7 +273,7 @@ static void test_http_keeps_connection(void **state)
         fq_delivery_t msg = s_request(sink, 100 + (uint64_t)i, path, url);
         s_deliver(transport, &msg, FQ_DELIVERY_OK, NULL);
     }
-    json_t *requests = s_requests(sink);
+    json_t *requests = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(requests), S_REUSE_COUNT);
     for (int i = 0; i < S_REUSE_COUNT; i++)
         assert_int_equal(s_conn(json_array_get(requests, (size_t)i)), 1);
@@ -311,7 +284,7 @@ static void test_http_keeps_connection(void **state)
     s_deliver(transport, &msg, FQ_DELIVERY_OK, NULL);
     msg = s_request(sink, 111, "/hook", url);
     s_deliver(transport, &msg, FQ_DELIVERY_OK, NULL);
-    requests = s_requests(sink);
+    requests = fq_test_sink_records(sink->out_path);
     assert_int_equal(s_conn(json_array_get(requests, S_REUSE_COUNT + 1)), 2);
     json_decref(requests);
     fq_transport_destroy(&transport);
@@ -434,7 +407,7 @@ static void test_http_redirect_permanent(void **state)
     msg = s_request(sink, 601, "/old?status=307&location=/new", url);
     error = s_deliver(transport, &msg, FQ_DELIVERY_PERMANENT, NULL);
     assert_string_equal(error, "HTTP 307: redirect not followed");
-    json_t *requests = s_requests(sink);
+    json_t *requests = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(requests), 2);
     json_decref(requests);
     fq_transport_destroy(&transport);
@@ -469,7 +442,7 @@ static void test_http_bad_message_permanent(void **state)
         if (i == 0)
             s_expect_contains(error, "CR or LF");
     }
-    json_t *requests = s_requests(sink);
+    json_t *requests = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(requests), 0);
     json_decref(requests);
     fq_transport_destroy(&transport);
@@ -507,7 +480,7 @@ static void test_http_tls_verified(void **state)
     const char *error = s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT, NULL);
     s_expect_contains(error, "certificate");
     fq_transport_destroy(&transport);
-    json_t *requests = s_requests(sink);
+    json_t *requests = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(requests), 0);
     json_decref(requests);
 
@@ -524,7 +497,7 @@ static void test_http_tls_verified(void **state)
     msg = s_request(sink, 902, "/secure", url);
     s_deliver(transport, &msg, FQ_DELIVERY_OK, NULL);
     fq_transport_destroy(&transport);
-    requests = s_requests(sink);
+    requests = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(requests), 2);
     json_decref(requests);
 }

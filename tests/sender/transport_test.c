@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "fq_test_process.h"
+#include "fq_test_sink_records.h"
 
 //  How long the sink may take to start listening: Python and aiosmtpd
 //  load in well under a second, but tests run in parallel under ASan.
@@ -176,35 +177,6 @@ static void s_sink_rules(s_sink_t *sink, const char *json)
     assert_int_equal(rename(tmp, sink->rules_path), 0);
 }
 
-//  What the sink accepted so far: a JSON array of its records.
-static json_t *s_sink_messages(s_sink_t *sink)
-{
-    json_t *messages = json_array();
-    FILE *file = fopen(sink->out_path, "r");
-    if (!file)
-        return messages; //  Nothing accepted yet
-    char *line = NULL;
-    size_t size = 0;
-    while (getline(&line, &size, file) > 0) {
-        json_error_t error;
-        json_t *record = json_loads(line, 0, &error);
-        if (!record)
-            fail_msg("sink wrote bad JSON: %s", error.text);
-        json_array_append_new(messages, record);
-    }
-    free(line);
-    fclose(file);
-    return messages;
-}
-
-static const char *s_field(json_t *record, const char *name)
-{
-    const char *value = json_string_value(json_object_get(record, name));
-    if (!value)
-        fail_msg("record has no string \"%s\"", name);
-    return value;
-}
-
 static json_int_t s_conn(json_t *record)
 {
     return json_integer_value(json_object_get(record, "conn"));
@@ -298,17 +270,17 @@ static void test_smtp_delivers(void **state)
     msg.header_values = values;
     s_deliver(transport, &msg, FQ_DELIVERY_OK);
 
-    json_t *messages = s_sink_messages(sink);
+    json_t *messages = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(messages), 1);
     json_t *record = json_array_get(messages, 0);
-    assert_string_equal(s_field(record, "from"), "shop@example.com");
+    assert_string_equal(fq_test_record_field(record, "from"), "shop@example.com");
     json_t *to = json_object_get(record, "to");
     assert_int_equal(json_array_size(to), 1);
     assert_string_equal(json_string_value(json_array_get(to, 0)), "ann@example.org");
-    assert_string_equal(s_field(record, "subject"), "Café ☕ order");
-    assert_string_equal(s_field(record, "message_id"), "<fairq.1001@example.com>");
-    assert_string_equal(s_field(record, "body"), body);
-    assert_string_equal(s_field(record, "helo"), "sender-1.fairq.test");
+    assert_string_equal(fq_test_record_field(record, "subject"), "Café ☕ order");
+    assert_string_equal(fq_test_record_field(record, "message_id"), "<fairq.1001@example.com>");
+    assert_string_equal(fq_test_record_field(record, "body"), body);
+    assert_string_equal(fq_test_record_field(record, "helo"), "sender-1.fairq.test");
     json_t *headers = json_object_get(record, "headers");
     assert_string_equal(json_string_value(json_object_get(headers, "X-Campaign")), "spring");
     assert_string_equal(json_string_value(json_object_get(headers, "To")),
@@ -328,14 +300,14 @@ static void test_smtp_reuses_connection(void **state)
         fq_delivery_t msg = s_message(2000 + (uint64_t)i, "ann@example.org");
         s_deliver(transport, &msg, FQ_DELIVERY_OK);
     }
-    json_t *messages = s_sink_messages(sink);
+    json_t *messages = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(messages), S_REUSE_COUNT);
     for (int i = 0; i < S_REUSE_COUNT; i++) {
         json_t *record = json_array_get(messages, (size_t)i);
         assert_int_equal(s_conn(record), 1);
         char id[S_LINE_SIZE];
         snprintf(id, sizeof id, "<fairq.%d@example.com>", 2000 + i);
-        assert_string_equal(s_field(record, "message_id"), id);
+        assert_string_equal(fq_test_record_field(record, "message_id"), id);
     }
     json_decref(messages);
     fq_transport_destroy(&transport);
@@ -357,7 +329,7 @@ static void test_smtp_transient(void **state)
     msg = s_message(3002, "ann@example.org");
     error = s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT);
     assert_string_equal(error, "452 4.3.1 insufficient system storage");
-    json_t *messages = s_sink_messages(sink);
+    json_t *messages = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(messages), 0);
     json_decref(messages);
 
@@ -365,9 +337,9 @@ static void test_smtp_transient(void **state)
     s_sink_rules(sink, "{}");
     msg.attempt = 2;
     s_deliver(transport, &msg, FQ_DELIVERY_OK);
-    messages = s_sink_messages(sink);
+    messages = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(messages), 1);
-    assert_string_equal(s_field(json_array_get(messages, 0), "message_id"),
+    assert_string_equal(fq_test_record_field(json_array_get(messages, 0), "message_id"),
                         "<fairq.3002@example.com>");
     json_decref(messages);
     fq_transport_destroy(&transport);
@@ -394,7 +366,7 @@ static void test_smtp_permanent(void **state)
     msg = s_message(4004, "ann@example.org");
     s_deliver(transport, &msg, FQ_DELIVERY_OK);
 
-    json_t *messages = s_sink_messages(sink);
+    json_t *messages = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(messages), 2);
     //  libcurl closed the connection after the refused RCPT
     assert_true(s_conn(json_array_get(messages, 1)) > s_conn(json_array_get(messages, 0)));
@@ -462,7 +434,7 @@ static void test_smtp_server_restart(void **state)
     s_sink_start(sink); //  Same port, connections numbered from 1 again
     msg = s_message(7002, "ann@example.org");
     s_deliver(transport, &msg, FQ_DELIVERY_OK);
-    json_t *messages = s_sink_messages(sink);
+    json_t *messages = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(messages), 2);
     assert_int_equal(s_conn(json_array_get(messages, 1)), 1);
     json_decref(messages);
@@ -483,7 +455,7 @@ static void test_smtp_hangup_on_reuse(void **state)
     s_sink_rules(sink, hangup);
     msg = s_message(7502, "ann@example.org");
     s_deliver(transport, &msg, FQ_DELIVERY_OK);
-    json_t *messages = s_sink_messages(sink);
+    json_t *messages = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(messages), 2);
     assert_int_equal(s_conn(json_array_get(messages, 0)), 1);
     assert_int_equal(s_conn(json_array_get(messages, 1)), 2);
@@ -526,9 +498,9 @@ static void test_smtp_auth(void **state)
     s_expect_contains(reason, "535");
     fq_transport_destroy(&transport);
 
-    json_t *messages = s_sink_messages(sink);
+    json_t *messages = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(messages), 1);
-    assert_string_equal(s_field(json_array_get(messages, 0), "auth"), S_USER);
+    assert_string_equal(fq_test_record_field(json_array_get(messages, 0), "auth"), S_USER);
     json_decref(messages);
 }
 
@@ -546,7 +518,7 @@ static void test_smtp_starttls_required(void **state)
     assert_non_null(transport);
     fq_delivery_t msg = s_message(9001, "ann@example.org");
     s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT);
-    json_t *messages = s_sink_messages(sink);
+    json_t *messages = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(messages), 0);
     json_decref(messages);
     fq_transport_destroy(&transport);
@@ -564,7 +536,7 @@ static void test_smtp_bad_message_permanent(void **state)
     s_expect_contains(reason, "subject");
     msg = s_message(10002, "ann@example.org, bob@example.org");
     s_deliver(transport, &msg, FQ_DELIVERY_PERMANENT);
-    json_t *messages = s_sink_messages(sink);
+    json_t *messages = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(messages), 0);
     json_decref(messages);
     fq_transport_destroy(&transport);
@@ -633,14 +605,14 @@ static void test_file_mbox(void **unused)
     json_t *messages = s_read_mbox(path);
     assert_int_equal(json_array_size(messages), 2);
     json_t *first = json_array_get(messages, 0);
-    assert_string_equal(s_field(first, "subject"), "Café");
-    assert_string_equal(s_field(first, "message_id"), "<fairq.11001@example.com>");
-    assert_string_equal(s_field(first, "body"),
+    assert_string_equal(fq_test_record_field(first, "subject"), "Café");
+    assert_string_equal(fq_test_record_field(first, "message_id"), "<fairq.11001@example.com>");
+    assert_string_equal(fq_test_record_field(first, "body"),
                         "First message\nFrom here, a line mbox must not split at\n");
-    assert_true(strncmp(s_field(first, "from_line"), "fairq@", strlen("fairq@")) == 0);
+    assert_true(strncmp(fq_test_record_field(first, "from_line"), "fairq@", strlen("fairq@")) == 0);
     json_t *second = json_array_get(messages, 1);
-    assert_string_equal(s_field(second, "message_id"), "<fairq.11002@example.com>");
-    assert_string_equal(s_field(second, "body"), "Second message\n");
+    assert_string_equal(fq_test_record_field(second, "message_id"), "<fairq.11002@example.com>");
+    assert_string_equal(fq_test_record_field(second, "body"), "Second message\n");
     json_decref(messages);
 
     //  Appending: a new transport adds to the file, it does not replace it

@@ -66,9 +66,6 @@
 //  " 200".
 #define S_CREDIT_SHOWN 8
 
-//  What a channel's name is made of.
-#define S_CHANNEL_NAME_CHARS "abcdefghijklmnopqrstuvwxyz0123456789_-"
-
 //  As much of an unknown channel's name as an error shows: a name from a
 //  peer may be anything.
 #define S_CHANNEL_SHOWN (FQ_SENDER_CHANNEL_NAME_MAX + 1)
@@ -225,9 +222,7 @@ static int s_channel_index(const fq_sender_config_t *config, const char *channel
 
 bool fq_sender_channel_name_valid(const char *name)
 {
-    size_t len = strlen(name);
-    return len > 0 && len <= FQ_SENDER_CHANNEL_NAME_MAX &&
-           strspn(name, S_CHANNEL_NAME_CHARS) == len;
+    return fq_channel_name_problem(name) == NULL;
 }
 
 //  The item at *at of a comma-separated list, blanks around it dropped:

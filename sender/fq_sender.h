@@ -38,12 +38,11 @@
 //  pools need when the hard limit allows. Run more senders for more.
 #define FQ_SENDER_WORKERS 200
 
-//  Most channels one sender serves, and the longest name of one: 1 to 32
-//  of a-z 0-9 _ -, the rule fairqd takes a request's channel by
-//  (channels/fq_channel.h, a folder sender/ does not use). Their tokens
-//  must fit in HELLO's capabilities as well.
+//  Most channels one sender serves, and the longest name of one (the rule
+//  of channels/fq_channel.h, fairqd's for a request's channel). Their
+//  tokens must fit in HELLO's capabilities as well.
 #define FQ_SENDER_CHANNELS_MAX     8
-#define FQ_SENDER_CHANNEL_NAME_MAX 32
+#define FQ_SENDER_CHANNEL_NAME_MAX FQ_CHANNEL_NAME_MAX
 
 //  The longest capabilities a HELLO may carry: fairqd drops a HELLO with
 //  more (docs/protocol.md, rule 1).

@@ -38,6 +38,7 @@
 #ifndef FQ_TRANSPORT_H
 #define FQ_TRANSPORT_H
 
+#include "fq_channel.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -65,13 +66,6 @@ typedef struct {
     //  or "": POST
     const char *method;
 } fq_delivery_t;
-
-//  The channel of mail, and the one the http kind serves: the names
-//  fairqd gives them (channels/fq_channel.h, which sender/ does not use;
-//  the same definitions, so that a file seeing both compiles only while
-//  they agree).
-#define FQ_CHANNEL_EMAIL "email"
-#define FQ_CHANNEL_HTTP  "http"
 
 //  msg's channel, "email" when it names none.
 const char *fq_delivery_channel(const fq_delivery_t *msg);

@@ -34,7 +34,7 @@ LAYERS = {
                "sql", "leadership", "metrics", "config", "fairness"],
     "api": ["base", "log", "runtime", "templates", "channels", "recipients", "mailheaders",
             "sql", "leadership", "metrics", "config"],
-    "sender": ["base", "log", "runtime", "messages", "mailheaders", "config"],
+    "sender": ["base", "log", "runtime", "messages", "channels", "mailheaders", "config"],
     "cli": ["base", "templates"],
     "fairqd": ["base", "log", "runtime", "messages", "templates", "channels", "recipients",
                "mailheaders", "sql", "leadership", "metrics", "config", "fairness", "actors",

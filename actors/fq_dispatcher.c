@@ -490,22 +490,34 @@ static bool s_hello_text_valid(const char *text)
     return length <= S_HELLO_TEXT_MAX;
 }
 
+//  The next item of a comma-separated list at *at, spaces around it
+//  dropped: its first character, with its length in *length; *at moves
+//  past it and its comma (NULL after the last). NULL when *at is NULL.
+static const char *s_next_item(const char **at, size_t *length)
+{
+    const char *item = *at;
+    if (!item)
+        return NULL;
+    while (*item == ' ')
+        item++;
+    const char *end = item + strcspn(item, ",");
+    const char *last = end;
+    while (last > item && last[-1] == ' ')
+        last--;
+    *length = (size_t)(last - item);
+    *at = *end ? end + 1 : NULL;
+    return item;
+}
+
 //  True if the comma-separated capabilities hold wanted (spaces around a
 //  name are allowed).
 static bool s_capable(const char *capabilities, const char *wanted)
 {
-    size_t length = strlen(wanted);
-    for (const char *at = capabilities; at;) {
-        while (*at == ' ')
-            at++;
-        const char *end = at + strcspn(at, ",");
-        const char *last = end;
-        while (last > at && last[-1] == ' ')
-            last--;
-        if ((size_t)(last - at) == length && strncmp(at, wanted, length) == 0)
+    size_t length = strlen(wanted), size;
+    const char *at = capabilities, *item;
+    while ((item = s_next_item(&at, &size)))
+        if (size == length && strncmp(item, wanted, length) == 0)
             return true;
-        at = *end ? end + 1 : NULL;
-    }
     return false;
 }
 
@@ -515,25 +527,19 @@ static bool s_capable(const char *capabilities, const char *wanted)
 static void s_hello_channels(s_sender_t *sender, const char *capabilities)
 {
     static const char prefix[] = "channel=";
-    for (const char *at = capabilities; at;) {
-        while (*at == ' ')
-            at++;
-        const char *end = at + strcspn(at, ",");
-        const char *last = end;
-        while (last > at && last[-1] == ' ')
-            last--;
-        size_t length = (size_t)(last - at);
-        if (length > sizeof prefix - 1 && strncmp(at, prefix, sizeof prefix - 1) == 0 &&
-            length - (sizeof prefix - 1) < FQ_CHANNEL_NAME_SIZE &&
-            sender->nchannels < S_SENDER_CHANNELS_MAX) {
-            char name[FQ_CHANNEL_NAME_SIZE];
-            snprintf(name, sizeof name, "%.*s", (int)(length - (sizeof prefix - 1)),
-                     at + sizeof prefix - 1);
-            if (!fq_channel_name_problem(name) && s_sender_channel(sender, name) < 0)
-                snprintf(sender->channels[sender->nchannels++].channel, FQ_CHANNEL_NAME_SIZE, "%s",
-                         name);
-        }
-        at = *end ? end + 1 : NULL;
+    const size_t prefix_size = sizeof prefix - 1;
+    size_t size;
+    const char *at = capabilities, *item;
+    while ((item = s_next_item(&at, &size))) {
+        if (size <= prefix_size || strncmp(item, prefix, prefix_size) != 0 ||
+            size - prefix_size >= FQ_CHANNEL_NAME_SIZE ||
+            sender->nchannels == S_SENDER_CHANNELS_MAX)
+            continue;
+        char name[FQ_CHANNEL_NAME_SIZE];
+        snprintf(name, sizeof name, "%.*s", (int)(size - prefix_size), item + prefix_size);
+        if (!fq_channel_name_problem(name) && s_sender_channel(sender, name) < 0)
+            snprintf(sender->channels[sender->nchannels++].channel, FQ_CHANNEL_NAME_SIZE, "%s",
+                     name);
     }
     if (sender->nchannels == 0)
         snprintf(sender->channels[sender->nchannels++].channel, FQ_CHANNEL_NAME_SIZE, "%s",

@@ -119,12 +119,16 @@ typedef struct {
     uint64_t *messages, *requests, *tenants;
     uint32_t count, capacity;
     int64_t credit;
+    uint32_t retry_after_s; //  The longest Retry-After among them (throttled ones)
 } s_settle_t;
 
-//  What the dispatcher tells the scheduler about one channel's lane.
+//  What the dispatcher tells the scheduler about one channel's lane:
+//  messages settled, and given back unsent (a sender gone; or deferred
+//  by the receiver, throttling or unreachable, which shapes their
+//  destinations in the scheduler).
 typedef struct {
     char channel[FQ_CHANNEL_NAME_SIZE];
-    s_settle_t done, requeue;
+    s_settle_t done, requeue, throttled, unreachable;
     int64_t withheld; //  Credit kept back while the database is away
 } s_lane_t;
 
@@ -153,7 +157,7 @@ typedef struct {
     bool draining;
     fq_metrics_batch_t *metrics; //  NULL without metrics
     bool senders_changed;        //  A sender's credit or in flight changed since the last record
-    uint64_t sent, acked, nacked, malformed, unknown_peer, render_failed, stray;
+    uint64_t sent, acked, nacked, deferred, malformed, unknown_peer, render_failed, stray;
 } s_self_t;
 
 //  ---------------------------------------------------------------------
@@ -184,7 +188,8 @@ static void s_settle_add(s_settle_t *settle, uint64_t message, uint64_t request,
     settle->credit += credit;
 }
 
-static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue, const char *channel)
+static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue, uint32_t deferral,
+                          const char *channel)
 {
     if (settle->count == 0 && settle->credit == 0)
         return;
@@ -193,18 +198,23 @@ static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue, const
                             .tenants = {settle->count, settle->tenants},
                             .requeue = requeue,
                             .credit = settle->credit,
-                            .channel = channel};
+                            .channel = channel,
+                            .deferral = deferral,
+                            .retry_after_s = settle->retry_after_s};
     fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_settled_desc, &settled);
     settle->count = 0;
     settle->credit = 0;
+    settle->retry_after_s = 0;
 }
 
 static void s_flush_settles(fq_ctx_t *ctx, s_self_t *self)
 {
     for (size_t i = 0; i < self->nlanes; i++) {
         s_lane_t *lane = self->lanes[i];
-        s_settle_send(ctx, &lane->done, false, lane->channel);
-        s_settle_send(ctx, &lane->requeue, true, lane->channel);
+        s_settle_send(ctx, &lane->done, false, FQ_DEFERRAL_NONE, lane->channel);
+        s_settle_send(ctx, &lane->requeue, true, FQ_DEFERRAL_NONE, lane->channel);
+        s_settle_send(ctx, &lane->throttled, true, FQ_DEFERRAL_THROTTLED, lane->channel);
+        s_settle_send(ctx, &lane->unreachable, true, FQ_DEFERRAL_UNREACHABLE, lane->channel);
     }
 }
 
@@ -247,8 +257,8 @@ static void s_lane_free(s_lane_t **lane_p)
     s_lane_t *lane = *lane_p;
     if (!lane)
         return;
-    s_settle_t *settles[] = {&lane->done, &lane->requeue};
-    for (int i = 0; i < 2; i++) {
+    s_settle_t *settles[] = {&lane->done, &lane->requeue, &lane->throttled, &lane->unreachable};
+    for (int i = 0; i < 4; i++) {
         free(settles[i]->messages);
         free(settles[i]->requests);
         free(settles[i]->tenants);
@@ -368,7 +378,8 @@ static void s_lanes_prune(s_self_t *self)
              sender = zlistx_next(self->turns))
             served = s_sender_channel(sender, lane->channel) >= 0;
         if (served || lane->withheld || lane->done.count || lane->requeue.count ||
-            lane->done.credit || lane->requeue.credit)
+            lane->throttled.count || lane->unreachable.count || lane->done.credit ||
+            lane->requeue.credit || lane->throttled.credit || lane->unreachable.credit)
             i++;
         else {
             s_lane_free(&self->lanes[i]);
@@ -637,7 +648,7 @@ static void s_credit(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 //  Returns false if the message is not in flight with this sender right now
 //  (see s_stray).
 static bool s_answered(s_self_t *self, s_sender_t *sender, uint64_t id,
-                       fq_metrics_outcome_t outcome)
+                       fq_metrics_outcome_t outcome, uint32_t deferral)
 {
     s_flight_t *flight = id ? fq_intkey_lookup(self->inflight, id) : NULL;
     if (!flight || flight->sender != sender)
@@ -655,7 +666,10 @@ static bool s_answered(s_self_t *self, s_sender_t *sender, uint64_t id,
     bool credit_back = !sender->leaving;
     sender->credit += credit_back;
     channel->credit += credit_back;
-    s_settle_add(&flight->lane->done, id, (uint64_t)flight->request_id, (uint64_t)flight->tenant_id,
+    s_settle_t *settle = deferral == FQ_DEFERRAL_THROTTLED     ? &flight->lane->throttled
+                         : deferral == FQ_DEFERRAL_UNREACHABLE ? &flight->lane->unreachable
+                                                               : &flight->lane->done;
+    s_settle_add(settle, id, (uint64_t)flight->request_id, (uint64_t)flight->tenant_id,
                  credit_back && !self->draining);
     fq_intkey_delete(self->inflight, id);
     return true;
@@ -668,7 +682,7 @@ static void s_ack_one(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, uint64_
         s_malformed(self);
         return;
     }
-    if (!s_answered(self, sender, id, FQ_METRICS_SENT)) {
+    if (!s_answered(self, sender, id, FQ_METRICS_SENT, FQ_DEFERRAL_NONE)) {
         s_stray(ctx, self, sender, id, "an ACK");
         return;
     }
@@ -731,11 +745,35 @@ static void s_nack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     s_sender_t *sender = s_known_sender(ctx, self, msg);
     if (!sender)
         return;
-    if (!s_answered(self, sender, nack.id, nack.permanent ? FQ_METRICS_DEAD : FQ_METRICS_FAILED)) {
+    //  A deferral (the receiver throttles, or could not be reached) is
+    //  no failure of the message: nothing is written, it stays pending
+    //  with its attempts, and goes back to the scheduler, which slows its
+    //  destination down and sends it again within the new budget. A
+    //  permanent answer is never one.
+    uint32_t deferral = nack.permanent || (nack.deferral != FQ_DEFERRAL_THROTTLED &&
+                                           nack.deferral != FQ_DEFERRAL_UNREACHABLE)
+                            ? FQ_DEFERRAL_NONE
+                            : nack.deferral;
+    s_flight_t *flight = fq_intkey_lookup(self->inflight, nack.id);
+    s_lane_t *lane = flight ? flight->lane : NULL;
+    if (!s_answered(self, sender, nack.id,
+                    deferral         ? FQ_METRICS_REQUEUED
+                    : nack.permanent ? FQ_METRICS_DEAD
+                                     : FQ_METRICS_FAILED,
+                    deferral)) {
         s_stray(ctx, self, sender, nack.id, "a NACK");
         return;
     }
     self->nacked++;
+    if (deferral) {
+        self->deferred++;
+        //  The receiver's Retry-After holds the whole destination
+        if (deferral == FQ_DEFERRAL_THROTTLED && nack.retry_after_s > lane->throttled.retry_after_s)
+            lane->throttled.retry_after_s = nack.retry_after_s;
+        s_flush_answers(ctx, self);
+        s_sender_check_left(ctx, self, sender);
+        return;
+    }
     //  The receiver's Retry-After goes with it: the store waits it out
     fq_store_nack_t store = {.id = nack.id,
                              .permanent = nack.permanent,
@@ -1337,15 +1375,16 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
 
 static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
-    const char *const keys[] = {"senders",   "inflight",     "sent",          "acked", "nacked",
-                                "malformed", "unknown_peer", "render_failed", "stray"};
+    const char *const keys[] = {"senders",  "inflight",     "sent",      "acked",         "nacked",
+                                "deferred", "unknown_peer", "malformed", "render_failed", "stray"};
     const uint64_t values[] = {zhashx_size(self->senders),
                                zhashx_size(self->inflight),
                                self->sent,
                                self->acked,
                                self->nacked,
-                               self->malformed,
+                               self->deferred,
                                self->unknown_peer,
+                               self->malformed,
                                self->render_failed,
                                self->stray};
     fq_stats_reply(ctx, msg, keys, values, sizeof keys / sizeof keys[0]);

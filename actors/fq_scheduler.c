@@ -18,12 +18,24 @@
     chunks left goes to the back of the queue, so big requests take turns
     chunk by chunk and each one's first messages go out after one chunk.
     Small requests have a queue of their own, served first: a 3-recipient
-    request must not wait behind a hundred campaigns' chunks of 10,000. */
+    request must not wait behind a hundred campaigns' chunks of 10,000.
+
+    Messages are released lane by lane (fq_lanes.h): a lane per channel
+    and destination, each a fairness core. A channel's credit goes round
+    its lanes in turns, and a lane releases no more than its destination's
+    budget allows now (shaping/fq_shaper.h: a rate, a burst, a most in
+    flight, lowered by throttling replies and suspended by failed
+    connections). A lane without budget is skipped: its messages take no
+    credit and cost no attempt, and a timer wakes the pump when its budget
+    grows back. A request takes part in the lane of each destination it
+    has messages in, learnt from each chunk split (SPLIT_DONE) and, for a
+    request taken in after a restart, from fairq.request_destinations. */
 #include "fq_db.h"
 #include "fq_intkeys.h"
 #include "fq_lanes.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"
+#include "fq_store_shaping.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,8 +100,12 @@
 #define S_COUNTED_MAX (2 * S_OPEN_MAX)
 
 typedef struct {
-    fq_lane_t *lane; //  Its channel's
+    char channel[FQ_STORE_CHANNEL_SIZE];
+    fq_lane_t **lanes; //  The lane of each destination it has messages in
+    size_t nlanes, lanes_capacity;
     int64_t tenant_id;
+    int weight, max_inflight; //  Its tenant's, as last read
+    int64_t scan_from;        //  As last read: where a lane it joins pages from
     int priority;
     int64_t released_at; //  zclock_mono() when first seen let go; 0 = held
     uint64_t epoch;      //  The last poll that saw the request open
@@ -131,6 +147,10 @@ typedef struct {
     int64_t splitting[FQ_SPLITTERS_MAX]; //  Request each splitter is on, 0 = idle
     zlistx_t *express, *queue;           //  Request ids waiting for a splitter
     bool pump_wanted;                    //  Credit came back: pump once the mailbox is empty
+    zhashx_t *flying;                    //  message id -> its lane, while in flight
+    int64_t shape_at;                    //  zclock_usecs() the shape timer is set for, 0: none
+    fq_destination_budget_t *budgets;    //  The destinations' as read: FQ_STORE_DESTINATIONS_MAX
+    int64_t *fresh;                      //  Requests one poll found new: S_OPEN_MAX
     fq_metrics_batch_t *metrics;         //  NULL without metrics
     zhashx_t *counted;                   //  Request ids counted as submitted (with metrics)
     uint64_t dispatched, requeued, retries_claimed;
@@ -138,8 +158,51 @@ typedef struct {
 
 static void s_known_free(void **item)
 {
-    free(*item);
+    s_known_t *known = *item;
+    if (known)
+        free(known->lanes);
+    free(known);
     *item = NULL;
+}
+
+//  Has the request take part in the lane of destination (which the
+//  splitter wrote messages of it to), from its cursor. Returns the lane,
+//  or NULL when memory ran out (it is paged there after the next poll
+//  that reads it anew).
+static fq_lane_t *s_join(s_self_t *self, int64_t request_id, s_known_t *known,
+                         const char *destination)
+{
+    fq_lane_t *lane = fq_lanes_get(self->lanes, known->channel, destination);
+    if (!lane)
+        return NULL;
+    for (size_t i = 0; i < known->nlanes; i++)
+        if (known->lanes[i] == lane)
+            return lane;
+    if (known->nlanes == known->lanes_capacity) {
+        size_t capacity = known->lanes_capacity ? 2 * known->lanes_capacity : 2;
+        fq_lane_t **grown = realloc(known->lanes, capacity * sizeof *grown);
+        if (!grown)
+            return NULL;
+        known->lanes = grown;
+        known->lanes_capacity = capacity;
+    }
+    fq_fairness_tenant_set(lane->fairness, known->tenant_id, known->weight, known->max_inflight);
+    if (fq_fairness_request_add(lane->fairness, request_id, known->tenant_id, known->priority,
+                                known->scan_from, known->split_done) == FQ_ENOMEM)
+        return NULL;
+    known->lanes[known->nlanes++] = lane;
+    fq_lanes_hold(lane);
+    return lane;
+}
+
+//  Takes the request out of every lane it takes part in.
+static void s_leave_all(s_known_t *known, int64_t request_id)
+{
+    for (size_t i = 0; i < known->nlanes; i++) {
+        fq_fairness_request_remove(known->lanes[i]->fairness, request_id);
+        fq_lanes_release(known->lanes[i]);
+    }
+    known->nlanes = 0;
 }
 
 //  ---------------------------------------------------------------------
@@ -198,6 +261,9 @@ static int s_refill(s_self_t *self)
                    nids + self->config->prefetch <= FQ_STORE_PAGE_IDS_MAX &&
                    fq_fairness_next_refill(lane->fairness, &self->asks[nasks].request_id,
                                            &self->asks[nasks].after_id, &self->asks[nasks].limit)) {
+                //  The lane lives as long as its asks (no pruning while
+                //  pages wait to be asked again)
+                self->asks[nasks].destination = lane->destination;
                 self->ask_lanes[nasks] = lane;
                 nids += self->asks[nasks++].limit;
             }
@@ -212,53 +278,120 @@ static int s_refill(s_self_t *self)
 //  ---------------------------------------------------------------------
 //  Dispatching
 
-//  Releases as many messages of lane as it has free credit, fairly.
-static void s_pump_lane(fq_ctx_t *ctx, s_self_t *self, fq_lane_t *lane)
+//  Releases up to most messages of lane, fairly, in one DISPATCH, each
+//  taking one of its channel's credit and one of its destination's
+//  budget. Returns how many, or -1 when the dispatcher is away.
+static int s_release(fq_ctx_t *ctx, s_self_t *self, fq_lane_t *lane, int64_t most, int64_t now_us)
 {
     uint64_t messages[S_DISPATCH_BATCH], requests[S_DISPATCH_BATCH], tenants[S_DISPATCH_BATCH];
-    while (lane->credit > 0) {
-        uint32_t n = 0;
-        fq_pick_t pick;
-        while (n < S_DISPATCH_BATCH && n < lane->credit &&
-               fq_fairness_next(lane->fairness, &pick)) {
-            messages[n] = (uint64_t)pick.message_id;
-            requests[n] = (uint64_t)pick.request_id;
-            tenants[n] = (uint64_t)pick.tenant_id;
-            n++;
-        }
-        if (n == 0)
-            break;
-        fq_dispatch_t dispatch = {.messages = {n, messages},
-                                  .requests = {n, requests},
-                                  .tenants = {n, tenants},
-                                  .channel = lane->channel};
-        if (fq_tell(ctx, FQ_PATH_DISPATCHER, &fq_dispatch_desc, &dispatch) != 0) {
-            //  The dispatcher is away (restarting): the picks wait in memory
-            for (uint32_t i = n; i-- > 0;) {
-                fq_fairness_push(lane->fairness, (int64_t)requests[i], (int64_t)tenants[i],
-                                 (int64_t)messages[i]);
-                fq_fairness_done(lane->fairness, (int64_t)tenants[i]);
-            }
-            break;
-        }
-        lane->credit -= n;
-        lane->dispatched += n;
-        self->dispatched += n;
-        if (s_refill(self) != 0 && n < S_DISPATCH_BATCH)
-            break; //  The database is away: what is prefetched went out
+    uint32_t n = 0;
+    fq_pick_t pick;
+    while (n < S_DISPATCH_BATCH && n < most && fq_fairness_next(lane->fairness, &pick)) {
+        messages[n] = (uint64_t)pick.message_id;
+        requests[n] = (uint64_t)pick.request_id;
+        tenants[n] = (uint64_t)pick.tenant_id;
+        n++;
     }
+    if (n == 0)
+        return 0;
+    fq_dispatch_t dispatch = {.messages = {n, messages},
+                              .requests = {n, requests},
+                              .tenants = {n, tenants},
+                              .channel = lane->channel->name};
+    if (fq_tell(ctx, FQ_PATH_DISPATCHER, &fq_dispatch_desc, &dispatch) != 0) {
+        //  The dispatcher is away (restarting): the picks wait in memory
+        for (uint32_t i = n; i-- > 0;) {
+            fq_fairness_push(lane->fairness, (int64_t)requests[i], (int64_t)tenants[i],
+                             (int64_t)messages[i]);
+            fq_fairness_done(lane->fairness, (int64_t)tenants[i]);
+        }
+        return -1;
+    }
+    //  Its SETTLED names the channel only: the lane is remembered here
+    for (uint32_t i = 0; i < n; i++)
+        if (fq_intkey_insert(self->flying, messages[i], lane) != 0)
+            fq_intkey_update(self->flying, messages[i], lane);
+    lane->channel->credit -= n;
+    lane->budget->inflight += n;
+    lane->budget->sent += n;
+    fq_shaper_take(&lane->budget->shaper, n, now_us);
+    lane->dispatched += n;
+    self->dispatched += n;
+    return (int)n;
 }
 
-//  Releases as many messages as there is free credit, fairly, in every
-//  lane; nothing while this fairqd does not hold the leader's lease (its
-//  next poll tries again).
+//  Sets the shape timer to wake the pump in wait_us, unless it is set
+//  for sooner already.
+static void s_shape_later(fq_ctx_t *ctx, s_self_t *self, int64_t now_us, int64_t wait_us)
+{
+    int64_t at = now_us + wait_us;
+    if (self->shape_at && self->shape_at <= at)
+        return;
+    int ms = (int)((wait_us + 999) / 1000);
+    fq_tick_t tick = {.what = FQ_TICK_SHAPE};
+    if (fq_timer_once(ctx, ms > 0 ? ms : 1, &fq_tick_desc, &tick) > 0)
+        self->shape_at = at;
+}
+
+//  Spends channel's free credit on its lanes in turns, each lane no more
+//  than its destination's budget allows now; a lane that has messages
+//  but no budget sets the shape timer for when it has.
+static void s_pump_channel(fq_ctx_t *ctx, s_self_t *self, fq_lane_channel_t *channel,
+                           int64_t now_us)
+{
+    size_t nlanes = fq_lanes_count(self->lanes), mine = 0;
+    for (size_t l = 0; l < nlanes; l++)
+        mine += fq_lanes_at(self->lanes, l)->channel == channel;
+    int64_t wait_us = -1;
+    bool progress = true;
+    while (channel->credit > 0 && progress && mine > 0) {
+        progress = false;
+        //  One lane alone takes all; several share each round's credit
+        int64_t quantum = channel->credit / (int64_t)mine;
+        if (quantum < 1)
+            quantum = 1;
+        size_t first = channel->turn++ % nlanes;
+        for (size_t k = 0; k < nlanes && channel->credit > 0; k++) {
+            fq_lane_t *lane = fq_lanes_at(self->lanes, (first + k) % nlanes);
+            if (lane->channel != channel)
+                continue;
+            fq_shaper_t *shaper = &lane->budget->shaper;
+            int64_t allowance = fq_shaper_allowance(shaper, lane->budget->inflight, now_us);
+            if (allowance <= 0) {
+                fq_fairness_stats_t stats;
+                fq_fairness_stats(lane->fairness, &stats);
+                int64_t wait =
+                    stats.prefetched || stats.requests ? fq_shaper_wait_us(shaper, now_us) : -1;
+                if (wait >= 0 && (wait_us < 0 || wait < wait_us))
+                    wait_us = wait;
+                continue;
+            }
+            int64_t most = channel->credit < allowance ? channel->credit : allowance;
+            int released = s_release(ctx, self, lane, most < quantum ? most : quantum, now_us);
+            if (released < 0)
+                return;
+            progress |= released > 0;
+        }
+        //  Pages for what went out; the database being away ends the
+        //  round, with what was prefetched gone out
+        if (s_refill(self) != 0)
+            break;
+    }
+    if (wait_us >= 0)
+        s_shape_later(ctx, self, now_us, wait_us);
+}
+
+//  Releases as many messages as there is free credit and budget, fairly,
+//  in every channel; nothing while this fairqd does not hold the
+//  leader's lease (its next poll tries again).
 static void s_pump(fq_ctx_t *ctx, s_self_t *self)
 {
     if (!fq_pipeline_may_dispatch(self->config))
         return;
     s_refill(self);
-    for (size_t l = 0; l < fq_lanes_count(self->lanes); l++)
-        s_pump_lane(ctx, self, fq_lanes_at(self->lanes, l));
+    int64_t now_us = zclock_usecs();
+    for (size_t c = 0; c < fq_lanes_channel_count(self->lanes); c++)
+        s_pump_channel(ctx, self, fq_lanes_channel_at(self->lanes, c), now_us);
 }
 
 //  ---------------------------------------------------------------------
@@ -355,60 +488,94 @@ static void s_count_submitted(s_self_t *self, const fq_due_request_t *due)
     fq_metrics_batch_submitted(self->metrics, due->tenant_id, due->total);
 }
 
-//  Takes in one open request seen by a poll.
-static void s_open(s_self_t *self, const fq_due_request_t *due)
+//  Takes in one open request seen by a poll. Returns true when it is new
+//  to this scheduler: the lanes of the destinations it has messages in, if
+//  any, are then read (s_join_stored); later chunks name theirs in
+//  SPLIT_DONE.
+static bool s_open(s_self_t *self, const fq_due_request_t *due)
 {
-    fq_lane_t *lane = fq_lanes_get(self->lanes, due->channel);
-    if (!lane) {
-        //  Out of memory: it waits in the database for a later poll
-        if (!self->lane_failed_said)
-            fq_log(FQ_LOG_ERROR, "scheduler: no lane for channel \"%s\" (out of memory)",
-                   due->channel);
-        self->lane_failed_said = true;
-        return;
-    }
-    fq_fairness_tenant_set(lane->fairness, due->tenant_id, due->weight, due->max_inflight);
     s_known_t *known = fq_intkey_lookup(self->known, due->id);
     if (known && known->priority != due->priority) {
         //  Its priority changed: it takes its new place in its tenant's
         //  order (paged again from scan_from; the dispatcher skips the
         //  messages already in flight)
-        fq_fairness_request_remove(lane->fairness, due->id);
-        fq_lanes_release(known->lane);
+        s_leave_all(known, due->id);
         fq_intkey_delete(self->known, due->id);
         known = NULL;
     }
+    bool fresh = !known;
     if (!known) {
         known = calloc(1, sizeof *known);
         if (!known)
-            return;
-        *known = (s_known_t){.lane = lane,
-                             .tenant_id = due->tenant_id,
+            return false; //  Out of memory: it waits in the database for a later poll
+        *known = (s_known_t){.tenant_id = due->tenant_id,
                              .priority = due->priority,
                              .splitter = -1,
                              .small = due->total <= S_SMALL_SPLIT,
                              .split_done = due->split_done};
+        snprintf(known->channel, sizeof known->channel, "%s", due->channel);
         fq_intkey_insert(self->known, due->id, known);
-        fq_lanes_hold(lane);
         s_count_submitted(self, due);
-        fq_fairness_request_add(lane->fairness, due->id, due->tenant_id, due->priority,
-                                due->scan_from, due->split_done);
         fq_log(FQ_LOG_INFO, "scheduler: request %lld of tenant \"%s\" is open (%s, priority %d%s)",
-               (long long)due->id, due->tenant, lane->channel, due->priority,
+               (long long)due->id, due->tenant, known->channel, due->priority,
                due->split_done ? "" : ", splitting");
-    } else if (!fq_fairness_request_held(lane->fairness, due->id)) {
+    }
+    known->weight = due->weight;
+    known->max_inflight = due->max_inflight;
+    known->scan_from = due->scan_from;
+    bool held = false;
+    for (size_t i = 0; i < known->nlanes; i++) {
+        fq_fairness_t *fairness = known->lanes[i]->fairness;
+        fq_fairness_tenant_set(fairness, due->tenant_id, due->weight, due->max_inflight);
+        held |= fq_fairness_request_held(fairness, due->id);
+    }
+    if (!fresh && !held && known->nlanes > 0) {
         int64_t now = zclock_mono();
         if (!known->released_at)
             known->released_at = now;
         else if (now - known->released_at >= S_REPAGE_AFTER_MS) {
             known->released_at = 0;
-            fq_fairness_request_add(lane->fairness, due->id, due->tenant_id, due->priority,
-                                    due->scan_from, due->split_done);
+            for (size_t i = 0; i < known->nlanes; i++)
+                fq_fairness_request_add(known->lanes[i]->fairness, due->id, due->tenant_id,
+                                        due->priority, due->scan_from, due->split_done);
         }
     }
     known->epoch = self->epoch;
     if (!due->split_done && !known->split_done)
         s_split_queue(self, due->id, known);
+    return fresh;
+}
+
+static void s_join_one(int64_t request_id, const char *destination, void *arg)
+{
+    s_self_t *self = arg;
+    s_known_t *known = fq_intkey_lookup(self->known, (uint64_t)request_id);
+    if (known && !s_join(self, request_id, known, destination) && !self->lane_failed_said) {
+        fq_log(FQ_LOG_ERROR, "scheduler: no lane for channel \"%s\", destination \"%s\"",
+               known->channel, destination);
+        self->lane_failed_said = true;
+    }
+}
+
+//  The requests ids (count of them), new to the scheduler, take part in
+//  the lanes of the destinations they have messages in. Returns 0 or -1
+//  when the database failed (they are read again at the next full poll).
+static int s_join_stored(s_self_t *self, fq_store_t *store, const int64_t *ids, size_t count)
+{
+    int n = fq_store_request_destinations(store, ids, count, s_join_one, self);
+    if (n < 0) {
+        fq_db_failed(self->db, n);
+        //  Forgotten, so that the next poll finds them new again
+        for (size_t i = 0; i < count; i++) {
+            s_known_t *known = fq_intkey_lookup(self->known, (uint64_t)ids[i]);
+            if (known) {
+                s_leave_all(known, ids[i]);
+                fq_intkey_delete(self->known, (uint64_t)ids[i]);
+            }
+        }
+        return -1;
+    }
+    return 0;
 }
 
 //  A request no longer open (done, cancelled, paused, rescheduled to later)
@@ -416,25 +583,62 @@ static void s_open(s_self_t *self, const fq_due_request_t *due)
 static void s_let_go(s_self_t *self, int64_t request_id)
 {
     s_known_t *known = fq_intkey_lookup(self->known, (uint64_t)request_id);
-    if (known) {
-        fq_fairness_request_remove(known->lane->fairness, request_id);
-        fq_lanes_release(known->lane);
-    }
+    if (known)
+        s_leave_all(known, request_id);
     fq_intkey_delete(self->known, (uint64_t)request_id);
 }
 
 static void s_poll_now(fq_ctx_t *ctx, s_self_t *self, bool full);
 
-//  Each lane's ready messages, free credit and messages in flight, for
-//  the metrics: a channel whose messages wait for a sender shows there.
+//  Each channel's ready messages, free credit and messages in flight, and
+//  each destination's budget and load, for the metrics: a channel whose
+//  messages wait for a sender, or a destination that is throttled, shows
+//  there.
 static void s_report_lanes(s_self_t *self)
 {
-    for (size_t l = 0; self->config->metrics && l < fq_lanes_count(self->lanes); l++) {
-        fq_lane_t *lane = fq_lanes_at(self->lanes, l);
-        fq_fairness_stats_t stats;
-        fq_fairness_stats(lane->fairness, &stats);
-        fq_metrics_channel(self->config->metrics, lane->channel, (int64_t)stats.prefetched,
-                           lane->credit, (int64_t)stats.inflight);
+    if (!self->config->metrics)
+        return;
+    for (size_t c = 0; c < fq_lanes_channel_count(self->lanes); c++) {
+        fq_lane_channel_t *channel = fq_lanes_channel_at(self->lanes, c);
+        int64_t ready = 0, inflight = 0;
+        for (size_t l = 0; l < fq_lanes_count(self->lanes); l++) {
+            fq_lane_t *lane = fq_lanes_at(self->lanes, l);
+            fq_fairness_stats_t stats;
+            fq_fairness_stats(lane->fairness, &stats);
+            if (lane->channel == channel) {
+                ready += (int64_t)stats.prefetched;
+                inflight += (int64_t)stats.inflight;
+            }
+        }
+        fq_metrics_channel(self->config->metrics, channel->name, ready, channel->credit, inflight);
+    }
+    int64_t now_us = zclock_usecs();
+    for (size_t d = 0; d < fq_lanes_destination_count(self->lanes); d++) {
+        fq_lane_destination_t *destination = fq_lanes_destination_at(self->lanes, d);
+        if (!destination->configured)
+            continue;
+        int64_t ready = 0;
+        for (size_t l = 0; l < fq_lanes_count(self->lanes); l++) {
+            fq_lane_t *lane = fq_lanes_at(self->lanes, l);
+            fq_fairness_stats_t stats;
+            fq_fairness_stats(lane->fairness, &stats);
+            if (lane->budget == destination)
+                ready += (int64_t)stats.prefetched;
+        }
+        fq_shaper_t *shaper = &destination->shaper;
+        fq_metrics_destination_t figures = {
+            .name = destination->name,
+            .configured_per_s = fq_shaper_configured_per_s(shaper),
+            .effective_per_s = fq_shaper_effective_per_s(shaper, now_us),
+            .max_inflight = shaper->max_inflight,
+            .ready = ready,
+            .inflight = destination->inflight,
+            .state = fq_shaper_state_name(fq_shaper_state(shaper, now_us)),
+            .suspended_for_ms = fq_shaper_suspended_for_us(shaper, now_us) / 1000,
+            .sent = destination->sent,
+            .deferred = destination->deferred,
+            .throttled = destination->throttled};
+        fq_metrics_destination(self->config->metrics, &figures);
     }
 }
 
@@ -483,9 +687,22 @@ static int s_read_open(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store, bool fu
         //  Not while pages wait to be read again: they point to their lanes
         if (self->nstalled == 0)
             fq_lanes_prune(self->lanes);
+        //  The destinations' budgets, which change without a request
+        //  changing (their changes NOTIFY a full poll)
+        int budgets = fq_store_destination_budgets(store, self->budgets, FQ_STORE_DESTINATIONS_MAX);
+        if (budgets < 0) {
+            fq_db_failed(self->db, budgets);
+            return -1;
+        }
+        fq_lanes_configure(self->lanes, self->budgets, (size_t)budgets, zclock_usecs());
     }
+    //  The new ones' destinations are read at once, for all of them
+    size_t nfresh = 0;
     for (int i = 0; i < n; i++)
-        s_open(self, &self->due[i]);
+        if (s_open(self, &self->due[i]) && self->due[i].any_split)
+            self->fresh[nfresh++] = self->due[i].id;
+    if (nfresh > 0 && s_join_stored(self, store, self->fresh, nfresh) != 0)
+        return -1;
     s_split_feed(ctx, self);
     if (!full)
         return 0;
@@ -526,7 +743,8 @@ static void s_poll_now(fq_ctx_t *ctx, s_self_t *self, bool full)
         }
         for (int i = 0; i < claimed; i++) {
             //  Out of memory for its lane: it waits for its lease
-            fq_lane_t *lane = fq_lanes_get(self->lanes, self->retries[i].channel);
+            fq_lane_t *lane =
+                fq_lanes_get(self->lanes, self->retries[i].channel, self->retries[i].destination);
             if (lane)
                 fq_fairness_push(lane->fairness, self->retries[i].request_id,
                                  self->retries[i].tenant_id, self->retries[i].id);
@@ -556,7 +774,10 @@ static void s_look_at_one(fq_ctx_t *ctx, s_self_t *self, int64_t request_id)
         return;
     }
     if (n == 1) {
-        s_open(self, &due);
+        //  A request just submitted has no messages yet: its lanes come
+        //  with its chunks, and a newcomer waits for no extra query
+        if (s_open(self, &due) && due.any_split && s_join_stored(self, store, &due.id, 1) != 0)
+            return;
         s_split_feed(ctx, self);
     } else if (fq_intkey_lookup(self->known, request_id))
         s_let_go(self, request_id);
@@ -566,27 +787,88 @@ static void s_look_at_one(fq_ctx_t *ctx, s_self_t *self, int64_t request_id)
 //  ---------------------------------------------------------------------
 //  Messages
 
+//  The lane message_id went out in, no longer in flight; its channel's
+//  default lane if it is not known (sent before this scheduler started).
+static fq_lane_t *s_landed(s_self_t *self, uint64_t message_id, const char *channel)
+{
+    fq_lane_t *lane = fq_intkey_lookup(self->flying, message_id);
+    if (lane) {
+        fq_intkey_delete(self->flying, message_id);
+        return lane;
+    }
+    return fq_lanes_get(self->lanes, channel, NULL);
+}
+
 static void s_settled(s_self_t *self, const fq_settled_t *settled)
 {
     uint32_t n = settled->messages.count;
-    fq_lane_t *lane = fq_lanes_get(self->lanes, settled->channel);
-    if (settled->requests.count != n || settled->tenants.count != n || !lane)
+    fq_lane_channel_t *channel = fq_lanes_channel(self->lanes, settled->channel);
+    if (settled->requests.count != n || settled->tenants.count != n || !channel)
         return; //  Malformed: the lists go together
+    int64_t now_us = zclock_usecs();
+    int64_t retry_after_us = (int64_t)settled->retry_after_s * 1000000;
     for (uint32_t i = 0; i < n; i++) {
         int64_t tenant = (int64_t)settled->tenants.items[i];
+        fq_lane_t *lane = s_landed(self, settled->messages.items[i], settled->channel);
+        if (!lane)
+            continue; //  Out of memory for a lane: its count drifts, nothing is lost
         fq_fairness_done(lane->fairness, tenant);
-        //  Given back unsent (its sender died, say): it goes out again only
-        //  if its request is still open. One paused, cancelled or moved to
-        //  later meanwhile left the open set at the last poll; its message
-        //  stays pending and is paged again from scan_from if it reopens.
+        fq_lane_destination_t *budget = lane->budget;
+        if (budget->inflight > 0)
+            budget->inflight--;
+        //  What the receiving side said shapes its destination: a
+        //  throttling reply lowers the rate, failed connections suspend
+        //  it, and anything settled shows it is reachable
+        if (settled->deferral == FQ_DEFERRAL_THROTTLED) {
+            budget->deferred++;
+            budget->throttled++;
+            fq_shaper_retry_after(&budget->shaper, retry_after_us, now_us);
+        } else if (settled->deferral == FQ_DEFERRAL_UNREACHABLE) {
+            budget->deferred++;
+            fq_shaper_unreachable(&budget->shaper, now_us);
+        } else if (!settled->requeue)
+            fq_shaper_delivered(&budget->shaper, now_us);
+        //  Given back unsent (its sender died, or the receiver deferred
+        //  it): it goes out again, within its destination's budget, only
+        //  if its request is still open. One paused, cancelled or moved
+        //  to later meanwhile left the open set at the last poll; its
+        //  message stays pending and is paged again from scan_from if it
+        //  reopens.
         if (settled->requeue && fq_intkey_lookup(self->known, settled->requests.items[i])) {
             fq_fairness_push(lane->fairness, (int64_t)settled->requests.items[i], tenant,
                              (int64_t)settled->messages.items[i]);
             self->requeued++;
         }
     }
-    lane->credit += settled->credit;
+    channel->credit += settled->credit;
     self->pump_wanted = true; //  In s_idle, once the mailbox is empty
+}
+
+//  The lanes a chunk's messages went to take part in its request; each is
+//  paged again. After the last chunk every lane of it knows no more come.
+static void s_split_lanes(s_self_t *self, const fq_split_done_t *done, s_known_t *known)
+{
+    int64_t request_id = (int64_t)done->request;
+    const char *names = done->destinations ? done->destinations : "";
+    //  A chunk that names none but wrote messages (an older splitter's):
+    //  they are the default destination's
+    if (!*names && done->split > 0)
+        names = FQ_STORE_DESTINATION_DEFAULT;
+    while (*names) {
+        size_t length = strcspn(names, ",");
+        char name[FQ_STORE_DESTINATION_SIZE];
+        if (length > 0 && length < sizeof name) {
+            memcpy(name, names, length);
+            name[length] = 0;
+            s_join_one(request_id, name, self);
+            fq_lane_t *lane = fq_lanes_get(self->lanes, known->channel, name);
+            if (lane)
+                fq_fairness_request_split(lane->fairness, request_id, done->last);
+        }
+        names += length + (names[length] == ',');
+    }
+    for (size_t i = 0; done->last && i < known->nlanes; i++)
+        fq_fairness_request_split(known->lanes[i]->fairness, request_id, true);
 }
 
 static void s_split_done(fq_ctx_t *ctx, s_self_t *self, const fq_split_done_t *done)
@@ -600,20 +882,28 @@ static void s_split_done(fq_ctx_t *ctx, s_self_t *self, const fq_split_done_t *d
             known->split_done = true;
         else
             s_split_queue(self, (int64_t)done->request, known);
-        if (done->split > 0 || done->last)
-            fq_fairness_request_split(known->lane->fairness, (int64_t)done->request, done->last);
+        s_split_lanes(self, done, known);
     }
     //  After an error the request waits for the next poll to queue it again
     s_split_feed(ctx, self);
     s_pump(ctx, self);
 }
 
+static void s_stats_add(fq_fairness_stats_t *sum, const fq_fairness_stats_t *add)
+{
+    sum->tenants += add->tenants;
+    sum->requests += add->requests;
+    sum->ready_tenants += add->ready_tenants;
+    sum->prefetched += add->prefetched;
+    sum->inflight += add->inflight;
+}
+
 //  Answers a STATS_QUERY: the counts of every lane added up, then each
-//  lane's own as "<count>.<channel>".
+//  channel's own (its lanes' added up) as "<count>.<channel>".
 static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
-    enum { GLOBAL = 12, PER_LANE = 4, NAME_SIZE = 64 };
-    size_t most = GLOBAL + PER_LANE * fq_lanes_count(self->lanes);
+    enum { GLOBAL = 12, PER_CHANNEL = 4, NAME_SIZE = 64 };
+    size_t most = GLOBAL + PER_CHANNEL * fq_lanes_channel_count(self->lanes);
     const char **keys = calloc(most, sizeof *keys);
     uint64_t *values = calloc(most, sizeof *values);
     char(*names)[NAME_SIZE] = calloc(most, sizeof *names);
@@ -626,22 +916,27 @@ static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     fq_fairness_stats_t total = {0};
     int64_t credit = 0;
     size_t n = GLOBAL;
-    for (size_t l = 0; l < fq_lanes_count(self->lanes); l++) {
-        fq_lane_t *lane = fq_lanes_at(self->lanes, l);
-        fq_fairness_stats_t stats;
-        fq_fairness_stats(lane->fairness, &stats);
-        total.tenants += stats.tenants;
-        total.requests += stats.requests;
-        total.ready_tenants += stats.ready_tenants;
-        total.prefetched += stats.prefetched;
-        total.inflight += stats.inflight;
-        credit += lane->credit;
-        const char *what[PER_LANE] = {"prefetched", "inflight", "credit", "dispatched"};
-        uint64_t counts[PER_LANE] = {stats.prefetched, stats.inflight, (uint64_t)lane->credit,
-                                     lane->dispatched};
-        for (int k = 0; k < PER_LANE; k++) {
+    for (size_t c = 0; c < fq_lanes_channel_count(self->lanes); c++) {
+        fq_lane_channel_t *channel = fq_lanes_channel_at(self->lanes, c);
+        fq_fairness_stats_t sum = {0};
+        uint64_t dispatched = 0;
+        for (size_t l = 0; l < fq_lanes_count(self->lanes); l++) {
+            fq_lane_t *lane = fq_lanes_at(self->lanes, l);
+            if (lane->channel != channel)
+                continue;
+            fq_fairness_stats_t stats;
+            fq_fairness_stats(lane->fairness, &stats);
+            s_stats_add(&sum, &stats);
+            dispatched += lane->dispatched;
+        }
+        s_stats_add(&total, &sum);
+        credit += channel->credit;
+        const char *what[PER_CHANNEL] = {"prefetched", "inflight", "credit", "dispatched"};
+        uint64_t counts[PER_CHANNEL] = {sum.prefetched, sum.inflight, (uint64_t)channel->credit,
+                                        dispatched};
+        for (int k = 0; k < PER_CHANNEL; k++) {
             size_t at = n - GLOBAL;
-            snprintf(names[at], NAME_SIZE, "%s.%s", what[k], lane->channel);
+            snprintf(names[at], NAME_SIZE, "%s.%s", what[k], channel->name);
             keys[n] = names[at];
             values[n++] = counts[k];
         }
@@ -667,6 +962,9 @@ static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 
 static void s_destroy(s_self_t *self)
 {
+    zhashx_destroy(&self->flying);
+    free(self->budgets);
+    free(self->fresh);
     fq_metrics_batch_destroy(&self->metrics);
     zhashx_destroy(&self->counted);
     zlistx_destroy(&self->express);
@@ -707,17 +1005,22 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->retries = malloc(S_RETRY_BATCH * sizeof *self->retries);
     self->express = zlistx_new();
     self->queue = zlistx_new();
+    self->flying = zhashx_new();
+    self->budgets = malloc(FQ_STORE_DESTINATIONS_MAX * sizeof *self->budgets);
+    self->fresh = malloc(S_OPEN_MAX * sizeof *self->fresh);
     if (self->config->metrics) {
         self->metrics = fq_metrics_batch_new(self->config->metrics);
         self->counted = zhashx_new();
     }
-    if (!self->express || !self->queue || !self->lanes || !self->known || !self->db ||
-        !self->asks || !self->ask_lanes || !self->page || !self->page_counts || !self->due ||
-        !self->retries || (self->config->metrics && (!self->metrics || !self->counted))) {
+    if (!self->express || !self->queue || !self->flying || !self->budgets || !self->fresh ||
+        !self->lanes || !self->known || !self->db || !self->asks || !self->ask_lanes ||
+        !self->page || !self->page_counts || !self->due || !self->retries ||
+        (self->config->metrics && (!self->metrics || !self->counted))) {
         s_destroy(self);
         return FQ_ENOMEM;
     }
     fq_intkeys_use(self->known);
+    fq_intkeys_use(self->flying);
     zhashx_set_destructor(self->known, s_known_free);
     if (self->counted)
         fq_intkeys_use(self->counted);
@@ -745,9 +1048,9 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
     case FQ_MSG_CREDIT_CHANGED: {
         fq_credit_changed_t changed;
         if (fq_msg_decode(msg, &fq_credit_changed_desc, &changed) == 0) {
-            fq_lane_t *lane = fq_lanes_get(self->lanes, changed.channel);
-            if (lane)
-                lane->credit += changed.delta;
+            fq_lane_channel_t *channel = fq_lanes_channel(self->lanes, changed.channel);
+            if (channel)
+                channel->credit += changed.delta;
             s_pump(ctx, self);
         }
         break;
@@ -785,6 +1088,10 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
         if (tick.what == FQ_TICK_SOON) {
             self->soon_armed = false;
             s_poll(ctx, self, true);
+        } else if (tick.what == FQ_TICK_SHAPE) {
+            //  A destination's budget grew back
+            self->shape_at = 0;
+            s_pump(ctx, self);
         } else
             s_poll_periodic(ctx, self);
         break;

@@ -12,21 +12,106 @@
     addresses (the store tells them apart), and its own templates: an http
     request's URL, header values and body (channels/fq_channel.h), another
     channel's body. Each chunk's rows, rejects and time are recorded in
-    fq_metrics. */
+    fq_metrics.
+
+    Each message is stamped with its destination as it is written (0016):
+    the destination naming its recipient's domain, or an http request's
+    URL host, or "default". The domains are read again at most every
+    S_DOMAINS_MS, so a change of a destination's domains reaches the
+    messages split from then on; the scheduler hears which destinations
+    each chunk went to in SPLIT_DONE. */
 #include "fq_channel.h"
 #include "fq_db.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"
+#include "fq_store_shaping.h"
 #include "fq_template.h"
 #include <stdlib.h>
 #include <string.h>
+
+//  How old the splitter's copy of the destinations' domains may grow.
+#define S_DOMAINS_MS 1000
 
 typedef struct {
     fq_pipeline_config_t *config;
     fq_db_t *db;
     fq_metrics_batch_t *metrics; //  NULL without metrics
+    zhashx_t *domains;           //  domain -> its destination's name (owned copies)
+    int64_t domains_read;        //  zclock_mono() when they were read; 0: never
+    fq_split_destinations_t destinations;
     uint64_t chunks, split, rejected;
 } s_self_t;
+
+static void s_domain_add(const char *domain, const char *destination, void *arg)
+{
+    zhashx_t *domains = arg;
+    char *copy = strdup(destination);
+    if (copy && zhashx_insert(domains, domain, copy) != 0)
+        free(copy);
+}
+
+static void s_string_free(void **item)
+{
+    free(*item);
+    *item = NULL;
+}
+
+//  Reads the named domains again when the copy is older than
+//  S_DOMAINS_MS; keeps the old copy when the database fails (the split
+//  itself then fails too, and is tried again).
+static void s_domains_refresh(s_self_t *self, fq_store_t *store)
+{
+    int64_t now = zclock_mono();
+    if (self->domains_read && now - self->domains_read < S_DOMAINS_MS)
+        return;
+    zhashx_t *domains = zhashx_new();
+    if (!domains)
+        return;
+    zhashx_set_destructor(domains, s_string_free);
+    int n = fq_store_destination_domains(store, s_domain_add, domains);
+    if (n < 0) {
+        zhashx_destroy(&domains);
+        return;
+    }
+    zhashx_destroy(&self->domains);
+    self->domains = domains;
+    self->domains_read = now;
+}
+
+static const char *s_of_domain(const char *domain, void *arg)
+{
+    s_self_t *self = arg;
+    return self->domains ? zhashx_lookup(self->domains, domain) : NULL;
+}
+
+//  The host of an http request's URL ("https://Api.Example.com:8443/x"
+//  gives "api.example.com"), into host; "" when there is none.
+static void s_url_host(const char *url, char *host, size_t size)
+{
+    *host = 0;
+    const char *start = url ? strstr(url, "://") : NULL;
+    if (!start || size == 0)
+        return;
+    start += 3;
+    size_t authority = strcspn(start, "/?#");
+    //  Past any user information: the host follows its last '@'
+    for (size_t i = authority; i-- > 0;)
+        if (start[i] == '@') {
+            start += i + 1;
+            authority -= i + 1;
+            break;
+        }
+    size_t length = start[0] == '[' ? strcspn(start, "]") + 1 : strcspn(start, ":/?#");
+    if (length > authority)
+        length = authority;
+    if (length >= size)
+        return;
+    for (size_t i = 0; i < length; i++) {
+        char c = start[i];
+        host[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
+    host[length] = 0;
+}
 
 //  What a request's templates parse to, for the fields every recipient
 //  must have: mail's subject, body and text_body (NULL: none); another
@@ -132,7 +217,19 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
     fq_split_result_t result = {0};
     int64_t started = zclock_usecs();
     if (rc == 0) {
-        rc = fq_store_split_chunk(store, (int64_t)request_id, names, count, nheader, &result);
+        //  Mail goes by each recipient's domain; an http request's
+        //  messages all go to its URL's host; another channel's to
+        //  "default"
+        s_domains_refresh(self, store);
+        char host[256];
+        self->destinations.fixed = NULL;
+        if (strcmp(templates.channel, FQ_CHANNEL_HTTP) == 0) {
+            s_url_host(templates.http_url, host, sizeof host);
+            const char *name = host[0] ? s_of_domain(host, self) : NULL;
+            self->destinations.fixed = name ? name : FQ_STORE_DESTINATION_DEFAULT;
+        }
+        rc = fq_store_split_chunk_to(store, (int64_t)request_id, names, count, nheader,
+                                     &self->destinations, &result);
         if (rc != 0)
             fq_metrics_batch_db(self->metrics, FQ_METRICS_DB_SPLIT,
                                 rc > 0 ? (size_t)(result.split + result.rejected) : 0,
@@ -145,6 +242,7 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
     if (rc >= 0) {
         done.split = (uint32_t)result.split;
         done.rejected = (uint32_t)result.rejected;
+        done.destinations = self->destinations.written.size ? self->destinations.written.data : "";
         done.last = rc == 0 || result.last;
         self->chunks += rc > 0;
         self->split += (uint64_t)result.split;
@@ -176,6 +274,7 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->config = args;
     self->db = fq_pipeline_db(self->config, fq_self(ctx));
     self->metrics = fq_metrics_batch_new(self->config->metrics);
+    self->destinations = (fq_split_destinations_t){.of_domain = s_of_domain, .arg = self};
     if (!self->db || (self->config->metrics && !self->metrics)) {
         fq_db_destroy(&self->db);
         fq_metrics_batch_destroy(&self->metrics);
@@ -203,6 +302,8 @@ static void s_stop(fq_ctx_t *ctx, void *state)
     s_self_t *self = state;
     fq_db_destroy(&self->db);
     fq_metrics_batch_destroy(&self->metrics);
+    zhashx_destroy(&self->domains);
+    fq_buf_free(&self->destinations.written);
     free(self);
 }
 

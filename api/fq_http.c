@@ -99,6 +99,10 @@ static const s_route_t s_routes[] = {
     {"POST", "/v1/tenants/{}/tokens", fq_api_tenant_token, S_AUTH_ADMIN},
     {"GET", "/v1/tenants/{}/tokens", fq_api_tenant_tokens, S_AUTH_ADMIN},
     {"DELETE", "/v1/tenants/{}/tokens/{}", fq_api_tenant_token_revoke, S_AUTH_ADMIN},
+    {"GET", "/v1/destinations", fq_api_destination_list, S_AUTH_ADMIN},
+    {"GET", "/v1/destinations/{}", fq_api_destination_get, S_AUTH_ADMIN},
+    {"PUT", "/v1/destinations/{}", fq_api_destination_put, S_AUTH_ADMIN},
+    {"DELETE", "/v1/destinations/{}", fq_api_destination_delete, S_AUTH_ADMIN},
 };
 #define S_ROUTE_COUNT (sizeof s_routes / sizeof s_routes[0])
 
@@ -231,6 +235,12 @@ static const struct {
                             "an http(s) URL of at most 8192 bytes and a body_format"},
     {"requests_signing_secret_check", "http.signing_secret must be \"whsec_\" and the base64 "
                                       "of 24 to 64 bytes"},
+    {"destinations_name_check", "a destination name is 1..64 of a-z 0-9 _ . - and starts with a "
+                                "letter or digit"},
+    {"destination_domains_domain_check", "a domain is 1..253 bytes of labels of a-z 0-9 - "
+                                         "between dots"},
+    {"destination_domains_destination_check", "the destination \"default\" takes no domains"},
+    {"destination_domains_pkey", "a domain belongs to another destination"},
 };
 #define S_CONSTRAINT_COUNT (sizeof s_constraint_words / sizeof s_constraint_words[0])
 

@@ -15,3 +15,10 @@ bool fq_tenant_name_valid(const char *name)
         return false;
     return strspn(name, S_NAME_CHARS) == len;
 }
+
+bool fq_destination_name_valid(const char *name)
+{
+    //  The schema's check of destinations.name is tenants_name_check again
+    _Static_assert(FQ_DESTINATION_NAME_MAX == FQ_TENANT_NAME_MAX, "one rule of names");
+    return fq_tenant_name_valid(name);
+}

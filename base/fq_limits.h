@@ -13,6 +13,28 @@
 //  Room for a tenant name and its NUL.
 #define FQ_TENANT_NAME_SIZE (FQ_TENANT_NAME_MAX + 1)
 
+//  Destinations (sql/migrations/0016_destinations.sql): a name by the rule
+//  of tenant names, for the same reasons (a label in metrics, a path
+//  segment in the API); at most this many domains each, so that one
+//  destination's object stays a small answer and a small write (the schema
+//  has no such check: the API, the store and fairqd's destinations_file
+//  do); its burst and most in flight within the schema's CHECKs.
+#define FQ_DESTINATION_NAME_MAX     64
+#define FQ_DESTINATION_NAME_SIZE    (FQ_DESTINATION_NAME_MAX + 1)
+#define FQ_DESTINATION_DOMAINS_MAX  1000
+#define FQ_DESTINATION_BURST_MAX    1000000
+#define FQ_DESTINATION_INFLIGHT_MAX 1000000
+//  A rate's count is a PostgreSQL integer (destinations.rate_count).
+#define FQ_DESTINATION_RATE_COUNT_MAX 2147483647
+//  Most destinations, "default" among them: the scheduler reads every
+//  one's budget at each full poll and keeps each one's state, so a write
+//  that would make more is refused rather than some shaped by "default".
+#define FQ_DESTINATIONS_MAX 1024
+
+//  The destination every domain no other names belongs to; it always
+//  exists and takes no domains.
+#define FQ_DESTINATION_DEFAULT "default"
+
 //  Longest name a fairqd holds the leader's lease under ("name@host:pid",
 //  the schema's check of fairq.leader.holder), and room for it and its NUL.
 #define FQ_LEADER_HOLDER_MAX  200
@@ -25,6 +47,9 @@
 //  Checked where a name comes in (API paths, CLI arguments) so that a typo
 //  is answered as such rather than as a tenant that does not exist.
 bool fq_tenant_name_valid(const char *name);
+
+//  Whether name can be a destination's name: the rule of tenant names.
+bool fq_destination_name_valid(const char *name);
 
 //  A request's priority within its tenant, higher first; the range is wide
 //  enough for any ordering an application wants, narrow enough to show.

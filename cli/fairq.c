@@ -86,17 +86,30 @@ static const char s_moved_token_help[] =
     "  " FQ_CLI_PROGRAM " tenants revoke NAME TOKEN_ID  one of them revoked\n";
 
 //  The commands, in the order --help lists them
-static const fq_cli_command_t *const s_commands[] = {
-    &fq_cli_cmd_submit,         &fq_cli_cmd_status,
-    &fq_cli_cmd_list,           &fq_cli_cmd_search,
-    &fq_cli_cmd_message,        &fq_cli_cmd_cancel,
-    &fq_cli_cmd_pause,          &fq_cli_cmd_resume,
-    &fq_cli_cmd_reschedule,     &fq_cli_cmd_retry,
-    &fq_cli_cmd_rejects,        &fq_cli_cmd_tenants,
-    &fq_cli_cmd_tenants_show,   &fq_cli_cmd_tenants_set,
-    &fq_cli_cmd_tenants_token,  &fq_cli_cmd_tenants_tokens,
-    &fq_cli_cmd_tenants_revoke, &fq_cli_cmd_top,
-    &fq_cli_cmd_health,         NULL};
+static const fq_cli_command_t *const s_commands[] = {&fq_cli_cmd_submit,
+                                                     &fq_cli_cmd_status,
+                                                     &fq_cli_cmd_list,
+                                                     &fq_cli_cmd_search,
+                                                     &fq_cli_cmd_message,
+                                                     &fq_cli_cmd_cancel,
+                                                     &fq_cli_cmd_pause,
+                                                     &fq_cli_cmd_resume,
+                                                     &fq_cli_cmd_reschedule,
+                                                     &fq_cli_cmd_retry,
+                                                     &fq_cli_cmd_rejects,
+                                                     &fq_cli_cmd_tenants,
+                                                     &fq_cli_cmd_tenants_show,
+                                                     &fq_cli_cmd_tenants_set,
+                                                     &fq_cli_cmd_tenants_token,
+                                                     &fq_cli_cmd_tenants_tokens,
+                                                     &fq_cli_cmd_tenants_revoke,
+                                                     &fq_cli_cmd_destinations,
+                                                     &fq_cli_cmd_destinations_show,
+                                                     &fq_cli_cmd_destinations_set,
+                                                     &fq_cli_cmd_destinations_delete,
+                                                     &fq_cli_cmd_top,
+                                                     &fq_cli_cmd_health,
+                                                     NULL};
 
 static const fq_cli_option_t s_global_options[] = {
     {"url", "URL", "fairqd's API (default $FAIRQ_URL, else " S_DEFAULT_URL ")"},

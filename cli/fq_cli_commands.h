@@ -32,6 +32,12 @@ extern const fq_cli_command_t fq_cli_cmd_tenants_tokens;
 extern const fq_cli_command_t fq_cli_cmd_tenants_revoke;
 extern const fq_cli_command_t fq_cli_cmd_health;
 
+//  fq_cli_commands_destinations.c
+extern const fq_cli_command_t fq_cli_cmd_destinations;
+extern const fq_cli_command_t fq_cli_cmd_destinations_show;
+extern const fq_cli_command_t fq_cli_cmd_destinations_set;
+extern const fq_cli_command_t fq_cli_cmd_destinations_delete;
+
 //  fq_cli_top.c
 extern const fq_cli_command_t fq_cli_cmd_top;
 

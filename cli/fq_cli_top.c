@@ -9,6 +9,10 @@
     the difference between the newest reading and the one a few
     refreshes before it (fq_cli_rates.h). /metrics needs an admin token
     (or fairqd's metrics_public): without it, only the minute's rate.
+    The same reading gives the channels' lanes and the destinations: a
+    line for each destination that is not idle (throttled, suspended, or
+    with messages ready or in flight), busiest first, with the rate the
+    scheduler shapes it to now.
 
     The screen is drawn on the terminal's alternate screen, as top does,
     and each frame is written at once over the last one (cursor home, each
@@ -23,6 +27,7 @@
 #include "fq_cli_args.h"
 #include "fq_cli_commands.h"
 #include "fq_cli_channels.h"
+#include "fq_cli_destinations.h"
 #include "fq_cli_rates.h"
 #include "fq_cli_table.h"
 #include <errno.h>
@@ -68,8 +73,11 @@
 #define S_DEFAULT_ROWS 24
 
 #define S_LINE_SIZE 1024
-#define S_TIME_SIZE 16
-#define S_KEYS_SIZE 16
+
+//  Most destinations shown, a line each: the busiest, above the tenants
+#define S_DESTINATION_LINES 5
+#define S_TIME_SIZE         16
+#define S_KEYS_SIZE         16
 
 //  Terminal controls (ECMA-48 and xterm's alternate screen)
 #define S_ALT_SCREEN_ON  "\033[?1049h"
@@ -116,6 +124,9 @@ typedef struct {
     //  Each channel's lane, from the same reading of /metrics
     fq_cli_channel_t channels[FQ_CLI_CHANNELS_MAX];
     size_t nchannels;
+    //  Each destination, from the same reading (owned)
+    fq_cli_destination_t *destinations;
+    size_t ndestinations;
 } s_now_t;
 
 //  A rate for people, one decimal; "-" when not known (negative).
@@ -236,10 +247,56 @@ static int s_print_channels(FILE *out, const s_now_t *now, const char *eol)
     return 1;
 }
 
+//  Busiest first: by messages ready, then in flight, then by name
+static int s_by_ready(const void *a, const void *b)
+{
+    const fq_cli_destination_t *x = a, *y = b;
+    if (x->ready != y->ready)
+        return x->ready > y->ready ? -1 : 1;
+    if (x->inflight != y->inflight)
+        return x->inflight > y->inflight ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+//  A line per destination that is not idle (busiest first, at most
+//  S_DESTINATION_LINES; then how many more): its state, the rate it is
+//  shaped to now, its messages ready and in flight. Returns the lines
+//  written.
+static int s_print_destinations(FILE *out, s_now_t *now, const char *eol)
+{
+    if (now->ndestinations > 1)
+        qsort(now->destinations, now->ndestinations, sizeof *now->destinations, s_by_ready);
+    int lines = 0;
+    size_t busy = 0;
+    for (size_t i = 0; i < now->ndestinations; i++) {
+        const fq_cli_destination_t *d = &now->destinations[i];
+        if (fq_cli_destination_idle(d) || busy++ >= S_DESTINATION_LINES)
+            continue;
+        char name[FQ_CLI_VALUE_SIZE], state[FQ_CLI_VALUE_SIZE], rate[FQ_CLI_VALUE_SIZE];
+        fq_cli_escape(name, sizeof name, d->name);
+        fq_cli_escape(state, sizeof state, d->state);
+        if (d->effective_rate < 0)
+            snprintf(rate, sizeof rate, "no rate limit");
+        else
+            snprintf(rate, sizeof rate, "%.1f/s", d->effective_rate);
+        char left[FQ_CLI_VALUE_SIZE] = "";
+        if (d->suspended_s > 0)
+            fq_cli_format_age(left, sizeof left, d->suspended_s);
+        fprintf(out, "destination %s: %s%s%s, %s, ready %lld, in flight %lld%s", name, state,
+                *left ? " for " : "", left, rate, (long long)d->ready, (long long)d->inflight, eol);
+        lines++;
+    }
+    if (busy > S_DESTINATION_LINES) {
+        fprintf(out, "... and %zu more destinations not idle%s", busy - S_DESTINATION_LINES, eol);
+        lines++;
+    }
+    return lines;
+}
+
 //  One frame of the live view, written at once. note, if any, follows
 //  the title (why the rate now is not shown).
 static void s_draw(const fq_cli_t *cli, const fq_cli_answer_t *answer, int rc, double interval,
-                   const s_now_t *now, const char *note)
+                   s_now_t *now, const char *note)
 {
     char *frame = NULL;
     size_t size = 0;
@@ -266,6 +323,7 @@ static void s_draw(const fq_cli_t *cli, const fq_cli_answer_t *answer, int rc, d
     } else {
         s_print_totals(out, tenants, S_ERASE_LINE "\n", now);
         int lines = s_print_channels(out, now, S_ERASE_LINE "\n");
+        lines += s_print_destinations(out, now, S_ERASE_LINE "\n");
         fprintf(out, "%s", S_ERASE_LINE "\n");
         int room = rows - S_HEADER_LINES - lines - S_FOOTER_LINES - 1;
         s_print_table(out, tenants, room > 0 ? (size_t)room : 0, S_ERASE_LINE "\n", now);
@@ -332,9 +390,13 @@ static void s_read_rates(fq_cli_t *cli, s_now_t *now, const char **note)
     int rc = fq_cli_call_text(cli, "/metrics", &metrics);
     if (rc == FQ_CLI_EXIT_OK && fq_cli_rates_add(now->rates, s_monotonic(), metrics.body.data))
         rc = FQ_CLI_EXIT_FAILED;
-    if (rc == FQ_CLI_EXIT_OK)
+    if (rc == FQ_CLI_EXIT_OK) {
         now->nchannels =
             fq_cli_channels_parse(metrics.body.data, now->channels, FQ_CLI_CHANNELS_MAX);
+        free(now->destinations);
+        //  Out of memory: no destination lines this time
+        fq_cli_destinations_parse(metrics.body.data, &now->destinations, &now->ndestinations);
+    }
     if (rc != FQ_CLI_EXIT_OK && rc != FQ_CLI_EXIT_SERVER) {
         fq_cli_rates_destroy(&now->rates);
         *note = "(rate now needs /metrics: an admin token, or metrics_public)";
@@ -404,6 +466,7 @@ static int s_top(fq_cli_t *cli, const fq_cli_args_t *args)
         rc = FQ_CLI_EXIT_OK;
     fq_cli_answer_reset(&answer);
     fq_cli_rates_destroy(&now.rates);
+    free(now.destinations);
     return rc;
 }
 
@@ -418,8 +481,11 @@ const fq_cli_command_t fq_cli_cmd_top = {
         "least 5 s: 5 s at --interval-s 1, 10 s at --interval-s 10), from fairqd's counters\n"
         "(GET /metrics, read at each refresh; it needs an admin token or fairqd's\n"
         "metrics_public, and shows \"-\" until two readings are in); RATE/S (1m) is fairqd's\n"
-        "average over the last minute. Without a terminal, with --once or with --json,\n"
-        "prints one snapshot, with the minute's rate only.",
+        "average over the last minute. With /metrics, a line for each destination that is\n"
+        "not idle (throttled, suspended, or with messages ready or in flight): its state,\n"
+        "the rate it is shaped to now, its messages ready and in flight. Without a\n"
+        "terminal, with --once or with --json, prints one snapshot, with the minute's rate\n"
+        "only.",
     .options = s_top_options,
     .min_args = 0,
     .max_args = 0,

@@ -21,6 +21,8 @@
        attempt. Then it applies the migrations the database lacks. A
        database whose schema is newer than this program is refused (exit
        3): old code must not write into a schema it does not know.
+       Then it writes the destinations of destinations_file, read (and
+       its faults refused, exit 2) with the configuration.
     3. The actor system, named by the key "name", and the HTTP API: from
        here on this fairqd serves the API, as a standby.
     4. Leadership (fq_lease_keeper.h): it looks at the leader's lease in
@@ -56,7 +58,8 @@
     live take their new values (s_live_keys); every other key that changed
     is logged as needing a restart and keeps its running value. A
     configuration with an error is logged and changes nothing: a reload
-    never stops fairqd.
+    never stops fairqd. The destinations_file is read again and written
+    to the database; one with a fault is logged and the destinations kept.
 
     Log lines are "2025-01-02 03:04:05.678 UTC [pid] LEVEL:  message", one
     per event, messages in PostgreSQL's style. The runtime's lines and
@@ -69,6 +72,7 @@
 */
 #include "fq_buf.h"
 #include "fq_config.h"
+#include "fq_destinations_file.h"
 #include "fq_error.h"
 #include "fq_fairqd.h"
 #include "fq_gateway.h"
@@ -79,6 +83,7 @@
 #include "fq_metrics.h"
 #include "fq_pipeline.h"
 #include "fq_store.h"
+#include "fq_store_destinations.h"
 #include "fq_system.h"
 #include "fq_token_command.h"
 #include <errno.h>
@@ -118,6 +123,11 @@ typedef struct {
     fq_lease_t *lease; //  Who leads; shared by the actors, the HTTP API and the metrics
     fq_lease_keeper_t *keeper;
     bool leading; //  The gateway and the pipeline run
+    //  The destinations_file as read at start (or again by a reload
+    //  meanwhile), until it is written once the schema is there; then a
+    //  reload writes what it reads itself
+    fq_destinations_file_t destinations;
+    bool destinations_written;
 } s_daemon_t;
 
 //  ---------------------------------------------------------------------
@@ -147,6 +157,7 @@ static bool s_is_stop(int sig)
 }
 
 static void s_reload(s_daemon_t *self);
+static void s_reload_destinations(s_daemon_t *self);
 static fq_http_config_t s_http_config(s_daemon_t *self);
 
 //  Waits up to timeout_ms (-1: for ever) for one of the signals. Returns
@@ -216,6 +227,8 @@ static const fq_fairqd_key_t s_live_keys[] = {
     FQ_FAIRQD_KEY_TENANT_WEIGHT,
     FQ_FAIRQD_KEY_TENANT_MAX_INFLIGHT,
     FQ_FAIRQD_KEY_TENANT_SUBMIT_RATE,
+    //  Read again, and written to the database, at each SIGHUP
+    FQ_FAIRQD_KEY_DESTINATIONS_FILE,
 };
 
 static bool s_is_live(int key)
@@ -327,6 +340,101 @@ static void s_reload(s_daemon_t *self)
     //  info lines; then every setting, as at start, if the level is debug
     s_apply_log_level(self->config);
     s_log_settings(self->config);
+    s_reload_destinations(self);
+}
+
+//  ---------------------------------------------------------------------
+//  The destinations_file (fq_destinations_file.h)
+
+//  Reads config's destinations_file into *file (no destination when the
+//  key is empty). Returns 0, or a code with "destinations_file PATH:LINE:
+//  why" in error.
+static int s_destinations_read(fq_config_t *config, fq_destinations_file_t *file, char *error,
+                               size_t size)
+{
+    *file = (fq_destinations_file_t){0};
+    const char *path = fq_config_str(config, FQ_FAIRQD_KEY_DESTINATIONS_FILE);
+    if (!*path)
+        return 0;
+    //  Room for the key's name before it in error
+    char why[FQ_FAIRQD_ERROR_MAX - sizeof "destinations_file "];
+    int rc = fq_destinations_file_read(path, file, why, sizeof why);
+    if (rc)
+        snprintf(error, size, "destinations_file %s", why);
+    return rc;
+}
+
+//  Where a store's refusal of the file points: the line of the destination
+//  its message starts with ("destination \"NAME\": ..."), else 0.
+static int s_destinations_line(const fq_destinations_file_t *file, const char *message)
+{
+    static const char prefix[] = "destination \"";
+    if (strncmp(message, prefix, sizeof prefix - 1) != 0)
+        return 0;
+    const char *name = message + sizeof prefix - 1;
+    size_t length = strcspn(name, "\"");
+    for (size_t i = 0; i < file->count; i++)
+        if (strlen(file->specs[i].name) == length &&
+            strncmp(file->specs[i].name, name, length) == 0)
+            return file->lines[i];
+    return 0;
+}
+
+//  Writes file's destinations with store, all in one transaction, and
+//  logs it. Returns 0 or the store's code, its refusal in error as
+//  "destinations_file PATH[:LINE]: why".
+static int s_destinations_write(fq_store_t *store, const fq_destinations_file_t *file,
+                                const char *path, char *error, size_t size)
+{
+    int rc = fq_store_destination_put_all(store, file->specs, file->count);
+    if (rc == 0) {
+        fq_log(FQ_LOG_INFO, "destinations_file %s: %zu destination%s written", path, file->count,
+               file->count == 1 ? "" : "s");
+        return 0;
+    }
+    const char *message = fq_store_error(store);
+    int line = s_destinations_line(file, message);
+    if (line)
+        snprintf(error, size, "destinations_file %s:%d: %s", path, line, message);
+    else
+        snprintf(error, size, "destinations_file %s: %s", path, message);
+    return rc;
+}
+
+//  SIGHUP: reads the destinations_file again and writes it, with a
+//  connection of its own (the main thread's is closed once fairqd runs).
+//  A file with a fault, or a write the database refuses, is logged, and
+//  the destinations in the database stay as they were.
+static void s_reload_destinations(s_daemon_t *self)
+{
+    const char *path = fq_config_str(self->config, FQ_FAIRQD_KEY_DESTINATIONS_FILE);
+    if (!*path)
+        return;
+    fq_destinations_file_t file;
+    char error[FQ_FAIRQD_ERROR_MAX];
+    int rc = s_destinations_read(self->config, &file, error, sizeof error);
+    if (rc) {
+        fq_log(FQ_LOG_ERROR, "reload: %s; the destinations are kept as they were", error);
+        fq_destinations_file_free(&file);
+        return;
+    }
+    if (!self->destinations_written) {
+        //  Still starting: the start writes this one once the schema is there
+        fq_destinations_file_free(&self->destinations);
+        self->destinations = file;
+        return;
+    }
+    fq_store_t *store =
+        fq_store_new(fq_config_str(self->config, FQ_FAIRQD_KEY_DATABASE), error, sizeof error);
+    if (!store)
+        fq_log(FQ_LOG_ERROR,
+               "reload: could not write destinations_file %s: %s; the destinations are kept as "
+               "they were",
+               path, error);
+    else if (s_destinations_write(store, &file, path, error, sizeof error) != 0)
+        fq_log(FQ_LOG_ERROR, "reload: %s; the destinations are kept as they were", error);
+    fq_store_destroy(&store);
+    fq_destinations_file_free(&file);
 }
 
 //  ---------------------------------------------------------------------
@@ -395,6 +503,31 @@ static int s_migrate(s_daemon_t *self, bool *reconnect)
         fq_log(FQ_LOG_INFO, "applied %d migration%s, schema at version %d", applied,
                applied == 1 ? "" : "s", version);
     return FQ_FAIRQD_EXIT_OK;
+}
+
+//  Writes the destinations_file read at start, now that the schema is
+//  there. Returns the exit code (a file the database refuses, a domain of
+//  another destination say, is a configuration error), or
+//  FQ_FAIRQD_EXIT_OK (with reconnect set if the connection was lost).
+static int s_write_destinations(s_daemon_t *self, bool *reconnect)
+{
+    *reconnect = false;
+    const char *path = fq_config_str(self->config, FQ_FAIRQD_KEY_DESTINATIONS_FILE);
+    if (!*path) {
+        self->destinations_written = true;
+        return FQ_FAIRQD_EXIT_OK;
+    }
+    char error[FQ_FAIRQD_ERROR_MAX];
+    int rc = s_destinations_write(self->store, &self->destinations, path, error, sizeof error);
+    if (rc == 0) {
+        self->destinations_written = true;
+        fq_destinations_file_free(&self->destinations);
+        return FQ_FAIRQD_EXIT_OK;
+    }
+    if (!fq_store_connected(self->store))
+        return s_store_failed(self, reconnect);
+    fq_log(FQ_LOG_FATAL, "%s", error);
+    return rc == FQ_EINVAL || rc == FQ_ECONFLICT ? FQ_FAIRQD_EXIT_CONFIG : FQ_FAIRQD_EXIT_FAILURE;
 }
 
 //  ---------------------------------------------------------------------
@@ -631,6 +764,8 @@ static int s_run(s_daemon_t *self)
             return FQ_FAIRQD_EXIT_OK;
         }
         rc = s_migrate(self, &reconnect);
+        if (rc == FQ_FAIRQD_EXIT_OK && !reconnect)
+            rc = s_write_destinations(self, &reconnect);
         if (reconnect)
             fq_store_destroy(&self->store);
     } while (reconnect);
@@ -721,6 +856,16 @@ int main(int argc, char *argv[])
         return rc;
     }
 
+    //  A destinations_file with a fault is a configuration error, said at
+    //  once: before fairqd waits for its database
+    rc = s_destinations_read(fairqd.config, &fairqd.destinations, error, sizeof error);
+    if (rc) {
+        fprintf(stderr, "%s: %s\n", FQ_FAIRQD_PROGRAM, rc == FQ_ENOMEM ? "out of memory" : error);
+        fq_destinations_file_free(&fairqd.destinations);
+        fq_config_destroy(&fairqd.config);
+        return rc == FQ_ENOMEM ? FQ_FAIRQD_EXIT_FAILURE : FQ_FAIRQD_EXIT_CONFIG;
+    }
+
     //  Every connection of fairqd (the actors', the HTTP API's) gives up
     //  after a while, retries, and stays responsive; a connect_timeout in
     //  the connection string wins. Before any thread starts
@@ -742,6 +887,7 @@ int main(int argc, char *argv[])
     fq_metrics_destroy(&fairqd.metrics);
     fq_lease_destroy(&fairqd.lease);
     fq_store_destroy(&fairqd.store);
+    fq_destinations_file_free(&fairqd.destinations);
     if (rc == FQ_FAIRQD_EXIT_OK)
         fq_log(FQ_LOG_INFO, "stopped");
     else

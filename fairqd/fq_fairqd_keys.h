@@ -86,7 +86,9 @@
     * retention_s 604800: a week of finished requests for operators to
       search, then they are pruned.
     * drain_timeout_ms 10000: long enough for an SMTP answer in flight.
-    * log_level info: every event of the daemon's life, not per message. */
+    * log_level info: every event of the daemon's life, not per message.
+    * destinations_file "": destinations are the API's alone until an
+      operator names a file of them (fq_destinations_file.h). */
 #define FQ_FAIRQD_KEYS(X)                                                                          \
     X(NAME, name, STRING, "fairqd", 0, 0, NULL,                                                    \
       "name of this actor system, as sender workers address it (fq://NAME/...)")                   \
@@ -154,7 +156,10 @@
     X(DRAIN_TIMEOUT_MS, drain_timeout_ms, INT, "10000", 0, 3600000, NULL,                          \
       "on SIGTERM, longest wait for messages in flight to be acked")                               \
     X(LOG_LEVEL, log_level, CHOICE, "info", 0, 0, "debug|info|warning|error",                      \
-      "least severe messages logged")
+      "least severe messages logged")                                                              \
+    X(DESTINATIONS_FILE, destinations_file, STRING, "", 0, 0, NULL,                                \
+      "file of destinations (NAME rate=100/s burst=N max_inflight=N domains=a.com,b.com), "        \
+      "written to the database at start and on SIGHUP; empty: none")
 
 //  The keys' indexes: FQ_FAIRQD_KEY_NAME, FQ_FAIRQD_KEY_DATABASE, ...
 typedef enum {

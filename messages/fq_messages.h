@@ -18,6 +18,14 @@
 #define FQ_SENDER_PROTOCOL  2
 #define FQ_SENDER_CAN_BATCH "batch"
 
+//  A NACK's deferral (and a SETTLED's): the message did not fail, the
+//  moment did. It costs no attempt and goes out again once its
+//  destination's budget allows, which the throttling reply lowers and
+//  repeated connection failures suspend (docs/fairness.md, "Destinations").
+#define FQ_DEFERRAL_NONE        0
+#define FQ_DEFERRAL_THROTTLED   1 //  421, 451 4.7.x, 452, 454; HTTP 429
+#define FQ_DEFERRAL_UNREACHABLE 2 //  The connection could not be made
+
 //  The protocol's two ends: fairqd's dispatcher and a sender's actor.
 #define FQ_PROTOCOL_DISPATCHER_PATH "/user/dispatcher"
 #define FQ_PROTOCOL_SENDER_PATH     "/user/sender"

@@ -146,6 +146,24 @@ typedef struct {
     int64_t ready, credit, inflight;
 } s_channel_t;
 
+//  Most destinations kept: as many as an operator configures, with room to
+//  spare; past it a new one is not shown, so that no runaway can grow
+//  fairqd without end.
+#define S_DESTINATIONS_MAX 10000
+
+//  The states a destination's state gauge has a series for, always: a
+//  dashboard finds each, 1 for the current one and 0 for the others.
+static const char *const s_destination_states[] = {"open", "throttled", "suspended"};
+
+//  One destination, as the scheduler last said.
+typedef struct {
+    char name[FQ_DESTINATION_NAME_SIZE];
+    char state[FQ_METRICS_STATE_SIZE];
+    double configured_per_s, effective_per_s;
+    int64_t max_inflight, ready, inflight, suspended_for_ms;
+    uint64_t sent, deferred, throttled;
+} s_destination_t;
+
 struct fq_metrics {
     pthread_mutex_t lock;
     zhashx_t *tenants;      //  Tenant id -> s_tenant_t*, owned
@@ -160,6 +178,7 @@ struct fq_metrics {
     const fq_lease_t *lease; //  Who leads; NULL: not said
     s_channel_t channels[S_CHANNELS_MAX];
     size_t nchannels;
+    zhashx_t *destinations; //  Name -> s_destination_t*, owned
 };
 
 typedef enum {
@@ -203,6 +222,7 @@ static void s_sender_free(void **item)
     }
 }
 
+//  A tenant's or a destination's: one allocation.
 static void s_tenant_free(void **item)
 {
     free(*item);
@@ -228,8 +248,10 @@ fq_metrics_t *fq_metrics_new(void)
     self->tenant_names = zhashx_new();
     self->senders = zhashx_new();
     self->requests = zhashx_new();
+    self->destinations = zhashx_new();
     self->now_ms = s_mono_ms;
-    if (!self->tenants || !self->tenant_names || !self->senders || !self->requests) {
+    if (!self->tenants || !self->tenant_names || !self->senders || !self->requests ||
+        !self->destinations) {
         fq_metrics_destroy(&self);
         return NULL;
     }
@@ -238,6 +260,7 @@ fq_metrics_t *fq_metrics_new(void)
     fq_intkeys_use(self->senders);
     zhashx_set_destructor(self->senders, s_sender_free);
     fq_intkeys_use(self->requests);
+    zhashx_set_destructor(self->destinations, s_tenant_free);
     return self;
 }
 
@@ -250,6 +273,7 @@ void fq_metrics_destroy(fq_metrics_t **self_p)
     zhashx_destroy(&self->tenants);
     zhashx_destroy(&self->senders);
     zhashx_destroy(&self->requests);
+    zhashx_destroy(&self->destinations);
     pthread_mutex_destroy(&self->lock);
     free(self);
     *self_p = NULL;
@@ -839,6 +863,8 @@ typedef struct {
     size_t nactors, actors_size;
     s_channel_t channels[S_CHANNELS_MAX];
     size_t nchannels;
+    s_destination_t *destinations; //  By name
+    size_t ndestinations;
     uint64_t dead_letters; //  Of the system
     bool failed;           //  Out of memory
 } s_snapshot_t;
@@ -864,6 +890,24 @@ static int s_sender_order(const void *a, const void *b)
 static int s_actor_order(const void *a, const void *b)
 {
     return strcmp(((const fq_actor_stats_t *)a)->path, ((const fq_actor_stats_t *)b)->path);
+}
+
+static int s_destination_order(const void *a, const void *b)
+{
+    return strcmp(((const s_destination_t *)a)->name, ((const s_destination_t *)b)->name);
+}
+
+//  Copies the destinations (under the lock), by name.
+static void s_snapshot_destinations(s_snapshot_t *snap, fq_metrics_t *self)
+{
+    size_t count = zhashx_size(self->destinations);
+    snap->destinations = calloc(count + 1, sizeof *snap->destinations);
+    snap->failed = snap->failed || !snap->destinations;
+    for (s_destination_t *destination = snap->destinations ? zhashx_first(self->destinations)
+                                                           : NULL;
+         destination; destination = zhashx_next(self->destinations))
+        snap->destinations[snap->ndestinations++] = *destination;
+    qsort(snap->destinations, snap->ndestinations, sizeof *snap->destinations, s_destination_order);
 }
 
 //  Copies what self holds; room is left for the database's tenants.
@@ -896,6 +940,7 @@ static void s_snapshot_take(s_snapshot_t *snap, fq_metrics_t *self, size_t extra
         memcpy(snap->db, self->db, sizeof snap->db);
         memcpy(snap->channels, self->channels, sizeof snap->channels);
         snap->nchannels = self->nchannels;
+        s_snapshot_destinations(snap, self);
         snap->requests = (int64_t)zhashx_size(self->requests);
         pthread_mutex_unlock(&self->lock);
     }
@@ -965,6 +1010,7 @@ static void s_snapshot_free(s_snapshot_t *snap)
     free(snap->senders);
     free(snap->tenants);
     free(snap->actors);
+    free(snap->destinations);
 }
 
 static int s_render_tenants(fq_buf_t *out, const s_snapshot_t *snap, bool database)
@@ -1091,6 +1137,119 @@ static int s_render_channels(fq_buf_t *out, const s_snapshot_t *snap)
     return rc;
 }
 
+//  A destination's figures, each as the exposition writes it.
+static double s_destination_ready(const s_destination_t *d)
+{
+    return (double)d->ready;
+}
+static double s_destination_inflight(const s_destination_t *d)
+{
+    return (double)d->inflight;
+}
+static double s_destination_max_inflight(const s_destination_t *d)
+{
+    return (double)d->max_inflight;
+}
+static double s_destination_configured(const s_destination_t *d)
+{
+    return d->configured_per_s;
+}
+static double s_destination_effective(const s_destination_t *d)
+{
+    return d->effective_per_s;
+}
+static double s_destination_suspended(const s_destination_t *d)
+{
+    return (double)d->suspended_for_ms / S_MS_PER_S;
+}
+static double s_destination_sent(const s_destination_t *d)
+{
+    return (double)d->sent;
+}
+static double s_destination_deferred(const s_destination_t *d)
+{
+    return (double)d->deferred;
+}
+static double s_destination_throttled(const s_destination_t *d)
+{
+    return (double)d->throttled;
+}
+
+//  The destinations as the scheduler shapes them: each gauge and counter
+//  with destination="name"; the state as one series per state name, 1 for
+//  the current one (the Prometheus way of an enumeration).
+static int s_render_destinations(fq_buf_t *out, const s_snapshot_t *snap)
+{
+    static const struct {
+        const char *name, *type, *help;
+        double (*value)(const s_destination_t *d);
+        bool limit; //  0 is none: written +Inf
+    } families[] = {
+        {"fairq_destination_ready", "gauge",
+         "Messages the scheduler holds ready for the destination", s_destination_ready, false},
+        {"fairq_destination_inflight", "gauge", "Messages of the destination in senders' hands",
+         s_destination_inflight, false},
+        {"fairq_destination_max_inflight", "gauge",
+         "Most messages of the destination in senders' hands at once (+Inf: no limit)",
+         s_destination_max_inflight, true},
+        {"fairq_destination_configured_rate", "gauge",
+         "The destination's configured rate, messages a second (+Inf: no limit)",
+         s_destination_configured, true},
+        {"fairq_destination_effective_rate", "gauge",
+         "The rate the destination is shaped to now, messages a second, lowered after "
+         "throttling replies (+Inf: no limit)",
+         s_destination_effective, true},
+        {"fairq_destination_suspended_seconds", "gauge",
+         "Seconds left of the destination's suspension (0 unless suspended)",
+         s_destination_suspended, false},
+        {"fairq_destination_sent_total", "counter",
+         "Messages of the destination released to senders", s_destination_sent, false},
+        {"fairq_destination_deferred_total", "counter",
+         "Messages of the destination given back without an attempt", s_destination_deferred,
+         false},
+        {"fairq_destination_throttled_total", "counter",
+         "Throttling replies from the destination (it asked to slow down)", s_destination_throttled,
+         false},
+    };
+    int rc = 0;
+    for (size_t f = 0; f < S_COUNT(families); f++) {
+        rc |= s_out_family(out, families[f].name, families[f].type, families[f].help);
+        for (size_t i = 0; i < snap->ndestinations; i++) {
+            double value = families[f].value(&snap->destinations[i]);
+            rc |=
+                s_out_sample(out, families[f].name, "", "destination", snap->destinations[i].name);
+            rc |= fq_buf_add_str(out, "} ");
+            //  A limit that never binds is +Inf: a 0 would read as a
+            //  destination that takes nothing
+            rc |= families[f].limit && value <= 0 ? fq_buf_add_str(out, "+Inf")
+                                                  : s_out_double(out, value);
+            rc |= fq_buf_add_char(out, '\n');
+        }
+    }
+    const char *state = "fairq_destination_state";
+    rc |= s_out_family(out, state, "gauge",
+                       "1 for the destination's state now (open, throttled: slowed after "
+                       "throttling replies, suspended: nothing sent for a while), else 0");
+    for (size_t i = 0; i < snap->ndestinations; i++) {
+        const s_destination_t *destination = &snap->destinations[i];
+        bool known = false;
+        for (size_t k = 0; k < S_COUNT(s_destination_states); k++) {
+            bool now = strcmp(destination->state, s_destination_states[k]) == 0;
+            known = known || now;
+            rc |= s_out_sample(out, state, "", "destination", destination->name);
+            rc |= fq_buf_printf(out, ",state=\"%s\"} %d\n", s_destination_states[k], now);
+        }
+        //  A state this list lacks (a scheduler newer than it) still shows
+        if (!known) {
+            rc |= s_out_sample(out, state, "", "destination", destination->name);
+            rc |= fq_buf_add_str(out, ",state=\"");
+            rc |= s_out_label(out, destination->state);
+            rc |= fq_buf_add_str(out, "\"} 1\n");
+        }
+    }
+    return rc;
+}
+
 //  Who leads, as this instance last read it, and whether it is this one.
 static int s_render_leadership(fq_buf_t *out, const fq_lease_t *lease)
 {
@@ -1138,6 +1297,63 @@ void fq_metrics_channel(fq_metrics_t *self, const char *channel, int64_t ready, 
     pthread_mutex_unlock(&self->lock);
 }
 
+void fq_metrics_destination(fq_metrics_t *self, const fq_metrics_destination_t *destination)
+{
+    if (!self || !destination || !destination->name)
+        return;
+    char name[FQ_DESTINATION_NAME_SIZE];
+    snprintf(name, sizeof name, "%s", destination->name);
+    pthread_mutex_lock(&self->lock);
+    s_destination_t *found = zhashx_lookup(self->destinations, name);
+    if (!found && zhashx_size(self->destinations) < S_DESTINATIONS_MAX &&
+        (found = calloc(1, sizeof *found))) {
+        memcpy(found->name, name, sizeof found->name);
+        if (zhashx_insert(self->destinations, found->name, found) != 0) {
+            free(found);
+            found = NULL;
+        }
+    }
+    if (found) {
+        snprintf(found->state, sizeof found->state, "%s",
+                 destination->state ? destination->state : s_destination_states[0]);
+        found->configured_per_s = destination->configured_per_s;
+        found->effective_per_s = destination->effective_per_s;
+        found->max_inflight = destination->max_inflight;
+        found->ready = destination->ready;
+        found->inflight = destination->inflight;
+        found->suspended_for_ms = destination->suspended_for_ms;
+        found->sent = destination->sent;
+        found->deferred = destination->deferred;
+        found->throttled = destination->throttled;
+    }
+    pthread_mutex_unlock(&self->lock);
+}
+
+bool fq_metrics_destination_live(fq_metrics_t *self, const char *name,
+                                 fq_metrics_destination_t *out, char state[FQ_METRICS_STATE_SIZE])
+{
+    *out = (fq_metrics_destination_t){.name = name, .state = state};
+    snprintf(state, FQ_METRICS_STATE_SIZE, "%s", s_destination_states[0]);
+    if (!self || !name)
+        return false;
+    pthread_mutex_lock(&self->lock);
+    const s_destination_t *found = zhashx_lookup(self->destinations, name);
+    if (found) {
+        memcpy(state, found->state, FQ_METRICS_STATE_SIZE);
+        out->configured_per_s = found->configured_per_s;
+        out->effective_per_s = found->effective_per_s;
+        out->max_inflight = found->max_inflight;
+        out->ready = found->ready;
+        out->inflight = found->inflight;
+        out->suspended_for_ms = found->suspended_for_ms;
+        out->sent = found->sent;
+        out->deferred = found->deferred;
+        out->throttled = found->throttled;
+    }
+    pthread_mutex_unlock(&self->lock);
+    return found != NULL;
+}
+
 char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_list_t *tenants)
 {
     s_snapshot_t snap = {0};
@@ -1160,6 +1376,7 @@ char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_li
     rc |= s_render_tenants(&out, &snap, tenants != NULL);
     rc |= s_render_senders(&out, &snap);
     rc |= s_render_channels(&out, &snap);
+    rc |= s_render_destinations(&out, &snap);
     if (sys)
         rc |= s_render_actors(&out, &snap);
     rc |= s_render_db(&out, &snap);

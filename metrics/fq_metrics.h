@@ -1,5 +1,6 @@
 /*  fq_metrics.h — fairqd's figures, for GET /metrics and the live fields of
-    the HTTP API (a tenant's inflight and send_rate, a request's inflight).
+    the HTTP API (a tenant's inflight and send_rate, a request's inflight,
+    a destination's live figures as the scheduler tells them).
 
     One fq_metrics_t is shared by every actor and the HTTP threads; a mutex
     inside guards it. Actors record into an fq_metrics_batch_t of their own,
@@ -90,6 +91,36 @@ void fq_metrics_sender_leave(fq_metrics_t *self, uint64_t sender);
 //  under the lock, at most a few times a second.
 void fq_metrics_channel(fq_metrics_t *self, const char *channel, int64_t ready, int64_t credit,
                         int64_t inflight);
+
+//  A destination (sql/migrations/0016_destinations.sql) as the scheduler
+//  shapes it right now. Rates are messages a second.
+typedef struct {
+    const char *name;
+    double configured_per_s;  //  0 = no rate limit
+    double effective_per_s;   //  0 = no limit now (lowered after throttling replies)
+    int64_t max_inflight;     //  0 = no limit
+    int64_t ready, inflight;  //  Messages held ready for it; in senders' hands
+    const char *state;        //  "open", "throttled", "suspended"
+    int64_t suspended_for_ms; //  0 unless suspended
+    //  Since fairqd started: messages released to senders; deferred (given
+    //  back without an attempt); throttling replies
+    uint64_t sent, deferred, throttled;
+} fq_metrics_destination_t;
+
+//  The scheduler tells a destination's figures, after each poll, for every
+//  destination it knows (copied; a name is cut to FQ_DESTINATION_NAME_MAX
+//  bytes). Set under the lock.
+void fq_metrics_destination(fq_metrics_t *self, const fq_metrics_destination_t *destination);
+
+//  Room for a destination's state and its NUL.
+#define FQ_METRICS_STATE_SIZE 16
+
+//  The figures of destination name as the scheduler last told them, into
+//  out: out->name is name, out->state points to state (the caller's).
+//  Returns false, out all 0 and the state "open", when it has told none
+//  (this fairqd does not lead, or the destination is new).
+bool fq_metrics_destination_live(fq_metrics_t *self, const char *name,
+                                 fq_metrics_destination_t *out, char state[FQ_METRICS_STATE_SIZE]);
 
 //  ---------------------------------------------------------------------
 //  Recording (actors)

@@ -33,7 +33,10 @@
     and no workers; each other channel by a pool of workers of its own,
     each holding the channel's transport alone. A NACK carries the wait
     the receiver asked for (retry_after_s, HTTP's Retry-After), which the
-    worker's DELIVERED brought. */
+    worker's DELIVERED brought, and its deferral: the outcome THROTTLED or
+    UNREACHABLE (fq_transport.h), which DELIVERED brings as it is, becomes
+    a transient NACK that tells fairqd the receiver throttled or could not
+    be reached. */
 #include "fq_sender.h"
 #include "fq_log.h"
 #include <assert.h>
@@ -542,8 +545,18 @@ static void s_acks_flush(fq_ctx_t *ctx, s_self_t *self)
     self->nacks = 0;
 }
 
+//  The NACK's deferral (FQ_DEFERRAL_*) of a failed delivery's outcome.
+static uint32_t s_deferral(uint32_t outcome)
+{
+    if (outcome == FQ_DELIVERY_THROTTLED)
+        return FQ_DEFERRAL_THROTTLED;
+    if (outcome == FQ_DELIVERY_UNREACHABLE)
+        return FQ_DEFERRAL_UNREACHABLE;
+    return FQ_DEFERRAL_NONE;
+}
+
 //  Sends an outcome to fairqd: ACK (gathered into the next ACKS when fairqd
-//  takes them), or NACK (permanent or not).
+//  takes them), or NACK (permanent or not, with its deferral).
 static void s_answer(fq_ctx_t *ctx, s_self_t *self, uint64_t id, uint32_t outcome,
                      const char *error, uint32_t retry_after_s)
 {
@@ -558,7 +571,8 @@ static void s_answer(fq_ctx_t *ctx, s_self_t *self, uint64_t id, uint32_t outcom
         fq_sender_nack_t nack = {.id = id,
                                  .permanent = outcome == FQ_DELIVERY_PERMANENT,
                                  .error = error,
-                                 .retry_after_s = retry_after_s};
+                                 .retry_after_s = retry_after_s,
+                                 .deferral = s_deferral(outcome)};
         fq_tell(ctx, self->config->dispatcher, &fq_sender_nack_desc, &nack);
     }
 }

@@ -210,6 +210,30 @@ int fq_transport_curl_init(char *error, size_t error_size)
     return FQ_EINVAL;
 }
 
+fq_delivery_result_t fq_transport_curl_failure(int curl_code, bool connected)
+{
+    switch (curl_code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+        return FQ_DELIVERY_UNREACHABLE;
+    case CURLE_OPERATION_TIMEDOUT:
+        //  Resolving or connecting took the time up; a server that took
+        //  the connection and then stalled is reachable, merely slow
+        return connected ? FQ_DELIVERY_TRANSIENT : FQ_DELIVERY_UNREACHABLE;
+    default:
+        return FQ_DELIVERY_TRANSIENT;
+    }
+}
+
+bool fq_transport_curl_connected(void *curl)
+{
+    //  Reset at each transfer's start, set once a connection is made or a
+    //  kept one reused: empty after a refusal or a connect timeout
+    char *address = NULL;
+    return curl_easy_getinfo((CURL *)curl, CURLINFO_PRIMARY_IP, &address) == CURLE_OK && address &&
+           *address;
+}
+
 void fq_transport_text_line(char *out, size_t size, const char *text, size_t len)
 {
     assert(out && size > 0);

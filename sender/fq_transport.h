@@ -3,7 +3,11 @@
     A transport takes one rendered message (the dispatcher rendered the
     templates already) and delivers it, answering delivered, a transient
     failure (try again later: a 4xx-like answer, a connection that failed)
-    or a permanent one (a 5xx-like answer: the message is dead). One
+    or a permanent one (a 5xx-like answer: the message is dead). Two kinds
+    of transient failure say that the moment failed rather than the
+    message, so that fairqd slows the destination down instead of
+    counting an attempt: the receiver throttles (THROTTLED), or no
+    connection to it could be made (UNREACHABLE). One
     transport object belongs to one thread; fairq-sender gives each of its
     delivery workers its own, so an SMTP connection is reused by one worker
     for message after message.
@@ -70,10 +74,19 @@ typedef struct {
 //  msg's channel, "email" when it names none.
 const char *fq_delivery_channel(const fq_delivery_t *msg);
 
+//  A delivery's outcome. THROTTLED and UNREACHABLE are transient too
+//  (retry later), and more: fairq-sender's NACK carries them as its
+//  deferral (docs/protocol.md), which costs the message no attempt.
 typedef enum {
     FQ_DELIVERY_OK = 0,
     FQ_DELIVERY_TRANSIENT = 1, //  Retry later
     FQ_DELIVERY_PERMANENT = 2, //  Never retry
+    //  Retry later, slower: the receiver asked us to slow down (an SMTP
+    //  421 or 454, an HTTP 429), whatever the message
+    FQ_DELIVERY_THROTTLED = 3,
+    //  Retry later: no connection to the receiver could be made (refused,
+    //  its name not resolved, no answer before the connect timeout)
+    FQ_DELIVERY_UNREACHABLE = 4,
 } fq_delivery_result_t;
 
 //  The longest wait a transport reports (Retry-After): a day. A receiver
@@ -138,11 +151,16 @@ void fq_transport_destroy(fq_transport_t **self_p);
 //  PERMANENT is for what no retry can cure: a 5xx reply to this message
 //  (to MAIL FROM, RCPT TO, DATA or the data), or a message that cannot be
 //  rendered (a CR or LF in its subject, a recipient that is not one
-//  address). Everything else is TRANSIENT: 4xx replies, connections that
+//  address). Everything else is transient: 4xx replies, connections that
 //  fail or time out, and 5xx replies to the session (a refused AUTH, a
 //  greeting that refuses us), which are the sender's configuration and
-//  would otherwise fail every message for good. The http and exec kinds
-//  say in their headers what they count as which.
+//  would otherwise fail every message for good. Of those, a reply that
+//  throttles is THROTTLED (fq_smtp_classify in fq_transport_smtp.h says
+//  which), a connection that could not be made UNREACHABLE
+//  (fq_transport_curl_failure), the rest TRANSIENT. A TLS handshake that
+//  fails is TRANSIENT, not UNREACHABLE: the server answered, and the
+//  failure is a certificate or a setting, which no back-off cures. The
+//  http and exec kinds say in their headers what they count as which.
 //  Error buffers of FQ_TRANSPORT_ERROR_SIZE bytes hold any reason whole.
 fq_delivery_result_t fq_transport_deliver(fq_transport_t *self, const fq_delivery_t *msg,
                                           uint32_t *retry_after_s, char *error, size_t error_size);
@@ -158,5 +176,19 @@ void fq_transport_text_line(char *out, size_t size, const char *text, size_t len
 //  per process by whichever thread comes first. 0, or FQ_EINVAL with the
 //  reason in error.
 int fq_transport_curl_init(char *error, size_t error_size);
+
+//  For the libcurl kinds: how a transfer that failed with curl_code (a
+//  CURLcode) without an answer of the server counts. connected: whether
+//  it had a connection to the server, new or kept
+//  (fq_transport_curl_connected). UNREACHABLE when none could be made:
+//  the name did not resolve, the connection was refused (or had no
+//  route), or the time ran out before it was made; TRANSIENT for anything
+//  else (a TLS failure, a connection lost, a server that stalls).
+fq_delivery_result_t fq_transport_curl_failure(int curl_code, bool connected);
+
+//  Whether the last transfer of curl (a CURL *) had a connection to its
+//  server, one made or one kept from before: libcurl names the server's
+//  address only once connected.
+bool fq_transport_curl_connected(void *curl);
 
 #endif

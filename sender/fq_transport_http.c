@@ -59,14 +59,16 @@
 #define S_PROTOCOLS "http,https"
 
 //  Status classes and the statuses of class 4 that are worth a retry:
-//  408 Request Timeout, 425 Too Early, 429 Too Many Requests.
-#define S_STATUS_CLASS      100
-#define S_CLASS_SUCCESS     2
-#define S_CLASS_REDIRECT    3
-#define S_CLASS_SERVER      5
-#define S_REQUEST_TIMEOUT   408
-#define S_TOO_EARLY         425
-#define S_TOO_MANY_REQUESTS 429
+//  408 Request Timeout, 425 Too Early, 429 Too Many Requests; and 503
+//  Service Unavailable, which throttles when it says how long to wait.
+#define S_STATUS_CLASS        100
+#define S_CLASS_SUCCESS       2
+#define S_CLASS_REDIRECT      3
+#define S_CLASS_SERVER        5
+#define S_REQUEST_TIMEOUT     408
+#define S_TOO_EARLY           425
+#define S_TOO_MANY_REQUESTS   429
+#define S_SERVICE_UNAVAILABLE 503
 
 //  The methods a message may have; the first is the default.
 static const char *const s_methods[] = {"POST", "PUT", "PATCH", "DELETE", "GET"};
@@ -381,16 +383,30 @@ static CURLcode s_set_method(fq_http_t *self, const char *method, const char *bo
     return rc;
 }
 
-//  The answer to a completed request (status), classified.
-static fq_delivery_result_t s_status(fq_http_t *self, long status, uint32_t *retry_after_s,
-                                     char *error, size_t error_size)
+fq_delivery_result_t fq_http_classify(long status, bool retry_after)
 {
     long class = status / S_STATUS_CLASS;
     if (class == S_CLASS_SUCCESS)
         return FQ_DELIVERY_OK;
-    if (class == S_CLASS_REDIRECT) {
+    //  A 503 that names a time to come back is the receiver pacing us, as
+    //  a 429 is; without one it may be a broken backend, as any 5xx
+    if (status == S_TOO_MANY_REQUESTS || (status == S_SERVICE_UNAVAILABLE && retry_after))
+        return FQ_DELIVERY_THROTTLED;
+    if (class == S_CLASS_SERVER || status == S_REQUEST_TIMEOUT || status == S_TOO_EARLY)
+        return FQ_DELIVERY_TRANSIENT;
+    return FQ_DELIVERY_PERMANENT;
+}
+
+//  The answer to a completed request (status), classified.
+static fq_delivery_result_t s_status(fq_http_t *self, long status, uint32_t *retry_after_s,
+                                     char *error, size_t error_size)
+{
+    fq_delivery_result_t result = fq_http_classify(status, self->retry_after[0] != 0);
+    if (result == FQ_DELIVERY_OK)
+        return result;
+    if (status / S_STATUS_CLASS == S_CLASS_REDIRECT) {
         fq_error_format(error, error_size, "HTTP %ld: redirect not followed", status);
-        return FQ_DELIVERY_PERMANENT;
+        return result;
     }
     char shown[S_BODY_SHOWN + 1];
     fq_transport_text_line(shown, sizeof shown, self->body, self->body_len);
@@ -399,12 +415,9 @@ static fq_delivery_result_t s_status(fq_http_t *self, long status, uint32_t *ret
         fq_error_format(error, error_size, "HTTP %ld: %s", status, words);
     else
         fq_error_format(error, error_size, "HTTP %ld", status);
-    if (class == S_CLASS_SERVER || status == S_REQUEST_TIMEOUT || status == S_TOO_EARLY ||
-        status == S_TOO_MANY_REQUESTS) {
+    if (result != FQ_DELIVERY_PERMANENT)
         *retry_after_s = s_retry_after(self->retry_after);
-        return FQ_DELIVERY_TRANSIENT;
-    }
-    return FQ_DELIVERY_PERMANENT;
+    return result;
 }
 
 fq_delivery_result_t fq_http_send(fq_http_t *self, const fq_delivery_t *msg,
@@ -447,7 +460,7 @@ fq_delivery_result_t fq_http_send(fq_http_t *self, const fq_delivery_t *msg,
         //  No answer: the connection failed, timed out, TLS failed
         fq_error_format(error, error_size, "%s",
                         self->curl_error[0] ? self->curl_error : curl_easy_strerror(code));
-        result = FQ_DELIVERY_TRANSIENT;
+        result = fq_transport_curl_failure(code, fq_transport_curl_connected(self->curl));
     }
     //  The handle must not keep pointers to what is freed now
     curl_easy_setopt(self->curl, CURLOPT_HTTPHEADER, NULL);

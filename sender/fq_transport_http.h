@@ -9,7 +9,12 @@
     * 408, 425, 429, 5xx, and no answer at all (the connection failed or
       timed out, TLS failed): transient, with the wait the Retry-After
       header asked for (seconds or an HTTP-date, at most
-      FQ_TRANSPORT_RETRY_AFTER_MAX_S);
+      FQ_TRANSPORT_RETRY_AFTER_MAX_S). Of these, 429, and 503 with a
+      Retry-After header, are THROTTLED (the receiver paces us); no
+      connection made (the host's name not resolved, the connection
+      refused, the connect timeout) is UNREACHABLE
+      (fq_transport_curl_failure); the rest, TLS failures among them,
+      TRANSIENT;
     * 3xx: permanent ("HTTP 301: redirect not followed"): redirects are
       never followed, as the receiver's URL is the tenant's to give;
     * any other status: permanent;
@@ -43,8 +48,12 @@ fq_http_t *fq_http_new(const fq_transport_config_t *cfg, char *error, size_t err
 void fq_http_destroy(fq_http_t **self_p);
 
 //  Sends msg's request and classifies the answer (above); *retry_after_s
-//  is the Retry-After of a transient answer, 0 for none.
+//  is the Retry-After of a transient (or throttled) answer, 0 for none.
 fq_delivery_result_t fq_http_send(fq_http_t *self, const fq_delivery_t *msg,
                                   uint32_t *retry_after_s, char *error, size_t error_size);
+
+//  How an answer of status counts (above); retry_after: it had a
+//  Retry-After header, whatever its value.
+fq_delivery_result_t fq_http_classify(long status, bool retry_after);
 
 #endif

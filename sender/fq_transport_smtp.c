@@ -23,11 +23,18 @@
     greeting) is the sender's configuration, the same for every message;
     marking them all dead would throw a whole campaign away, so it is
     transient and an operator sees its text in the retries.
+
+    Some transient failures are the moment's, not the message's, and
+    fairqd answers them by slowing the destination down without counting
+    an attempt (fq_transport.h): the server throttles (fq_smtp_classify
+    says which replies do), or no connection to it could be made (refused,
+    its name not resolved, the connect timeout: fq_transport_curl_failure).
 */
 #include "fq_error.h"
 #include "fq_transport_smtp.h"
 #include "fq_mime.h"
 #include <assert.h>
+#include <ctype.h>
 #include <curl/curl.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -50,6 +57,35 @@
 #define S_CODE_TRANSIENT    4 //  4yz: transient negative completion
 #define S_CODE_PERMANENT    5 //  5yz: permanent negative completion
 #define S_CODE_CLASS_DIVIDE 100
+
+//  The 4yz replies that throttle whatever they answer (fq_smtp_classify):
+//  421 "service not available, closing transmission channel" (Gmail's
+//  "421 4.7.28 ... rate limited", Yahoo's "421 4.7.0 [TSS04] ...
+//  temporarily deferred"), 452 "insufficient system storage" (and "too
+//  many recipients"), 454 "temporarily unavailable" (Amazon SES's "454
+//  Throttling failure: Maximum sending rate exceeded"); 451 "local error"
+//  throttles when its enhanced code is of the policy subject (Outlook's
+//  "451 4.7.500 Server busy"), not otherwise ("451 4.3.0 try later").
+#define S_CODE_CLOSING     421
+#define S_CODE_LOCAL_ERROR 451
+#define S_CODE_STORAGE     452
+#define S_CODE_UNAVAILABLE 454
+
+//  Enhanced status codes (RFC 3463) follow the reply code: "class.subject
+//  .detail", the class the reply's, subject and detail of 1 to 3 digits.
+//  The subjects that decide here: X.7.X security or policy (a rate limit
+//  among them), and X.2.X the recipient's mailbox (full, disabled,
+//  receiving too fast), which speaks of one recipient and so never
+//  throttles the destination.
+#define S_ENHANCED_DIGITS_MAX 3
+#define S_SUBJECT_MAILBOX     2
+#define S_SUBJECT_POLICY      7
+
+//  Words of a 4yz reply's text that say the server throttles, whatever
+//  its code (case does not matter): "450 4.7.1 too many connections from
+//  your IP", "451 Rate limit exceeded, slow down".
+static const char *const s_throttle_words[] = {"rate limit", "rate-limit", "ratelimit", "throttl",
+                                               "too many"};
 
 //  The ASCII delete character, a control like those below space.
 #define S_DEL 0x7F
@@ -93,6 +129,49 @@ static long s_reply_code(const char *line, size_t len)
         code = code * 10 + (line[i] - '0');
     }
     return code;
+}
+
+//  The subject of reply's enhanced status code ("451 4.7.500 Server
+//  busy": 7), or -1 when it has none.
+static int s_enhanced_subject(const char *reply)
+{
+    //  After the code, a space, or a '-' in a reply of several lines
+    if (strlen(reply) < S_CODE_DIGITS + 1 ||
+        (reply[S_CODE_DIGITS] != ' ' && reply[S_CODE_DIGITS] != '-'))
+        return -1;
+    const char *at = reply + S_CODE_DIGITS + 1;
+    if (at[0] != reply[0] || at[1] != '.')
+        return -1;
+    at += 2;
+    int subject = 0;
+    size_t digits = 0;
+    while (digits < S_ENHANCED_DIGITS_MAX && isdigit((unsigned char)at[digits]))
+        subject = subject * 10 + (at[digits++] - '0');
+    if (digits == 0 || at[digits] != '.' || !isdigit((unsigned char)at[digits + 1]))
+        return -1;
+    return subject;
+}
+
+fq_delivery_result_t fq_smtp_classify(long code, const char *reply, bool in_transaction)
+{
+    long class = code / S_CODE_CLASS_DIVIDE;
+    if (class == S_CODE_PERMANENT)
+        return in_transaction ? FQ_DELIVERY_PERMANENT : FQ_DELIVERY_TRANSIENT;
+    if (class != S_CODE_TRANSIENT)
+        return FQ_DELIVERY_TRANSIENT;
+    //  The server closes the session on us: never this message's fault
+    if (code == S_CODE_CLOSING)
+        return FQ_DELIVERY_THROTTLED;
+    int subject = s_enhanced_subject(reply);
+    if (subject == S_SUBJECT_MAILBOX)
+        return FQ_DELIVERY_TRANSIENT;
+    if ((code == S_CODE_LOCAL_ERROR && subject == S_SUBJECT_POLICY) || code == S_CODE_STORAGE ||
+        code == S_CODE_UNAVAILABLE)
+        return FQ_DELIVERY_THROTTLED;
+    for (size_t i = 0; i < sizeof s_throttle_words / sizeof s_throttle_words[0]; i++)
+        if (strcasestr(reply, s_throttle_words[i]))
+            return FQ_DELIVERY_THROTTLED;
+    return FQ_DELIVERY_TRANSIENT;
 }
 
 static bool s_starts_with(const char *data, size_t len, const char *prefix)
@@ -356,14 +435,12 @@ static fq_delivery_result_t s_failure(fq_smtp_t *self, CURLcode rc, char *error,
         code = self->failure_code;
     if (self->failure[0] && code / S_CODE_CLASS_DIVIDE >= S_CODE_TRANSIENT) {
         fq_error_format(error, error_size, "%s", self->failure);
-        bool permanent =
-            code / S_CODE_CLASS_DIVIDE == S_CODE_PERMANENT && self->failure_in_transaction;
-        return permanent ? FQ_DELIVERY_PERMANENT : FQ_DELIVERY_TRANSIENT;
+        return fq_smtp_classify(code, self->failure, self->failure_in_transaction);
     }
     //  No reply to show: the connection failed, timed out, TLS failed
     fq_error_format(error, error_size, "%s",
                     self->curl_error[0] ? self->curl_error : curl_easy_strerror(rc));
-    return FQ_DELIVERY_TRANSIENT;
+    return fq_transport_curl_failure(rc, fq_transport_curl_connected(self->curl));
 }
 
 fq_delivery_result_t fq_smtp_send(fq_smtp_t *self, const fq_delivery_t *msg, const char *text,

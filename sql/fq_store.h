@@ -22,6 +22,7 @@
 #ifndef FQ_STORE_H
 #define FQ_STORE_H
 
+#include "fq_buf.h"
 #include "fq_limits.h"
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,6 +37,10 @@ typedef struct fq_store fq_store_t;
 //  requests_channel_check takes 1..32 bytes (FQ_CHANNEL_NAME_MAX of
 //  channels/fq_channel.h, which the store may not include).
 #define FQ_STORE_CHANNEL_SIZE 33
+//  Room for a destination's name (0016: 1 to 64 bytes) and its NUL.
+#define FQ_STORE_DESTINATION_SIZE 65
+//  The destination of every domain no other destination names.
+#define FQ_STORE_DESTINATION_DEFAULT "default"
 
 //  ---------------------------------------------------------------------
 //  Connection
@@ -483,6 +488,29 @@ typedef struct {
 int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const *required_fields,
                          size_t nrequired, size_t nheader, fq_split_result_t *result);
 
+//  Where split messages go (0016): each message row is stamped with its
+//  destination as it is written, and the request's destinations are
+//  recorded (fairq.request_destinations) in the same transaction.
+typedef struct {
+    //  The destination of a mail recipient's domain (lowercase), or NULL
+    //  for "default". What it returns must last until the split returns;
+    //  equal names are best the same pointer (they are told apart by it
+    //  first).
+    const char *(*of_domain)(const char *domain, void *arg);
+    void *arg;
+    //  Every message's destination when not NULL: an http request's host's
+    //  (a URL's host is never a template), or another channel's
+    const char *fixed;
+    //  Out: the destinations written to, comma-separated; the caller frees
+    fq_buf_t written;
+} fq_split_destinations_t;
+
+//  fq_store_split_chunk with each message's destination by destinations
+//  (fq_store_split_chunk: every message's is "default").
+int fq_store_split_chunk_to(fq_store_t *self, int64_t request_id,
+                            const char *const *required_fields, size_t nrequired, size_t nheader,
+                            fq_split_destinations_t *destinations, fq_split_result_t *result);
+
 //  Ids of up to limit pending messages of a request after after_id, in id
 //  order. Returns how many were written to ids. Call fq_store_tune_paging
 //  once per connection first (see there).
@@ -494,6 +522,9 @@ typedef struct {
     int64_t request_id;
     int64_t after_id;
     int limit;
+    //  Its messages of this destination only (0016), NULL for all of them.
+    //  One query's asks all name one or all name none.
+    const char *destination;
 } fq_page_ask_t;
 
 //  Most ids and asks in one fq_store_next_ready_many.
@@ -528,7 +559,8 @@ typedef struct {
     int64_t id;
     int64_t request_id;
     int64_t tenant_id;
-    char channel[FQ_STORE_CHANNEL_SIZE]; //  Its request's
+    char channel[FQ_STORE_CHANNEL_SIZE];         //  Its request's
+    char destination[FQ_STORE_DESTINATION_SIZE]; //  Its own (0016)
 } fq_due_message_t;
 
 //  Claims up to limit failed messages whose retry is due: their
@@ -554,6 +586,7 @@ typedef struct {
     int max_inflight;                    //  The tenant's
     char tenant[FQ_TENANT_NAME_SIZE];    //  The tenant's name, for the log
     char channel[FQ_STORE_CHANNEL_SIZE]; //  "email", "http", ...
+    bool any_split;                      //  Some of its messages exist (in some destinations)
 } fq_due_request_t;
 
 //  Unfinished requests (accepted, splitting, active) whose send_at has

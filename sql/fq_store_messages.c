@@ -117,15 +117,18 @@ static int s_take_chunk(fq_store_t *self, const char *request_id, s_chunk_t *chu
 }
 
 //  Appends the COPY row of a good recipient (text, size bytes, as read
-//  into recipient): prefix (the ids), its address and its fields as the
-//  server wrote them, "{}" when it has none. Returns 0 or -1 when memory
+//  into recipient): prefix (the ids), its destination, its address and its
+//  fields as the server wrote them, "{}" when it has none. Returns 0 or -1 when memory
 //  runs out; *bad is set when its fields cannot be found in its text.
-static int s_message_row(fq_buf_t *rows, const char *prefix, size_t prefix_size, json_t *recipient,
-                         const char *text, size_t size, bool *bad)
+static int s_message_row(fq_buf_t *rows, const char *prefix, size_t prefix_size,
+                         const char *destination, json_t *recipient, const char *text, size_t size,
+                         bool *bad)
 {
     size_t to_size = 0;
     const char *to = fq_recipient_to(recipient, &to_size);
-    int mem = fq_buf_add(rows, prefix, prefix_size) | fq_store_copy_text(rows, to, to_size) |
+    //  A destination's name needs no COPY escaping (0016: a-z 0-9 _ . -)
+    int mem = fq_buf_add(rows, prefix, prefix_size) | fq_buf_add_str(rows, destination) |
+              fq_buf_add_char(rows, '\t') | fq_store_copy_text(rows, to, to_size) |
               fq_buf_add_char(rows, '\t');
     json_t *fields = json_object_get(recipient, "fields");
     size_t fields_size = 0;
@@ -140,14 +143,62 @@ static int s_message_row(fq_buf_t *rows, const char *prefix, size_t prefix_size,
     return mem | fq_buf_add_char(rows, '\n');
 }
 
-//  Streams the good recipients as COPY rows; collects the others as
-//  rejects.
-static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chunk_t *chunk,
-                           const fq_recipient_rules_t *rules, s_rejects_t *rejects,
-                           fq_split_result_t *result)
+//  The distinct destinations of one chunk, as the resolver's pointers:
+//  a handful (the named destinations a list reaches, and "default"), so
+//  a linear search by pointer costs less than hashing each message's.
+typedef struct {
+    const char **names;
+    size_t count, capacity;
+} s_seen_t;
+
+//  Adds name if not seen yet. Returns 0, or -1 when memory runs out.
+static int s_seen_add(s_seen_t *seen, const char *name)
 {
-    PGresult *res = PQexec(self->conn, "COPY fairq.messages (request_id, tenant_id, recipient,"
-                                       " fields) FROM STDIN");
+    for (size_t i = 0; i < seen->count; i++)
+        if (seen->names[i] == name || strcmp(seen->names[i], name) == 0)
+            return 0;
+    if (seen->count == seen->capacity) {
+        size_t capacity = seen->capacity ? 2 * seen->capacity : 8;
+        const char **grown = realloc(seen->names, capacity * sizeof *grown);
+        if (!grown)
+            return -1;
+        seen->names = grown;
+        seen->capacity = capacity;
+    }
+    seen->names[seen->count++] = name;
+    return 0;
+}
+
+//  The destination of a mail recipient: its domain's by the resolver.
+static const char *s_destination_of(const fq_split_destinations_t *destinations, json_t *recipient)
+{
+    if (!destinations)
+        return FQ_STORE_DESTINATION_DEFAULT;
+    if (destinations->fixed)
+        return destinations->fixed;
+    const char *to = destinations->of_domain ? fq_recipient_to(recipient, NULL) : NULL;
+    const char *at = to ? strrchr(to, '@') : NULL;
+    char domain[256];
+    size_t size = at ? strlen(at + 1) : 0;
+    if (size == 0 || size >= sizeof domain)
+        return FQ_STORE_DESTINATION_DEFAULT;
+    for (size_t i = 0; i <= size; i++) {
+        char c = at[1 + i];
+        domain[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
+    const char *name = destinations->of_domain(domain, destinations->arg);
+    return name ? name : FQ_STORE_DESTINATION_DEFAULT;
+}
+
+//  Streams the good recipients as COPY rows, each with its destination
+//  (noted in seen); collects the others as rejects.
+static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chunk_t *chunk,
+                           const fq_recipient_rules_t *rules,
+                           const fq_split_destinations_t *destinations, s_seen_t *seen,
+                           s_rejects_t *rejects, fq_split_result_t *result)
+{
+    PGresult *res = PQexec(self->conn, "COPY fairq.messages (request_id, tenant_id, destination,"
+                                       " recipient, fields) FROM STDIN");
     int rc = fq_store_check(self, res, PGRES_COPY_IN, "start COPY of messages");
     if (rc)
         return rc;
@@ -173,8 +224,14 @@ static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chu
             mem |= s_rejects_add(rejects, position, fq_recipient_to(recipient, NULL), problem);
             result->rejected++;
         } else {
-            mem |= s_message_row(&rows, prefix, (size_t)prefix_len, recipient, element, size,
-                                 &bad_chunk);
+            //  A key is no address: another channel's messages go to the
+            //  request's one destination (fixed) or "default"
+            const char *destination = rules->key_only && !(destinations && destinations->fixed)
+                                          ? FQ_STORE_DESTINATION_DEFAULT
+                                          : s_destination_of(destinations, recipient);
+            mem |= s_seen_add(seen, destination) |
+                   s_message_row(&rows, prefix, (size_t)prefix_len, destination, recipient, element,
+                                 size, &bad_chunk);
             result->split++;
         }
         json_decref(recipient);
@@ -215,10 +272,51 @@ static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chu
               : end;
 }
 
+//  Records that request_id has messages in the destinations seen, in the
+//  open transaction (the scheduler's list of lanes to page it in after a
+//  restart); written, when not NULL, gets them comma-separated.
+static int s_destinations_record(fq_store_t *self, const char *request_id, const s_seen_t *seen,
+                                 fq_buf_t *written)
+{
+    fq_buf_t names = {0};
+    int mem = fq_buf_add_char(&names, '{');
+    for (size_t i = 0; i < seen->count; i++)
+        mem |= fq_buf_add_str(&names, i ? "," : "") | fq_store_array_text(&names, seen->names[i]);
+    mem |= fq_buf_add_char(&names, '}');
+    for (size_t i = 0; written && i < seen->count; i++)
+        mem |= fq_buf_add_str(written, written->size ? "," : "") |
+               fq_buf_add_str(written, seen->names[i]);
+    if (mem) {
+        fq_buf_free(&names);
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    }
+    const char *params[] = {request_id, names.data};
+    int rc;
+    PGresult *res =
+        fq_store_query(self,
+                       "INSERT INTO fairq.request_destinations (request_id, destination)"
+                       " SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING",
+                       2, params, PGRES_COMMAND_OK, "record request destinations", &rc);
+    PQclear(res);
+    fq_buf_free(&names);
+    return rc;
+}
+
 int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const *required_fields,
                          size_t nrequired, size_t nheader, fq_split_result_t *result)
 {
+    return fq_store_split_chunk_to(self, request_id, required_fields, nrequired, nheader, NULL,
+                                   result);
+}
+
+int fq_store_split_chunk_to(fq_store_t *self, int64_t request_id,
+                            const char *const *required_fields, size_t nrequired, size_t nheader,
+                            fq_split_destinations_t *destinations, fq_split_result_t *result)
+{
     *result = (fq_split_result_t){0};
+    s_seen_t seen = {0};
+    if (destinations)
+        destinations->written.size = 0;
     char id[FQ_STORE_INT_TEXT];
     snprintf(id, sizeof id, "%lld", (long long)request_id);
     fq_recipient_rules_t rules = {required_fields, nrequired, nheader, false};
@@ -233,9 +331,11 @@ int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const
     //  A channel other than mail names its recipients by keys
     rules.key_only = chunk.key_only;
     if (rc == 0 && taken && !chunk.cancelled)
-        rc = s_copy_messages(self, id, &chunk, &rules, &rejects, result);
+        rc = s_copy_messages(self, id, &chunk, &rules, destinations, &seen, &rejects, result);
     if (rc == 0 && result->rejected)
         rc = s_rejects_insert(self, id, &rejects);
+    if (rc == 0 && seen.count)
+        rc = s_destinations_record(self, id, &seen, destinations ? &destinations->written : NULL);
     if (rc == 0) {
         char chunk_no[FQ_STORE_INT_TEXT], split[FQ_STORE_INT_TEXT], rejected[FQ_STORE_INT_TEXT];
         snprintf(chunk_no, sizeof chunk_no, "%lld", (long long)chunk.chunk_no);
@@ -274,8 +374,12 @@ int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const
         fq_store_rollback(self);
     PQclear(chunk.recipients);
     s_rejects_free(&rejects);
-    if (rc)
+    free(seen.names);
+    if (rc) {
         *result = (fq_split_result_t){0};
+        if (destinations)
+            destinations->written.size = 0;
+    }
     return rc ? rc : taken;
 }
 
@@ -326,37 +430,61 @@ int fq_store_next_ready_many(fq_store_t *self, const fq_page_ask_t *asks, int na
     if (nasks > FQ_STORE_PAGE_ASKS_MAX || total > FQ_STORE_PAGE_IDS_MAX)
         return fq_store_fail(self, FQ_EINVAL, "could not page: %d requests, %lld ids", nasks,
                              (long long)total);
-    fq_buf_t requests = {0}, afters = {0}, limits = {0};
+    for (int i = 1; i < nasks; i++)
+        if ((asks[i].destination == NULL) != (asks[0].destination == NULL))
+            return fq_store_fail(self, FQ_EINVAL,
+                                 "could not page: some asks name a destination, some do not");
+    bool by_destination = asks[0].destination != NULL;
+    fq_buf_t requests = {0}, afters = {0}, limits = {0}, destinations = {0};
     int rc = fq_store_id_array(&requests, &asks[0].request_id, (size_t)nasks, sizeof *asks) |
              fq_store_id_array(&afters, &asks[0].after_id, (size_t)nasks, sizeof *asks) |
-             fq_buf_add_char(&limits, '{');
-    for (int i = 0; i < nasks && rc == 0; i++)
+             fq_buf_add_char(&limits, '{') | fq_buf_add_char(&destinations, '{');
+    for (int i = 0; i < nasks && rc == 0; i++) {
         rc = fq_buf_printf(&limits, i ? ",%d" : "%d", asks[i].limit > 0 ? asks[i].limit : 0);
-    rc |= fq_buf_add_char(&limits, '}');
+        if (by_destination && rc == 0)
+            rc = fq_buf_add_str(&destinations, i ? "," : "") |
+                 fq_store_array_text(&destinations, asks[i].destination ? asks[i].destination : "");
+    }
+    rc |= fq_buf_add_char(&limits, '}') | fq_buf_add_char(&destinations, '}');
     if (rc) {
         fq_buf_free(&requests);
         fq_buf_free(&afters);
         fq_buf_free(&limits);
+        fq_buf_free(&destinations);
         return fq_store_fail(self, FQ_ENOMEM, "out of memory");
     }
-    const char *params[] = {requests.data, afters.data, limits.data};
-    //  Each ask walks messages_request_idx from its cursor, as a single
-    //  page does; the ordinality keeps the pages apart and in order
-    const char *sql = "SELECT q.ord, m.id"
-                      " FROM unnest($1::bigint[], $2::bigint[], $3::int[]) WITH ORDINALITY"
-                      "      AS q(request_id, after_id, lim, ord)"
-                      " CROSS JOIN LATERAL (SELECT id FROM fairq.messages"
-                      "   WHERE request_id = q.request_id AND id > q.after_id"
-                      "   AND status = 'pending' ORDER BY id LIMIT q.lim) m"
-                      " ORDER BY q.ord, m.id";
-    PGresult *res =
-        self->paging_tuned
-            ? fq_store_query_after(self, S_PAGING_SETUP, sql, 3, params, PGRES_TUPLES_OK,
-                                   "page ready messages", &rc)
-            : fq_store_query(self, sql, 3, params, PGRES_TUPLES_OK, "page ready messages", &rc);
+    const char *params[] = {requests.data, afters.data, limits.data, destinations.data};
+    //  Each ask walks messages_request_destination_idx (or, for all of a
+    //  request's messages, messages_request_idx) from its cursor, as a
+    //  single page does; the ordinality keeps the pages apart and in order.
+    //  By destination, a throttled destination's backlog is never read to
+    //  reach another's messages.
+    const char *sql =
+        by_destination
+            ? "SELECT q.ord, m.id"
+              " FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY"
+              "      AS q(request_id, after_id, lim, destination, ord)"
+              " CROSS JOIN LATERAL (SELECT id FROM fairq.messages"
+              "   WHERE request_id = q.request_id AND destination = q.destination"
+              "   AND id > q.after_id AND status = 'pending' ORDER BY id LIMIT q.lim) m"
+              " ORDER BY q.ord, m.id"
+            : "SELECT q.ord, m.id"
+              " FROM unnest($1::bigint[], $2::bigint[], $3::int[]) WITH ORDINALITY"
+              "      AS q(request_id, after_id, lim, ord)"
+              " CROSS JOIN LATERAL (SELECT id FROM fairq.messages"
+              "   WHERE request_id = q.request_id AND id > q.after_id"
+              "   AND status = 'pending' ORDER BY id LIMIT q.lim) m"
+              " ORDER BY q.ord, m.id";
+    int nparams = by_destination ? 4 : 3;
+    PGresult *res = self->paging_tuned
+                        ? fq_store_query_after(self, S_PAGING_SETUP, sql, nparams, params,
+                                               PGRES_TUPLES_OK, "page ready messages", &rc)
+                        : fq_store_query(self, sql, nparams, params, PGRES_TUPLES_OK,
+                                         "page ready messages", &rc);
     fq_buf_free(&requests);
     fq_buf_free(&afters);
     fq_buf_free(&limits);
+    fq_buf_free(&destinations);
     if (!res)
         return rc;
     memset(counts, 0, (size_t)nasks * sizeof *counts);
@@ -391,15 +519,16 @@ int fq_store_claim_due_retries(fq_store_t *self, int limit, int lease_s, fq_due_
         "       FOR UPDATE SKIP LOCKED) due"
         " WHERE m.id = due.id AND (SELECT fairq.fence($3::bigint))"
         " RETURNING m.id, m.request_id, m.tenant_id,"
-        "  (SELECT r.channel FROM fairq.requests r WHERE r.id = m.request_id)",
+        "  (SELECT r.channel FROM fairq.requests r WHERE r.id = m.request_id), m.destination",
         3, params, PGRES_TUPLES_OK, "claim due retries", &rc);
     if (!res)
         return rc;
     int n = PQntuples(res);
     for (int i = 0; i < n; i++) {
         out[i] = (fq_due_message_t){fq_store_int64(res, i, 0), fq_store_int64(res, i, 1),
-                                    fq_store_int64(res, i, 2), ""};
+                                    fq_store_int64(res, i, 2), "", ""};
         snprintf(out[i].channel, sizeof out[i].channel, "%s", PQgetvalue(res, i, 3));
+        snprintf(out[i].destination, sizeof out[i].destination, "%s", PQgetvalue(res, i, 4));
     }
     PQclear(res);
     return n;
@@ -429,7 +558,7 @@ int fq_store_release_stale_claims(fq_store_t *self)
 #define S_DUE_SELECT                                                                               \
     "SELECT r.id, r.tenant_id, r.priority, r.scan_from,"                                           \
     " NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id),"              \
-    " t.weight, t.max_inflight, r.total, t.name, r.channel"                                        \
+    " t.weight, t.max_inflight, r.total, t.name, r.channel, r.split > 0"                           \
     " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"                            \
     " WHERE r.status IN " FQ_STORE_UNFINISHED " AND r.status <> 'paused' AND r.send_at <= now()"
 
@@ -447,6 +576,7 @@ static int s_due_rows(PGresult *res, fq_due_request_t *out)
                                     .total = fq_store_int64(res, i, 7)};
         snprintf(out[i].tenant, sizeof out[i].tenant, "%s", PQgetvalue(res, i, 8));
         snprintf(out[i].channel, sizeof out[i].channel, "%s", PQgetvalue(res, i, 9));
+        out[i].any_split = PQgetvalue(res, i, 10)[0] == 't';
     }
     PQclear(res);
     return n;

@@ -35,7 +35,10 @@ def all_routes(rid, mid, tenant):
             ("GET", f"/v1/messages/{mid}", None), ("POST", f"/v1/messages/{mid}/retry", None),
             ("GET", "/v1/tenants", None), ("GET", f"/v1/tenants/{tenant}", None),
             ("PUT", f"/v1/tenants/{tenant}", {"weight": 2}),
-            ("POST", f"/v1/tenants/{tenant}/tokens", None), ("GET", "/metrics", None)]
+            ("POST", f"/v1/tenants/{tenant}/tokens", None), ("GET", "/metrics", None),
+            ("GET", "/v1/destinations", None), ("GET", "/v1/destinations/default", None),
+            ("PUT", "/v1/destinations/google", {"rate": "1/s"}),
+            ("DELETE", "/v1/destinations/google", None)]
 
 
 class AuthErrorsTest(APITest):

@@ -777,6 +777,12 @@ class RequestRoutesTest(APITest):
         token = answer("token", "POST", "/v1/tenants/acme/tokens", status=201)
         answer("tokens", "GET", "/v1/tenants/acme/tokens")
         answer("revoked", "DELETE", f"/v1/tenants/acme/tokens/{token['id']}")
+        answer("destination put", "PUT", "/v1/destinations/google",
+               {"rate": "100/s", "burst": 200, "max_inflight": 50,
+                "domains": ["gmail.com", "googlemail.com"]}, 201)
+        answer("destination", "GET", "/v1/destinations/google")
+        answer("destinations", "GET", "/v1/destinations")
+        answer("destination deleted", "DELETE", "/v1/destinations/google")
         answer("error", "GET", "/v1/requests/987654", status=404)
 
         # Which answer each example shows, by its section and its keys
@@ -796,7 +802,9 @@ class RequestRoutesTest(APITest):
                                  ("requests", {"requests"}), ("rejects", {"rejects"}),
                                  ("messages", {"messages"}), ("tenants", {"tenants"}),
                                  ("token", {"token"}), ("tokens", {"tokens"}),
-                                 ("revoked", {"revoked"})):
+                                 ("revoked", {"revoked"}), ("destination", {"live", "domains"}),
+                                 ("destinations", {"destinations"}),
+                                 ("destination deleted", {"deleted"})):
                 if wanted <= keys:
                     return name
             return None

@@ -2446,7 +2446,8 @@ static int s_run_load(s_bench_t *self, const s_options_t *opts, int index, s_run
     //  The floor after the load meets no autovacuum of its leftovers
     if (with_floor && !floor_first &&
         (s_exec(self,
-                "TRUNCATE " S_STORE_TABLE ", fairq.requests, fairq.recipient_chunks, fairq.rejects",
+                "TRUNCATE " S_STORE_TABLE ", fairq.requests, fairq.recipient_chunks, fairq.rejects,"
+                " fairq.request_destinations",
                 "empty fairq's tables") ||
          s_floor(self, opts, run) || s_fifo(self, opts, run)))
         return -1;

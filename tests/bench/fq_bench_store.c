@@ -320,11 +320,11 @@ static void s_bench_destroy(s_bench_t *self)
 //  Empties the tables and submits the run's request (untimed).
 static int s_prepare_split(s_bench_t *self, const s_options_t *opts, double *submit_s)
 {
-    if (fq_bench_exec(
-            S_PROGRAM, self->conn,
-            "TRUNCATE fairq.requests, fairq.recipient_chunks, fairq.rejects, " S_STORE_TABLE
-            ", " S_RAW_TABLE " RESTART IDENTITY",
-            "empty the tables"))
+    if (fq_bench_exec(S_PROGRAM, self->conn,
+                      "TRUNCATE fairq.requests, fairq.recipient_chunks, fairq.rejects,"
+                      " fairq.request_destinations, " S_STORE_TABLE ", " S_RAW_TABLE
+                      " RESTART IDENTITY",
+                      "empty the tables"))
         return -1;
     fq_submit_t req = {.tenant = S_TENANT,
                        .from = S_FROM,

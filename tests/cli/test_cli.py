@@ -653,6 +653,83 @@ class CliTest(E2ETest):
         self.assertRegex(screen, r"FAILED +RATE/S \(1m\) +OLDEST")
         self.assertNotIn("(5s)", screen)
 
+    def test_destinations(self):
+        """destinations set creates, then changes only what its options
+        name (a read, then a PUT of the whole); show and the list; usage
+        errors before any call; a domain of another destination is a
+        conflict (6); delete, and default never; tenants may not (4); top
+        on a terminal shows no line for destinations that are idle."""
+        self.start(senders=0)
+        table = self.fairq("destinations").stdout.splitlines()
+        self.assertRegex(table[0], r"^NAME +RATE +BURST +MAX INFLIGHT +STATE +RATE NOW +READY +"
+                                   r"IN FLIGHT +SENT +DEFERRED +THROTTLED +DOMAINS$")
+        self.assertRegex(table[1], r"^default +none +- +none +open +none +0 +0 +0 +0 +0 +-$")
+        done = self.fairq("destinations", "set", "google", "--rate", "100/s", "--burst", "200",
+                          "--max-inflight", "50", "--domains", "GMail.com,googlemail.com")
+        self.assertIn("destination google created", done.stdout)
+        self.assertRegex(done.stdout, r"(?m)^rate +100/s$")
+        self.assertRegex(done.stdout, r"(?m)^domains +gmail\.com,googlemail\.com$")
+        # Only what is named changes
+        google = self.fairq_json("destinations", "set", "google", "--max-inflight", "none")
+        self.assertEqual((google["rate"], google["burst"], google["max_inflight"],
+                          google["domains"]), ("100/s", 200, None, ["gmail.com", "googlemail.com"]))
+        google = self.fairq_json("destinations", "set", "google", "--rate", "5/min")
+        self.assertEqual((google["rate"], google["burst"]), ("5/min", 200))
+        done = self.fairq("destinations", "set", "google", "--burst", "default")
+        self.assertIn("destination google updated", done.stdout)
+        self.assertRegex(done.stdout, r"(?m)^burst +1 \(the rate's default\)$")
+        # No rate, no burst
+        self.fairq("destinations", "set", "google", "--burst", "300")
+        google = self.fairq_json("destinations", "set", "google", "--rate", "none")
+        self.assertEqual((google["rate"], google["burst"]), (None, None))
+        google = self.fairq_json("destinations", "show", "google")
+        self.assertEqual(google["domains"], ["gmail.com", "googlemail.com"])
+        shown = self.fairq("destinations", "show", "google").stdout
+        self.assertRegex(shown, r"(?m)^destination +google$")
+        self.assertRegex(shown, r"(?m)^state +open$")
+        names = [d["name"] for d in self.fairq_json("destinations")["destinations"]]
+        self.assertEqual(names, ["default", "google"])
+        self.assertRegex(self.fairq("destinations").stdout,
+                         r"(?m)^google +none +- +none +open +none +0 .* "
+                         r"gmail\.com,googlemail\.com$")
+
+        # Usage errors, before any call
+        for args, words in ((["--rate", "5/fortnight"], "--rate: rate \"5/fortnight\""),
+                            (["--burst", "0"], "--burst"),
+                            (["--max-inflight", "lots"], "--max-inflight")):
+            done = self.fairq("destinations", "set", "google", *args, expect=USAGE)
+            self.assertIn(words, done.stderr)
+        self.fairq("destinations", "set", "Google", expect=USAGE)
+        self.fairq("destinations", "show", "Bad Name", expect=USAGE)
+        # The API's refusals: a domain of another (6), a bad domain (1)
+        done = self.fairq("destinations", "set", "mine", "--domains", "gmail.com",
+                          expect=CONFLICT)
+        self.assertIn("domain \"gmail.com\" belongs to destination \"google\"", done.stderr)
+        done = self.fairq("destinations", "set", "mine", "--domains", "bad_domain",
+                          expect=FAILED)
+        self.assertIn("domains[0]", done.stderr)
+        self.fairq("destinations", "show", "mine", expect=NOT_FOUND)
+        done = self.fairq("destinations", "set", "default", "--domains", "a.example",
+                          expect=FAILED)
+        self.assertIn("takes none", done.stderr)
+
+        # A tenant may not
+        token = self.fairq("tenants", "token", "shop").stdout.strip()
+        self.fairq("destinations", token=token, expect=AUTH)
+        self.fairq("destinations", "set", "google", "--rate", "1/s", token=token, expect=AUTH)
+
+        # Idle destinations take no line of top
+        code, screen, stderr = self.run_on_pty(["top", "--interval-s", "0.2"], keys=b"q",
+                                               until=r"(?s)TENANT.*TENANT")
+        self.assertEqual(code, OK, stderr)
+        self.assertNotIn("destination ", screen)
+
+        done = self.fairq("destinations", "delete", "google")
+        self.assertIn("destination google deleted", done.stdout)
+        self.fairq("destinations", "delete", "google", expect=NOT_FOUND)
+        done = self.fairq("destinations", "delete", "default", expect=FAILED)
+        self.assertIn("cannot be deleted", done.stderr)
+
     def test_progress_bar_on_a_terminal(self):
         """status --watch on a terminal redraws one line in place: a bar,
         the counters, the rate, the ETA; then the request's summary."""

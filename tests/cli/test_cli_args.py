@@ -32,7 +32,8 @@ TOP_CMAKELISTS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "CMakeList
 
 COMMANDS = ["submit", "status", "list", "search", "message", "cancel", "pause", "resume",
             "reschedule", "retry", "rejects", "tenants", "tenants show", "tenants set",
-            "tenants token", "tenants tokens", "tenants revoke", "top", "health"]
+            "tenants token", "tenants tokens", "tenants revoke", "destinations",
+            "destinations show", "destinations set", "destinations delete", "top", "health"]
 
 
 def closed_port():

@@ -64,10 +64,14 @@ The rules file is JSON:
                 "times": 1}]}
 
   * A rule applies to a recipient whose address contains "match" (to the
-    sender for "at": "mail"). The first rule that matches decides.
+    sender for "at": "mail", to the client's IP address for "at":
+    "connect"). The first rule that matches decides.
   * "at" is "rcpt" (the default: the reply to that RCPT TO), "data" (the
-    reply to the DATA that follows, after the message was received) or
-    "mail" (the reply to MAIL FROM).
+    reply to the DATA that follows, after the message was received),
+    "mail" (the reply to MAIL FROM) or "connect" (the greeting: a reply
+    that is not 2xx, "421 4.7.0 try again later", is sent instead of the
+    220 and the connection closed, as a server that turns clients away
+    does; a 2xx one lets the usual greeting follow, after the delay).
   * "times" (optional) is how many times the rule applies; after that it
     is skipped. {"times": 1} fails a first attempt only.
   * "reply" is the full SMTP reply line, code first. "disconnect" instead
@@ -267,6 +271,22 @@ class CountingSMTP(SMTP):
             self.fq_conn = self.event_handler.connections
         super().connection_made(transport)
         self.session.fq_conn = self.fq_conn
+
+    async def _handle_client(self):
+        # aiosmtpd greets every client with 220 and has no hook before it:
+        # a "connect" rule answers first, for a server that turns clients
+        # away at the greeting (overloaded, throttling)
+        peer = self.session.peer[0] if self.session.peer else ""
+        rule = self.event_handler.rules.find(peer, "connect")
+        if rule is not None:
+            reply = await self.event_handler._apply(self, rule)
+            if reply is None:
+                return
+            if not reply.startswith("2"):
+                await self.push(reply)
+                self.transport.close()
+                return
+        await super()._handle_client()
 
 
 def make_authenticator(user, password):

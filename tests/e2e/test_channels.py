@@ -18,8 +18,10 @@ that one failing does not hide how the others fare):
      another flow together: each message arrives once at its sink, the
      webhooks with their URL fields percent-encoded, their JSON body
      fields escaped and their signatures verified; both requests end done;
-  4. 429 with Retry-After: N holds that message's next attempt back at
-     least N seconds and it is delivered then; 500 is retried; 400 makes
+  4. 429 with Retry-After: N is the receiver throttling: it costs the
+     message no attempt and holds its destination (here the sink's host)
+     at least N seconds, and the message is delivered then; 500 is
+     retried; 400 makes
      the message dead with the status and the answer's text as its
      last_error, as GET /v1/messages shows it;
   3. a stuck relay (the SMTP sink stopped with SIGSTOP: connections are
@@ -445,8 +447,10 @@ class ChannelsTest(E2ETest):
                                 f"Retry-After: {RETRY_AFTER_S}")
         self.assertEqual(header(k429[0], "webhook-id"), header(k429[1], "webhook-id"),
                          "webhook-id changed between attempts")
+        # A 429 is the receiver throttling: a deferral, which costs no
+        # attempt, and its Retry-After held the whole destination
         self.assertEqual((messages["k429"]["status"], messages["k429"]["attempts"]),
-                         ("sent", 2), messages["k429"])
+                         ("sent", 1), messages["k429"])
 
         k500 = by_key.get("k500", [])
         self.assertEqual([r["status"] for r in k500], [500] * FAILS_500 + [200],

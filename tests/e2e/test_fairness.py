@@ -102,10 +102,17 @@ class FairnessTest(E2ETest):
         self.assertGreater(a_after, 0, "B's and C's mail came after all of A's")
         self.assertLess(a_before + a_during, 20000 - 1000)
         self.assertNotEqual(h.request(a_id)["status"], "done")
-        # Served at once: not behind A's backlog, only behind what was in
-        # flight and the time fairqd takes to notice a request
-        self.assertLess(a_during, 100,
+        # Served at once: not behind A's backlog (19,000 messages and more),
+        # only behind what was in flight and the time fairqd takes to
+        # notice and split a request. That time, under the sanitizers on 2
+        # shared cores, is 0.1 to 0.2 s (measured at the commit before
+        # destinations too), in which A goes on at 600 to 900 a second:
+        # the bound leaves room for it and still fails on any wait behind
+        # the backlog. Once B and C are dispatchable they take turns with A
+        # (a_spread: A's messages between the first and the last of theirs).
+        self.assertLess(a_during, 250,
                         f"B and C waited behind too much of A's campaign: {measured}")
+        self.assertLess(a_spread, 100, f"B and C did not take turns with A: {measured}")
 
     def test_weights_share_dispatch(self):
         """Two backlogged tenants of weight 3 and 1 share deliveries 3:1."""

@@ -589,6 +589,97 @@ static void test_threads(void **state)
 }
 
 //  ---------------------------------------------------------------------
+//  Destinations
+
+//  google, throttled to half its rate, as the scheduler would say it.
+static void s_record_google(fq_metrics_t *metrics)
+{
+    fq_metrics_destination(metrics, &(fq_metrics_destination_t){.name = "google",
+                                                                .configured_per_s = 100,
+                                                                .effective_per_s = 50,
+                                                                .max_inflight = 20,
+                                                                .ready = 7,
+                                                                .inflight = 3,
+                                                                .state = "throttled",
+                                                                .sent = 1000,
+                                                                .deferred = 4,
+                                                                .throttled = 2});
+}
+
+static void test_destinations(void **state)
+{
+    (void)state;
+    fq_metrics_t *metrics = fq_metrics_new();
+    fq_metrics_destination_t live;
+    char live_state[FQ_METRICS_STATE_SIZE];
+    //  Not told yet: all 0, open
+    assert_false(fq_metrics_destination_live(metrics, "google", &live, live_state));
+    assert_string_equal(live.state, "open");
+    assert_string_equal(live.name, "google");
+    assert_int_equal(live.sent, 0);
+
+    s_record_google(metrics);
+    //  No limit at all, then suspended
+    fq_metrics_destination(metrics, &(fq_metrics_destination_t){.name = "default",
+                                                                .state = "suspended",
+                                                                .suspended_for_ms = 1500,
+                                                                .ready = 1});
+    assert_true(fq_metrics_destination_live(metrics, "google", &live, live_state));
+    assert_string_equal(live.state, "throttled");
+    assert_true(live.effective_per_s == 50 && live.configured_per_s == 100);
+    assert_int_equal(live.max_inflight, 20);
+    assert_int_equal(live.ready, 7);
+    assert_int_equal(live.inflight, 3);
+    assert_int_equal(live.sent, 1000);
+    assert_int_equal(live.deferred, 4);
+    assert_int_equal(live.throttled, 2);
+
+    char *text = fq_metrics_render(metrics, NULL, &s_tenants);
+    assert_non_null(text);
+    s_assert_line(text, "# TYPE fairq_destination_ready gauge");
+    s_assert_line(text, "fairq_destination_ready{destination=\"google\"} 7");
+    s_assert_line(text, "fairq_destination_inflight{destination=\"google\"} 3");
+    s_assert_line(text, "fairq_destination_max_inflight{destination=\"google\"} 20");
+    s_assert_line(text, "fairq_destination_configured_rate{destination=\"google\"} 100");
+    s_assert_line(text, "fairq_destination_effective_rate{destination=\"google\"} 50");
+    s_assert_line(text, "# TYPE fairq_destination_sent_total counter");
+    s_assert_line(text, "fairq_destination_sent_total{destination=\"google\"} 1000");
+    s_assert_line(text, "fairq_destination_deferred_total{destination=\"google\"} 4");
+    s_assert_line(text, "fairq_destination_throttled_total{destination=\"google\"} 2");
+    s_assert_line(text, "fairq_destination_state{destination=\"google\",state=\"open\"} 0");
+    s_assert_line(text, "fairq_destination_state{destination=\"google\",state=\"throttled\"} 1");
+    s_assert_line(text, "fairq_destination_state{destination=\"google\",state=\"suspended\"} 0");
+    //  No limit is +Inf, never 0 (a destination that takes nothing)
+    s_assert_line(text, "fairq_destination_configured_rate{destination=\"default\"} +Inf");
+    s_assert_line(text, "fairq_destination_effective_rate{destination=\"default\"} +Inf");
+    s_assert_line(text, "fairq_destination_max_inflight{destination=\"default\"} +Inf");
+    s_assert_line(text, "fairq_destination_suspended_seconds{destination=\"default\"} 1.5");
+    s_assert_line(text, "fairq_destination_state{destination=\"default\",state=\"suspended\"} 1");
+    //  By name: default before google
+    assert_true(strstr(text, "fairq_destination_ready{destination=\"default\"}") <
+                strstr(text, "fairq_destination_ready{destination=\"google\"}"));
+    free(text);
+
+    //  Told again: the latest figures; a state this fairqd does not know
+    //  still shows, as its own series
+    fq_metrics_destination(
+        metrics, &(fq_metrics_destination_t){.name = "google", .state = "probing", .sent = 1001});
+    text = fq_metrics_render(metrics, NULL, NULL);
+    s_assert_line(text, "fairq_destination_sent_total{destination=\"google\"} 1001");
+    s_assert_line(text, "fairq_destination_state{destination=\"google\",state=\"probing\"} 1");
+    s_assert_line(text, "fairq_destination_state{destination=\"google\",state=\"throttled\"} 0");
+    free(text);
+
+    //  NULL metrics, NULL figures: nothing happens
+    fq_metrics_destination(NULL, &(fq_metrics_destination_t){.name = "x"});
+    fq_metrics_destination(metrics, NULL);
+    fq_metrics_destination(metrics, &(fq_metrics_destination_t){.name = NULL});
+    assert_false(fq_metrics_destination_live(NULL, "google", &live, live_state));
+    assert_string_equal(live_state, "open");
+    fq_metrics_destroy(&metrics);
+}
+
+//  ---------------------------------------------------------------------
 
 //  Prints an exposition with every family filled, for the format check.
 static int s_exposition(void)
@@ -597,6 +688,9 @@ static int s_exposition(void)
     fq_metrics_t *metrics = fq_metrics_new();
     uint64_t sender = fq_metrics_sender_join(metrics, "evil\"\\\nname\xff", "fq://x/user/sender");
     s_record_acme(metrics, sender);
+    s_record_google(metrics);
+    fq_metrics_destination(metrics,
+                           &(fq_metrics_destination_t){.name = "default", .state = "open"});
     char *text = fq_metrics_render(metrics, sys, &s_tenants);
     int rc = text && fputs(text, stdout) >= 0 ? 0 : 1;
     free(text);
@@ -620,6 +714,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_senders_come_and_go),
         cmocka_unit_test(test_actor_figures),
         cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_destinations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /*  sender_channels_test.c — the channels a sender serves: the names it
     takes, the capabilities its HELLO says, and the sender actor routing
     each message to its channel's transport, giving back one of a channel
-    it does not serve, and passing a receiver's Retry-After on in its NACK.
+    it does not serve, and passing a receiver's Retry-After on in its NACK,
+    and its deferral: a receiver that throttles or cannot be reached.
     Each channel's pool of workers: the sizes it takes (channel_concurrency),
     the credit granted per channel (CREDIT n, channel), and a channel whose
     receiver hangs holding its own workers and credit, never another's.
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <cmocka.h>
+#include "fq_test_ports.h"
 #include "fq_test_process.h"
 
 //  How long anything here may take: milliseconds normally, more under
@@ -205,6 +207,7 @@ typedef struct {
     bool permanent;
     char error[S_ERROR_SIZE];
     uint32_t retry_after_s;
+    uint32_t deferral;
 } s_nack_t;
 
 //  What the dispatcher saw, shared with the test's thread.
@@ -273,6 +276,7 @@ static int s_dispatcher_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
             into->permanent = nack.permanent;
             snprintf(into->error, sizeof into->error, "%s", nack.error);
             into->retry_after_s = nack.retry_after_s;
+            into->deferral = nack.deferral;
             s_event(seen, "NACK %llu", (unsigned long long)nack.id);
         }
     } else if (msg->type == FQ_MSG_BYE)
@@ -373,7 +377,9 @@ static fq_message_t s_message(uint64_t id, const char *channel, const char *to)
 
 //  4. The sender says its channels in HELLO, delivers each message by
 //  its channel's transport, gives back one of another channel (transient,
-//  saying so), and passes a receiver's Retry-After on in its NACK.
+//  saying so), and passes a receiver's Retry-After on in its NACK, with
+//  the deferral its transport found: throttled (429), unreachable (a
+//  connection refused), or none (a 500, an exec failure, a 400).
 static void test_sender_serves_its_channels(void **unused)
 {
     (void)unused;
@@ -449,6 +455,7 @@ static void test_sender_serves_its_channels(void **unused)
                         "channel \"pigeon\" is not served by this sender (it serves email, http, "
                         "sms)");
     assert_int_equal(nack.retry_after_s, 0);
+    assert_int_equal(nack.deferral, FQ_DEFERRAL_NONE);
 
     //  sms through its script: exit 75, transient
     msg = s_message(3, "sms", "+15551234567");
@@ -456,8 +463,10 @@ static void test_sender_serves_its_channels(void **unused)
     assert_false(s_outcome(&seen, 3, &nack));
     assert_false(nack.permanent);
     assert_string_equal(nack.error, "exit 75: sms gateway busy");
+    assert_int_equal(nack.deferral, FQ_DEFERRAL_NONE);
 
-    //  http: 429 with Retry-After 7, which the NACK carries; then a 400
+    //  http: 429 with Retry-After 7, which the NACK carries, throttled;
+    //  then a 400
     char url[S_PATH_SIZE];
     snprintf(url, sizeof url, "http://127.0.0.1:%d/hook?status=429&retry_after=7&body=slow", port);
     msg = s_message(4, "http", url);
@@ -466,12 +475,33 @@ static void test_sender_serves_its_channels(void **unused)
     assert_false(nack.permanent);
     assert_string_equal(nack.error, "HTTP 429: slow");
     assert_int_equal(nack.retry_after_s, 7);
+    assert_int_equal(nack.deferral, FQ_DEFERRAL_THROTTLED);
     snprintf(url, sizeof url, "http://127.0.0.1:%d/hook?status=400&body=no", port);
     msg = s_message(5, "http", url);
     assert_int_equal(fq_client_tell(client, FQ_SENDER_PATH, &fq_message_desc, &msg), 0);
     assert_false(s_outcome(&seen, 5, &nack));
     assert_true(nack.permanent);
     assert_string_equal(nack.error, "HTTP 400: no");
+    assert_int_equal(nack.deferral, FQ_DEFERRAL_NONE);
+    //  A 500: transient, no deferral; nobody listening: unreachable, with
+    //  libcurl's reason as the error
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/hook?status=500&body=boom", port);
+    msg = s_message(7, "http", url);
+    assert_int_equal(fq_client_tell(client, FQ_SENDER_PATH, &fq_message_desc, &msg), 0);
+    assert_false(s_outcome(&seen, 7, &nack));
+    assert_false(nack.permanent);
+    assert_string_equal(nack.error, "HTTP 500: boom");
+    assert_int_equal(nack.deferral, FQ_DEFERRAL_NONE);
+    fq_test_port_t refusing;
+    fq_test_port_refusing(&refusing);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/hook", refusing.port);
+    msg = s_message(8, "http", url);
+    assert_int_equal(fq_client_tell(client, FQ_SENDER_PATH, &fq_message_desc, &msg), 0);
+    assert_false(s_outcome(&seen, 8, &nack));
+    fq_test_port_close(&refusing);
+    assert_false(nack.permanent);
+    assert_non_null(strstr(nack.error, "onnect"));
+    assert_int_equal(nack.deferral, FQ_DEFERRAL_UNREACHABLE);
     snprintf(url, sizeof url, "http://127.0.0.1:%d/hook", port);
     msg = s_message(6, "http", url);
     assert_int_equal(fq_client_tell(client, FQ_SENDER_PATH, &fq_message_desc, &msg), 0);

@@ -7,22 +7,25 @@
     The sink answers as each request's query string asks (?status=429&
     retry_after=7, ?delay=5, ...), so a test picks the answer with the
     URL: each kind of answer is classified as fairq-sender will retry it
-    (TRANSIENT, with the receiver's Retry-After) or give it up (PERMANENT),
-    with the status and the start of the body in the error.
+    (TRANSIENT, with the receiver's Retry-After), retry it without counting
+    an attempt because the receiver throttles (THROTTLED) or could not be
+    reached (UNREACHABLE), or give it up (PERMANENT), with the status and
+    the start of the body in the error. fq_http_classify is tested on its
+    own too, status by status.
 */
 #include "fq_transport.h"
 #include <jansson.h>
-#include <netinet/in.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <cmocka.h>
+#include "fq_test_ports.h"
 #include "fq_test_process.h"
 #include "fq_test_sink_records.h"
+#include "fq_transport_http.h"
 
 //  How long the sink may take to start listening (and make its
 //  certificate): well under a second, but tests run in parallel under ASan.
@@ -290,8 +293,9 @@ static void test_http_keeps_connection(void **state)
     fq_transport_destroy(&transport);
 }
 
-//  3. 429 with Retry-After: transient, with the seconds asked for; as a
-//  date too; more than a day is a day; 503 and 408 the same.
+//  3. 429 with Retry-After: throttled, with the seconds asked for; as a
+//  date too; more than a day is a day; a 503 with one throttles as well;
+//  408 and 425 are transient, the same.
 static void test_http_retry_after(void **state)
 {
     s_sink_t *sink = *state;
@@ -299,7 +303,7 @@ static void test_http_retry_after(void **state)
     char url[S_URL_SIZE];
     uint32_t retry;
     fq_delivery_t msg = s_request(sink, 200, "/hook?status=429&retry_after=7&body=slow+down", url);
-    const char *error = s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT, &retry);
+    const char *error = s_deliver(transport, &msg, FQ_DELIVERY_THROTTLED, &retry);
     assert_string_equal(error, "HTTP 429: slow down");
     assert_int_equal(retry, 7);
 
@@ -311,17 +315,20 @@ static void test_http_retry_after(void **state)
     strftime(date, sizeof date, "%a,%%20%d%%20%b%%20%Y%%20%H:%M:%S%%20GMT", &tm);
     snprintf(path, sizeof path, "/hook?status=503&retry_after=%s", date);
     msg = s_request(sink, 201, path, url);
-    s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT, &retry);
+    s_deliver(transport, &msg, FQ_DELIVERY_THROTTLED, &retry);
     assert_in_range(retry, S_DATE_AHEAD_S - S_DATE_SLACK_S, S_DATE_AHEAD_S);
 
     msg = s_request(sink, 202, "/hook?status=429&retry_after=9999999", url);
-    s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT, &retry);
+    s_deliver(transport, &msg, FQ_DELIVERY_THROTTLED, &retry);
     assert_int_equal(retry, FQ_TRANSPORT_RETRY_AFTER_MAX_S);
 
-    //  A date past, or nonsense: no wish
+    //  A date past, or nonsense: no wish (a 429 throttles all the same)
     msg = s_request(sink, 203,
                     "/hook?status=429&retry_after=Thu,%2001%20Jan%201970%2000:00:00%20GMT", url);
-    s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT, &retry);
+    s_deliver(transport, &msg, FQ_DELIVERY_THROTTLED, &retry);
+    assert_int_equal(retry, 0);
+    msg = s_request(sink, 206, "/hook?status=429", url);
+    s_deliver(transport, &msg, FQ_DELIVERY_THROTTLED, &retry);
     assert_int_equal(retry, 0);
     msg = s_request(sink, 204, "/hook?status=408&retry_after=soon", url);
     error = s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT, &retry);
@@ -332,9 +339,9 @@ static void test_http_retry_after(void **state)
     fq_transport_destroy(&transport);
 }
 
-//  4. A 5xx is transient, with the body's first line in the error; no
-//  Retry-After is no wish; the answer's reason phrase stands in for an
-//  empty body.
+//  4. A 5xx is transient, not throttled, with the body's first line in
+//  the error; no Retry-After is no wish; the answer's reason phrase
+//  stands in for an empty body. A 503 without Retry-After is one more.
 static void test_http_server_error_transient(void **state)
 {
     s_sink_t *sink = *state;
@@ -348,6 +355,10 @@ static void test_http_server_error_transient(void **state)
     msg = s_request(sink, 301, "/hook?status=502&body=", url);
     error = s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT, NULL);
     assert_string_equal(error, "HTTP 502: Bad Gateway");
+    msg = s_request(sink, 302, "/hook?status=503&body=down", url);
+    error = s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT, &retry);
+    assert_string_equal(error, "HTTP 503: down");
+    assert_int_equal(retry, 0);
     fq_transport_destroy(&transport);
 }
 
@@ -376,7 +387,9 @@ static void test_http_client_error_permanent(void **state)
     fq_transport_destroy(&transport);
 }
 
-//  6. A server that stalls: the request times out, transient.
+//  6. A server that stalls: the request times out, transient (not
+//  unreachable: the connection was made), on a new connection or on one
+//  kept from the request before.
 static void test_http_timeout(void **state)
 {
     s_sink_t *sink = *state;
@@ -391,6 +404,17 @@ static void test_http_timeout(void **state)
     assert_true(fq_test_now_ms() - start < S_STALL_S * FQ_TEST_MS_PER_S);
     s_expect_contains(error, "timed out");
     assert_int_equal(retry, 0);
+    fq_transport_destroy(&transport);
+
+    transport = s_http(&cfg);
+    msg = s_request(sink, 501, "/hook", url);
+    s_deliver(transport, &msg, FQ_DELIVERY_OK, NULL);
+    msg = s_request(sink, 502, path, url);
+    s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT, NULL);
+    json_t *requests = fq_test_sink_records(sink->out_path);
+    assert_int_equal(json_array_size(requests), 3);
+    assert_int_equal(s_conn(json_array_get(requests, 2)), s_conn(json_array_get(requests, 1)));
+    json_decref(requests);
     fq_transport_destroy(&transport);
 }
 
@@ -448,28 +472,48 @@ static void test_http_bad_message_permanent(void **state)
     fq_transport_destroy(&transport);
 }
 
-//  9. Nobody listening: transient, with libcurl's reason.
+//  9. No connection made: UNREACHABLE, with libcurl's reason. Nobody
+//  listening (refused at once), a host that never answers (the connect
+//  timeout strikes), a name that does not resolve.
 static void test_http_unreachable(void **unused)
 {
     (void)unused;
-    //  A port bound but not listening refuses connections
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in address = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(fd, (struct sockaddr *)&address, sizeof address), 0);
-    socklen_t address_len = sizeof address;
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&address, &address_len), 0);
-    char base[S_BASE_SIZE], url[S_URL_SIZE];
-    snprintf(base, sizeof base, "http://127.0.0.1:%d/hook", ntohs(address.sin_port));
-    fq_transport_t *transport = s_http(NULL);
-    fq_delivery_t msg = s_request(NULL, 800, base, url);
-    s_expect_contains(s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT, NULL), "onnect");
+    fq_test_port_t refusing, silent;
+    fq_test_port_refusing(&refusing);
+    fq_test_port_silent(&silent);
+    char refusing_url[S_BASE_SIZE], silent_url[S_BASE_SIZE];
+    snprintf(refusing_url, sizeof refusing_url, "http://127.0.0.1:%d/hook", refusing.port);
+    snprintf(silent_url, sizeof silent_url, "http://127.0.0.1:%d/hook", silent.port);
+    const struct {
+        const char *url;
+        const char *reason;
+    } cases[] = {
+        {refusing_url, "onnect"},
+        {silent_url, "ime"}, //  "timed out", or "Timeout was reached"
+        //  .invalid never resolves (RFC 6761); a resolver that takes too
+        //  long to say so times out, unreachable as well
+        {"http://fairq-test.invalid/hook", "resolv"},
+    };
+    fq_transport_config_t cfg = {.kind = "http",
+                                 .timeout_ms = S_DELIVERY_TIMEOUT_MS,
+                                 .connect_timeout_ms = S_SHORT_TIMEOUT_MS};
+    fq_transport_t *transport = s_http(&cfg);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char url[S_URL_SIZE];
+        fq_delivery_t msg = s_request(NULL, 800 + i, cases[i].url, url);
+        uint32_t retry;
+        s_expect_contains(s_deliver(transport, &msg, FQ_DELIVERY_UNREACHABLE, &retry),
+                          cases[i].reason);
+        assert_int_equal(retry, 0);
+    }
     fq_transport_destroy(&transport);
-    close(fd);
+    fq_test_port_close(&refusing);
+    fq_test_port_close(&silent);
 }
 
 //  10. TLS is verified: a certificate nobody vouches for fails the
-//  connection (transient: the sender's configuration, or the receiver's),
+//  connection (transient, not unreachable: the sender's configuration, or
+//  the receiver's),
 //  unless the CA file names it, or verification is off (tests).
 static void test_http_tls_verified(void **state)
 {
@@ -512,6 +556,39 @@ static void test_http_bad_config_refused(void **unused)
     s_expect_contains(error, "CA file");
 }
 
+//  12. fq_http_classify on its own: each status, with a Retry-After or
+//  without.
+static void test_http_classify(void **unused)
+{
+    (void)unused;
+    static const struct {
+        long status;
+        fq_delivery_result_t without, with; //  Retry-After
+    } cases[] = {
+        {200, FQ_DELIVERY_OK, FQ_DELIVERY_OK},
+        {204, FQ_DELIVERY_OK, FQ_DELIVERY_OK},
+        {301, FQ_DELIVERY_PERMANENT, FQ_DELIVERY_PERMANENT},
+        {400, FQ_DELIVERY_PERMANENT, FQ_DELIVERY_PERMANENT},
+        {404, FQ_DELIVERY_PERMANENT, FQ_DELIVERY_PERMANENT},
+        {408, FQ_DELIVERY_TRANSIENT, FQ_DELIVERY_TRANSIENT},
+        {425, FQ_DELIVERY_TRANSIENT, FQ_DELIVERY_TRANSIENT},
+        {429, FQ_DELIVERY_THROTTLED, FQ_DELIVERY_THROTTLED},
+        {500, FQ_DELIVERY_TRANSIENT, FQ_DELIVERY_TRANSIENT},
+        {502, FQ_DELIVERY_TRANSIENT, FQ_DELIVERY_TRANSIENT},
+        {503, FQ_DELIVERY_TRANSIENT, FQ_DELIVERY_THROTTLED},
+        {504, FQ_DELIVERY_TRANSIENT, FQ_DELIVERY_TRANSIENT},
+        {100, FQ_DELIVERY_PERMANENT, FQ_DELIVERY_PERMANENT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (fq_http_classify(cases[i].status, false) != cases[i].without)
+            fail_msg("%ld without Retry-After: %d", cases[i].status,
+                     fq_http_classify(cases[i].status, false));
+        if (fq_http_classify(cases[i].status, true) != cases[i].with)
+            fail_msg("%ld with Retry-After: %d", cases[i].status,
+                     fq_http_classify(cases[i].status, true));
+    }
+}
+
 int main(void)
 {
     //  A sink that dies must not kill the test with SIGPIPE
@@ -533,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_http_unreachable),
         cmocka_unit_test_setup_teardown(test_http_tls_verified, s_setup_tls, s_teardown),
         cmocka_unit_test(test_http_bad_config_refused),
+        cmocka_unit_test(test_http_classify),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,17 +5,20 @@
     what the sink wrote down: one JSON line per accepted message, with the
     number of the connection that carried it. Tests change the sink's
     answers mid-run by replacing its rules file, to see each kind of
-    failure classified as fairq-sender will retry it (TRANSIENT) or give
-    it up (PERMANENT), and the server's own words in the error.
+    failure classified as fairq-sender will retry it (TRANSIENT), retry it
+    without counting an attempt because the server throttles (THROTTLED)
+    or could not be reached (UNREACHABLE), or give it up (PERMANENT), and
+    the server's own words in the error. The rules of fq_smtp_classify
+    are tested on their own too, reply by reply.
 
     The sink runs with --quit-on-eof (fq_test_process.h): no test leaves a
     server behind.
 */
 #include "fq_transport.h"
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -25,13 +28,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "fq_test_ports.h"
 #include "fq_test_process.h"
 #include "fq_test_sink_records.h"
+#include "fq_transport_smtp.h"
 
 //  How long the sink may take to start listening: Python and aiosmtpd
 //  load in well under a second, but tests run in parallel under ASan.
@@ -52,10 +56,11 @@
 //  Deliveries over one kept connection in the reuse test.
 #define S_REUSE_COUNT 3
 
-//  Room for a "ready PORT" line, a URL, a path.
-#define S_LINE_SIZE 128
-#define S_URL_SIZE  64
-#define S_PATH_SIZE (2 * S_LINE_SIZE)
+//  Room for a "ready PORT" line, a URL, a path, a rules file.
+#define S_LINE_SIZE  128
+#define S_RULES_SIZE 2048
+#define S_URL_SIZE   64
+#define S_PATH_SIZE  (2 * S_LINE_SIZE)
 
 #define S_ERROR_SIZE FQ_TRANSPORT_ERROR_SIZE
 
@@ -325,10 +330,10 @@ static void test_smtp_transient(void **state)
     assert_string_equal(error, "451 4.3.0 try later");
 
     //  Now the whole server defers, after reading each message
-    s_sink_rules(sink, "{\"default\": \"452 4.3.1 insufficient system storage\"}");
+    s_sink_rules(sink, "{\"default\": \"451 4.3.0 local error in processing\"}");
     msg = s_message(3002, "ann@example.org");
     error = s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT);
-    assert_string_equal(error, "452 4.3.1 insufficient system storage");
+    assert_string_equal(error, "451 4.3.0 local error in processing");
     json_t *messages = fq_test_sink_records(sink->out_path);
     assert_int_equal(json_array_size(messages), 0);
     json_decref(messages);
@@ -374,33 +379,62 @@ static void test_smtp_permanent(void **state)
     fq_transport_destroy(&transport);
 }
 
-//  5. Nobody listening: transient, with libcurl's reason.
+//  5. No connection made: UNREACHABLE, with libcurl's reason. Nobody
+//  listening (refused at once), a host that never answers (the connect
+//  timeout strikes), a name that does not resolve.
 static void test_smtp_unreachable(void **state)
 {
     (void)state;
-    //  A port bound but not listening refuses connections, and no other
-    //  test can start listening on it meanwhile
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in address = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    assert_int_equal(bind(fd, (struct sockaddr *)&address, sizeof address), 0);
-    socklen_t address_len = sizeof address;
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&address, &address_len), 0);
-    char url[S_URL_SIZE];
-    snprintf(url, sizeof url, "smtp://127.0.0.1:%d", ntohs(address.sin_port));
+    fq_test_port_t refusing, silent;
+    fq_test_port_refusing(&refusing);
+    fq_test_port_silent(&silent);
+    char refusing_url[S_URL_SIZE], silent_url[S_URL_SIZE];
+    snprintf(refusing_url, sizeof refusing_url, "smtp://127.0.0.1:%d", refusing.port);
+    snprintf(silent_url, sizeof silent_url, "smtp://127.0.0.1:%d", silent.port);
+    const struct {
+        const char *url;
+        const char *reason;
+    } cases[] = {
+        {refusing_url, "onnect"},
+        {silent_url, "ime"}, //  "timed out", or "Timeout was reached"
+        //  .invalid never resolves (RFC 6761); a resolver that takes too
+        //  long to say so times out, unreachable as well
+        {"smtp://fairq-test.invalid:25", "resolv"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fq_transport_config_t cfg = {
+            .kind = "smtp", .url = cases[i].url, .timeout_ms = S_SHORT_TIMEOUT_MS};
+        char error[S_ERROR_SIZE];
+        fq_transport_t *transport = fq_transport_new(&cfg, error, sizeof error);
+        assert_non_null(transport);
+        fq_delivery_t msg = s_message(5001 + i, "ann@example.org");
+        const char *reason = s_deliver(transport, &msg, FQ_DELIVERY_UNREACHABLE);
+        s_expect_contains(reason, cases[i].reason);
+        fq_transport_destroy(&transport);
+    }
+    fq_test_port_close(&refusing);
+    fq_test_port_close(&silent);
+}
 
+//  5b. TLS that fails is not UNREACHABLE: the server answered, and a
+//  certificate or a setting is wrong, which no waiting cures. smtps://
+//  to the sink, which speaks SMTP in clear: transient.
+static void test_smtp_tls_failure_transient(void **state)
+{
+    s_sink_t *sink = *state;
+    char url[S_URL_SIZE];
+    snprintf(url, sizeof url, "smtps://127.0.0.1:%d", sink->port);
     fq_transport_config_t cfg = {.kind = "smtp", .url = url, .timeout_ms = S_DELIVERY_TIMEOUT_MS};
     char error[S_ERROR_SIZE];
     fq_transport_t *transport = fq_transport_new(&cfg, error, sizeof error);
     assert_non_null(transport);
-    fq_delivery_t msg = s_message(5001, "ann@example.org");
-    const char *reason = s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT);
-    s_expect_contains(reason, "onnect");
+    fq_delivery_t msg = s_message(5101, "ann@example.org");
+    s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT);
     fq_transport_destroy(&transport);
-    close(fd);
 }
 
-//  6. A server that stalls: the delivery times out, transient.
+//  6. A server that stalls: the delivery times out, transient (not
+//  unreachable: the connection was made).
 static void test_smtp_timeout(void **state)
 {
     s_sink_t *sink = *state;
@@ -542,6 +576,177 @@ static void test_smtp_bad_message_permanent(void **state)
     fq_transport_destroy(&transport);
 }
 
+//  12. Replies that throttle, at each stage of the transaction, each
+//  THROTTLED with the server's words as the error, beside those that do
+//  not: a plain 4xx, one of a recipient's mailbox, a 5xx.
+static void test_smtp_throttled(void **state)
+{
+    s_sink_t *sink = *state;
+    static const struct {
+        const char *to; //  The rule's match, and the recipient
+        const char *at;
+        const char *reply;
+        fq_delivery_result_t expected;
+    } cases[] = {
+        {"gmail@", "rcpt", "421 4.7.28 rate limited, try again later", FQ_DELIVERY_THROTTLED},
+        {"outlook@", "rcpt", "451 4.7.500 Server busy. Please try again later",
+         FQ_DELIVERY_THROTTLED},
+        {"greylist@", "data", "451 4.7.1 please try again later", FQ_DELIVERY_THROTTLED},
+        {"later@", "rcpt", "451 4.3.0 try later", FQ_DELIVERY_TRANSIENT},
+        {"storage@", "data", "452 4.3.1 insufficient system storage", FQ_DELIVERY_THROTTLED},
+        {"quota@", "rcpt", "452 4.2.2 mailbox full", FQ_DELIVERY_TRANSIENT},
+        {"ses@", "data", "454 Throttling failure: Maximum sending rate exceeded",
+         FQ_DELIVERY_THROTTLED},
+        {"crowd@", "rcpt", "450 4.4.5 Too Many connections from your address",
+         FQ_DELIVERY_THROTTLED},
+        {"nobody@", "rcpt", "550 5.1.1 no such user", FQ_DELIVERY_PERMANENT},
+    };
+    //  At MAIL too: the sender's address matches there
+    char rules[S_RULES_SIZE] = "{\"rules\": [{\"at\": \"mail\", \"match\": \"shop@\", "
+                               "\"reply\": \"421 4.3.2 service shutting down\", \"times\": 1}";
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t used = strlen(rules);
+        snprintf(rules + used, sizeof rules - used,
+                 ", {\"at\": \"%s\", \"match\": \"%s\", \"reply\": \"%s\"}", cases[i].at,
+                 cases[i].to, cases[i].reply);
+    }
+    strcat(rules, "]}");
+    s_sink_rules(sink, rules);
+    fq_transport_t *transport = s_smtp(sink);
+    fq_delivery_t msg = s_message(12001, "ann@example.org");
+    const char *error = s_deliver(transport, &msg, FQ_DELIVERY_THROTTLED);
+    assert_string_equal(error, "421 4.3.2 service shutting down");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char to[S_LINE_SIZE];
+        snprintf(to, sizeof to, "%sexample.org", cases[i].to);
+        msg = s_message(12002 + i, to);
+        error = s_deliver(transport, &msg, cases[i].expected);
+        assert_string_equal(error, cases[i].reply);
+    }
+    //  And the server takes mail again, on the same transport
+    msg = s_message(12100, "ann@example.org");
+    s_deliver(transport, &msg, FQ_DELIVERY_OK);
+    json_t *messages = fq_test_sink_records(sink->out_path);
+    assert_int_equal(json_array_size(messages), 1);
+    json_decref(messages);
+    fq_transport_destroy(&transport);
+}
+
+//  13. A server that turns us away at the greeting: a 421 throttles (and
+//  the next connection, greeted, delivers); a 554 refuses the session,
+//  which is the sender's configuration or the server's, never the
+//  message's: transient.
+static void test_smtp_greeting(void **state)
+{
+    s_sink_t *sink = *state;
+    s_sink_rules(sink, "{\"rules\": [{\"at\": \"connect\", "
+                       "\"reply\": \"421 4.7.0 too busy, come back later\", \"times\": 1}]}");
+    fq_transport_t *transport = s_smtp(sink);
+    fq_delivery_t msg = s_message(13001, "ann@example.org");
+    const char *error = s_deliver(transport, &msg, FQ_DELIVERY_THROTTLED);
+    assert_string_equal(error, "421 4.7.0 too busy, come back later");
+    msg = s_message(13002, "ann@example.org");
+    s_deliver(transport, &msg, FQ_DELIVERY_OK);
+    fq_transport_destroy(&transport);
+
+    s_sink_rules(sink, "{\"rules\": [{\"at\": \"connect\", "
+                       "\"reply\": \"554 5.7.1 no SMTP service here\"}]}");
+    transport = s_smtp(sink);
+    msg = s_message(13003, "ann@example.org");
+    error = s_deliver(transport, &msg, FQ_DELIVERY_TRANSIENT);
+    assert_string_equal(error, "554 5.7.1 no SMTP service here");
+    fq_transport_destroy(&transport);
+    json_t *messages = fq_test_sink_records(sink->out_path);
+    assert_int_equal(json_array_size(messages), 1);
+    json_decref(messages);
+}
+
+//  14. fq_smtp_classify on its own: code, text, stage.
+static void test_smtp_classify(void **unused)
+{
+    (void)unused;
+    static const struct {
+        long code;
+        const char *reply;
+        bool in_transaction;
+        fq_delivery_result_t expected;
+    } cases[] = {
+        //  5xx: the message's (permanent) or the session's (transient)
+        {550, "550 5.1.1 no such user", true, FQ_DELIVERY_PERMANENT},
+        {554, "554 5.7.1 rate limit exceeded", true, FQ_DELIVERY_PERMANENT},
+        {535, "535 5.7.8 authentication failed", false, FQ_DELIVERY_TRANSIENT},
+        {554, "554 no service", false, FQ_DELIVERY_TRANSIENT},
+        //  421: always, at the greeting as anywhere
+        {421, "421 4.7.0 [TSS04] Messages temporarily deferred", false, FQ_DELIVERY_THROTTLED},
+        {421, "421 closing", true, FQ_DELIVERY_THROTTLED},
+        {421, "421 4.2.2 mailbox full", true, FQ_DELIVERY_THROTTLED},
+        {421, "421", false, FQ_DELIVERY_THROTTLED},
+        //  451: with 4.7.x only, or words that throttle
+        {451, "451 4.7.500 Server busy", true, FQ_DELIVERY_THROTTLED},
+        {451, "451-4.7.650 The mail server has been temporarily rate limited 451 4.7.650 more",
+         true, FQ_DELIVERY_THROTTLED},
+        {451, "451 4.7.1 Greylisted", true, FQ_DELIVERY_THROTTLED},
+        {451, "451 4.3.0 try later", true, FQ_DELIVERY_TRANSIENT},
+        {451, "451 4.4.7 message delayed", true, FQ_DELIVERY_TRANSIENT},
+        {451, "451 local error", true, FQ_DELIVERY_TRANSIENT},
+        {451, "451 5.7.1 a class not the reply's", true, FQ_DELIVERY_TRANSIENT},
+        {451, "451 4.77 not a code", true, FQ_DELIVERY_TRANSIENT},
+        {451, "451 4.7. not a code", true, FQ_DELIVERY_TRANSIENT},
+        {451, "451 4.7", true, FQ_DELIVERY_TRANSIENT},
+        {451, "451 Rate Limit exceeded", true, FQ_DELIVERY_THROTTLED},
+        //  452, 454: throttled, but for a recipient's mailbox
+        {452, "452 4.3.1 insufficient system storage", true, FQ_DELIVERY_THROTTLED},
+        {452, "452 4.5.3 Too many recipients", true, FQ_DELIVERY_THROTTLED},
+        {452, "452 too busy", true, FQ_DELIVERY_THROTTLED},
+        {452, "452 4.2.2 The email account that you tried to reach is over quota", true,
+         FQ_DELIVERY_TRANSIENT},
+        {454, "454 Throttling failure: Maximum sending rate exceeded", true, FQ_DELIVERY_THROTTLED},
+        {454, "454 4.7.0 TLS not available due to temporary reason", false, FQ_DELIVERY_THROTTLED},
+        //  Other 4xx: by their words
+        {450, "450 4.7.1 Client host rejected: too many connections", true, FQ_DELIVERY_THROTTLED},
+        {450, "450 4.2.1 too many messages for this mailbox", true, FQ_DELIVERY_TRANSIENT},
+        {450, "450 sending ratelimit reached", true, FQ_DELIVERY_THROTTLED},
+        {450, "450 rate-limited", true, FQ_DELIVERY_THROTTLED},
+        {450, "450 4.7.1 you are being THROTTLED", true, FQ_DELIVERY_THROTTLED},
+        {450, "450 4.2.0 Greylisted, see http://postgrey.schweikert.ch/", true,
+         FQ_DELIVERY_TRANSIENT},
+        {450, "450 4.1.8 sender domain not found", true, FQ_DELIVERY_TRANSIENT},
+        {471, "471 unknown", true, FQ_DELIVERY_TRANSIENT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fq_delivery_result_t result =
+            fq_smtp_classify(cases[i].code, cases[i].reply, cases[i].in_transaction);
+        if (result != cases[i].expected)
+            fail_msg("\"%s\" (%s): %d, expected %d", cases[i].reply,
+                     cases[i].in_transaction ? "transaction" : "session", result,
+                     cases[i].expected);
+    }
+}
+
+//  15. fq_transport_curl_failure on its own: what a failure without a
+//  reply counts as, connected or not.
+static void test_curl_failure_classify(void **unused)
+{
+    (void)unused;
+    assert_int_equal(fq_transport_curl_failure(CURLE_COULDNT_CONNECT, false),
+                     FQ_DELIVERY_UNREACHABLE);
+    assert_int_equal(fq_transport_curl_failure(CURLE_COULDNT_RESOLVE_HOST, false),
+                     FQ_DELIVERY_UNREACHABLE);
+    assert_int_equal(fq_transport_curl_failure(CURLE_OPERATION_TIMEDOUT, false),
+                     FQ_DELIVERY_UNREACHABLE);
+    //  Connected, then the time ran out: a slow server, not an absent one
+    assert_int_equal(fq_transport_curl_failure(CURLE_OPERATION_TIMEDOUT, true),
+                     FQ_DELIVERY_TRANSIENT);
+    const CURLcode transient[] = {CURLE_SSL_CONNECT_ERROR,  CURLE_PEER_FAILED_VERIFICATION,
+                                  CURLE_USE_SSL_FAILED,     CURLE_RECV_ERROR,
+                                  CURLE_SEND_ERROR,         CURLE_GOT_NOTHING,
+                                  CURLE_WEIRD_SERVER_REPLY, CURLE_OUT_OF_MEMORY};
+    for (size_t i = 0; i < sizeof transient / sizeof transient[0]; i++) {
+        assert_int_equal(fq_transport_curl_failure(transient[i], true), FQ_DELIVERY_TRANSIENT);
+        assert_int_equal(fq_transport_curl_failure(transient[i], false), FQ_DELIVERY_TRANSIENT);
+    }
+}
+
 // --------------------------------------------------------------------------
 //  file and null
 
@@ -581,7 +786,7 @@ static json_t *s_read_mbox(const char *path)
     return messages;
 }
 
-//  12. The file kind appends mbox records that mail readers can read.
+//  16. The file kind appends mbox records that mail readers can read.
 static void test_file_mbox(void **unused)
 {
     (void)unused;
@@ -628,7 +833,7 @@ static void test_file_mbox(void **unused)
     rmdir(dir);
 }
 
-//  13. The null kind accepts everything, bad messages included.
+//  17. The null kind accepts everything, bad messages included.
 static void test_null_kind(void **unused)
 {
     (void)unused;
@@ -641,7 +846,7 @@ static void test_null_kind(void **unused)
     fq_transport_destroy(&transport);
 }
 
-//  14. Configurations that cannot work are refused at once, with a reason.
+//  18. Configurations that cannot work are refused at once, with a reason.
 static void test_bad_config_refused(void **unused)
 {
     (void)unused;
@@ -693,12 +898,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_smtp_transient, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_smtp_permanent, s_setup, s_teardown),
         cmocka_unit_test(test_smtp_unreachable),
+        cmocka_unit_test_setup_teardown(test_smtp_tls_failure_transient, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_smtp_timeout, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_smtp_server_restart, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_smtp_hangup_on_reuse, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_smtp_auth, s_setup_auth, s_teardown),
         cmocka_unit_test_setup_teardown(test_smtp_starttls_required, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_smtp_bad_message_permanent, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_smtp_throttled, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_smtp_greeting, s_setup, s_teardown),
+        cmocka_unit_test(test_smtp_classify),
+        cmocka_unit_test(test_curl_failure_classify),
         cmocka_unit_test(test_file_mbox),
         cmocka_unit_test(test_null_kind),
         cmocka_unit_test(test_bad_config_refused),

@@ -56,7 +56,8 @@ static int s_reset(void **state)
     (void)state;
     PGconn *conn = PQconnectdb(s_conninfo);
     PGresult *res = PQexec(conn, "TRUNCATE fairq.messages, fairq.rejects,"
-                                 " fairq.recipient_chunks, fairq.requests");
+                                 " fairq.recipient_chunks, fairq.request_destinations,"
+                                 " fairq.requests");
     int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : -1;
     PQclear(res);
     PQfinish(conn);
@@ -175,11 +176,11 @@ static void test_next_ready_many_pages_each_request(void **unused)
         if (tuned)
             assert_int_equal(fq_store_tune_paging(store), 0);
         fq_page_ask_t asks[] = {
-            {requests[0], pending[0][2], 10}, //  after its third: 4..11, minus 5 sent
-            {INT64_MAX, 0, 50},               //  unknown
-            {requests[1], 0, 50},             //  all 3
-            {requests[2], pending[2][24], 5}, //  past its end
-            {requests[3], 0, 7},              //  the first 7
+            {requests[0], pending[0][2], 10, NULL}, //  after its third: 4..11, minus 5 sent
+            {INT64_MAX, 0, 50, NULL},               //  unknown
+            {requests[1], 0, 50, NULL},             //  all 3
+            {requests[2], pending[2][24], 5, NULL}, //  past its end
+            {requests[3], 0, 7, NULL},              //  the first 7
         };
         int nasks = (int)(sizeof asks / sizeof asks[0]);
         int64_t ids[128];
@@ -210,8 +211,13 @@ static void test_next_ready_many_pages_each_request(void **unused)
     int counts[1];
     int64_t none[1];
     assert_int_equal(fq_store_next_ready_many(store, NULL, 0, none, counts), 0);
-    fq_page_ask_t huge = {requests[3], 0, FQ_STORE_PAGE_IDS_MAX + 1};
+    fq_page_ask_t huge = {requests[3], 0, FQ_STORE_PAGE_IDS_MAX + 1, NULL};
     assert_int_equal(fq_store_next_ready_many(store, &huge, 1, none, counts), FQ_EINVAL);
+    //  One query pages by destination or not at all, never both
+    fq_page_ask_t mixed[] = {{requests[1], 0, 5, NULL}, {requests[3], 0, 5, "default"}};
+    int64_t mixed_ids[10];
+    int mixed_counts[2];
+    assert_int_equal(fq_store_next_ready_many(store, mixed, 2, mixed_ids, mixed_counts), FQ_EINVAL);
     for (int i = 0; i < 4; i++)
         free(pending[i]);
     PQfinish(conn);
@@ -622,14 +628,14 @@ static void test_paging_plans_are_bounded(void **unused)
 
     //  Many pages in one statement: the big request's and ten small ones',
     //  each an index scan from its cursor, bounded by its own limit
-    fq_page_ask_t asks[11] = {{big_request, first_pending - 1, S_PAGE}};
+    fq_page_ask_t asks[11] = {{big_request, first_pending - 1, S_PAGE, NULL}};
     PGresult *smalls = fq_test_query(conn,
                                      "SELECT id FROM fairq.requests WHERE status = 'active'"
                                      " AND total = 100 ORDER BY id LIMIT 10",
                                      0);
     assert_int_equal(PQntuples(smalls), 10);
     for (int i = 0; i < 10; i++)
-        asks[i + 1] = (fq_page_ask_t){strtoll(PQgetvalue(smalls, i, 0), NULL, 10), 0, S_PAGE};
+        asks[i + 1] = (fq_page_ask_t){strtoll(PQgetvalue(smalls, i, 0), NULL, 10), 0, S_PAGE, NULL};
     PQclear(smalls);
     int64_t many_ids[11 * S_PAGE];
     int many_counts[11];
@@ -657,6 +663,40 @@ static void test_paging_plans_are_bounded(void **unused)
     assert_int_equal(stats.seq_scans, 0);
     assert_true(stats.examined < 11 * S_ROWS_EXAMINED_MAX);
     free(many);
+
+    //  By destination (0016): the first 25,000 pending messages of the big
+    //  request go to "google", the rest to "default". A page of "default"
+    //  from the cursor walks messages_request_destination_idx straight to
+    //  its own, never reading google's backlog, and google's likewise
+    char last_google[32];
+    fq_test_param(last_google, sizeof last_google, first_pending + 24999);
+    fq_test_exec(conn,
+                 "UPDATE fairq.messages SET destination = 'google'"
+                 " WHERE request_id = $1 AND id BETWEEN $2::bigint AND $3::bigint",
+                 3, big_text, cursor, last_google);
+    fq_test_exec(conn, "ANALYZE fairq.messages", 0);
+    fq_page_ask_t by_destination[] = {{big_request, first_pending - 1, S_PAGE, "default"},
+                                      {big_request, first_pending - 1, S_PAGE, "google"}};
+    int64_t destination_ids[2 * S_PAGE];
+    int destination_counts[2];
+    assert_int_equal(
+        fq_store_next_ready_many(store, by_destination, 2, destination_ids, destination_counts),
+        2 * S_PAGE);
+    assert_int_equal(destination_counts[0], S_PAGE);
+    assert_int_equal(destination_ids[0], first_pending + 25000);
+    assert_int_equal(destination_ids[S_PAGE], first_pending);
+    char *paged_by_destination = s_last_store_query(conn);
+    char two_requests[80], two_afters[80], two_limits[48];
+    snprintf(two_requests, sizeof two_requests, "{%s,%s}", big_text, big_text);
+    snprintf(two_afters, sizeof two_afters, "{%s,%s}", cursor, cursor);
+    snprintf(two_limits, sizeof two_limits, "{%s,%s}", limit, limit);
+    const char *params_destination[] = {two_requests, two_afters, two_limits, "{default,google}"};
+    stats = s_explain(conn, "next_ready_many by destination, past 25,000 of another's",
+                      paged_by_destination, "messages", 4, params_destination);
+    assert_true(stats.index_scans >= 1);
+    assert_int_equal(stats.seq_scans, 0);
+    assert_true(stats.examined < 2 * S_ROWS_EXAMINED_MAX);
+    free(paged_by_destination);
 
     //  Evidence, not asserted: from cursor 0 the page first walks past the
     //  50,000 messages already sent (requests.scan_from would skip them,

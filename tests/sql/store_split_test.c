@@ -538,6 +538,69 @@ static void test_killed_split_leaves_chunk_for_retry(void **unused)
     fq_store_destroy(&store);
 }
 
+//  The resolver of test_split_stamps_destinations: gmail.com and
+//  googlemail.com are "google", yahoo.com "yahoo", any other "default".
+static const char *s_of_domain(const char *domain, void *arg)
+{
+    (void)arg;
+    if (strcmp(domain, "gmail.com") == 0 || strcmp(domain, "googlemail.com") == 0)
+        return "google";
+    return strcmp(domain, "yahoo.com") == 0 ? "yahoo" : NULL;
+}
+
+//  Each message is stamped with its domain's destination (any case of the
+//  domain), "default" when none names it; the request's destinations are
+//  recorded once each, and said back comma-separated, in the split's own
+//  transaction.
+static void test_split_stamps_destinations(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    PGconn *conn = fq_test_connect(s_conninfo);
+    int64_t id = s_submit(store, "[{\"to\":\"a@gmail.com\",\"fields\":{\"name\":\"A\"}},"
+                                 "{\"to\":\"b@GoogleMail.COM\",\"fields\":{\"name\":\"B\"}},"
+                                 "{\"to\":\"c@yahoo.com\",\"fields\":{\"name\":\"C\"}},"
+                                 "{\"to\":\"d@example.org\",\"fields\":{\"name\":\"D\"}},"
+                                 "{\"to\":\"e@gmail.com\",\"fields\":{\"name\":\"E\"}}]");
+    char id_text[32];
+    fq_test_param(id_text, sizeof id_text, id);
+    fq_split_destinations_t destinations = {.of_domain = s_of_domain};
+    fq_split_result_t split;
+    assert_int_equal(fq_store_split_chunk_to(store, id, S_NAME, 1, 1, &destinations, &split), 1);
+    assert_int_equal(split.split, 5);
+    assert_non_null(destinations.written.data);
+    assert_string_equal(destinations.written.data, "google,yahoo,default");
+    char *stamped = fq_test_text(conn,
+                                 "SELECT string_agg(destination, ',' ORDER BY id)"
+                                 " FROM fairq.messages WHERE request_id = $1",
+                                 1, id_text);
+    assert_string_equal(stamped, "google,google,yahoo,default,google");
+    free(stamped);
+    char *recorded = fq_test_text(conn,
+                                  "SELECT string_agg(destination, ',' ORDER BY destination)"
+                                  " FROM fairq.request_destinations WHERE request_id = $1",
+                                  1, id_text);
+    assert_string_equal(recorded, "default,google,yahoo");
+    free(recorded);
+    //  No chunk left: nothing written, nothing said
+    assert_int_equal(fq_store_split_chunk_to(store, id, S_NAME, 1, 1, &destinations, &split), 0);
+    assert_int_equal(destinations.written.size, 0);
+    //  A fixed destination (an http request's host's) takes every message
+    int64_t fixed = s_submit(store, "[{\"to\":\"x@gmail.com\",\"fields\":{\"name\":\"X\"}}]");
+    char fixed_text[32];
+    fq_test_param(fixed_text, sizeof fixed_text, fixed);
+    destinations.fixed = "hooks";
+    assert_int_equal(fq_store_split_chunk_to(store, fixed, S_NAME, 1, 1, &destinations, &split), 1);
+    assert_string_equal(destinations.written.data, "hooks");
+    stamped = fq_test_text(conn, "SELECT destination FROM fairq.messages WHERE request_id = $1", 1,
+                           fixed_text);
+    assert_string_equal(stamped, "hooks");
+    free(stamped);
+    fq_buf_free(&destinations.written);
+    fq_store_destroy(&store);
+    PQfinish(conn);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -547,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_cancelled_request_splits_into_nothing),
         cmocka_unit_test(test_failed_split_leaves_chunk_for_retry),
         cmocka_unit_test(test_killed_split_leaves_chunk_for_retry),
+        cmocka_unit_test(test_split_stamps_destinations),
     };
     return cmocka_run_group_tests(tests, s_group_setup, s_group_teardown);
 }

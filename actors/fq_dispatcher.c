@@ -36,6 +36,7 @@
     back to the scheduler (CREDIT_CHANGED, SETTLED) names the channel too,
     so each of its lanes counts only its own credit. */
 #include "fq_channel.h"
+#include "fq_relay_pace.h"
 #include "fq_db.h"
 #include "fq_dispatch_batch.h"
 #include "fq_intkeys.h"
@@ -71,6 +72,8 @@
 //  ones. The dispatcher's lanes are the channels its senders serve (and
 //  a lane a DISPATCH names), dropped as the last sender of one leaves.
 #define S_SENDER_CHANNELS_MAX 16
+_Static_assert(S_SENDER_CHANNELS_MAX <= FQ_RELAY_PACE_CHANNELS,
+               "a paced sender's channels fit its pace");
 
 //  A sender's credit and load on one channel it serves.
 typedef struct {
@@ -90,6 +93,9 @@ typedef struct {
     uint64_t metrics_id;     //  Its records in fq_metrics (0: none)
     bool batches;            //  Its HELLO listed "batch": it takes MESSAGES
     fq_dispatch_batch_t out; //  What this DISPATCH has for it so far
+    //  Its relay's limit (max_rate in its HELLO): the credit it grants is
+    //  held here and passed on at that rate; NULL: none
+    fq_relay_pace_t *pace;
 } s_sender_t;
 
 typedef struct {
@@ -139,6 +145,11 @@ typedef struct {
     int64_t request_id;
     int64_t tenant_id;
     bool last_attempt; //  A failure now makes it dead (the request's max_attempts)
+    //  Its destination is a named one: a deferral goes back to the
+    //  scheduler, which adapts that destination's budget; "default"'s is
+    //  one budget for every domain not named, so a deferral there is the
+    //  message's own, waiting its back-off in the store
+    bool named_destination;
 } s_flight_t;
 
 typedef struct {
@@ -154,6 +165,7 @@ typedef struct {
     uint64_t *acks; //  Acks gathered for the store
     uint32_t acks_held, acks_capacity;
     bool retry_armed;
+    int64_t pace_at; //  zclock_usecs() the relay pace timer is set for; 0: none
     bool draining;
     fq_metrics_batch_t *metrics; //  NULL without metrics
     bool senders_changed;        //  A sender's credit or in flight changed since the last record
@@ -343,6 +355,7 @@ static void s_sender_free(void **item)
     s_sender_t *sender = *item;
     if (sender) {
         fq_dispatch_batch_release(&sender->out);
+        fq_relay_pace_destroy(&sender->pace);
         free(sender->address);
         free(sender->name);
         free(sender);
@@ -585,6 +598,12 @@ static void s_hello(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     }
     sender->batches = s_capable(hello.capabilities, FQ_SENDER_CAN_BATCH);
     s_hello_channels(sender, hello.capabilities);
+    fq_rate_t relay_rate;
+    if (fq_relay_pace_capability(hello.capabilities, &relay_rate) &&
+        !(sender->pace = fq_relay_pace_new(&relay_rate, zclock_usecs()))) {
+        s_sender_free((void **)&sender);
+        return;
+    }
     sender->metrics_id = fq_metrics_sender_join(self->config->metrics, hello.name, sender->address);
     zhashx_insert(self->senders, sender->address, sender);
     zlistx_add_end(self->turns, sender);
@@ -610,6 +629,45 @@ static s_sender_t *s_known_sender(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t 
     return sender;
 }
 
+//  Passes on as much of a paced sender's held credit as its relay's rate
+//  allows now (fq_relay_pace.h), and sets the pace timer for the rest.
+static void s_pace(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender)
+{
+    if (!sender->pace || sender->leaving)
+        return;
+    int64_t released[FQ_RELAY_PACE_CHANNELS];
+    int64_t now = zclock_usecs();
+    int nchannels = (int)sender->nchannels;
+    if (fq_relay_pace_release(sender->pace, nchannels, released, now) > 0)
+        for (int c = 0; c < nchannels; c++) {
+            s_lane_t *lane = released[c] ? s_lane(self, sender->channels[c].channel) : NULL;
+            if (!lane)
+                continue; //  Out of memory for a lane: that credit is lost, as at s_credit
+            sender->channels[c].credit += released[c];
+            sender->credit += released[c];
+            self->senders_changed = true;
+            if (self->draining)
+                continue;
+            fq_credit_changed_t changed = {.delta = released[c], .channel = lane->channel};
+            fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_credit_changed_desc, &changed);
+        }
+    int64_t wait = fq_relay_pace_wait_us(sender->pace, now);
+    if (wait < 0 || (self->pace_at && self->pace_at <= now + wait))
+        return;
+    int ms = (int)((wait + 999) / 1000);
+    fq_tick_t tick = {.what = FQ_TICK_PACE};
+    if (fq_timer_once(ctx, ms > 0 ? ms : 1, &fq_tick_desc, &tick) > 0)
+        self->pace_at = now + wait;
+}
+
+//  The pace timer: every paced sender's credit that may go on now.
+static void s_pace_all(fq_ctx_t *ctx, s_self_t *self)
+{
+    self->pace_at = 0;
+    for (s_sender_t *sender = zlistx_first(self->turns); sender; sender = zlistx_next(self->turns))
+        s_pace(ctx, self, sender);
+}
+
 static void s_credit(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
     fq_credit_t credit;
@@ -629,10 +687,17 @@ static void s_credit(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         return;
     }
     int64_t granted = credit.n;
-    if (sender->credit + (int64_t)sender->inflight + granted > S_SENDER_CREDIT_MAX)
-        granted = S_SENDER_CREDIT_MAX - sender->credit - (int64_t)sender->inflight;
+    int64_t held = sender->pace ? fq_relay_pace_held(sender->pace) : 0;
+    if (sender->credit + held + (int64_t)sender->inflight + granted > S_SENDER_CREDIT_MAX)
+        granted = S_SENDER_CREDIT_MAX - sender->credit - held - (int64_t)sender->inflight;
     if (granted <= 0)
         return;
+    if (sender->pace) {
+        //  Passed on at its relay's rate (s_pace)
+        fq_relay_pace_hold(sender->pace, c, granted);
+        s_pace(ctx, self, sender);
+        return;
+    }
     sender->channels[c].credit += granted;
     sender->credit += granted;
     self->senders_changed = true;
@@ -662,10 +727,12 @@ static bool s_answered(s_self_t *self, s_sender_t *sender, uint64_t id,
     sender->inflight--;
     channel->inflight--;
     //  The answer gives its credit back, to its channel, except to a
-    //  sender on its way out
-    bool credit_back = !sender->leaving;
+    //  sender on its way out; a paced sender's is held (s_pace)
+    bool credit_back = !sender->leaving && !sender->pace;
     sender->credit += credit_back;
     channel->credit += credit_back;
+    if (sender->pace && !sender->leaving)
+        fq_relay_pace_hold(sender->pace, flight->sender_channel, 1);
     s_settle_t *settle = deferral == FQ_DEFERRAL_THROTTLED     ? &flight->lane->throttled
                          : deferral == FQ_DEFERRAL_UNREACHABLE ? &flight->lane->unreachable
                                                                : &flight->lane->done;
@@ -686,6 +753,7 @@ static void s_ack_one(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, uint64_
         s_stray(ctx, self, sender, id, "an ACK");
         return;
     }
+    s_pace(ctx, self, sender);
     self->acked++;
     if (self->acks_held == self->acks_capacity) {
         uint32_t capacity = self->acks_capacity ? self->acks_capacity * 2 : S_ANSWER_BATCH;
@@ -746,27 +814,32 @@ static void s_nack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     if (!sender)
         return;
     //  A deferral (the receiver throttles, or could not be reached) is
-    //  no failure of the message: nothing is written, it stays pending
-    //  with its attempts, and goes back to the scheduler, which slows its
-    //  destination down and sends it again within the new budget. A
-    //  permanent answer is never one.
+    //  no failure of the message: it costs no attempt. To a named
+    //  destination nothing is written: it stays pending and goes back to
+    //  the scheduler, which slows that destination down and sends it again
+    //  within the new budget. To "default" (every domain not named, one
+    //  budget that one receiver must not slow down for all) it waits its
+    //  own back-off in the store, as a failed message would. A permanent
+    //  answer is never one.
     uint32_t deferral = nack.permanent || (nack.deferral != FQ_DEFERRAL_THROTTLED &&
                                            nack.deferral != FQ_DEFERRAL_UNREACHABLE)
                             ? FQ_DEFERRAL_NONE
                             : nack.deferral;
     s_flight_t *flight = fq_intkey_lookup(self->inflight, nack.id);
     s_lane_t *lane = flight ? flight->lane : NULL;
+    uint32_t deferred_here = flight && flight->named_destination ? deferral : FQ_DEFERRAL_NONE;
     if (!s_answered(self, sender, nack.id,
                     deferral         ? FQ_METRICS_REQUEUED
                     : nack.permanent ? FQ_METRICS_DEAD
                                      : FQ_METRICS_FAILED,
-                    deferral)) {
+                    deferred_here)) {
         s_stray(ctx, self, sender, nack.id, "a NACK");
         return;
     }
+    s_pace(ctx, self, sender);
     self->nacked++;
-    if (deferral) {
-        self->deferred++;
+    self->deferred += deferral != FQ_DEFERRAL_NONE;
+    if (deferred_here) {
         //  The receiver's Retry-After holds the whole destination
         if (deferral == FQ_DEFERRAL_THROTTLED && nack.retry_after_s > lane->throttled.retry_after_s)
             lane->throttled.retry_after_s = nack.retry_after_s;
@@ -778,7 +851,8 @@ static void s_nack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     fq_store_nack_t store = {.id = nack.id,
                              .permanent = nack.permanent,
                              .error = nack.error,
-                             .retry_after_s = nack.retry_after_s};
+                             .retry_after_s = nack.retry_after_s,
+                             .deferral = deferral};
     fq_tell(ctx, FQ_PATH_STORE, &fq_store_nack_desc, &store);
     s_flush_answers(ctx, self);
     s_sender_check_left(ctx, self, sender);
@@ -1035,6 +1109,28 @@ static void s_batch_send(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, s_la
 //  subject and body taken (and block, what its to and headers point into,
 //  NULL when they are borrowed), or -1 (out of memory) with the pick
 //  settled to be sent again.
+//  Message id of row goes to sender (its channel index channel): flight
+//  (allocated) holds what its answer needs, and the sender's credit pays.
+static void s_take_off(s_self_t *self, s_flight_t *flight, s_sender_t *sender, int channel,
+                       s_lane_t *lane, uint64_t id, const fq_message_row_t *row,
+                       const s_templates_t *templates)
+{
+    *flight = (s_flight_t){sender,
+                           lane,
+                           channel,
+                           row->request_id,
+                           row->tenant_id,
+                           row->try_count + 1 >= templates->max_attempts,
+                           row->named_destination};
+    fq_intkey_insert(self->inflight, id, flight);
+    sender->credit--;
+    sender->inflight++;
+    sender->channels[channel].credit--;
+    sender->channels[channel].inflight++;
+    self->sent++;
+    self->senders_changed = true;
+}
+
 static int s_batch_add(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, int channel,
                        s_lane_t *lane, const fq_message_t *message, const fq_message_row_t *row,
                        const s_templates_t *templates, int64_t now_ms, void *block)
@@ -1049,16 +1145,7 @@ static int s_batch_add(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, int ch
                      (uint64_t)row->tenant_id, 1);
         return -1;
     }
-    *flight = (s_flight_t){sender,         lane,
-                           channel,        row->request_id,
-                           row->tenant_id, row->try_count + 1 >= templates->max_attempts};
-    fq_intkey_insert(self->inflight, message->id, flight);
-    sender->credit--;
-    sender->inflight++;
-    sender->channels[channel].credit--;
-    sender->channels[channel].inflight++;
-    self->sent++;
-    self->senders_changed = true;
+    s_take_off(self, flight, sender, channel, lane, message->id, row, templates);
     if (fq_dispatch_batch_full(&sender->out))
         s_batch_send(ctx, self, sender, lane);
     return 0;
@@ -1190,20 +1277,11 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store, s_lane_
             free(flight);
             s_settle_add(&lane->requeue, id, request, tenant, 1);
         } else {
-            *flight = (s_flight_t){sender,         lane,
-                                   channel,        row->request_id,
-                                   row->tenant_id, row->try_count + 1 >= templates->max_attempts};
-            fq_intkey_insert(self->inflight, id, flight);
-            sender->credit--;
-            sender->inflight++;
-            sender->channels[channel].credit--;
-            sender->channels[channel].inflight++;
-            self->sent++;
+            s_take_off(self, flight, sender, channel, lane, id, row, templates);
             //  The latency counts to a message's first attempt only
             fq_metrics_batch_dispatched(self->metrics, row->tenant_id, row->request_id,
                                         sender->metrics_id,
                                         row->try_count == 0 ? s_latency_ms(templates, now_ms) : -1);
-            self->senders_changed = true;
         }
     }
     s_rendered_free(&rendered);
@@ -1432,9 +1510,14 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
             s_sender_gone(ctx, self, sender, *terminated.reason ? terminated.reason : "stopped");
         break;
     }
-    case FQ_MSG_TICK:
-        s_retry(ctx, self);
+    case FQ_MSG_TICK: {
+        fq_tick_t tick;
+        if (fq_msg_decode(msg, &fq_tick_desc, &tick) == 0 && tick.what == FQ_TICK_PACE)
+            s_pace_all(ctx, self);
+        else
+            s_retry(ctx, self);
         break;
+    }
     case FQ_MSG_DRAIN: {
         //  From here on nothing new goes out; answers still come in
         if (!self->draining)

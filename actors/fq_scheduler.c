@@ -287,6 +287,19 @@ static int s_release(fq_ctx_t *ctx, s_self_t *self, fq_lane_t *lane, int64_t mos
     uint32_t n = 0;
     fq_pick_t pick;
     while (n < S_DISPATCH_BATCH && n < most && fq_fairness_next(lane->fairness, &pick)) {
+        //  In flight already (its request paged again, a retry claimed
+        //  again while it waited for its destination's budget): sent once
+        //  is enough, and its lane stays the one it went out in
+        if (fq_intkey_lookup(self->flying, (uint64_t)pick.message_id)) {
+            fq_fairness_done(lane->fairness, pick.tenant_id);
+            continue;
+        }
+        //  Its SETTLED names the channel only: the lane is remembered here
+        if (fq_intkey_insert(self->flying, (uint64_t)pick.message_id, lane) != 0) {
+            fq_fairness_push(lane->fairness, pick.request_id, pick.tenant_id, pick.message_id);
+            fq_fairness_done(lane->fairness, pick.tenant_id);
+            break; //  Out of memory: it waits in the lane
+        }
         messages[n] = (uint64_t)pick.message_id;
         requests[n] = (uint64_t)pick.request_id;
         tenants[n] = (uint64_t)pick.tenant_id;
@@ -301,16 +314,13 @@ static int s_release(fq_ctx_t *ctx, s_self_t *self, fq_lane_t *lane, int64_t mos
     if (fq_tell(ctx, FQ_PATH_DISPATCHER, &fq_dispatch_desc, &dispatch) != 0) {
         //  The dispatcher is away (restarting): the picks wait in memory
         for (uint32_t i = n; i-- > 0;) {
+            fq_intkey_delete(self->flying, messages[i]);
             fq_fairness_push(lane->fairness, (int64_t)requests[i], (int64_t)tenants[i],
                              (int64_t)messages[i]);
             fq_fairness_done(lane->fairness, (int64_t)tenants[i]);
         }
         return -1;
     }
-    //  Its SETTLED names the channel only: the lane is remembered here
-    for (uint32_t i = 0; i < n; i++)
-        if (fq_intkey_insert(self->flying, messages[i], lane) != 0)
-            fq_intkey_update(self->flying, messages[i], lane);
     lane->channel->credit -= n;
     lane->budget->inflight += n;
     lane->budget->sent += n;
@@ -488,11 +498,10 @@ static void s_count_submitted(s_self_t *self, const fq_due_request_t *due)
     fq_metrics_batch_submitted(self->metrics, due->tenant_id, due->total);
 }
 
-//  Takes in one open request seen by a poll. Returns true when it is new
-//  to this scheduler: the lanes of the destinations it has messages in, if
-//  any, are then read (s_join_stored); later chunks name theirs in
-//  SPLIT_DONE.
-static bool s_open(s_self_t *self, const fq_due_request_t *due)
+//  Takes in one open request seen by a poll. The lanes of the destinations
+//  it has messages in, if any, are read by the caller (s_join_stored);
+//  later chunks name theirs in SPLIT_DONE.
+static void s_open(s_self_t *self, const fq_due_request_t *due)
 {
     s_known_t *known = fq_intkey_lookup(self->known, due->id);
     if (known && known->priority != due->priority) {
@@ -507,7 +516,7 @@ static bool s_open(s_self_t *self, const fq_due_request_t *due)
     if (!known) {
         known = calloc(1, sizeof *known);
         if (!known)
-            return false; //  Out of memory: it waits in the database for a later poll
+            return; //  Out of memory: it waits in the database for a later poll
         *known = (s_known_t){.tenant_id = due->tenant_id,
                              .priority = due->priority,
                              .splitter = -1,
@@ -543,7 +552,6 @@ static bool s_open(s_self_t *self, const fq_due_request_t *due)
     known->epoch = self->epoch;
     if (!due->split_done && !known->split_done)
         s_split_queue(self, due->id, known);
-    return fresh;
 }
 
 static void s_join_one(int64_t request_id, const char *destination, void *arg)
@@ -557,12 +565,20 @@ static void s_join_one(int64_t request_id, const char *destination, void *arg)
     }
 }
 
-//  The requests ids (count of them), new to the scheduler, take part in
-//  the lanes of the destinations they have messages in. Returns 0 or -1
+//  The requests ids (count of them), which have messages but take part in
+//  no lane yet (new to the scheduler, or whose lanes were never heard of),
+//  take part in the lanes of the destinations they have messages in. A
+//  request none are recorded for has its messages in "default": split by
+//  a splitter before 0016's fairq.request_destinations. Returns 0 or -1
 //  when the database failed (they are read again at the next full poll).
 static int s_join_stored(s_self_t *self, fq_store_t *store, const int64_t *ids, size_t count)
 {
     int n = fq_store_request_destinations(store, ids, count, s_join_one, self);
+    for (size_t i = 0; n >= 0 && i < count; i++) {
+        s_known_t *known = fq_intkey_lookup(self->known, (uint64_t)ids[i]);
+        if (known && known->nlanes == 0)
+            s_join_one(ids[i], FQ_STORE_DESTINATION_DEFAULT, self);
+    }
     if (n < 0) {
         fq_db_failed(self->db, n);
         //  Forgotten, so that the next poll finds them new again
@@ -696,11 +712,15 @@ static int s_read_open(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store, bool fu
         }
         fq_lanes_configure(self->lanes, self->budgets, (size_t)budgets, zclock_usecs());
     }
-    //  The new ones' destinations are read at once, for all of them
+    //  The lanes of those with messages and no lane yet (new ones, or
+    //  one whose SPLIT_DONE was lost) are read at once, for all of them
     size_t nfresh = 0;
-    for (int i = 0; i < n; i++)
-        if (s_open(self, &self->due[i]) && self->due[i].any_split)
+    for (int i = 0; i < n; i++) {
+        s_open(self, &self->due[i]);
+        s_known_t *known = fq_intkey_lookup(self->known, self->due[i].id);
+        if (known && known->nlanes == 0 && self->due[i].any_split)
             self->fresh[nfresh++] = self->due[i].id;
+    }
     if (nfresh > 0 && s_join_stored(self, store, self->fresh, nfresh) != 0)
         return -1;
     s_split_feed(ctx, self);
@@ -776,7 +796,10 @@ static void s_look_at_one(fq_ctx_t *ctx, s_self_t *self, int64_t request_id)
     if (n == 1) {
         //  A request just submitted has no messages yet: its lanes come
         //  with its chunks, and a newcomer waits for no extra query
-        if (s_open(self, &due) && due.any_split && s_join_stored(self, store, &due.id, 1) != 0)
+        s_open(self, &due);
+        s_known_t *known = fq_intkey_lookup(self->known, due.id);
+        if (known && known->nlanes == 0 && due.any_split &&
+            s_join_stored(self, store, &due.id, 1) != 0)
             return;
         s_split_feed(ctx, self);
     } else if (fq_intkey_lookup(self->known, request_id))

@@ -202,7 +202,8 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
         self->nacks[self->nnacks++] = (fq_nack_t){.id = (int64_t)nack.id,
                                                   .permanent = nack.permanent,
                                                   .error = error,
-                                                  .retry_after_s = nack.retry_after_s};
+                                                  .retry_after_s = nack.retry_after_s,
+                                                  .deferred = nack.deferral != 0};
         s_after_add(ctx, self);
         return 0;
     }

@@ -17,6 +17,9 @@
 //  welcomed with protocol 2 or later.
 #define FQ_SENDER_PROTOCOL  2
 #define FQ_SENDER_CAN_BATCH "batch"
+//  A capability "max_rate=14/s": the sender's relay takes no more than
+//  that rate, and fairqd hands it no more (actors/fq_relay_pace.h).
+#define FQ_SENDER_CAN_MAX_RATE "max_rate="
 
 //  A NACK's deferral (and a SETTLED's): the message did not fail, the
 //  moment did. It costs no attempt and goes out again once its

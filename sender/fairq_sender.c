@@ -38,6 +38,7 @@
 #include "fq_error.h"
 #include "fq_gateway.h"
 #include "fq_log.h"
+#include "fq_rate.h"
 #include "fq_sender.h"
 #include "fq_sender_keys.h"
 #include <signal.h>
@@ -187,7 +188,15 @@ static int s_run(fq_config_t *config, sigset_t *signals)
         snprintf(name, sizeof name, "sender-%.32s-%d", host, (int)getpid());
     }
 
-    fq_sender_config_t sender = {.name = name, .version = FQ_VERSION, .concurrency = concurrency};
+    //  Its relay's limit, written back the one way fairqd reads it
+    char max_rate[FQ_RATE_TEXT_SIZE] = "";
+    fq_rate_t rate;
+    char problem[128];
+    if (fq_rate_parse(fq_config_str(config, FQ_SENDER_KEY_MAX_RATE), &rate, problem,
+                      sizeof problem) == 0)
+        fq_rate_format(&rate, max_rate);
+    fq_sender_config_t sender = {
+        .name = name, .version = FQ_VERSION, .concurrency = concurrency, .max_rate = max_rate};
     char channel_names[FQ_SENDER_CHANNELS_MAX][FQ_SENDER_CHANNEL_NAME_MAX + 1];
     char error[S_ERROR_SIZE];
     if (fq_sender_channels_from(config, &sender, channel_names) != 0) {

@@ -146,7 +146,7 @@ static void s_config_free(void *arg)
     fq_sender_config_t *config = arg;
     if (!config)
         return;
-    const char *strings[] = {config->dispatcher, config->name, config->version};
+    const char *strings[] = {config->dispatcher, config->name, config->version, config->max_rate};
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
         free((char *)strings[i]);
     s_transport_free(&config->transport);
@@ -194,6 +194,7 @@ static fq_sender_config_t *s_config_dup(const fq_sender_config_t *config)
     copy->dispatcher = s_dup(config->dispatcher, &failed);
     copy->name = s_dup(config->name, &failed);
     copy->version = s_dup(config->version, &failed);
+    copy->max_rate = s_dup(config->max_rate, &failed);
     s_transport_dup(&copy->transport, &config->transport, &failed);
     const fq_sender_channel_t email = {FQ_CHANNEL_EMAIL, config->transport, 0};
     const fq_sender_channel_t *channels = config->nchannels > 0 ? config->channels : &email;
@@ -397,6 +398,8 @@ int fq_sender_capabilities(const fq_sender_config_t *config, char *out, size_t s
         S_TOKEN("", FQ_SENDER_CAN_BATCH);
     for (int i = 0; i < nchannels && fits; i++)
         S_TOKEN(FQ_SENDER_CAN_CHANNEL, channels[i].name);
+    if (fits && config->max_rate && *config->max_rate)
+        S_TOKEN(FQ_SENDER_CAN_MAX_RATE, config->max_rate);
 #undef S_TOKEN
     if (!fits || used + 1 > size)
         return FQ_ETOOBIG;

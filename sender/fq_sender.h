@@ -74,6 +74,9 @@ typedef struct {
     int nchannels;
     fq_sender_channel_t channels[FQ_SENDER_CHANNELS_MAX];
     fq_transport_config_t transport;
+    //  Its relay's limit as fq_rate.h writes it ("14/s"), said in HELLO
+    //  as FQ_SENDER_CAN_MAX_RATE; NULL or "": none
+    const char *max_rate;
 } fq_sender_config_t;
 
 //  Whether name may name a channel (see FQ_SENDER_CHANNEL_NAME_MAX).

@@ -3,6 +3,7 @@
 #include "fq_sender_keys.h"
 #include "fq_address.h"
 #include "fq_error.h"
+#include "fq_rate.h"
 #include <string.h>
 
 //  Room for what the gateway finds wrong with a connect list (it quotes
@@ -87,6 +88,11 @@ static int s_check(fq_config_t *config, char *error, size_t size)
                                "invalid value for \"name\": %s is not a valid system name (1 to "
                                "%d letters, digits, '.', '_' or '-')",
                                fq_config_quote(quoted, name), FQ_NAME_MAX);
+    const char *max_rate = fq_config_str(config, FQ_SENDER_KEY_MAX_RATE);
+    fq_rate_t rate;
+    if (*max_rate && fq_rate_parse(max_rate, &rate, problem, sizeof problem) != 0)
+        return fq_config_error(config, FQ_SENDER_KEY_MAX_RATE, error, size,
+                               "invalid value for \"max_rate\": %s", problem);
     return s_check_channels(config, error, size);
 }
 

@@ -72,6 +72,9 @@
     X(CHANNEL_CONCURRENCY, channel_concurrency, STRING, "", 0, 0, NULL,                            \
       "NAME:N[,NAME:N...] workers of the channels named (" FQ_SENDER_POOL_RANGE " each) instead "  \
       "of concurrency, e.g. http:200,sms:4")                                                       \
+    X(MAX_RATE, max_rate, STRING, "", 0, 0, NULL,                                                  \
+      "most messages this sender's relay takes, COUNT/s, /min, /h or /d (an SES account's "        \
+      "sending rate, say): fairqd hands it no more; empty: no limit")                              \
     X(TRANSPORT, transport, CHOICE, "smtp", 0, 0, "smtp|file|null|exec",                           \
       "the email channel's: smtp: to a relay; file: appended to an mbox; null: dropped "           \
       "(benchmarks); exec: exec_command")                                                          \

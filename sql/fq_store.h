@@ -615,6 +615,9 @@ typedef struct {
     const char *recipient;
     const char *fields; //  JSON object of the recipient's fields
     int try_count;      //  Attempts made before this one
+    //  Its destination is a named one (0016), not "default": the scheduler
+    //  adapts a named destination's budget to the receiver's deferrals
+    bool named_destination;
 } fq_message_row_t;
 
 //  Rows and strings are one block, owned by the caller.
@@ -643,6 +646,10 @@ typedef struct {
     //  The receiver asked for no retry before this many seconds (HTTP's
     //  Retry-After); 0: no such wish
     uint32_t retry_after_s;
+    //  Deferred by the receiver (throttling, or not reached): no attempt
+    //  is counted and it never dies of it; it waits its back-off (or the
+    //  Retry-After) as a failed message would
+    bool deferred;
 } fq_nack_t;
 
 typedef struct {

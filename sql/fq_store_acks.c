@@ -70,22 +70,29 @@ int fq_store_ack_batch(fq_store_t *self, const int64_t *ids, size_t count)
 //  beyond the policy's cap.
 static const char *const S_NACK_SQL =
     "WITH input AS ("
-    "  SELECT * FROM unnest($1::bigint[], $2::boolean[], $3::text[], $7::bigint[])"
-    "   AS n(id, permanent, error, retry_after)),"
+    "  SELECT * FROM unnest($1::bigint[], $2::boolean[], $3::text[], $7::bigint[],"
+    "                       $8::boolean[])"
+    "   AS n(id, permanent, error, retry_after, deferred)),"
     " nacked AS ("
     "  UPDATE fairq.messages m SET"
-    "    try_count = m.try_count + 1, last_attempt_at = now(), updated_at = now(),"
+    //  A deferral costs no attempt (0016): the count stays, and it never
+    //  makes the message dead
+    "    try_count = m.try_count + CASE WHEN i.deferred THEN 0 ELSE 1 END,"
+    "    last_attempt_at = now(), updated_at = now(),"
     "    last_error = left(i.error, 2000), claimed_epoch = NULL,"
-    "    status = CASE WHEN i.permanent OR m.try_count + 1 >= r.max_attempts"
+    "    status = CASE WHEN NOT i.deferred AND (i.permanent OR m.try_count + 1 >= r.max_attempts)"
     "                  THEN 'dead' ELSE 'failed' END::fairq.message_status,"
-    "    next_attempt_at = CASE WHEN i.permanent OR m.try_count + 1 >= r.max_attempts THEN NULL"
+    "    next_attempt_at = CASE WHEN NOT i.deferred"
+    "                            AND (i.permanent OR m.try_count + 1 >= r.max_attempts) THEN NULL"
     "      ELSE now() + make_interval(secs => greatest(least($5::float8,"
     "             $4::float8 * power(2, m.try_count)) * (0.5 + random() / 2) / 1000,"
     "             coalesce(i.retry_after, 0)::float8)) END"
-    "  FROM input i, fairq.requests r"
-    "  WHERE m.id = i.id AND r.id = m.request_id AND m.status IN ('pending', 'failed')"
-    "    AND (SELECT fairq.check_epoch($6::bigint))"
-    "  RETURNING m.request_id, m.status, m.try_count > 1 AS was_failed),"
+    //  o is the row as it was: whether it was failed before this answer
+    //  (a deferred one is failed with no attempt counted)
+    "  FROM input i, fairq.requests r, fairq.messages o"
+    "  WHERE m.id = i.id AND o.id = i.id AND r.id = m.request_id"
+    "    AND m.status IN ('pending', 'failed') AND (SELECT fairq.check_epoch($6::bigint))"
+    "  RETURNING m.request_id, m.status, o.status = 'failed' AS was_failed),"
     " counted AS (UPDATE fairq.requests r SET"
     "    failed = r.failed + c.failed - c.retried, dead = r.dead + c.dead, updated_at = now()"
     "  FROM (SELECT request_id, count(*) AS n,"
@@ -101,11 +108,12 @@ int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
 {
     if (count == 0)
         return 0;
-    fq_buf_t ids = {0}, permanent = {0}, errors = {0}, waits = {0};
+    fq_buf_t ids = {0}, permanent = {0}, errors = {0}, waits = {0}, deferred = {0};
     int mem = fq_store_id_array(&ids, &nacks[0].id, count, sizeof *nacks);
-    mem |=
-        fq_buf_add(&permanent, "{", 1) | fq_buf_add(&errors, "{", 1) | fq_buf_add(&waits, "{", 1);
+    mem |= fq_buf_add(&permanent, "{", 1) | fq_buf_add(&errors, "{", 1) |
+           fq_buf_add(&waits, "{", 1) | fq_buf_add(&deferred, "{", 1);
     for (size_t i = 0; i < count && mem == 0; i++) {
+        mem |= fq_buf_printf(&deferred, "%s%c", i ? "," : "", nacks[i].deferred ? 't' : 'f');
         mem |= fq_buf_printf(&waits, "%s%lu", i ? "," : "", (unsigned long)nacks[i].retry_after_s);
         mem |= fq_buf_add(&permanent,
                           i ? (nacks[i].permanent ? ",t" : ",f") : (nacks[i].permanent ? "t" : "f"),
@@ -115,20 +123,21 @@ int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
         mem |= clean ? fq_store_array_text(&errors, clean) : -1;
         free(clean);
     }
-    mem |=
-        fq_buf_add(&permanent, "}", 1) | fq_buf_add(&errors, "}", 1) | fq_buf_add(&waits, "}", 1);
+    mem |= fq_buf_add(&permanent, "}", 1) | fq_buf_add(&errors, "}", 1) |
+           fq_buf_add(&waits, "}", 1) | fq_buf_add(&deferred, "}", 1);
     char base[FQ_STORE_INT_TEXT], cap[FQ_STORE_INT_TEXT];
     snprintf(base, sizeof base, "%d", policy->base_ms);
     snprintf(cap, sizeof cap, "%d", policy->cap_ms);
     const char *params[] = {ids.data, permanent.data,       errors.data, base,
-                            cap,      fq_store_fence(self), waits.data};
+                            cap,      fq_store_fence(self), waits.data,  deferred.data};
     PGresult *res = NULL;
     int rc;
     if (mem)
         rc = fq_store_fail(self, FQ_ENOMEM, "out of memory");
     else
-        res = fq_store_query(self, S_NACK_SQL, 7, params, PGRES_TUPLES_OK, "apply nacks", &rc);
+        res = fq_store_query(self, S_NACK_SQL, 8, params, PGRES_TUPLES_OK, "apply nacks", &rc);
     fq_buf_free(&ids);
+    fq_buf_free(&deferred);
     fq_buf_free(&waits);
     fq_buf_free(&permanent);
     fq_buf_free(&errors);

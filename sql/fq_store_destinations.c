@@ -357,9 +357,17 @@ static int s_write(fq_store_t *self, const s_arrays_t *arrays, size_t ndomains, 
 {
     const char *upsert[] = {arrays->names.data, arrays->counts.data, arrays->periods.data,
                             arrays->bursts.data, arrays->inflights.data};
+    //  Writes of destinations take turns, so that the count below sees
+    //  every other write's (a transaction's lock: right behind a pooler)
     int rc;
+    PGresult *res =
+        fq_store_query(self, "SELECT pg_advisory_xact_lock(hashtext('fairq.destinations'))", 0,
+                       NULL, PGRES_TUPLES_OK, "wait for other writes of destinations", &rc);
+    if (!res)
+        return rc;
+    PQclear(res);
     //  Every field replaced: what a write leaves out is none (NULL)
-    PGresult *res = fq_store_query(
+    res = fq_store_query(
         self,
         "INSERT INTO fairq.destinations AS d (name, rate_count, rate_period_s, burst,"
         " max_inflight)"

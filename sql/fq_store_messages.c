@@ -658,7 +658,8 @@ int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
     const char *params[] = {array.data, fq_store_fence(self)};
     PGresult *res = fq_store_query(
         self,
-        "SELECT m.id, m.request_id, m.tenant_id, m.recipient, m.fields, m.try_count"
+        "SELECT m.id, m.request_id, m.tenant_id, m.recipient, m.fields, m.try_count,"
+        " m.destination <> 'default'"
         " FROM fairq.messages m WHERE m.id = ANY($1::bigint[])"
         //  A cancel makes its messages 'cancelled' in the same
         //  transaction, so a pick of a request cancelled since it was
@@ -690,7 +691,8 @@ int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
         rows[i] = (fq_message_row_t){.id = fq_store_int64(res, i, 0),
                                      .request_id = fq_store_int64(res, i, 1),
                                      .tenant_id = fq_store_int64(res, i, 2),
-                                     .try_count = (int)fq_store_int64(res, i, 5)};
+                                     .try_count = (int)fq_store_int64(res, i, 5),
+                                     .named_destination = PQgetvalue(res, i, 6)[0] == 't'};
         for (int col = 3; col <= 4; col++) {
             size_t len = (size_t)PQgetlength(res, i, col);
             memcpy(text, PQgetvalue(res, i, col), len + 1);

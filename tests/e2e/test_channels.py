@@ -19,9 +19,9 @@ that one failing does not hide how the others fare):
      webhooks with their URL fields percent-encoded, their JSON body
      fields escaped and their signatures verified; both requests end done;
   4. 429 with Retry-After: N is the receiver throttling: it costs the
-     message no attempt and holds its destination (here the sink's host)
-     at least N seconds, and the message is delivered then; 500 is
-     retried; 400 makes
+     message no attempt, the message waits at least N seconds (its
+     destination, the sink's host, is named by none: "default"'s budget is
+     not slowed for it) and is delivered then; 500 is retried; 400 makes
      the message dead with the status and the answer's text as its
      last_error, as GET /v1/messages shows it;
   3. a stuck relay (the SMTP sink stopped with SIGSTOP: connections are
@@ -448,7 +448,7 @@ class ChannelsTest(E2ETest):
         self.assertEqual(header(k429[0], "webhook-id"), header(k429[1], "webhook-id"),
                          "webhook-id changed between attempts")
         # A 429 is the receiver throttling: a deferral, which costs no
-        # attempt, and its Retry-After held the whole destination
+        # attempt
         self.assertEqual((messages["k429"]["status"], messages["k429"]["attempts"]),
                          ("sent", 1), messages["k429"])
 

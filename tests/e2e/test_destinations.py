@@ -31,6 +31,10 @@ One fairqd run, the scenarios one after the other (each a subTest):
      6 throttled and 6 deferred, and the first look that shows them shows
      the destination "throttled" below its configured 50/s; /metrics has
      fairq_destination_throttled_total{destination="busy"} 6.
+  4. A relay's limit: a sender started with --max-rate 10/s (and 20
+     workers) is handed no more than 10 messages a second: 40 messages to
+     an unlimited destination arrive at 10/s (7..11.5/s past the first
+     second's burst; unpaced, hundreds a second), each at attempt 1.
   3. Config errors are refused: a rate "fast", burst without a rate, and a
      domain another destination owns (for a new destination, and for
      "slow", whose own row the refused write must not leave changed) are
@@ -91,6 +95,13 @@ BUSY_RULES = {"rules": [
 BUSY_THROTTLES = sum(rule["times"] for rule in BUSY_RULES["rules"])
 BUSY_TIMEOUT_S = 40
 LOOK_EVERY_S = 0.1  # How often GET /v1/destinations/busy is asked meanwhile
+
+# Scenario 4: a sender whose relay takes 10 a second (fairq-sender's
+# max_rate), and 20 workers that could go far faster
+RELAY_RATE = "10/s"
+N_RELAY = 40
+RELAY_BURST = 10  # One second's worth: the first 10 may go at once
+RELAY_RATE_MIN, RELAY_RATE_MAX = 7.0, 11.5
 
 # How long the scheduler may take to report a change (a few polls)
 REPORT_TIMEOUT_S = 10
@@ -207,6 +218,8 @@ class DestinationsTest(E2ETest):
             self.scenario_rate()
         with self.subTest("scenario 2: throttling replies slow a destination, cost no attempt"):
             self.scenario_throttling()
+        with self.subTest("scenario 4: a sender is handed no more than its relay takes"):
+            self.scenario_relay_limit()
         with self.subTest("scenario 3: bad destination configurations are refused"):
             self.scenario_refused()
         self.note(f"whole run {time.monotonic() - started:.1f} s")
@@ -286,7 +299,7 @@ class DestinationsTest(E2ETest):
         # connection is turned away: the connect rule applies exactly once
         self.assertEqual(h.stop(self.sender), 0, "sender s1 did not stop cleanly")
         sink = h.start_sink("busy_sink", rules=BUSY_RULES)
-        h.start_sender("s2", sink, CONCURRENCY)
+        self.busy_sender = h.start_sender("s2", sink, CONCURRENCY)
         before = self.destination("busy")
         self.assertEqual((before["live"]["state"], before["live"]["effective_rate"],
                           before["live"]["throttled"], before["live"]["deferred"]),
@@ -332,6 +345,30 @@ class DestinationsTest(E2ETest):
                          (BUSY_THROTTLES, BUSY_THROTTLES), after)
         self.assertEqual(throttled_total, BUSY_THROTTLES,
                          'fairq_destination_throttled_total{destination="busy"}')
+
+    # -----------------------------------------------------------------
+    # 4. A relay's limit
+
+    def scenario_relay_limit(self):
+        h = self.h
+        self.assertEqual(h.stop(self.busy_sender), 0, "sender s2 did not stop cleanly")
+        sink = h.start_sink("relay_sink")
+        h.start_sender("s3", sink, CONCURRENCY, extra=["--max-rate", RELAY_RATE])
+        recipients = [f"r{i}@fast.example" for i in range(N_RELAY)]
+        submitted_at = time.time()
+        rid = self.submit("a", recipients)
+        self.wait_done(rid, RUN_TIMEOUT_S, "the request to the paced sender")
+        records = sink.records()
+        arrived = sorted(r["t"] - submitted_at for r in records)
+        rate = (len(arrived) - RELAY_BURST) / (arrived[-1] - arrived[RELAY_BURST - 1])
+        self.note(f"sender s3 at {RELAY_RATE}: {len(records)} delivered, "
+                  f"{arrived[0]:.2f} .. {arrived[-1]:.2f} s after the submit, {rate:.2f}/s "
+                  f"past the first {RELAY_BURST}")
+        self.assertEqual(sorted(to for r in records for to in r["to"]), sorted(recipients),
+                         "each recipient delivered exactly once")
+        self.assertGreaterEqual(rate, RELAY_RATE_MIN, "the paced sender went slower than 10/s")
+        self.assertLessEqual(rate, RELAY_RATE_MAX, "the paced sender was handed more than 10/s")
+        self.check_first_attempt([rid], N_RELAY)
 
     # -----------------------------------------------------------------
     # 3. Refused configurations

@@ -61,6 +61,11 @@ expect 2 'invalid value for "connect": endpoint 2 of' --connect tcp://a:1, --ins
 many=$(printf 'tcp://h:%d,' $(seq 1 17))
 expect 2 'invalid value for "connect": more than 16 endpoints' --connect "${many%,}" --insecure \
     --transport null
+# A relay's limit that does not read: refused at start, never said to fairqd
+expect 2 'flag --max-rate: invalid value for "max_rate": rate "14/x": unknown unit "x"' \
+    "${C[@]}" --insecure --transport null --max-rate 14/x
+expect 2 'invalid value for "max_rate": rate "0/s"' \
+    "${C[@]}" --insecure --transport null --max-rate 0/s
 expect 2 'flag --concurrency: invalid value for "concurrency": 0 is out of range (1..200)' \
     "${C[@]}" --insecure --transport null --concurrency 0
 expect 2 'flag --concurrency: invalid value for "concurrency": "abc" is not an integer' \

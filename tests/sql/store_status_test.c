@@ -253,10 +253,10 @@ static void test_permanent_nack_is_dead(void **unused)
     assert_non_null(long_error);
     memset(long_error, 'e', 3 * S_ERROR_MAX);
     long_error[3 * S_ERROR_MAX] = 0;
-    fq_nack_t nacks[] = {{ids[0], true, error, 0},
-                         {ids[1], true, long_error, 0},
-                         {ids[2], false, "451 later", 0},
-                         {ids[3], true, NULL, 0}};
+    fq_nack_t nacks[] = {{ids[0], true, error, 0, false},
+                         {ids[1], true, long_error, 0, false},
+                         {ids[2], false, "451 later", 0, false},
+                         {ids[3], true, NULL, 0, false}};
     assert_int_equal(fq_store_nack_batch(store, nacks, 4, &policy), 4);
     s_expect_counters(conn, request, "0/1/3");
     char id_text[32];
@@ -297,9 +297,9 @@ static void test_nack_error_not_utf8(void **unused)
     int64_t ids[3];
     int64_t request = s_request(store, conn, 3, 5, ids);
     fq_retry_policy_t policy = {.base_ms = 1000, .cap_ms = 60000};
-    fq_nack_t nacks[] = {{ids[0], true, "550 Empf\xe4nger unbekannt \xff\xfe", 0},
-                         {ids[1], false, "451 caf\xc3\xa9 \xe2\x82 cut \xc3", 0},
-                         {ids[2], false, "421 plain", 0}};
+    fq_nack_t nacks[] = {{ids[0], true, "550 Empf\xe4nger unbekannt \xff\xfe", 0, false},
+                         {ids[1], false, "451 caf\xc3\xa9 \xe2\x82 cut \xc3", 0, false},
+                         {ids[2], false, "421 plain", 0, false}};
     int changed = fq_store_nack_batch(store, nacks, 3, &policy);
     if (changed != 3)
         fail_msg("%d %s", changed, fq_store_error(store));
@@ -357,6 +357,48 @@ static void test_last_attempt_is_dead(void **unused)
     fq_store_destroy(&store);
 }
 
+//  A deferral (the receiver throttled, 0016) costs no attempt and never
+//  makes a message dead, even one at its last attempt; it waits its
+//  back-off (or the Retry-After) as failed, counted once as failed, and a
+//  failure after it counts its attempt as usual.
+static void test_deferral_costs_no_attempt(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    PGconn *conn = fq_test_connect(s_conninfo);
+    int64_t ids[1];
+    int64_t request = s_request(store, conn, 1, 1, ids); //  max_attempts 1
+    fq_retry_policy_t policy = {.base_ms = 10, .cap_ms = 10};
+    fq_nack_t nack = {.id = ids[0], .error = "421 4.7.0 try later", .deferred = true};
+    char id_text[32];
+    fq_test_param(id_text, sizeof id_text, ids[0]);
+    for (int deferral = 0; deferral < 3; deferral++) {
+        assert_int_equal(fq_store_nack_batch(store, &nack, 1, &policy), 1);
+        s_expect_counters(conn, request, "0/1/0");
+    }
+    assert_int_equal(fq_test_int(conn,
+                                 "SELECT count(*) FROM fairq.messages WHERE id = $1"
+                                 " AND status = 'failed' AND try_count = 0"
+                                 " AND next_attempt_at > now()"
+                                 " AND last_error = '421 4.7.0 try later'",
+                                 1, id_text),
+                     1);
+    //  The receiver's Retry-After holds it as it holds a failure
+    nack.retry_after_s = 600;
+    assert_int_equal(fq_store_nack_batch(store, &nack, 1, &policy), 1);
+    assert_int_equal(fq_test_int(conn,
+                                 "SELECT count(*) FROM fairq.messages WHERE id = $1"
+                                 " AND next_attempt_at > now() + interval '590 seconds'",
+                                 1, id_text),
+                     1);
+    //  A real failure then is its one attempt: dead
+    nack = (fq_nack_t){.id = ids[0], .error = "450 mailbox busy"};
+    assert_int_equal(fq_store_nack_batch(store, &nack, 1, &policy), 1);
+    s_expect_counters(conn, request, "0/0/1");
+    PQfinish(conn);
+    fq_store_destroy(&store);
+}
+
 //  A message that failed and then went through counts as sent, no longer
 //  as failed, with both attempts counted.
 static void test_failed_then_acked(void **unused)
@@ -367,7 +409,8 @@ static void test_failed_then_acked(void **unused)
     int64_t ids[3];
     int64_t request = s_request(store, conn, 3, 5, ids);
     fq_retry_policy_t policy = {.base_ms = 1000, .cap_ms = 60000};
-    fq_nack_t nacks[] = {{ids[0], false, "421 busy", 0}, {ids[1], false, "421 busy", 0}};
+    fq_nack_t nacks[] = {{ids[0], false, "421 busy", 0, false},
+                         {ids[1], false, "421 busy", 0, false}};
     assert_int_equal(fq_store_nack_batch(store, nacks, 2, &policy), 2);
     s_expect_counters(conn, request, "0/2/0");
     int64_t acks[] = {ids[0], ids[2]};
@@ -441,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_permanent_nack_is_dead),
         cmocka_unit_test(test_nack_error_not_utf8),
         cmocka_unit_test(test_last_attempt_is_dead),
+        cmocka_unit_test(test_deferral_costs_no_attempt),
         cmocka_unit_test(test_failed_then_acked),
         cmocka_unit_test(test_lost_connection_fails_whole_batch),
     };

@@ -134,7 +134,7 @@ typedef struct {
 //  destinations in the scheduler).
 typedef struct {
     char channel[FQ_CHANNEL_NAME_SIZE];
-    s_settle_t done, requeue, throttled, unreachable;
+    s_settle_t done, answered, requeue, throttled, unreachable;
     int64_t withheld; //  Credit kept back while the database is away
 } s_lane_t;
 
@@ -201,7 +201,7 @@ static void s_settle_add(s_settle_t *settle, uint64_t message, uint64_t request,
 }
 
 static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue, uint32_t deferral,
-                          const char *channel)
+                          bool answered, const char *channel)
 {
     if (settle->count == 0 && settle->credit == 0)
         return;
@@ -212,7 +212,8 @@ static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue, uint3
                             .credit = settle->credit,
                             .channel = channel,
                             .deferral = deferral,
-                            .retry_after_s = settle->retry_after_s};
+                            .retry_after_s = settle->retry_after_s,
+                            .answered = answered};
     fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_settled_desc, &settled);
     settle->count = 0;
     settle->credit = 0;
@@ -223,10 +224,11 @@ static void s_flush_settles(fq_ctx_t *ctx, s_self_t *self)
 {
     for (size_t i = 0; i < self->nlanes; i++) {
         s_lane_t *lane = self->lanes[i];
-        s_settle_send(ctx, &lane->done, false, FQ_DEFERRAL_NONE, lane->channel);
-        s_settle_send(ctx, &lane->requeue, true, FQ_DEFERRAL_NONE, lane->channel);
-        s_settle_send(ctx, &lane->throttled, true, FQ_DEFERRAL_THROTTLED, lane->channel);
-        s_settle_send(ctx, &lane->unreachable, true, FQ_DEFERRAL_UNREACHABLE, lane->channel);
+        s_settle_send(ctx, &lane->done, false, FQ_DEFERRAL_NONE, false, lane->channel);
+        s_settle_send(ctx, &lane->answered, false, FQ_DEFERRAL_NONE, true, lane->channel);
+        s_settle_send(ctx, &lane->requeue, true, FQ_DEFERRAL_NONE, false, lane->channel);
+        s_settle_send(ctx, &lane->throttled, true, FQ_DEFERRAL_THROTTLED, false, lane->channel);
+        s_settle_send(ctx, &lane->unreachable, true, FQ_DEFERRAL_UNREACHABLE, false, lane->channel);
     }
 }
 
@@ -269,8 +271,9 @@ static void s_lane_free(s_lane_t **lane_p)
     s_lane_t *lane = *lane_p;
     if (!lane)
         return;
-    s_settle_t *settles[] = {&lane->done, &lane->requeue, &lane->throttled, &lane->unreachable};
-    for (int i = 0; i < 4; i++) {
+    s_settle_t *settles[] = {&lane->done, &lane->answered, &lane->requeue, &lane->throttled,
+                             &lane->unreachable};
+    for (size_t i = 0; i < sizeof settles / sizeof settles[0]; i++) {
         free(settles[i]->messages);
         free(settles[i]->requests);
         free(settles[i]->tenants);
@@ -390,9 +393,10 @@ static void s_lanes_prune(s_self_t *self)
         for (s_sender_t *sender = zlistx_first(self->turns); sender && !served;
              sender = zlistx_next(self->turns))
             served = s_sender_channel(sender, lane->channel) >= 0;
-        if (served || lane->withheld || lane->done.count || lane->requeue.count ||
-            lane->throttled.count || lane->unreachable.count || lane->done.credit ||
-            lane->requeue.credit || lane->throttled.credit || lane->unreachable.credit)
+        if (served || lane->withheld || lane->done.count || lane->answered.count ||
+            lane->requeue.count || lane->throttled.count || lane->unreachable.count ||
+            lane->done.credit || lane->answered.credit || lane->requeue.credit ||
+            lane->throttled.credit || lane->unreachable.credit)
             i++;
         else {
             s_lane_free(&self->lanes[i]);
@@ -709,11 +713,13 @@ static void s_credit(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 
 //  An ACK or NACK: the message leaves flight and its credit comes back.
 //  outcome: FQ_METRICS_SENT, or for a nack FQ_METRICS_DEAD (permanent) or
-//  FQ_METRICS_FAILED (dead too at the last attempt, as the store decides).
+//  FQ_METRICS_FAILED (dead too at the last attempt, as the store decides),
+//  FQ_METRICS_REQUEUED for a deferral. deferral: the scheduler's to act on
+//  (a named destination's); reached: the receiver answered (no deferral).
 //  Returns false if the message is not in flight with this sender right now
 //  (see s_stray).
 static bool s_answered(s_self_t *self, s_sender_t *sender, uint64_t id,
-                       fq_metrics_outcome_t outcome, uint32_t deferral)
+                       fq_metrics_outcome_t outcome, uint32_t deferral, bool reached)
 {
     s_flight_t *flight = id ? fq_intkey_lookup(self->inflight, id) : NULL;
     if (!flight || flight->sender != sender)
@@ -733,8 +739,11 @@ static bool s_answered(s_self_t *self, s_sender_t *sender, uint64_t id,
     channel->credit += credit_back;
     if (sender->pace && !sender->leaving)
         fq_relay_pace_hold(sender->pace, flight->sender_channel, 1);
+    //  A message of "default" deferred by its receiver (deferral NONE
+    //  here: its back-off is the store's) reached nothing: plain done
     s_settle_t *settle = deferral == FQ_DEFERRAL_THROTTLED     ? &flight->lane->throttled
                          : deferral == FQ_DEFERRAL_UNREACHABLE ? &flight->lane->unreachable
+                         : reached                             ? &flight->lane->answered
                                                                : &flight->lane->done;
     s_settle_add(settle, id, (uint64_t)flight->request_id, (uint64_t)flight->tenant_id,
                  credit_back && !self->draining);
@@ -749,7 +758,7 @@ static void s_ack_one(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, uint64_
         s_malformed(self);
         return;
     }
-    if (!s_answered(self, sender, id, FQ_METRICS_SENT, FQ_DEFERRAL_NONE)) {
+    if (!s_answered(self, sender, id, FQ_METRICS_SENT, FQ_DEFERRAL_NONE, true)) {
         s_stray(ctx, self, sender, id, "an ACK");
         return;
     }
@@ -832,7 +841,7 @@ static void s_nack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
                     deferral         ? FQ_METRICS_REQUEUED
                     : nack.permanent ? FQ_METRICS_DEAD
                                      : FQ_METRICS_FAILED,
-                    deferred_here)) {
+                    deferred_here, deferral == FQ_DEFERRAL_NONE)) {
         s_stray(ctx, self, sender, nack.id, "a NACK");
         return;
     }

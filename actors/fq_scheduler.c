@@ -631,8 +631,11 @@ static void s_report_lanes(s_self_t *self)
     int64_t now_us = zclock_usecs();
     for (size_t d = 0; d < fq_lanes_destination_count(self->lanes); d++) {
         fq_lane_destination_t *destination = fq_lanes_destination_at(self->lanes, d);
-        if (!destination->configured)
+        if (!destination->configured) {
+            //  Deleted: its lanes spend the default's budget, shown there
+            fq_metrics_destination_forget(self->config->metrics, destination->name);
             continue;
+        }
         int64_t ready = 0;
         for (size_t l = 0; l < fq_lanes_count(self->lanes); l++) {
             fq_lane_t *lane = fq_lanes_at(self->lanes, l);
@@ -841,7 +844,8 @@ static void s_settled(s_self_t *self, const fq_settled_t *settled)
             budget->inflight--;
         //  What the receiving side said shapes its destination: a
         //  throttling reply lowers the rate, failed connections suspend
-        //  it, and anything settled shows it is reachable
+        //  it, and an answer (not a message the dispatcher skipped) shows
+        //  it is reachable
         if (settled->deferral == FQ_DEFERRAL_THROTTLED) {
             budget->deferred++;
             budget->throttled++;
@@ -849,7 +853,7 @@ static void s_settled(s_self_t *self, const fq_settled_t *settled)
         } else if (settled->deferral == FQ_DEFERRAL_UNREACHABLE) {
             budget->deferred++;
             fq_shaper_unreachable(&budget->shaper, now_us);
-        } else if (!settled->requeue)
+        } else if (settled->answered)
             fq_shaper_delivered(&budget->shaper, now_us);
         //  Given back unsent (its sender died, or the receiver deferred
         //  it): it goes out again, within its destination's budget, only

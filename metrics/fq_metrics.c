@@ -1329,6 +1329,15 @@ void fq_metrics_destination(fq_metrics_t *self, const fq_metrics_destination_t *
     pthread_mutex_unlock(&self->lock);
 }
 
+void fq_metrics_destination_forget(fq_metrics_t *self, const char *name)
+{
+    if (!self || !name)
+        return;
+    pthread_mutex_lock(&self->lock);
+    zhashx_delete(self->destinations, name);
+    pthread_mutex_unlock(&self->lock);
+}
+
 bool fq_metrics_destination_live(fq_metrics_t *self, const char *name,
                                  fq_metrics_destination_t *out, char state[FQ_METRICS_STATE_SIZE])
 {

@@ -112,6 +112,10 @@ typedef struct {
 //  bytes). Set under the lock.
 void fq_metrics_destination(fq_metrics_t *self, const fq_metrics_destination_t *destination);
 
+//  Destination name is no longer configured (deleted): its figures leave
+//  /metrics and the API's live view. Nothing when it is not there.
+void fq_metrics_destination_forget(fq_metrics_t *self, const char *name);
+
 //  Room for a destination's state and its NUL.
 #define FQ_METRICS_STATE_SIZE 16
 

@@ -670,6 +670,17 @@ static void test_destinations(void **state)
     s_assert_line(text, "fairq_destination_state{destination=\"google\",state=\"throttled\"} 0");
     free(text);
 
+    //  Deleted: its series go, the others stay; forgetting one not there,
+    //  or with no metrics, does nothing
+    fq_metrics_destination_forget(metrics, "google");
+    fq_metrics_destination_forget(metrics, "google");
+    fq_metrics_destination_forget(NULL, "default");
+    assert_false(fq_metrics_destination_live(metrics, "google", &live, live_state));
+    text = fq_metrics_render(metrics, NULL, NULL);
+    assert_null(strstr(text, "destination=\"google\""));
+    s_assert_line(text, "fairq_destination_state{destination=\"default\",state=\"suspended\"} 1");
+    free(text);
+
     //  NULL metrics, NULL figures: nothing happens
     fq_metrics_destination(NULL, &(fq_metrics_destination_t){.name = "x"});
     fq_metrics_destination(metrics, NULL);

@@ -518,32 +518,13 @@ static bool s_hello_text_valid(const char *text)
     return length <= S_HELLO_TEXT_MAX;
 }
 
-//  The next item of a comma-separated list at *at, spaces around it
-//  dropped: its first character, with its length in *length; *at moves
-//  past it and its comma (NULL after the last). NULL when *at is NULL.
-static const char *s_next_item(const char **at, size_t *length)
-{
-    const char *item = *at;
-    if (!item)
-        return NULL;
-    while (*item == ' ')
-        item++;
-    const char *end = item + strcspn(item, ",");
-    const char *last = end;
-    while (last > item && last[-1] == ' ')
-        last--;
-    *length = (size_t)(last - item);
-    *at = *end ? end + 1 : NULL;
-    return item;
-}
-
 //  True if the comma-separated capabilities hold wanted (spaces around a
 //  name are allowed).
 static bool s_capable(const char *capabilities, const char *wanted)
 {
     size_t length = strlen(wanted), size;
     const char *at = capabilities, *item;
-    while ((item = s_next_item(&at, &size)))
+    while ((item = fq_capability_next(&at, &size)))
         if (size == length && strncmp(item, wanted, length) == 0)
             return true;
     return false;
@@ -558,7 +539,7 @@ static void s_hello_channels(s_sender_t *sender, const char *capabilities)
     const size_t prefix_size = sizeof prefix - 1;
     size_t size;
     const char *at = capabilities, *item;
-    while ((item = s_next_item(&at, &size))) {
+    while ((item = fq_capability_next(&at, &size))) {
         if (size <= prefix_size || strncmp(item, prefix, prefix_size) != 0 ||
             size - prefix_size >= FQ_CHANNEL_NAME_SIZE ||
             sender->nchannels == S_SENDER_CHANNELS_MAX)

@@ -33,23 +33,18 @@ void fq_relay_pace_destroy(fq_relay_pace_t **self_p)
 bool fq_relay_pace_capability(const char *capabilities, fq_rate_t *rate)
 {
     static const char prefix[] = FQ_SENDER_CAN_MAX_RATE;
-    const char *at = capabilities;
-    while (at && *at) {
-        at += strspn(at, " ");
-        size_t length = strcspn(at, ",");
-        if (length > sizeof prefix - 1 && strncmp(at, prefix, sizeof prefix - 1) == 0) {
-            char text[FQ_RATE_TEXT_SIZE];
-            size_t size = length - (sizeof prefix - 1);
-            while (size > 0 && at[sizeof prefix - 1 + size - 1] == ' ')
-                size--;
-            if (size >= sizeof text)
-                return false;
-            memcpy(text, at + sizeof prefix - 1, size);
-            text[size] = 0;
-            char problem[128];
-            return fq_rate_parse(text, rate, problem, sizeof problem) == 0;
-        }
-        at += length + (at[length] == ',');
+    const size_t prefix_size = sizeof prefix - 1;
+    size_t size;
+    const char *at = capabilities, *item;
+    while ((item = fq_capability_next(&at, &size))) {
+        if (size <= prefix_size || strncmp(item, prefix, prefix_size) != 0)
+            continue;
+        char text[FQ_RATE_TEXT_SIZE], problem[128];
+        if (size - prefix_size >= sizeof text)
+            return false;
+        memcpy(text, item + prefix_size, size - prefix_size);
+        text[size - prefix_size] = 0;
+        return fq_rate_parse(text, rate, problem, sizeof problem) == 0;
     }
     return false;
 }

@@ -606,6 +606,32 @@ static void s_let_go(s_self_t *self, int64_t request_id)
 
 static void s_poll_now(fq_ctx_t *ctx, s_self_t *self, bool full);
 
+static void s_stats_add(fq_fairness_stats_t *sum, const fq_fairness_stats_t *add)
+{
+    sum->tenants += add->tenants;
+    sum->requests += add->requests;
+    sum->ready_tenants += add->ready_tenants;
+    sum->prefetched += add->prefetched;
+    sum->inflight += add->inflight;
+}
+
+//  The counts of channel's lanes added up, and the messages they released.
+static void s_channel_stats(s_self_t *self, const fq_lane_channel_t *channel,
+                            fq_fairness_stats_t *sum, uint64_t *dispatched)
+{
+    *sum = (fq_fairness_stats_t){0};
+    *dispatched = 0;
+    for (size_t l = 0; l < fq_lanes_count(self->lanes); l++) {
+        fq_lane_t *lane = fq_lanes_at(self->lanes, l);
+        if (lane->channel != channel)
+            continue;
+        fq_fairness_stats_t stats;
+        fq_fairness_stats(lane->fairness, &stats);
+        s_stats_add(sum, &stats);
+        *dispatched += lane->dispatched;
+    }
+}
+
 //  Each channel's ready messages, free credit and messages in flight, and
 //  each destination's budget and load, for the metrics: a channel whose
 //  messages wait for a sender, or a destination that is throttled, shows
@@ -616,17 +642,11 @@ static void s_report_lanes(s_self_t *self)
         return;
     for (size_t c = 0; c < fq_lanes_channel_count(self->lanes); c++) {
         fq_lane_channel_t *channel = fq_lanes_channel_at(self->lanes, c);
-        int64_t ready = 0, inflight = 0;
-        for (size_t l = 0; l < fq_lanes_count(self->lanes); l++) {
-            fq_lane_t *lane = fq_lanes_at(self->lanes, l);
-            fq_fairness_stats_t stats;
-            fq_fairness_stats(lane->fairness, &stats);
-            if (lane->channel == channel) {
-                ready += (int64_t)stats.prefetched;
-                inflight += (int64_t)stats.inflight;
-            }
-        }
-        fq_metrics_channel(self->config->metrics, channel->name, ready, channel->credit, inflight);
+        fq_fairness_stats_t sum;
+        uint64_t dispatched;
+        s_channel_stats(self, channel, &sum, &dispatched);
+        fq_metrics_channel(self->config->metrics, channel->name, (int64_t)sum.prefetched,
+                           channel->credit, (int64_t)sum.inflight);
     }
     int64_t now_us = zclock_usecs();
     for (size_t d = 0; d < fq_lanes_destination_count(self->lanes); d++) {
@@ -916,15 +936,6 @@ static void s_split_done(fq_ctx_t *ctx, s_self_t *self, const fq_split_done_t *d
     s_pump(ctx, self);
 }
 
-static void s_stats_add(fq_fairness_stats_t *sum, const fq_fairness_stats_t *add)
-{
-    sum->tenants += add->tenants;
-    sum->requests += add->requests;
-    sum->ready_tenants += add->ready_tenants;
-    sum->prefetched += add->prefetched;
-    sum->inflight += add->inflight;
-}
-
 //  Answers a STATS_QUERY: the counts of every lane added up, then each
 //  channel's own (its lanes' added up) as "<count>.<channel>".
 static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
@@ -945,17 +956,9 @@ static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     size_t n = GLOBAL;
     for (size_t c = 0; c < fq_lanes_channel_count(self->lanes); c++) {
         fq_lane_channel_t *channel = fq_lanes_channel_at(self->lanes, c);
-        fq_fairness_stats_t sum = {0};
-        uint64_t dispatched = 0;
-        for (size_t l = 0; l < fq_lanes_count(self->lanes); l++) {
-            fq_lane_t *lane = fq_lanes_at(self->lanes, l);
-            if (lane->channel != channel)
-                continue;
-            fq_fairness_stats_t stats;
-            fq_fairness_stats(lane->fairness, &stats);
-            s_stats_add(&sum, &stats);
-            dispatched += lane->dispatched;
-        }
+        fq_fairness_stats_t sum;
+        uint64_t dispatched;
+        s_channel_stats(self, channel, &sum, &dispatched);
         s_stats_add(&total, &sum);
         credit += channel->credit;
         const char *what[PER_CHANNEL] = {"prefetched", "inflight", "credit", "dispatched"};

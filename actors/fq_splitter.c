@@ -84,35 +84,6 @@ static const char *s_of_domain(const char *domain, void *arg)
     return self->domains ? zhashx_lookup(self->domains, domain) : NULL;
 }
 
-//  The host of an http request's URL ("https://Api.Example.com:8443/x"
-//  gives "api.example.com"), into host; "" when there is none.
-static void s_url_host(const char *url, char *host, size_t size)
-{
-    *host = 0;
-    const char *start = url ? strstr(url, "://") : NULL;
-    if (!start || size == 0)
-        return;
-    start += 3;
-    size_t authority = strcspn(start, "/?#");
-    //  Past any user information: the host follows its last '@'
-    for (size_t i = authority; i-- > 0;)
-        if (start[i] == '@') {
-            start += i + 1;
-            authority -= i + 1;
-            break;
-        }
-    size_t length = start[0] == '[' ? strcspn(start, "]") + 1 : strcspn(start, ":/?#");
-    if (length > authority)
-        length = authority;
-    if (length >= size)
-        return;
-    for (size_t i = 0; i < length; i++) {
-        char c = start[i];
-        host[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    }
-    host[length] = 0;
-}
-
 //  What a request's templates parse to, for the fields every recipient
 //  must have: mail's subject, body and text_body (NULL: none); another
 //  channel's body; an http request's templates.
@@ -224,7 +195,7 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
         char host[256];
         self->destinations.fixed = NULL;
         if (strcmp(templates.channel, FQ_CHANNEL_HTTP) == 0) {
-            s_url_host(templates.http_url, host, sizeof host);
+            fq_http_url_host(templates.http_url, host, sizeof host);
             const char *name = host[0] ? s_of_domain(host, self) : NULL;
             self->destinations.fixed = name ? name : FQ_STORE_DESTINATION_DEFAULT;
         }

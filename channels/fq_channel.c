@@ -244,6 +244,35 @@ static const char *s_after_scheme(const char *url)
     return NULL;
 }
 
+void fq_http_url_host(const char *url, char *host, size_t size)
+{
+    if (size == 0)
+        return;
+    *host = 0;
+    const char *start = url ? s_after_scheme(url) : NULL;
+    if (!start)
+        return;
+    size_t authority = strcspn(start, "/?#");
+    //  Past any user information (the rule refuses it; SQL stores it): the
+    //  host follows its last '@'
+    for (size_t i = authority; i-- > 0;)
+        if (start[i] == '@') {
+            start += i + 1;
+            authority -= i + 1;
+            break;
+        }
+    size_t length = start[0] == '[' ? strcspn(start, "]") + 1 : strcspn(start, ":/?#");
+    if (length > authority)
+        length = authority;
+    if (length >= size)
+        return;
+    for (size_t i = 0; i < length; i++) {
+        char c = start[i];
+        host[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    }
+    host[length] = 0;
+}
+
 static const char *s_url_problem(const char *url, char *problem, size_t size)
 {
     if (strlen(url) > FQ_HTTP_URL_MAX)

@@ -136,6 +136,12 @@ typedef struct {
 //  fq_http_secret_problem.
 const char *fq_http_spec_problem(const fq_http_spec_t *spec, char *problem, size_t size);
 
+//  The host of an http request's URL, lowercase, into host (size bytes):
+//  "https://Api.Example.com:8443/x" gives "api.example.com", an IPv6 host
+//  its brackets; "" when there is none or it does not fit. A URL's host is
+//  never a template, so it is every message's destination (0016).
+void fq_http_url_host(const char *url, char *host, size_t size);
+
 //  Why secret is not a signing secret, or NULL when it is (static text).
 const char *fq_http_secret_problem(const char *secret);
 

@@ -1,6 +1,7 @@
 /*  fq_messages.c — generated codecs of fairq's messages. */
 #include "fq_messages.h"
 #include <stdio.h>
+#include <string.h>
 
 #define FQ_SCHEMA_FILE "fq_messages.def"
 #include "fq_schema_define.h"
@@ -28,6 +29,22 @@ const size_t fq_protocol_sender_admit_count =
 
 //  Most counters one STATS reply carries.
 #define S_STATS_MAX 32
+
+const char *fq_capability_next(const char **at, size_t *length)
+{
+    const char *item = *at;
+    if (!item)
+        return NULL;
+    while (*item == ' ')
+        item++;
+    const char *end = item + strcspn(item, ",");
+    const char *last = end;
+    while (last > item && last[-1] == ' ')
+        last--;
+    *length = (size_t)(last - item);
+    *at = *end ? end + 1 : NULL;
+    return item;
+}
 
 void fq_stats_reply(fq_ctx_t *ctx, const fq_msg_t *query, const char *const *keys,
                     const uint64_t *values, size_t count)

@@ -42,6 +42,12 @@ extern const size_t fq_protocol_fairqd_admit_count;
 extern const fq_gateway_admit_t fq_protocol_sender_admit[];
 extern const size_t fq_protocol_sender_admit_count;
 
+//  The next capability of a HELLO's comma-separated list at *at, spaces
+//  around it dropped: its first character, with its length in *length;
+//  *at moves past it and its comma (NULL after the last). NULL when *at
+//  is NULL.
+const char *fq_capability_next(const char **at, size_t *length);
+
 //  Answers a STATS_QUERY with count counters: keys[i] = values[i].
 void fq_stats_reply(fq_ctx_t *ctx, const fq_msg_t *query, const char *const *keys,
                     const uint64_t *values, size_t count);

@@ -155,13 +155,12 @@ typedef struct {
 //  dashboard finds each, 1 for the current one and 0 for the others.
 static const char *const s_destination_states[] = {"open", "throttled", "suspended"};
 
-//  One destination, as the scheduler last said.
+//  One destination, as the scheduler last said: its figures as told, their
+//  strings (name, state) copied beside them and their pointers NULL.
 typedef struct {
     char name[FQ_DESTINATION_NAME_SIZE];
     char state[FQ_METRICS_STATE_SIZE];
-    double configured_per_s, effective_per_s;
-    int64_t max_inflight, ready, inflight, suspended_for_ms;
-    uint64_t sent, deferred, throttled;
+    fq_metrics_destination_t figures;
 } s_destination_t;
 
 struct fq_metrics {
@@ -1140,39 +1139,39 @@ static int s_render_channels(fq_buf_t *out, const s_snapshot_t *snap)
 //  A destination's figures, each as the exposition writes it.
 static double s_destination_ready(const s_destination_t *d)
 {
-    return (double)d->ready;
+    return (double)d->figures.ready;
 }
 static double s_destination_inflight(const s_destination_t *d)
 {
-    return (double)d->inflight;
+    return (double)d->figures.inflight;
 }
 static double s_destination_max_inflight(const s_destination_t *d)
 {
-    return (double)d->max_inflight;
+    return (double)d->figures.max_inflight;
 }
 static double s_destination_configured(const s_destination_t *d)
 {
-    return d->configured_per_s;
+    return d->figures.configured_per_s;
 }
 static double s_destination_effective(const s_destination_t *d)
 {
-    return d->effective_per_s;
+    return d->figures.effective_per_s;
 }
 static double s_destination_suspended(const s_destination_t *d)
 {
-    return (double)d->suspended_for_ms / S_MS_PER_S;
+    return (double)d->figures.suspended_for_ms / S_MS_PER_S;
 }
 static double s_destination_sent(const s_destination_t *d)
 {
-    return (double)d->sent;
+    return (double)d->figures.sent;
 }
 static double s_destination_deferred(const s_destination_t *d)
 {
-    return (double)d->deferred;
+    return (double)d->figures.deferred;
 }
 static double s_destination_throttled(const s_destination_t *d)
 {
-    return (double)d->throttled;
+    return (double)d->figures.throttled;
 }
 
 //  The destinations as the scheduler shapes them: each gauge and counter
@@ -1316,15 +1315,8 @@ void fq_metrics_destination(fq_metrics_t *self, const fq_metrics_destination_t *
     if (found) {
         snprintf(found->state, sizeof found->state, "%s",
                  destination->state ? destination->state : s_destination_states[0]);
-        found->configured_per_s = destination->configured_per_s;
-        found->effective_per_s = destination->effective_per_s;
-        found->max_inflight = destination->max_inflight;
-        found->ready = destination->ready;
-        found->inflight = destination->inflight;
-        found->suspended_for_ms = destination->suspended_for_ms;
-        found->sent = destination->sent;
-        found->deferred = destination->deferred;
-        found->throttled = destination->throttled;
+        found->figures = *destination;
+        found->figures.name = found->figures.state = NULL; //  Not kept: copied above
     }
     pthread_mutex_unlock(&self->lock);
 }
@@ -1349,15 +1341,9 @@ bool fq_metrics_destination_live(fq_metrics_t *self, const char *name,
     const s_destination_t *found = zhashx_lookup(self->destinations, name);
     if (found) {
         memcpy(state, found->state, FQ_METRICS_STATE_SIZE);
-        out->configured_per_s = found->configured_per_s;
-        out->effective_per_s = found->effective_per_s;
-        out->max_inflight = found->max_inflight;
-        out->ready = found->ready;
-        out->inflight = found->inflight;
-        out->suspended_for_ms = found->suspended_for_ms;
-        out->sent = found->sent;
-        out->deferred = found->deferred;
-        out->throttled = found->throttled;
+        *out = found->figures;
+        out->name = name;
+        out->state = state;
     }
     pthread_mutex_unlock(&self->lock);
     return found != NULL;

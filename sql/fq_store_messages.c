@@ -9,6 +9,7 @@
 */
 #include "fq_store_internal.h"
 #include "fq_error.h"
+#include "fq_domain.h"
 #include "fq_recipients.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,14 +179,12 @@ static const char *s_destination_of(const fq_split_destinations_t *destinations,
         return destinations->fixed;
     const char *to = destinations->of_domain ? fq_recipient_to(recipient, NULL) : NULL;
     const char *at = to ? strrchr(to, '@') : NULL;
-    char domain[256];
+    char domain[FQ_DOMAIN_SIZE]; //  A longer one is named by no destination
     size_t size = at ? strlen(at + 1) : 0;
     if (size == 0 || size >= sizeof domain)
         return FQ_STORE_DESTINATION_DEFAULT;
-    for (size_t i = 0; i <= size; i++) {
-        char c = at[1 + i];
-        domain[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    }
+    memcpy(domain, at + 1, size + 1);
+    fq_domain_lower(domain);
     const char *name = destinations->of_domain(domain, destinations->arg);
     return name ? name : FQ_STORE_DESTINATION_DEFAULT;
 }

@@ -414,6 +414,31 @@ static void test_render_signs(void **unused)
     fq_http_templates_destroy(&templates);
 }
 
+//  The host a request's messages go to, as the splitter stamps their
+//  destination by it: lowercase, without port, path or user information.
+static void test_url_host(void **state)
+{
+    (void)state;
+    char host[64];
+    fq_http_url_host("https://Api.Example.COM:8443/x/{{id}}?q=1", host, sizeof host);
+    assert_string_equal(host, "api.example.com");
+    fq_http_url_host("http://hooks.example", host, sizeof host);
+    assert_string_equal(host, "hooks.example");
+    fq_http_url_host("http://user:pw@hooks.example/a", host, sizeof host);
+    assert_string_equal(host, "hooks.example");
+    fq_http_url_host("http://[::1]:8080/a", host, sizeof host);
+    assert_string_equal(host, "[::1]");
+    fq_http_url_host("http://127.0.0.1#frag", host, sizeof host);
+    assert_string_equal(host, "127.0.0.1");
+    //  None: no scheme of http, no URL, no room
+    fq_http_url_host("ftp://files.example/", host, sizeof host);
+    assert_string_equal(host, "");
+    fq_http_url_host(NULL, host, sizeof host);
+    assert_string_equal(host, "");
+    fq_http_url_host("https://a-rather-long-host.example/", host, 8);
+    assert_string_equal(host, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_render_encodes_each_place),
         cmocka_unit_test(test_render_form_and_no_body),
         cmocka_unit_test(test_render_signs),
+        cmocka_unit_test(test_url_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -123,6 +123,10 @@ typedef struct {
 //  scheduler in one SETTLED each for requeued and for settled ones.
 typedef struct {
     uint64_t *messages, *requests, *tenants;
+    //  What each cost (fairness_cost bytes or time; 0: not charged), told
+    //  only when some did: the scheduler charges it to their tenants
+    uint64_t *costs;
+    bool costed;
     uint32_t count, capacity;
     int64_t credit;
     uint32_t retry_after_s; //  The longest Retry-After among them (throttled ones)
@@ -150,6 +154,10 @@ typedef struct {
     //  one budget for every domain not named, so a deferral there is the
     //  message's own, waiting its back-off in the store
     bool named_destination;
+    //  What the message costs its tenant under fairness_cost: its
+    //  rendered bytes, and when it was handed out (zclock_usecs)
+    uint64_t bytes;
+    int64_t handed_us;
 } s_flight_t;
 
 typedef struct {
@@ -175,8 +183,9 @@ typedef struct {
 //  ---------------------------------------------------------------------
 //  Settling
 
-static void s_settle_add(s_settle_t *settle, uint64_t message, uint64_t request, uint64_t tenant,
-                         int64_t credit)
+//  Adds a message to settle, with what it cost (0: not charged).
+static void s_settle_add_cost(s_settle_t *settle, uint64_t message, uint64_t request,
+                              uint64_t tenant, int64_t credit, uint64_t cost)
 {
     if (settle->count == settle->capacity) {
         uint32_t capacity = settle->capacity ? settle->capacity * 2 : 64;
@@ -189,15 +198,26 @@ static void s_settle_add(s_settle_t *settle, uint64_t message, uint64_t request,
         uint64_t *t = realloc(settle->tenants, capacity * sizeof *t);
         if (t)
             settle->tenants = t;
-        if (!m || !r || !t)
+        uint64_t *c = realloc(settle->costs, capacity * sizeof *c);
+        if (c)
+            settle->costs = c;
+        if (!m || !r || !t || !c)
             return; //  Out of memory: the scheduler's count drifts, nothing is lost
         settle->capacity = capacity;
     }
     settle->messages[settle->count] = message;
     settle->requests[settle->count] = request;
     settle->tenants[settle->count] = tenant;
+    settle->costs[settle->count] = cost;
+    settle->costed |= cost > 0;
     settle->count++;
     settle->credit += credit;
+}
+
+static void s_settle_add(s_settle_t *settle, uint64_t message, uint64_t request, uint64_t tenant,
+                         int64_t credit)
+{
+    s_settle_add_cost(settle, message, request, tenant, credit, 0);
 }
 
 static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue, uint32_t deferral,
@@ -208,6 +228,7 @@ static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue, uint3
     fq_settled_t settled = {.messages = {settle->count, settle->messages},
                             .requests = {settle->count, settle->requests},
                             .tenants = {settle->count, settle->tenants},
+                            .costs = {settle->costed ? settle->count : 0, settle->costs},
                             .requeue = requeue,
                             .credit = settle->credit,
                             .channel = channel,
@@ -216,6 +237,7 @@ static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue, uint3
                             .answered = answered};
     fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_settled_desc, &settled);
     settle->count = 0;
+    settle->costed = false;
     settle->credit = 0;
     settle->retry_after_s = 0;
 }
@@ -277,6 +299,7 @@ static void s_lane_free(s_lane_t **lane_p)
         free(settles[i]->messages);
         free(settles[i]->requests);
         free(settles[i]->tenants);
+        free(settles[i]->costs);
     }
     free(lane);
     *lane_p = NULL;
@@ -692,6 +715,23 @@ static void s_credit(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_credit_changed_desc, &changed);
 }
 
+//  What an answered message cost its tenant under fairness_cost: its
+//  rendered bytes, or the microseconds from its hand-out to its answer
+//  (at least 1); 0 when tenants are charged per message.
+static uint64_t s_cost(const s_self_t *self, const s_flight_t *flight)
+{
+    switch (self->config->fairness_cost) {
+    case FQ_FAIRNESS_COST_BYTES:
+        return flight->bytes > 0 ? flight->bytes : 1;
+    case FQ_FAIRNESS_COST_TIME: {
+        int64_t took = zclock_usecs() - flight->handed_us;
+        return took > 0 ? (uint64_t)took : 1;
+    }
+    default:
+        return 0;
+    }
+}
+
 //  An ACK or NACK: the message leaves flight and its credit comes back.
 //  outcome: FQ_METRICS_SENT, or for a nack FQ_METRICS_DEAD (permanent) or
 //  FQ_METRICS_FAILED (dead too at the last attempt, as the store decides),
@@ -726,8 +766,10 @@ static bool s_answered(s_self_t *self, s_sender_t *sender, uint64_t id,
                          : deferral == FQ_DEFERRAL_UNREACHABLE ? &flight->lane->unreachable
                          : reached                             ? &flight->lane->answered
                                                                : &flight->lane->done;
-    s_settle_add(settle, id, (uint64_t)flight->request_id, (uint64_t)flight->tenant_id,
-                 credit_back && !self->draining);
+    //  Only an answer has a cost to charge: a deferral is given back
+    uint64_t cost = settle == &flight->lane->answered ? s_cost(self, flight) : 0;
+    s_settle_add_cost(settle, id, (uint64_t)flight->request_id, (uint64_t)flight->tenant_id,
+                      credit_back && !self->draining, cost);
     fq_intkey_delete(self->inflight, id);
     return true;
 }
@@ -1099,19 +1141,36 @@ static void s_batch_send(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, s_la
 //  subject and body taken (and block, what its to and headers point into,
 //  NULL when they are borrowed), or -1 (out of memory) with the pick
 //  settled to be sent again.
-//  Message id of row goes to sender (its channel index channel): flight
+//  The bytes of a message as rendered for its receiver (its subject,
+//  bodies, headers and address), what fairness_cost bytes charges.
+static uint64_t s_message_bytes(const fq_message_t *message)
+{
+    const char *parts[] = {message->to, message->from, message->subject, message->body,
+                           message->text_body};
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
+        bytes += parts[i] ? strlen(parts[i]) : 0;
+    for (uint32_t i = 0; i < message->headers.count; i++)
+        bytes += strlen(message->headers.keys[i]) + strlen(message->headers.values[i]);
+    return bytes;
+}
+
+//  message (of row) goes to sender (its channel index channel): flight
 //  (allocated) holds what its answer needs, and the sender's credit pays.
 static void s_take_off(s_self_t *self, s_flight_t *flight, s_sender_t *sender, int channel,
-                       s_lane_t *lane, uint64_t id, const fq_message_row_t *row,
+                       s_lane_t *lane, const fq_message_t *message, const fq_message_row_t *row,
                        const s_templates_t *templates)
 {
+    uint64_t id = message->id;
     *flight = (s_flight_t){sender,
                            lane,
                            channel,
                            row->request_id,
                            row->tenant_id,
                            row->try_count + 1 >= templates->max_attempts,
-                           row->named_destination};
+                           row->named_destination,
+                           s_message_bytes(message),
+                           zclock_usecs()};
     fq_intkey_insert(self->inflight, id, flight);
     sender->credit--;
     sender->inflight++;
@@ -1135,7 +1194,7 @@ static int s_batch_add(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, int ch
                      (uint64_t)row->tenant_id, 1);
         return -1;
     }
-    s_take_off(self, flight, sender, channel, lane, message->id, row, templates);
+    s_take_off(self, flight, sender, channel, lane, message, row, templates);
     if (fq_dispatch_batch_full(&sender->out))
         s_batch_send(ctx, self, sender, lane);
     return 0;
@@ -1267,7 +1326,7 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store, s_lane_
             free(flight);
             s_settle_add(&lane->requeue, id, request, tenant, 1);
         } else {
-            s_take_off(self, flight, sender, channel, lane, id, row, templates);
+            s_take_off(self, flight, sender, channel, lane, &message, row, templates);
             //  The latency counts to a message's first attempt only
             fq_metrics_batch_dispatched(self->metrics, row->tenant_id, row->request_id,
                                         sender->metrics_id,

@@ -59,6 +59,10 @@ typedef struct {
     fq_fairness_t *fairness;
     uint64_t dispatched; //  Messages released in this lane
     size_t holds;        //  Requests taking part (fq_lanes_hold)
+    //  The mean cost of its messages lately, under a fairness_cost other
+    //  than messages: a message costs its tenant its cost over this mean
+    //  (an average message costs 1, as a pick charges); 0 until the first
+    double cost_mean;
 } fq_lane_t;
 
 typedef struct fq_lanes fq_lanes_t;

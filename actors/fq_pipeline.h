@@ -30,6 +30,15 @@
 #define FQ_PATH_SPLITTER_PREFIX "/user/splitter-"
 #define FQ_SPLITTERS_MAX        16
 
+//  What a tenant's weight buys a share of (fairqd's fairness_cost,
+//  docs/fairness.md "What a message costs"): messages, their rendered
+//  bytes, or the time senders took to deliver them.
+typedef enum {
+    FQ_FAIRNESS_COST_MESSAGES,
+    FQ_FAIRNESS_COST_BYTES,
+    FQ_FAIRNESS_COST_TIME,
+} fq_fairness_cost_t;
+
 //  What every actor is started with; strings are copied.
 typedef struct {
     const char *database; //  libpq connection string
@@ -52,6 +61,7 @@ typedef struct {
     //  pipeline that runs alone, as in tests)
     int64_t epoch;
     fq_lease_t *lease;
+    fq_fairness_cost_t fairness_cost;
 } fq_pipeline_config_t;
 
 //  Spawns the actors under /user. Returns 0 or the code of the first

@@ -29,13 +29,19 @@
     credit and cost no attempt, and a timer wakes the pump when its budget
     grows back. A request takes part in the lane of each destination it
     has messages in, learnt from each chunk split (SPLIT_DONE) and, for a
-    request taken in after a restart, from fairq.request_destinations. */
+    request taken in after a restart, from fairq.request_destinations.
+
+    A tenant with a send rate or a daily quota (0017) is held out of every
+    lane's turns while its budget is spent (fq_tenant_budgets.h): its
+    messages take no credit and cost no attempt, and the others share
+    what it leaves. */
 #include "fq_db.h"
 #include "fq_intkeys.h"
 #include "fq_lanes.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"
 #include "fq_store_shaping.h"
+#include "fq_tenant_budgets.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,6 +156,7 @@ typedef struct {
     zhashx_t *flying;                    //  message id -> its lane, while in flight
     int64_t shape_at;                    //  zclock_usecs() the shape timer is set for, 0: none
     fq_destination_budget_t *budgets;    //  The destinations' as read: FQ_STORE_DESTINATIONS_MAX
+    fq_tenant_budgets_t *sends;          //  Tenants' send rates and daily quotas
     int64_t *fresh;                      //  Requests one poll found new: S_OPEN_MAX
     fq_metrics_batch_t *metrics;         //  NULL without metrics
     zhashx_t *counted;                   //  Request ids counted as submitted (with metrics)
@@ -187,6 +194,7 @@ static fq_lane_t *s_join(s_self_t *self, int64_t request_id, s_known_t *known,
         known->lanes_capacity = capacity;
     }
     fq_fairness_tenant_set(lane->fairness, known->tenant_id, known->weight, known->max_inflight);
+    fq_tenant_budgets_joined(self->sends, known->tenant_id, lane->fairness);
     if (fq_fairness_request_add(lane->fairness, request_id, known->tenant_id, known->priority,
                                 known->scan_from, known->split_done) == FQ_ENOMEM)
         return NULL;
@@ -294,8 +302,17 @@ static int s_release(fq_ctx_t *ctx, s_self_t *self, fq_lane_t *lane, int64_t mos
             fq_fairness_done(lane->fairness, pick.tenant_id);
             continue;
         }
+        //  Its tenant's send budget is spent: it waits in the lane, and
+        //  the tenant is held out of the turns until the budget allows
+        if (!fq_tenant_budgets_take(self->sends, pick.tenant_id, now_us)) {
+            fq_tenant_budgets_joined(self->sends, pick.tenant_id, lane->fairness);
+            fq_fairness_push(lane->fairness, pick.request_id, pick.tenant_id, pick.message_id);
+            fq_fairness_done(lane->fairness, pick.tenant_id);
+            continue;
+        }
         //  Its SETTLED names the channel only: the lane is remembered here
         if (fq_intkey_insert(self->flying, (uint64_t)pick.message_id, lane) != 0) {
+            fq_tenant_budgets_give_back(self->sends, pick.tenant_id, 1);
             fq_fairness_push(lane->fairness, pick.request_id, pick.tenant_id, pick.message_id);
             fq_fairness_done(lane->fairness, pick.tenant_id);
             break; //  Out of memory: it waits in the lane
@@ -315,6 +332,7 @@ static int s_release(fq_ctx_t *ctx, s_self_t *self, fq_lane_t *lane, int64_t mos
         //  The dispatcher is away (restarting): the picks wait in memory
         for (uint32_t i = n; i-- > 0;) {
             fq_intkey_delete(self->flying, messages[i]);
+            fq_tenant_budgets_give_back(self->sends, (int64_t)tenants[i], 1);
             fq_fairness_push(lane->fairness, (int64_t)requests[i], (int64_t)tenants[i],
                              (int64_t)messages[i]);
             fq_fairness_done(lane->fairness, (int64_t)tenants[i]);
@@ -400,6 +418,10 @@ static void s_pump(fq_ctx_t *ctx, s_self_t *self)
         return;
     s_refill(self);
     int64_t now_us = zclock_usecs();
+    //  Tenants whose send budget allows again take their turns again
+    int64_t wait_us = fq_tenant_budgets_wake(self->sends, now_us);
+    if (wait_us >= 0)
+        s_shape_later(ctx, self, now_us, wait_us);
     for (size_t c = 0; c < fq_lanes_channel_count(self->lanes); c++)
         s_pump_channel(ctx, self, fq_lanes_channel_at(self->lanes, c), now_us);
 }
@@ -531,6 +553,9 @@ static void s_open(s_self_t *self, const fq_due_request_t *due)
     }
     known->weight = due->weight;
     known->max_inflight = due->max_inflight;
+    if (fq_tenant_budgets_configure(self->sends, due->tenant_id, due->send_rate_count,
+                                    due->send_rate_period_s, due->daily_quota, zclock_usecs()))
+        fq_metrics_tenant_budget(self->config->metrics, due->tenant_id, false, 0);
     known->scan_from = due->scan_from;
     bool held = false;
     for (size_t i = 0; i < known->nlanes; i++) {
@@ -632,10 +657,16 @@ static void s_channel_stats(s_self_t *self, const fq_lane_channel_t *channel,
     }
 }
 
+//  A tenant's send budget, for the metrics: held, and its count today.
+static void s_report_budget(const fq_tenant_budget_view_t *view, void *metrics)
+{
+    fq_metrics_tenant_budget(metrics, view->tenant_id, view->held, view->sent_today);
+}
+
 //  Each channel's ready messages, free credit and messages in flight, and
-//  each destination's budget and load, for the metrics: a channel whose
-//  messages wait for a sender, or a destination that is throttled, shows
-//  there.
+//  each destination's budget and load, and each limited tenant's send
+//  budget, for the metrics: a channel whose messages wait for a sender, a
+//  destination that is throttled or a tenant held by its quota shows there.
 static void s_report_lanes(s_self_t *self)
 {
     if (!self->config->metrics)
@@ -679,10 +710,14 @@ static void s_report_lanes(s_self_t *self)
             .throttled = destination->throttled};
         fq_metrics_destination(self->config->metrics, &figures);
     }
+    fq_tenant_budgets_each(self->sends, s_report_budget, self->config->metrics);
 }
 
 static void s_poll(fq_ctx_t *ctx, s_self_t *self, bool full)
 {
+    //  The daily counts, as the API shows them: a poll behind at most
+    if (full && fq_pipeline_may_dispatch(self->config))
+        fq_tenant_budgets_record(self->sends);
     int64_t since = self->last_read;
     self->last_poll = zclock_mono();
     if (full) {
@@ -845,6 +880,25 @@ static fq_lane_t *s_landed(s_self_t *self, uint64_t message_id, const char *chan
     return fq_lanes_get(self->lanes, channel, NULL);
 }
 
+//  How fast a lane's mean cost follows its messages: about the last
+//  thousand count. Slow enough that a burst of one tenant's big messages
+//  does not make them look average; fast enough to follow the mix.
+#define S_COST_MEAN_WEIGHT 0.001
+
+//  An answered message of tenant cost cost (bytes or microseconds,
+//  fairness_cost): its pick charged 1, an average message's cost; the
+//  rest is charged now, as a multiple of the lane's mean cost.
+static void s_charge(fq_lane_t *lane, int64_t tenant, uint64_t cost)
+{
+    if (cost == 0)
+        return;
+    double value = (double)cost;
+    lane->cost_mean = lane->cost_mean > 0
+                          ? lane->cost_mean + S_COST_MEAN_WEIGHT * (value - lane->cost_mean)
+                          : value;
+    fq_fairness_charge(lane->fairness, tenant, value / lane->cost_mean - 1);
+}
+
 static void s_settled(s_self_t *self, const fq_settled_t *settled)
 {
     uint32_t n = settled->messages.count;
@@ -859,6 +913,13 @@ static void s_settled(s_self_t *self, const fq_settled_t *settled)
         if (!lane)
             continue; //  Out of memory for a lane: its count drifts, nothing is lost
         fq_fairness_done(lane->fairness, tenant);
+        if (settled->costs.count == n)
+            s_charge(lane, tenant, settled->costs.items[i]);
+        //  Not answered by a receiver (given back by a dead sender,
+        //  deferred, or never sendable): it does not count against its
+        //  tenant's daily quota
+        if (!settled->answered)
+            fq_tenant_budgets_give_back(self->sends, tenant, 1);
         fq_lane_destination_t *budget = lane->budget;
         if (budget->inflight > 0)
             budget->inflight--;
@@ -992,6 +1053,8 @@ static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 
 static void s_destroy(s_self_t *self)
 {
+    //  Before the connection it records the counts with, and the lanes
+    fq_tenant_budgets_destroy(&self->sends, true);
     zhashx_destroy(&self->flying);
     free(self->budgets);
     free(self->fresh);
@@ -1038,13 +1101,15 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->flying = zhashx_new();
     self->budgets = malloc(FQ_STORE_DESTINATIONS_MAX * sizeof *self->budgets);
     self->fresh = malloc(S_OPEN_MAX * sizeof *self->fresh);
+    if (self->lanes && self->db)
+        self->sends = fq_tenant_budgets_new(self->lanes, self->db, NULL);
     if (self->config->metrics) {
         self->metrics = fq_metrics_batch_new(self->config->metrics);
         self->counted = zhashx_new();
     }
     if (!self->express || !self->queue || !self->flying || !self->budgets || !self->fresh ||
-        !self->lanes || !self->known || !self->db || !self->asks || !self->ask_lanes ||
-        !self->page || !self->page_counts || !self->due || !self->retries ||
+        !self->sends || !self->lanes || !self->known || !self->db || !self->asks ||
+        !self->ask_lanes || !self->page || !self->page_counts || !self->due || !self->retries ||
         (self->config->metrics && (!self->metrics || !self->counted))) {
         s_destroy(self);
         return FQ_ENOMEM;

@@ -1,11 +1,18 @@
 /*  fq_api_tenants.c — /v1/tenants: the tenants with their limits and live
     figures, creating and changing them, issuing their tokens (api/API.md).
     Depth and age come from the database's counters; what is in flight and
-    the send rate from the dispatcher's metrics. */
+    the send rate from the dispatcher's metrics.
+
+    A tenant's send budget (migration 0017) is "max_send_rate", not
+    "send_rate": that name was the live figure, messages acked a second,
+    long before a tenant had a limit on it, and clients (fairq top) read
+    it as a number. The limit and the figure sit side by side as
+    max_inflight and inflight do. */
 #include "fq_api_internal.h"
 #include "fq_channel.h"
 #include "fq_error.h"
 #include "fq_limits.h"
+#include "fq_rate.h"
 #include <limits.h>
 #include <string.h>
 
@@ -17,19 +24,45 @@
 #define S_WEIGHT_MIN 1
 #define S_WEIGHT_MAX 1000
 
+//  Every count a rate's text takes fits the schema's (fq_limits.h).
+_Static_assert(FQ_RATE_COUNT_MAX <= FQ_TENANT_SEND_RATE_COUNT_MAX, "send rate count");
+
+//  Room for what fq_rate_parse says of a bad rate: its text quoted (cut)
+//  and the units it takes.
+#define S_PROBLEM_SIZE 256
+
+//  A nullable limit of a tenant, 0 for none: the number, or null.
+static json_t *s_nullable(int64_t value)
+{
+    return value > 0 ? json_integer((json_int_t)value) : json_null();
+}
+
+//  Its send rate as operators write it ("100/s"), or null.
+static json_t *s_send_rate_json(const fq_tenant_info_t *t)
+{
+    if (t->send_rate_count <= 0)
+        return json_null();
+    fq_rate_t rate = {t->send_rate_count, t->send_rate_period_s};
+    char text[FQ_RATE_TEXT_SIZE];
+    fq_rate_format(&rate, text);
+    return json_string(text);
+}
+
 static json_t *s_tenant_json(fq_api_call_t *call, const fq_tenant_info_t *t)
 {
     int64_t inflight = 0;
     double send_rate = 0;
     if (call->server->metrics)
         fq_metrics_tenant_live(call->server->metrics, t->name, &inflight, &send_rate);
-    return json_pack("{s:s, s:i, s:i, s:o, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:b}", "name",
-                     t->name, "weight", t->weight, "max_inflight", t->max_inflight, "submit_rate",
-                     t->submit_rate > 0 ? json_integer(t->submit_rate) : json_null(),
-                     "open_requests", (json_int_t)t->open_requests, "depth", (json_int_t)t->depth,
-                     "failed", (json_int_t)t->failed, "unsplit", (json_int_t)t->unsplit, "inflight",
-                     (json_int_t)inflight, "send_rate", send_rate, "oldest_pending_age_s",
-                     (json_int_t)t->oldest_pending_s, "signing_secret_set", t->signing_secret_set);
+    return json_pack("{s:s, s:i, s:i, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:b}",
+                     "name", t->name, "weight", t->weight, "max_inflight", t->max_inflight,
+                     "submit_rate", s_nullable(t->submit_rate), "max_send_rate",
+                     s_send_rate_json(t), "daily_quota", s_nullable(t->daily_quota), "sent_today",
+                     (json_int_t)t->sent_today, "open_requests", (json_int_t)t->open_requests,
+                     "depth", (json_int_t)t->depth, "failed", (json_int_t)t->failed, "unsplit",
+                     (json_int_t)t->unsplit, "inflight", (json_int_t)inflight, "send_rate",
+                     send_rate, "oldest_pending_age_s", (json_int_t)t->oldest_pending_s,
+                     "signing_secret_set", t->signing_secret_set);
 }
 
 //  The tenant of the path, if the caller may see it; false after
@@ -89,8 +122,8 @@ void fq_api_tenant_get(fq_api_call_t *call)
 
 //  An optional positive integer field up to max; null allowed when
 //  nullable (written as -1). false after answering 400.
-static bool s_limit(fq_api_call_t *call, json_t *body, const char *key, int min, int max,
-                    bool nullable, int *out)
+static bool s_limit(fq_api_call_t *call, json_t *body, const char *key, int64_t min, int64_t max,
+                    bool nullable, int64_t *out)
 {
     json_t *value = json_object_get(body, key);
     if (!value)
@@ -101,12 +134,51 @@ static bool s_limit(fq_api_call_t *call, json_t *body, const char *key, int min,
     }
     if (json_is_integer(value) && json_integer_value(value) >= min &&
         json_integer_value(value) <= max) {
-        *out = (int)json_integer_value(value);
+        *out = json_integer_value(value);
         return true;
     }
-    fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "%s must be an integer within %d..%d%s", key, min, max,
-                nullable ? ", or null" : "");
+    fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "%s must be an integer within %lld..%lld%s", key,
+                (long long)min, (long long)max, nullable ? ", or null" : "");
     return false;
+}
+
+//  The same, for a field that fits an int (the schema's integer columns).
+static bool s_int_limit(fq_api_call_t *call, json_t *body, const char *key, int min, int max,
+                        bool nullable, int *out)
+{
+    int64_t value = *out;
+    if (!s_limit(call, body, key, min, max, nullable, &value))
+        return false;
+    *out = (int)value;
+    return true;
+}
+
+//  "max_send_rate": a text ("100/s") into spec, null to remove it (count
+//  -1), absent to keep it (count 0). false after answering 400.
+static bool s_send_rate(fq_api_call_t *call, json_t *body, fq_tenant_spec_t *spec)
+{
+    json_t *value = json_object_get(body, "max_send_rate");
+    if (!value)
+        return true;
+    if (json_is_null(value)) {
+        spec->send_rate_count = -1;
+        return true;
+    }
+    if (!json_is_string(value)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "max_send_rate must be a text such as \"100/s\", \"5/min\", \"10000/h\" or "
+                    "\"1000/d\", or null");
+        return false;
+    }
+    fq_rate_t rate;
+    char problem[S_PROBLEM_SIZE];
+    if (fq_rate_parse(json_string_value(value), &rate, problem, sizeof problem) != 0) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "max_send_rate: %s", problem);
+        return false;
+    }
+    spec->send_rate_count = rate.count;
+    spec->send_rate_period_s = rate.period_s;
+    return true;
 }
 
 //  The tenant's default signing secret for its http requests: a secret
@@ -135,8 +207,9 @@ static bool s_signing_secret(fq_api_call_t *call, json_t *body, const char **sec
 
 void fq_api_tenant_put(fq_api_call_t *call)
 {
-    static const char *const keys[] = {"weight", "max_inflight", "submit_rate", "signing_secret",
-                                       NULL};
+    static const char *const keys[] = {
+        "weight",        "max_inflight", "submit_rate", "signing_secret",
+        "max_send_rate", "daily_quota",  NULL};
     const char *name = call->params[0];
     if (!fq_api_query_allowed(call, NULL))
         return;
@@ -154,10 +227,11 @@ void fq_api_tenant_put(fq_api_call_t *call)
             atomic_load_explicit(&call->server->tenant_max_inflight, memory_order_relaxed),
             atomic_load_explicit(&call->server->tenant_submit_rate, memory_order_relaxed)}};
     int64_t id;
-    if (s_limit(call, body, "weight", S_WEIGHT_MIN, S_WEIGHT_MAX, false, &spec.weight) &&
-        s_limit(call, body, "max_inflight", 1, INT_MAX, false, &spec.max_inflight) &&
-        s_limit(call, body, "submit_rate", 1, INT_MAX, true, &spec.submit_rate) &&
-        s_signing_secret(call, body, &spec.signing_secret)) {
+    if (s_int_limit(call, body, "weight", S_WEIGHT_MIN, S_WEIGHT_MAX, false, &spec.weight) &&
+        s_int_limit(call, body, "max_inflight", 1, INT_MAX, false, &spec.max_inflight) &&
+        s_int_limit(call, body, "submit_rate", 1, INT_MAX, true, &spec.submit_rate) &&
+        s_signing_secret(call, body, &spec.signing_secret) && s_send_rate(call, body, &spec) &&
+        s_limit(call, body, "daily_quota", 1, FQ_TENANT_DAILY_QUOTA_MAX, true, &spec.daily_quota)) {
         int rc = fq_store_tenant_id(call->store, name, &id);
         bool created = rc == FQ_ENOTFOUND;
         if (rc == 0 || created)

@@ -6,6 +6,8 @@
 #ifndef FQ_LIMITS_H
 #define FQ_LIMITS_H
 
+#include <stdint.h>
+
 //  Longest tenant name in bytes: a tenant's name is a label in metrics and
 //  a path segment in the API, short by design ([a-z0-9][a-z0-9_.-]{0,63}).
 #define FQ_TENANT_NAME_MAX 64
@@ -34,6 +36,13 @@
 //  The destination every domain no other names belongs to; it always
 //  exists and takes no domains.
 #define FQ_DESTINATION_DEFAULT "default"
+
+//  A tenant's send budget (sql/migrations/0017_tenant_send_budgets.sql):
+//  its rate's count (as fq_rate.h's FQ_RATE_COUNT_MAX) and its daily quota
+//  are within the schema's CHECKs, which the API, the CLI and the store's
+//  tests check against.
+#define FQ_TENANT_SEND_RATE_COUNT_MAX INT64_C(1000000000)
+#define FQ_TENANT_DAILY_QUOTA_MAX     INT64_C(1000000000000)
 
 //  Longest name a fairqd holds the leader's lease under ("name@host:pid",
 //  the schema's check of fairq.leader.holder), and room for it and its NUL.

@@ -3,6 +3,8 @@
 #include "fq_cli_commands.h"
 #include "fq_cli_pages.h"
 #include "fq_cli_table.h"
+#include "fq_limits.h"
+#include "fq_rate.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,15 @@
 //  max_inflight and submit_rate positive PostgreSQL integers
 #define S_WEIGHT_MAX  1000
 #define S_INTEGER_MAX 2147483647
+
+//  The schema's limit of a daily quota (0017_tenant_send_budgets.sql); a
+//  send rate's count is fq_rate.h's, the same as the schema's
+
+//  The word of the options for "no limit".
+#define S_NONE "none"
+
+//  Room for what fq_rate_parse says of a bad rate.
+#define S_PROBLEM_SIZE 256
 
 #define S_HTTP_CREATED 201
 
@@ -33,12 +44,35 @@ static char *s_tenant_path(const char *name, const char *suffix)
 
 static void s_print_tenant(const json_t *tenant)
 {
-    static const char *const fields[] = {
-        "tenant",       "name",        "weight",      "weight",           "max in flight",
-        "max_inflight", "submit rate", "submit_rate", "open requests",    "open_requests",
-        "depth",        "depth",       "failed",      "failed",           "unsplit",
-        "unsplit",      "in flight",   "inflight",    "send rate/s (1m)", "send_rate",
-        "oldest",       "oldest",      NULL};
+    static const char *const fields[] = {"tenant",
+                                         "name",
+                                         "weight",
+                                         "weight",
+                                         "max in flight",
+                                         "max_inflight",
+                                         "submit rate",
+                                         "submit_rate",
+                                         "max send rate",
+                                         "max_send_rate",
+                                         "daily quota",
+                                         "daily_quota",
+                                         "sent today",
+                                         "sent_today",
+                                         "open requests",
+                                         "open_requests",
+                                         "depth",
+                                         "depth",
+                                         "failed",
+                                         "failed",
+                                         "unsplit",
+                                         "unsplit",
+                                         "in flight",
+                                         "inflight",
+                                         "send rate/s (1m)",
+                                         "send_rate",
+                                         "oldest",
+                                         "oldest",
+                                         NULL};
     //  A copy with the age written for people under the key "oldest"
     json_t *shown = json_copy((json_t *)tenant);
     char age[FQ_CLI_VALUE_SIZE];
@@ -60,12 +94,14 @@ static int s_tenants(fq_cli_t *cli, const fq_cli_args_t *args)
         fq_cli_print_raw(&answer);
     else if (rc == FQ_CLI_EXIT_OK) {
         static const char *const headers[] = {
-            "NAME",  "WEIGHT", "MAX INFLIGHT", "SUBMIT RATE", "OPEN",
-            "DEPTH", "FAILED", "IN FLIGHT",    "RATE/S (1m)", "OLDEST"};
+            "NAME",        "WEIGHT",      "MAX INFLIGHT", "SUBMIT RATE", "MAX SEND RATE",
+            "DAILY QUOTA", "SENT TODAY",  "OPEN",         "DEPTH",       "FAILED",
+            "IN FLIGHT",   "RATE/S (1m)", "OLDEST"};
         static const char *const keys[] = {"name",        "weight",        "max_inflight",
-                                           "submit_rate", "open_requests", "depth",
+                                           "submit_rate", "max_send_rate", "daily_quota",
+                                           "sent_today",  "open_requests", "depth",
                                            "failed",      "inflight",      "send_rate"};
-        fq_cli_table_t *table = fq_cli_table_new(headers, "lrrrrrrrrr");
+        fq_cli_table_t *table = fq_cli_table_new(headers, "lrrrrrrrrrrrr");
         size_t i;
         json_t *tenant;
         json_array_foreach(json_object_get(answer.json, "tenants"), i, tenant)
@@ -96,7 +132,9 @@ const fq_cli_command_t fq_cli_cmd_tenants = {
     .summary = "tenants with their weight, limits, depth, in flight, rate and oldest age",
     .description =
         "A tenant token sees only its own tenant. RATE/S (1m) is messages acked a second,\n"
-        "fairqd's average over the last minute (\"fairq top\" shows the rate now).",
+        "fairqd's average over the last minute (\"fairq top\" shows the rate now); MAX SEND\n"
+        "RATE and DAILY QUOTA are its send budget, SENT TODAY what the quota counted of\n"
+        "today (UTC) as the leading fairqd last recorded it.",
     .min_args = 0,
     .max_args = 0,
     .run = s_tenants};
@@ -140,19 +178,41 @@ static const fq_cli_option_t s_set_options[] = {
      "most messages in senders' hands at once (1..2147483647; new: tenant_max_inflight, 1000)"},
     {"submit-rate", "N|none",
      "most submits per minute, or none for no limit (new: tenant_submit_rate, none)"},
+    {"max-send-rate", "RATE|none",
+     "most of its messages handed to senders a period: 100/s, 5/min, 10000/h, 1000/d; none "
+     "for no limit (new: none)"},
+    {"daily-quota", "N|none",
+     "most of its messages handed to senders a UTC day (1..1000000000000), or none (new: "
+     "none)"},
     {NULL, NULL, NULL}};
 
 static int s_tenants_set(fq_cli_t *cli, const fq_cli_args_t *args)
 {
     const char *weight = fq_cli_arg(args, "weight"), *inflight = fq_cli_arg(args, "max-inflight");
     const char *rate = fq_cli_arg(args, "submit-rate");
-    int64_t w = 0, m = 0, r = 0;
-    bool no_rate = rate && strcmp(rate, "none") == 0;
+    const char *send_rate = fq_cli_arg(args, "max-send-rate");
+    const char *quota = fq_cli_arg(args, "daily-quota");
+    int64_t w = 0, m = 0, r = 0, q = 0;
+    bool no_rate = rate && strcmp(rate, S_NONE) == 0;
+    bool no_send_rate = send_rate && strcmp(send_rate, S_NONE) == 0;
+    bool no_quota = quota && strcmp(quota, S_NONE) == 0;
     if (fq_cli_parse_tenant(args->pos[0], "tenant name") ||
         (weight && fq_cli_parse_int(weight, "--weight", 1, S_WEIGHT_MAX, &w)) ||
         (inflight && fq_cli_parse_int(inflight, "--max-inflight", 1, S_INTEGER_MAX, &m)))
         return FQ_CLI_EXIT_USAGE;
     if (rate && !no_rate && fq_cli_parse_int(rate, "--submit-rate (or none)", 1, S_INTEGER_MAX, &r))
+        return FQ_CLI_EXIT_USAGE;
+    //  The rate read as fairqd reads it, so that a typo is a usage error
+    //  before any call
+    fq_rate_t parsed;
+    char problem[S_PROBLEM_SIZE];
+    if (send_rate && !no_send_rate &&
+        fq_rate_parse(send_rate, &parsed, problem, sizeof problem) != 0) {
+        fq_cli_error("--max-send-rate: %s (or none)", problem);
+        return FQ_CLI_EXIT_USAGE;
+    }
+    if (quota && !no_quota &&
+        fq_cli_parse_int(quota, "--daily-quota (or none)", 1, FQ_TENANT_DAILY_QUOTA_MAX, &q))
         return FQ_CLI_EXIT_USAGE;
     json_t *body = json_object();
     if (weight)
@@ -161,6 +221,11 @@ static int s_tenants_set(fq_cli_t *cli, const fq_cli_args_t *args)
         json_object_set_new(body, "max_inflight", json_integer(m));
     if (rate)
         json_object_set_new(body, "submit_rate", no_rate ? json_null() : json_integer(r));
+    if (send_rate)
+        json_object_set_new(body, "max_send_rate",
+                            no_send_rate ? json_null() : json_string(send_rate));
+    if (quota)
+        json_object_set_new(body, "daily_quota", no_quota ? json_null() : json_integer(q));
     char *path = s_tenant_path(args->pos[0], NULL);
     int rc = FQ_CLI_EXIT_FAILED;
     fq_cli_answer_t answer = {0};
@@ -183,7 +248,8 @@ static int s_tenants_set(fq_cli_t *cli, const fq_cli_args_t *args)
 
 const fq_cli_command_t fq_cli_cmd_tenants_set = {
     .name = "tenants set",
-    .usage = "NAME [--weight N] [--max-inflight N] [--submit-rate N|none]",
+    .usage = "NAME [--weight N] [--max-inflight N] [--submit-rate N|none] "
+             "[--max-send-rate RATE|none] [--daily-quota N|none]",
     .summary = "create a tenant, or change its weight and limits (admin)",
     .description = "Options left out keep their value (a new tenant gets the defaults).",
     .options = s_set_options,

@@ -4,6 +4,7 @@
 #include "fq_error.h"
 #include "fq_intkeys.h"
 #include <czmq.h>
+#include <math.h>
 
 typedef struct s_tenant s_tenant_t;
 typedef struct s_level s_level_t;
@@ -46,13 +47,17 @@ struct s_tenant {
     int weight;
     int max_inflight;
     int inflight;
-    int deficit; //  Credit left this round
+    //  Credit left this round: each pick costs 1, and fq_fairness_charge
+    //  adds what a message cost beyond that once known (fairness_cost), so
+    //  it can go below 0: a debt, paid off by the rounds it sits out
+    double deficit;
     int ready_requests;
     s_level_t *levels; //  Highest priority first
     s_links_t order;   //  Every tenant that can send, in turn order
     s_links_t round;   //  Those of them with credit left this round
     bool in_ring;      //  In the order
     bool has_turns;    //  In the round
+    bool held;         //  Out of the turns (fq_fairness_tenant_hold)
 };
 
 struct fq_fairness {
@@ -149,7 +154,7 @@ static s_request_t *s_request_find(const fq_fairness_t *self, int64_t request_id
 
 static bool s_tenant_can_send(const s_tenant_t *tenant)
 {
-    return tenant->ready_requests > 0 && tenant->inflight < tenant->max_inflight;
+    return tenant->ready_requests > 0 && tenant->inflight < tenant->max_inflight && !tenant->held;
 }
 
 //  Two circular lists thread the tenants that can send: the turn order,
@@ -195,34 +200,68 @@ static void s_list_remove(s_tenant_t **head_p, s_tenant_t *tenant, s_list_t list
 //  round of at least that many messages: O(1) per message amortised. The
 //  order stays fixed, so light and heavy tenants stay mixed within each
 //  pass of the round instead of drifting into groups by weight.
+//
+//  Every tenant in the order has spent its credit by then (deficit <= 0).
+//  Charged by cost, some may owe more than a round's weight: the new round
+//  is then the first one in which anyone has credit, as if the rounds
+//  between had passed (each tenant earning its weight in each), so a
+//  round never comes up empty and a debt costs no idle passes.
 static void s_round_check(fq_fairness_t *self)
 {
     if (self->current || !self->first)
         return;
+    //  Rounds until the first tenant has credit: the fewest any needs
+    double rounds = 0;
     s_tenant_t *tenant = self->first;
     do {
-        tenant->round = tenant->order;
-        tenant->has_turns = true;
-        tenant->deficit = tenant->weight;
+        double needs = floor(-fmin(tenant->deficit, 0) / tenant->weight) + 1;
+        if (rounds == 0 || needs < rounds)
+            rounds = needs;
         tenant = tenant->order.next;
     } while (tenant != self->first);
-    self->current = self->first;
+    s_tenant_t *last = NULL;
+    tenant = self->first;
+    do {
+        tenant->deficit = fmin(tenant->deficit, 0) + rounds * tenant->weight;
+        tenant->has_turns = tenant->deficit > 0;
+        if (tenant->has_turns) {
+            if (last)
+                s_list_insert(tenant, self->current, S_ROUND);
+            else {
+                tenant->round.prev = tenant->round.next = tenant;
+                self->current = tenant;
+            }
+            last = tenant;
+        }
+        tenant = tenant->order.next;
+    } while (tenant != self->first);
 }
 
 //  A tenant joins at the end of the current pass (just before whoever is
 //  current) with a fresh credit, and keeps that place in the turn order.
 //  So a newcomer waits for at most one turn of each active tenant: never
 //  for anyone's backlog.
+//  A tenant still in debt (fq_fairness_charge) joins the order but not
+//  the round: it waits for the rounds that pay its debt off.
 static void s_ring_join(fq_fairness_t *self, s_tenant_t *tenant)
 {
     if (tenant->in_ring)
         return;
-    tenant->in_ring = tenant->has_turns = true;
-    tenant->deficit = tenant->weight;
-    s_list_insert(tenant, self->current, S_ORDER);
-    s_list_insert(tenant, self->current, S_ROUND);
-    if (!self->current)
-        self->first = self->current = tenant;
+    tenant->in_ring = true;
+    tenant->deficit = fmin(tenant->deficit, 0) + tenant->weight;
+    tenant->has_turns = tenant->deficit > 0;
+    if (!self->first) {
+        //  Alone: the round starts with it (s_round_check pays any debt)
+        tenant->order.prev = tenant->order.next = tenant;
+        self->first = tenant;
+        self->ring_size++;
+        tenant->has_turns = false;
+        s_round_check(self);
+        return;
+    }
+    s_list_insert(tenant, self->current ? self->current : self->first, S_ORDER);
+    if (tenant->has_turns)
+        s_list_insert(tenant, self->current, S_ROUND);
     self->ring_size++;
 }
 
@@ -235,8 +274,10 @@ static void s_ring_leave(fq_fairness_t *self, s_tenant_t *tenant)
     if (tenant->has_turns)
         s_list_remove(&self->current, tenant, S_ROUND);
     tenant->has_turns = false;
-    //  An idle flow keeps no credit (DRR): it cannot save up a burst
-    tenant->deficit = 0;
+    //  An idle flow keeps no credit (DRR): it cannot save up a burst. It
+    //  keeps a debt: a tenant whose messages are charged as they finish
+    //  is often idle by then, and must pay all the same
+    tenant->deficit = fmin(tenant->deficit, 0);
     self->ring_size--;
     s_round_check(self);
 }
@@ -284,6 +325,18 @@ int fq_fairness_tenant_set(fq_fairness_t *self, int64_t tenant_id, int weight, i
         return FQ_ENOMEM;
     tenant->weight = weight;
     tenant->max_inflight = max_inflight;
+    s_tenant_update(self, tenant);
+    return 0;
+}
+
+int fq_fairness_tenant_hold(fq_fairness_t *self, int64_t tenant_id, bool held)
+{
+    if (!s_valid_id(tenant_id))
+        return FQ_EINVAL;
+    s_tenant_t *tenant = s_tenant_get(self, tenant_id);
+    if (!tenant)
+        return FQ_ENOMEM;
+    tenant->held = held;
     s_tenant_update(self, tenant);
     return 0;
 }
@@ -573,7 +626,7 @@ int fq_fairness_next(fq_fairness_t *self, fq_pick_t *pick)
     self->prefetched--;
     tenant->inflight++;
     self->inflight++;
-    tenant->deficit--;
+    tenant->deficit -= 1;
 
     if (request->count == 0)
         s_request_ready(request, false);
@@ -602,6 +655,25 @@ void fq_fairness_done(fq_fairness_t *self, int64_t tenant_id)
     tenant->inflight--;
     self->inflight--;
     s_tenant_update(self, tenant);
+}
+
+void fq_fairness_charge(fq_fairness_t *self, int64_t tenant_id, double cost)
+{
+    s_tenant_t *tenant = s_valid_id(tenant_id) ? fq_intkey_lookup(self->tenants, tenant_id) : NULL;
+    if (!tenant || !isfinite(cost) || cost == 0)
+        return;
+    tenant->deficit -= cost;
+    //  Spent by it: out of this round (it keeps its place in the order).
+    //  Given credit back (it cost less than its pick charged), a tenant
+    //  that spent this round's has turns in it again, at the end of the
+    //  pass: so every round ends with no credit left over, and a tenant
+    //  of cheap messages gets as many of them as its weight pays for
+    if (tenant->has_turns && tenant->deficit <= 0)
+        s_ring_spend(self, tenant);
+    else if (tenant->in_ring && !tenant->has_turns && tenant->deficit > 0) {
+        tenant->has_turns = true;
+        s_list_insert(tenant, self->current, S_ROUND);
+    }
 }
 
 void fq_fairness_stats(const fq_fairness_t *self, fq_fairness_stats_t *stats)

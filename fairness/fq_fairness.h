@@ -34,6 +34,14 @@ void fq_fairness_destroy(fq_fairness_t **self_p);
 //  Creates or updates a tenant (weight >= 1, max_inflight >= 1).
 int fq_fairness_tenant_set(fq_fairness_t *self, int64_t tenant_id, int weight, int max_inflight);
 
+//  Holds a tenant out of the turns, or lets it back in: a held tenant
+//  sends nothing, keeps its requests and their prefetched ids, and leaves
+//  its place in the turn order to the others (as a tenant with nothing
+//  ready does). The scheduler holds a tenant whose send budget is spent.
+//  A tenant not known yet is made (with the defaults), so the hold holds
+//  for the requests it brings later. Returns 0, FQ_EINVAL or FQ_ENOMEM.
+int fq_fairness_tenant_hold(fq_fairness_t *self, int64_t tenant_id, bool held);
+
 //  Adds an active request with nothing prefetched yet; it is queued for a
 //  refill from after_id. split_done says whether every message row exists
 //  (a short page then means the request is exhausted). Returns 0,
@@ -83,6 +91,16 @@ int fq_fairness_next(fq_fairness_t *self, fq_pick_t *pick);
 //  A message of tenant_id is no longer in flight (acked, nacked, or pushed
 //  back with fq_fairness_push).
 void fq_fairness_done(fq_fairness_t *self, int64_t tenant_id);
+
+//  A message of tenant_id that was picked cost cost more than the 1 its
+//  pick charged (less, if negative): its weight buys fewer (or more)
+//  messages from now on. For fairness by bytes or by delivery time
+//  (docs/fairness.md, "What a message costs"), where a message's cost is
+//  known only once it is rendered or answered. A tenant can go into debt;
+//  it then sits out whole rounds until its weight has paid it off, and
+//  keeps the debt while it has nothing ready. Unknown tenants and costs
+//  that are not finite numbers are ignored.
+void fq_fairness_charge(fq_fairness_t *self, int64_t tenant_id, double cost);
 
 typedef struct {
     size_t tenants;

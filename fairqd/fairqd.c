@@ -623,6 +623,16 @@ static int s_start_system(s_daemon_t *self)
     return FQ_FAIRQD_EXIT_OK;
 }
 
+//  fairness_cost's word (the config engine allows no other).
+static fq_fairness_cost_t s_fairness_cost(const char *word)
+{
+    if (strcmp(word, "bytes") == 0)
+        return FQ_FAIRNESS_COST_BYTES;
+    if (strcmp(word, "time") == 0)
+        return FQ_FAIRNESS_COST_TIME;
+    return FQ_FAIRNESS_COST_MESSAGES;
+}
+
 //  This fairqd has just taken the lease over: the pipeline starts, its
 //  writes carrying the lease's epoch, then the gateway. In that order: a
 //  sender that joins the moment the gateway is bound finds the dispatcher
@@ -646,7 +656,8 @@ static int s_start_leading(s_daemon_t *self)
         .retention_s = fq_config_int(self->config, FQ_FAIRQD_KEY_RETENTION_S),
         .metrics = self->metrics,
         .epoch = fq_lease_epoch(self->lease),
-        .lease = self->lease};
+        .lease = self->lease,
+        .fairness_cost = s_fairness_cost(fq_config_str(self->config, FQ_FAIRQD_KEY_FAIRNESS_COST))};
     if (fq_pipeline_start(self->system, &pipeline) != 0)
         return FQ_FAIRQD_EXIT_FAILURE;
     self->leading = true;

@@ -77,6 +77,12 @@
     * retry_base_ms 60000, retry_cap_ms 3600000: a temporary mail failure
       (greylisting, a full mailbox) clears in minutes, not seconds; an hour
       cap is in line with MTAs (Postfix's maximal_backoff_time is 4000 s).
+    * fairness_cost messages: a tenant's turn is one message, the one
+      measure that needs nothing measured, and right when messages are
+      alike. bytes (what each message renders to) or time (how long its
+      sender took to deliver it) make weights buy shares of those instead,
+      for tenants whose messages differ in size or in how slow their
+      receivers are (docs/fairness.md, "What a message costs").
     * splitters 2: splitting is COPY-bound in PostgreSQL. A big request's
       chunks never take the last idle splitter, so with two one is always
       free for a small request (a newcomer's is split the moment it comes,
@@ -155,6 +161,8 @@
       "finished requests and their messages are deleted after this many seconds")                  \
     X(DRAIN_TIMEOUT_MS, drain_timeout_ms, INT, "10000", 0, 3600000, NULL,                          \
       "on SIGTERM, longest wait for messages in flight to be acked")                               \
+    X(FAIRNESS_COST, fairness_cost, CHOICE, "messages", 0, 0, "messages|bytes|time",               \
+      "what a tenant's weight buys a share of: messages, their rendered bytes, or delivery time")  \
     X(LOG_LEVEL, log_level, CHOICE, "info", 0, 0, "debug|info|warning|error",                      \
       "least severe messages logged")                                                              \
     X(DESTINATIONS_FILE, destinations_file, STRING, "", 0, 0, NULL,                                \

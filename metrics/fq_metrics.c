@@ -108,6 +108,8 @@ typedef struct {
     int64_t submitted, split, rejected, dispatched;
     int64_t outcomes[S_OUTCOMES];
     int64_t inflight;
+    int64_t send_held;  //  1 while its send budget holds it out of dispatch
+    int64_t sent_today; //  Counted against its daily quota (0 without one)
 } s_tenant_counts_t;
 
 typedef struct {
@@ -769,6 +771,12 @@ static const s_family_t s_tenant_families[] = {
      "Messages given back unsent because their sender left or died",
      S_TENANT_AT(outcomes[FQ_METRICS_REQUEUED])},
     {"fairq_tenant_inflight", "gauge", "Messages in a sender's hands", S_TENANT_AT(inflight)},
+    {"fairq_tenant_send_held", "gauge",
+     "1 while the tenant's send rate or daily quota holds its messages back",
+     S_TENANT_AT(send_held)},
+    {"fairq_tenant_sent_today", "gauge",
+     "Messages counted against the tenant's daily quota this UTC day (0 without a quota)",
+     S_TENANT_AT(sent_today)},
 };
 
 #define S_INFO_AT(field) offsetof(fq_tenant_info_t, field)
@@ -1292,6 +1300,19 @@ void fq_metrics_channel(fq_metrics_t *self, const char *channel, int64_t ready, 
         found->ready = ready;
         found->credit = credit;
         found->inflight = inflight;
+    }
+    pthread_mutex_unlock(&self->lock);
+}
+
+void fq_metrics_tenant_budget(fq_metrics_t *self, int64_t tenant_id, bool held, int64_t sent_today)
+{
+    if (!self)
+        return;
+    pthread_mutex_lock(&self->lock);
+    s_tenant_t *tenant = s_tenant(self, tenant_id);
+    if (tenant) {
+        tenant->counts.send_held = held;
+        tenant->counts.sent_today = sent_today;
     }
     pthread_mutex_unlock(&self->lock);
 }

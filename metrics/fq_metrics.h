@@ -75,6 +75,11 @@ char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_li
 //  this name.
 void fq_metrics_tenant_name(fq_metrics_t *self, int64_t tenant_id, const char *name);
 
+//  A tenant's send budget (0017) as the scheduler holds it: held while its
+//  rate or daily quota holds its messages back, and what counts against
+//  its quota today. A tenant whose limits are removed is told (false, 0).
+void fq_metrics_tenant_budget(fq_metrics_t *self, int64_t tenant_id, bool held, int64_t sent_today);
+
 //  A sender said HELLO: name (its own choice, sent by a remote peer) and
 //  address are copied. Returns the id its records go under, 0 when self is
 //  NULL or out of memory (records under 0 count for tenants only). A sender

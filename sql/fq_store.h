@@ -162,6 +162,15 @@ typedef struct {
     //  "whsec_..." as the caller checked it): NULL keeps the current one
     //  (a new tenant: none), "" removes it
     const char *signing_secret;
+    //  Its send rate (migration 0017): send_rate_count messages per
+    //  send_rate_period_s (1, 60, 3600 or 86400). A count of 0 keeps the
+    //  current rate (a new tenant: none), -1 (any negative) removes it,
+    //  above 0 sets both
+    int64_t send_rate_count;
+    int send_rate_period_s;
+    //  Messages it may have handed to senders in a UTC day (0017): 0 keeps
+    //  (a new tenant: none), -1 (any negative) removes it, above 0 sets it
+    int64_t daily_quota;
 } fq_tenant_spec_t;
 
 //  Creates or updates a tenant. Returns 0 with its id, FQ_EINVAL (bad name
@@ -180,6 +189,10 @@ typedef struct {
     int64_t unsplit;          //  Recipients not yet split into messages
     int64_t oldest_pending_s; //  Age of the oldest unfinished request; 0 = none
     bool signing_secret_set;  //  It has a default signing secret (never read back)
+    int64_t send_rate_count;  //  Its send rate (0017): messages per send_rate_period_s; 0 = none
+    int send_rate_period_s;   //  1, 60, 3600 or 86400; 0 = none
+    int64_t daily_quota;      //  Messages a UTC day; 0 = none
+    int64_t sent_today;       //  Of its quota, used today (UTC) as the leader last wrote it
 } fq_tenant_info_t;
 
 //  One tenant by name. Returns 0, FQ_ENOTFOUND or FQ_EDB.
@@ -587,6 +600,10 @@ typedef struct {
     char tenant[FQ_TENANT_NAME_SIZE];    //  The tenant's name, for the log
     char channel[FQ_STORE_CHANNEL_SIZE]; //  "email", "http", ...
     bool any_split;                      //  Some of its messages exist (in some destinations)
+    //  The tenant's send budget (0017); 0: no limit
+    int64_t send_rate_count; //  Messages per send_rate_period_s
+    int send_rate_period_s;  //  1, 60, 3600 or 86400
+    int64_t daily_quota;     //  Messages a UTC day
 } fq_due_request_t;
 
 //  Unfinished requests (accepted, splitting, active) whose send_at has

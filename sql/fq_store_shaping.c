@@ -1,4 +1,5 @@
-/*  fq_store_shaping.c — the destinations as the pipeline reads them (see
+/*  fq_store_shaping.c — the destinations as the pipeline reads them, and
+    tenants' daily quotas as the scheduler reserves them (see
     fq_store_shaping.h). */
 #include "fq_store_shaping.h"
 #include "fq_store_internal.h"
@@ -69,4 +70,60 @@ int fq_store_request_destinations(fq_store_t *self, const int64_t *ids, size_t c
         each(fq_store_int64(res, i, 0), PQgetvalue(res, i, 1), arg);
     PQclear(res);
     return n;
+}
+
+//  ---------------------------------------------------------------------
+//  Daily quotas (0017)
+
+int fq_store_reserve_sends(fq_store_t *self, int64_t tenant_id, int64_t day, int64_t want,
+                           int64_t quota, int64_t used, int64_t *before, int64_t *after)
+{
+    *before = *after = 0;
+    char tenant[FQ_STORE_INT_TEXT], date[FQ_STORE_INT_TEXT], wanted[FQ_STORE_INT_TEXT];
+    char most[FQ_STORE_INT_TEXT], count[FQ_STORE_INT_TEXT];
+    snprintf(tenant, sizeof tenant, "%lld", (long long)tenant_id);
+    snprintf(date, sizeof date, "%lld", (long long)day);
+    snprintf(wanted, sizeof wanted, "%lld", (long long)want);
+    snprintf(most, sizeof most, "%lld", (long long)quota);
+    snprintf(count, sizeof count, "%lld", (long long)used);
+    const char *params[] = {tenant, date, wanted, most, count};
+    int rc;
+    PGresult *res = fq_store_query(self,
+                                   "SELECT before, after FROM fairq.reserve_sends($1::bigint,"
+                                   " date '1970-01-01' + $2::int, $3::bigint, $4::bigint,"
+                                   " $5::bigint)",
+                                   5, params, PGRES_TUPLES_OK, "reserve a daily quota", &rc);
+    if (!res)
+        return rc;
+    *before = fq_store_int64(res, 0, 0);
+    *after = fq_store_int64(res, 0, 1);
+    PQclear(res);
+    return 0;
+}
+
+int fq_store_record_sends(fq_store_t *self, int64_t tenant_id, int64_t day, int64_t unused,
+                          int64_t used)
+{
+    char tenant[FQ_STORE_INT_TEXT], date[FQ_STORE_INT_TEXT], back[FQ_STORE_INT_TEXT];
+    char count[FQ_STORE_INT_TEXT];
+    snprintf(tenant, sizeof tenant, "%lld", (long long)tenant_id);
+    snprintf(date, sizeof date, "%lld", (long long)day);
+    snprintf(back, sizeof back, "%lld", (long long)(unused > 0 ? unused : 0));
+    snprintf(count, sizeof count, "%lld", (long long)(used > 0 ? used : 0));
+    const char *params[] = {tenant, date, back, count};
+    int rc;
+    //  What is given back never takes reserved below the count: another
+    //  leader's reservations since are its own
+    PGresult *res =
+        fq_store_query(self,
+                       "UPDATE fairq.tenant_send_days"
+                       " SET reserved = greatest(reserved - $3::bigint, $4::bigint, 0),"
+                       "     used = $4::bigint,"
+                       "     updated_at = now()"
+                       " WHERE tenant_id = $1::bigint AND day = date '1970-01-01' + $2::int",
+                       4, params, PGRES_COMMAND_OK, "record a daily count", &rc);
+    if (!res)
+        return rc;
+    PQclear(res);
+    return 0;
 }

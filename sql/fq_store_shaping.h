@@ -4,7 +4,8 @@
     that shapes each destination's traffic; and which destinations a
     request has messages in, for a scheduler that takes the request in.
     The operator's reads and writes of destinations are
-    fq_store_destinations.h's. */
+    fq_store_destinations.h's. Also a tenant's daily quota as the
+    scheduler reserves it in blocks (0017). */
 #ifndef FQ_STORE_SHAPING_H
 #define FQ_STORE_SHAPING_H
 
@@ -41,5 +42,19 @@ int fq_store_request_destinations(fq_store_t *self, const int64_t *ids, size_t c
                                   void (*each)(int64_t request_id, const char *destination,
                                                void *arg),
                                   void *arg);
+
+//  Reserves up to want (>= 0) more of tenant_id's daily quota (>= 1) for
+//  day (days since 1970-01-01, UTC), recording used as its count so far.
+//  Returns 0 with what was reserved for that day before (by this leader
+//  or any earlier one) in *before and now in *after: after - before may
+//  be handed out. Never reserves past the quota. Or a negative code.
+int fq_store_reserve_sends(fq_store_t *self, int64_t tenant_id, int64_t day, int64_t want,
+                           int64_t quota, int64_t used, int64_t *before, int64_t *after);
+
+//  Records used as tenant_id's count for day and gives back unused (>= 0)
+//  of what this leader reserved (a clean stop gives back what it will not
+//  hand out; 0 only records the count). Returns 0 or a negative code.
+int fq_store_record_sends(fq_store_t *self, int64_t tenant_id, int64_t day, int64_t unused,
+                          int64_t used);
 
 #endif

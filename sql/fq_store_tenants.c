@@ -27,34 +27,52 @@ int fq_store_tenant_put(fq_store_t *self, const fq_tenant_spec_t *spec, int64_t 
 {
     char weight[FQ_STORE_INT_TEXT], inflight[FQ_STORE_INT_TEXT], rate[FQ_STORE_INT_TEXT];
     char default_weight[FQ_STORE_INT_TEXT], default_inflight[FQ_STORE_INT_TEXT];
-    char default_rate[FQ_STORE_INT_TEXT];
+    char default_rate[FQ_STORE_INT_TEXT], send_count[FQ_STORE_INT_TEXT];
+    char send_period[FQ_STORE_INT_TEXT], quota[FQ_STORE_INT_TEXT];
     snprintf(weight, sizeof weight, "%d", spec->weight);
     snprintf(inflight, sizeof inflight, "%d", spec->max_inflight);
     snprintf(rate, sizeof rate, "%d", spec->submit_rate);
     snprintf(default_weight, sizeof default_weight, "%d", spec->defaults.weight);
     snprintf(default_inflight, sizeof default_inflight, "%d", spec->defaults.max_inflight);
     snprintf(default_rate, sizeof default_rate, "%d", spec->defaults.submit_rate);
+    snprintf(send_count, sizeof send_count, "%lld", (long long)spec->send_rate_count);
+    snprintf(send_period, sizeof send_period, "%d", spec->send_rate_period_s);
+    snprintf(quota, sizeof quota, "%lld", (long long)spec->daily_quota);
     const char *params[] = {spec->name,     weight,           inflight,     rate,
-                            default_weight, default_inflight, default_rate, spec->signing_secret};
+                            default_weight, default_inflight, default_rate, spec->signing_secret,
+                            send_count,     send_period,      quota};
     int rc;
     //  A value left out (0) of a new tenant is the default given, else the
-    //  store's own. The signing secret: NULL keeps it, '' removes it
+    //  store's own. The signing secret: NULL keeps it, '' removes it. The
+    //  send rate and the daily quota (0017) have no default: 0 keeps, a
+    //  negative value removes; the rate's count and period go together,
+    //  and the schema's checks refuse what is out of range
     PGresult *res = fq_store_query(
         self,
-        "INSERT INTO fairq.tenants AS t (name, weight, max_inflight, submit_rate, signing_secret)"
+        "INSERT INTO fairq.tenants AS t (name, weight, max_inflight, submit_rate, signing_secret,"
+        "                                send_rate_count, send_rate_period_s, daily_quota)"
         " VALUES ($1, CASE WHEN $2::int > 0 THEN $2::int WHEN $5::int > 0 THEN $5::int ELSE 1 END,"
         "         CASE WHEN $3::int > 0 THEN $3::int WHEN $6::int > 0 THEN $6::int ELSE 1000 END,"
         "         CASE WHEN $4::int > 0 THEN $4::int WHEN $4::int = 0 AND $7::int > 0"
-        "              THEN $7::int END, nullif($8::text, ''))"
+        "              THEN $7::int END, nullif($8::text, ''),"
+        "         CASE WHEN $9::bigint > 0 THEN $9::bigint END,"
+        "         CASE WHEN $9::bigint > 0 THEN $10::int END,"
+        "         CASE WHEN $11::bigint > 0 THEN $11::bigint END)"
         " ON CONFLICT (name) DO UPDATE SET"
         "  weight = CASE WHEN $2::int > 0 THEN $2::int ELSE t.weight END,"
         "  max_inflight = CASE WHEN $3::int > 0 THEN $3::int ELSE t.max_inflight END,"
         "  submit_rate = CASE WHEN $4::int > 0 THEN $4::int"
         "                     WHEN $4::int < 0 THEN NULL ELSE t.submit_rate END,"
         "  signing_secret = CASE WHEN $8::text IS NULL THEN t.signing_secret"
-        "                        ELSE nullif($8::text, '') END"
+        "                        ELSE nullif($8::text, '') END,"
+        "  send_rate_count = CASE WHEN $9::bigint > 0 THEN $9::bigint"
+        "                         WHEN $9::bigint < 0 THEN NULL ELSE t.send_rate_count END,"
+        "  send_rate_period_s = CASE WHEN $9::bigint > 0 THEN $10::int"
+        "                            WHEN $9::bigint < 0 THEN NULL ELSE t.send_rate_period_s END,"
+        "  daily_quota = CASE WHEN $11::bigint > 0 THEN $11::bigint"
+        "                     WHEN $11::bigint < 0 THEN NULL ELSE t.daily_quota END"
         " RETURNING t.id",
-        8, params, PGRES_TUPLES_OK, "store tenant", &rc);
+        11, params, PGRES_TUPLES_OK, "store tenant", &rc);
     if (!res)
         return rc;
     if (id)
@@ -65,18 +83,23 @@ int fq_store_tenant_put(fq_store_t *self, const fq_tenant_spec_t *spec, int64_t 
 
 //  Figures from the counters of unfinished requests (requests_open_idx),
 //  never from counting messages. A message not yet final is pending or
-//  failed, so their sum is what is split minus what is final.
+//  failed, so their sum is what is split minus what is final. What it sent
+//  today is the leader's count of today's UTC day (0017), 0 before the
+//  leader wrote one.
 #define S_TENANT_SQL                                                                               \
     "SELECT t.id, t.name, t.weight, t.max_inflight, coalesce(t.submit_rate, 0),"                   \
     " coalesce(s.open, 0), coalesce(s.depth, 0), coalesce(s.failed, 0),"                           \
     " coalesce(s.unsplit, 0),"                                                                     \
     " coalesce(greatest(floor(extract(epoch FROM now() - s.oldest)), 0)::bigint, 0),"              \
-    " t.signing_secret IS NOT NULL"                                                                \
+    " t.signing_secret IS NOT NULL, coalesce(t.send_rate_count, 0),"                               \
+    " coalesce(t.send_rate_period_s, 0), coalesce(t.daily_quota, 0), coalesce(d.used, 0)"          \
     " FROM fairq.tenants t LEFT JOIN (SELECT tenant_id, count(*) AS open,"                         \
     "   sum(split - sent - dead - cancelled) AS depth, sum(failed) AS failed,"                     \
     "   sum(greatest(total - split - rejected, 0)) AS unsplit, min(created_at) AS oldest"          \
     "  FROM fairq.requests WHERE status IN " FQ_STORE_UNFINISHED " GROUP BY tenant_id) s"          \
-    " ON s.tenant_id = t.id"
+    " ON s.tenant_id = t.id"                                                                       \
+    " LEFT JOIN fairq.tenant_send_days d"                                                          \
+    " ON d.tenant_id = t.id AND d.day = (now() AT TIME ZONE 'UTC')::date"
 
 static void s_tenant_row(const PGresult *res, int row, void *item)
 {
@@ -90,7 +113,11 @@ static void s_tenant_row(const PGresult *res, int row, void *item)
                               .failed = fq_store_int64(res, row, 7),
                               .unsplit = fq_store_int64(res, row, 8),
                               .oldest_pending_s = fq_store_int64(res, row, 9),
-                              .signing_secret_set = PQgetvalue(res, row, 10)[0] == 't'};
+                              .signing_secret_set = PQgetvalue(res, row, 10)[0] == 't',
+                              .send_rate_count = fq_store_int64(res, row, 11),
+                              .send_rate_period_s = (int)fq_store_int64(res, row, 12),
+                              .daily_quota = fq_store_int64(res, row, 13),
+                              .sent_today = fq_store_int64(res, row, 14)};
     snprintf(out->name, sizeof out->name, "%s", PQgetvalue(res, row, 1));
 }
 

@@ -45,8 +45,9 @@ FINISHED = {"done", "cancelled", "rejected"}
 MESSAGE_KEYS = {"id", "request", "tenant", "to", "status", "attempts", "next_attempt_at",
                 "last_attempt_at", "last_error"}
 MESSAGE_STATUSES = {"pending", "sent", "failed", "dead", "cancelled"}
-TENANT_KEYS = {"name", "weight", "max_inflight", "submit_rate", "open_requests", "depth",
-               "failed", "unsplit", "inflight", "send_rate", "oldest_pending_age_s"}
+TENANT_KEYS = {"name", "weight", "max_inflight", "submit_rate", "max_send_rate", "daily_quota",
+               "sent_today", "open_requests", "depth", "failed", "unsplit", "inflight",
+               "send_rate", "oldest_pending_age_s"}
 
 RFC3339_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 TOKEN = re.compile(r"^fq_[A-Za-z0-9_-]{43}$")
@@ -325,9 +326,13 @@ class APITest(E2ETest):
         missing = TENANT_KEYS - set(t)
         self.assertFalse(missing, f"tenant object without {sorted(missing)}: {t}")
         for key in ("weight", "max_inflight", "open_requests", "depth", "failed", "unsplit",
-                    "inflight"):
+                    "inflight", "sent_today"):
             self.assertIs(type(t[key]), int, f"{key}: {t}")
-        self.assertTrue(t["submit_rate"] is None or type(t["submit_rate"]) is int, t)
+        for key in ("submit_rate", "daily_quota"):
+            self.assertTrue(t[key] is None or (type(t[key]) is int and t[key] > 0), f"{key}: {t}")
+        self.assertTrue(t["max_send_rate"] is None or
+                        re.match(r"^[1-9]\d*/(s|min|h|d)$", t["max_send_rate"]), t)
+        self.assertGreaterEqual(t["sent_today"], 0, t)
         self.assertIn(type(t["send_rate"]), (int, float), t)
         self.assertTrue(t["oldest_pending_age_s"] is None or
                         type(t["oldest_pending_age_s"]) in (int, float), t)

@@ -138,6 +138,8 @@ class AuthErrorsTest(APITest):
 
         # Forbidden: admin routes, even for its own tenant; submits for others
         for method, path, body in (("PUT", "/v1/tenants/alpha", {"weight": 1000}),
+                                   ("PUT", "/v1/tenants/alpha", {"max_send_rate": "1000000/s"}),
+                                   ("PUT", "/v1/tenants/alpha", {"daily_quota": 1}),
                                    ("PUT", "/v1/tenants/bravo-secret", {"weight": 1000}),
                                    ("PUT", "/v1/tenants/newcomer", {}),
                                    ("POST", "/v1/tenants/alpha/tokens", None),
@@ -146,8 +148,9 @@ class AuthErrorsTest(APITest):
                                    ("POST", "/v1/requests", submit_body("bravo-secret"))):
             self.assert_error(self.api(method, path, body, token=ta), 403,
                               f"alpha's token: {method} {path}")
-        self.assertEqual(h.sql("SELECT name, weight FROM fairq.tenants ORDER BY name"),
-                         [["alpha", "1"], ["bravo-secret", "1"]])
+        self.assertEqual(h.sql("SELECT name, weight, send_rate_count, daily_quota"
+                               " FROM fairq.tenants ORDER BY name"),
+                         [["alpha", "1", "", ""], ["bravo-secret", "1", "", ""]])
         self.assertEqual(self.count("fairq.api_tokens"), 3)  # admin, ta, tb
         self.assertEqual(self.count("fairq.requests"), 2)
 

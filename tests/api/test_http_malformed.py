@@ -143,7 +143,12 @@ def tenant_corpus():
     wrong = {"weight": ["0", "1001", "-1", '"1"', "1.5", "null", "true", "1e309",
                         "99999999999999999999", "[]"],
              "max_inflight": ["0", "-1", '"5"', "1e309", "null", "2147483648", "1.5"],
-             "submit_rate": ["0", "-5", '"10"', "1.5", "true", "2147483648", "[]"]}
+             "submit_rate": ["0", "-5", '"10"', "1.5", "true", "2147483648", "[]"],
+             "max_send_rate": ["100", '"0/s"', '"100/x"', '""', '"100"', '"1e3/s"', "true", "[]",
+                               "{}", '"1/s\\u0000"', '"1/s\\u0000x"', '"\\u00e9/s"',
+                               '"1000000001/s"', '"100/S"'],
+             "daily_quota": ["0", "-1", '"5"', "1e309", "1.5", "1e3", "true", "1000000000001",
+                             "99999999999999999999", "-99999999999999999999", "{}", '"none"']}
     for key, texts in wrong.items():
         for text in texts:
             corpus.append((f"{key} = {text}", f'{{"{key}": {text}}}'.encode()))
@@ -474,8 +479,10 @@ class MalformedTest(APITest):
             except AssertionError as error:
                 failures.append(str(error)[:300])
         self.assertFalse(failures, "\n".join(failures))
-        self.assertEqual(self.h.sql("SELECT name, weight, max_inflight, coalesce(submit_rate, 0)"
-                                    " FROM fairq.tenants"), [["acme", "1", "1000", "0"]])
+        self.assertEqual(self.h.sql("SELECT name, weight, max_inflight, coalesce(submit_rate, 0),"
+                                    " send_rate_count, send_rate_period_s, daily_quota"
+                                    " FROM fairq.tenants"),
+                         [["acme", "1", "1000", "0", "", "", ""]])
         self.healthz_ok()
 
     def test_patch_corpus(self):

@@ -4,7 +4,8 @@
 mail must move: submit and its defaults, Idempotency-Key, listing and
 paging, the lifecycle (pause, resume, cancel, PATCH) and its 409s, the
 rejects of recipients with CR or LF (which never reach a mail header),
-message search, the retry of a dead message, tenants and their tokens.
+message search, the retry of a dead message, tenants, their send budgets
+and their tokens.
 """
 
 import json
@@ -691,6 +692,138 @@ class RequestRoutesTest(APITest):
                           "revoking it again")
         self.assertEqual([t["id"] for t in self.ok(self.api("GET", "/v1/tenants/acme/tokens"), 200,
                                                    "acme's tokens")["tokens"]], ids[1:])
+
+    def test_tenant_send_budgets(self):
+        """PUT sets a tenant's max_send_rate and daily_quota (a new tenant
+        has none unless given), the rate written back in its canonical
+        form; a PUT without them keeps them and null removes each;
+        sent_today is the leader's count of today (UTC), whatever it
+        counted on other days; every malformed value is a 400 naming its
+        problem, with nothing changed; a tenant token reads them but may
+        not change them (403)."""
+        self.start(**FAIRQD)
+        created = self.put_tenant("acme", 201, max_send_rate="100/s", daily_quota=50000)
+        self.assertEqual((created["max_send_rate"], created["daily_quota"],
+                          created["sent_today"]), ("100/s", 50000, 0))
+        plain = self.put_tenant("bravo", 201)
+        self.assertEqual((plain["max_send_rate"], plain["daily_quota"], plain["sent_today"]),
+                         (None, None, 0))
+
+        def stored():
+            return self.h.sql("SELECT name, send_rate_count, send_rate_period_s, daily_quota"
+                              " FROM fairq.tenants ORDER BY name")
+        self.assertEqual(stored(), [["acme", "100", "1", "50000"], ["bravo", "", "", ""]])
+        shown = self.ok(self.api("GET", "/v1/tenants/acme"), 200, "GET acme")
+        self.check_tenant(shown)
+        self.assertEqual((shown["max_send_rate"], shown["daily_quota"]), ("100/s", 50000))
+        listed = {t["name"]: t for t in
+                  self.ok(self.api("GET", "/v1/tenants"), 200, "tenants")["tenants"]}
+        self.assertEqual((listed["acme"]["max_send_rate"], listed["acme"]["daily_quota"],
+                          listed["bravo"]["max_send_rate"], listed["bravo"]["daily_quota"]),
+                         ("100/s", 50000, None, None))
+
+        # Each unit, written back as the canonical one; the quota kept
+        for given, canonical, period in (("5/m", "5/min", 60), ("7/sec", "7/s", 1),
+                                         ("10000/hour", "10000/h", 3600),
+                                         ("1000/day", "1000/d", 86400),
+                                         ("1000000000/d", "1000000000/d", 86400),
+                                         ("1/s", "1/s", 1)):
+            t = self.put_tenant("acme", 200, max_send_rate=given)
+            self.assertEqual((t["max_send_rate"], t["daily_quota"]), (canonical, 50000), given)
+            self.assertEqual(stored()[0], ["acme", canonical.split("/")[0], str(period),
+                                           "50000"], given)
+        for quota in (1, 1000000000000):
+            self.assertEqual(self.put_tenant("acme", 200, daily_quota=quota)["daily_quota"],
+                             quota)
+        # A PUT of other fields, or of nothing, keeps them
+        t = self.put_tenant("acme", 200, weight=2, submit_rate=30)
+        self.assertEqual((t["max_send_rate"], t["daily_quota"]), ("1/s", 1000000000000))
+        self.assertEqual(self.put_tenant("acme", 200)["max_send_rate"], "1/s")
+        self.put_tenant("acme", 200, max_send_rate="10000/h", daily_quota=50000)
+
+        # sent_today: today's UTC row as the leader reserves and records it
+        # (fairq.reserve_sends); yesterday's count is not today's
+        tid = self.h.scalar("SELECT id FROM fairq.tenants WHERE name = 'acme'")
+        self.h.sql(f"SELECT fairq.reserve_sends({tid}, (now() AT TIME ZONE 'UTC')::date,"
+                   " 100, 50000, 37)")
+        self.h.sql("INSERT INTO fairq.tenant_send_days (tenant_id, day, reserved, used)"
+                   f" VALUES ({tid}, (now() AT TIME ZONE 'UTC')::date - 1, 900, 880)")
+        self.assertEqual(self.ok(self.api("GET", "/v1/tenants/acme"), 200,
+                                 "GET acme")["sent_today"], 37)
+        listed = {t["name"]: t for t in
+                  self.ok(self.api("GET", "/v1/tenants"), 200, "tenants")["tenants"]}
+        self.assertEqual((listed["acme"]["sent_today"], listed["bravo"]["sent_today"]), (37, 0))
+
+        # A tenant token sees its own budget, and may not change it
+        token = self.new_token("acme")
+        mine = self.ok(self.api("GET", "/v1/tenants/acme", token=token), 200, "own tenant")
+        self.assertEqual((mine["max_send_rate"], mine["daily_quota"], mine["sent_today"]),
+                         ("10000/h", 50000, 37))
+        before = stored()
+        for body in ({"max_send_rate": "1000000/s"}, {"max_send_rate": None},
+                     {"daily_quota": 1000000000000}, {"daily_quota": None}):
+            self.assert_error(self.api("PUT", "/v1/tenants/acme", body, token=token), 403,
+                              f"acme's token: PUT {body}")
+        self.assertEqual(stored(), before)
+
+        # Malformed: 400 with what is wrong, nothing changed or created
+        not_a_rate = ('max_send_rate must be a text such as "100/s", "5/min", "10000/h" or'
+                      ' "1000/d", or null')
+        not_a_quota = "daily_quota must be an integer within 1..1000000000000, or null"
+        refused = [
+            ({"max_send_rate": 100}, [not_a_rate]),
+            ({"max_send_rate": 1.5}, [not_a_rate]),
+            ({"max_send_rate": True}, [not_a_rate]),
+            ({"max_send_rate": ["1/s"]}, [not_a_rate]),
+            ({"max_send_rate": {"count": 1, "per": "s"}}, [not_a_rate]),
+            ({"max_send_rate": ""}, ['max_send_rate: rate "": empty']),
+            ({"max_send_rate": "100"}, ['max_send_rate: rate "100": no unit']),
+            ({"max_send_rate": "/s"}, ['rate "/s": no count before "/"']),
+            ({"max_send_rate": "0/s"}, ['max_send_rate: rate "0/s": count "0" is not a whole'
+                                        ' number from 1 to 1000000000']),
+            ({"max_send_rate": "-5/s"}, ['rate "-5/s": count "-5"']),
+            ({"max_send_rate": "1.5/s"}, ['rate "1.5/s": count "1.5"']),
+            ({"max_send_rate": "1000000001/s"}, ['rate "1000000001/s": count']),
+            ({"max_send_rate": "100/x"}, ['max_send_rate: rate "100/x": unknown unit "x"',
+                                          "units are s, min, h, d"]),
+            ({"max_send_rate": "100/S"}, ['rate "100/S": unknown unit "S"']),
+            ({"max_send_rate": "100/month"}, ['unknown unit "month"']),
+            ({"max_send_rate": " 100/s"}, ['rate " 100/s"']),
+            ({"max_send_rate": "100/s "}, ['unknown unit "s "']),
+            ({"daily_quota": 0}, [not_a_quota]),
+            ({"daily_quota": -1}, [not_a_quota]),
+            ({"daily_quota": 1000000000001}, [not_a_quota]),
+            ({"daily_quota": 2 ** 62}, [not_a_quota]),
+            ({"daily_quota": "100"}, [not_a_quota]),
+            ({"daily_quota": 1.5}, [not_a_quota]),
+            ({"daily_quota": 1e3}, [not_a_quota]),
+            ({"daily_quota": True}, [not_a_quota]),
+            ({"daily_quota": [1]}, [not_a_quota]),
+            # One good field does not carry a bad one
+            ({"weight": 3, "daily_quota": 0}, [not_a_quota]),
+            ({"max_send_rate": "5/min", "daily_quota": "x"}, [not_a_quota]),
+            ({"max_send_rate": "5/fortnight", "daily_quota": 7}, ['unknown unit "fortnight"']),
+        ]
+        before = stored()
+        for name in ("acme", "newcomer"):
+            for body, words in refused:
+                answer = self.api("PUT", f"/v1/tenants/{name}", body)
+                self.assert_error(answer, 400, f"PUT {name} {body}")
+                for word in words:
+                    self.assertIn(word, answer[2]["detail"], f"PUT {name} {body}")
+        self.assertEqual(stored(), before)
+
+        # null removes each, the one without the other; the day's count stays
+        t = self.put_tenant("acme", 200, max_send_rate=None)
+        self.assertEqual((t["max_send_rate"], t["daily_quota"], t["sent_today"]),
+                         (None, 50000, 37))
+        t = self.put_tenant("acme", 200, daily_quota=None)
+        self.assertEqual((t["max_send_rate"], t["daily_quota"], t["sent_today"]), (None, None, 37))
+        self.assertEqual((t["weight"], t["submit_rate"]), (2, 30))
+        self.assertEqual(stored(), [["acme", "", "", ""], ["bravo", "", "", ""]])
+        # ... and null on what has none is no error
+        t = self.put_tenant("bravo", 200, max_send_rate=None, daily_quota=None)
+        self.assertEqual((t["max_send_rate"], t["daily_quota"]), (None, None))
 
     def test_sighup_reloads_http_settings(self):
         """SIGHUP makes the HTTP API take its new http_body_max,

@@ -545,7 +545,8 @@ class CliTest(E2ETest):
         names = [t["name"] for t in self.fairq_json("tenants")["tenants"]]
         self.assertEqual(sorted(names), ["newco", "shop"])
         table = self.fairq("tenants").stdout.splitlines()
-        self.assertRegex(table[0], r"^NAME +WEIGHT +MAX INFLIGHT +SUBMIT RATE +OPEN +DEPTH")
+        self.assertRegex(table[0], r"^NAME +WEIGHT +MAX INFLIGHT +SUBMIT RATE +MAX SEND RATE +"
+                                   r"DAILY QUOTA +SENT TODAY +OPEN +DEPTH")
         shown = self.fairq("tenants", "show", "shop").stdout
         self.assertRegex(shown, r"(?m)^tenant +shop$")
         self.assertRegex(shown, r"(?m)^oldest +(-|\d+s)$")
@@ -652,6 +653,89 @@ class CliTest(E2ETest):
         self.assertIn("(rate now needs /metrics: an admin token, or metrics_public)", screen)
         self.assertRegex(screen, r"FAILED +RATE/S \(1m\) +OLDEST")
         self.assertNotIn("(5s)", screen)
+
+    def test_tenant_send_budgets(self):
+        """tenants set --max-send-rate and --daily-quota set a tenant's
+        send budget, keep it when left out and remove it with none; show
+        and the list print it with what the quota counted today; a bad
+        rate or quota is a usage error (2) before any call; a tenant token
+        may not change it (4)."""
+        self.start(senders=0)
+        done = self.fairq("tenants", "set", "newco", "--max-send-rate", "100/s",
+                          "--daily-quota", "50000")
+        self.assertIn("tenant newco created", done.stdout)
+        self.assertRegex(done.stdout, r"(?m)^max send rate +100/s$")
+        self.assertRegex(done.stdout, r"(?m)^daily quota +50000$")
+        self.assertRegex(done.stdout, r"(?m)^sent today +0$")
+        tenant = self.fairq_json("tenants", "show", "newco")
+        self.assertEqual((tenant["max_send_rate"], tenant["daily_quota"], tenant["sent_today"]),
+                         ("100/s", 50000, 0))
+        # Any unit, written back in its canonical form; what is left out stays
+        tenant = self.fairq_json("tenants", "set", "newco", "--max-send-rate", "5/m")
+        self.assertEqual((tenant["max_send_rate"], tenant["daily_quota"]), ("5/min", 50000))
+        tenant = self.fairq_json("tenants", "set", "newco", "--weight", "2")
+        self.assertEqual((tenant["max_send_rate"], tenant["daily_quota"]), ("5/min", 50000))
+        tenant = self.fairq_json("tenants", "set", "newco", "--daily-quota", "1000000000000",
+                                 "--max-send-rate", "1000/day")
+        self.assertEqual((tenant["max_send_rate"], tenant["daily_quota"]),
+                         ("1000/d", 1000000000000))
+        # The leader's count of today, as fairqd recorded it
+        tid = self.h.scalar("SELECT id FROM fairq.tenants WHERE name = 'newco'")
+        self.h.sql(f"SELECT fairq.reserve_sends({tid}, (now() AT TIME ZONE 'UTC')::date,"
+                   " 20, 1000000000000, 12)")
+        shown = self.fairq("tenants", "show", "newco").stdout
+        self.assertRegex(shown, r"(?m)^max send rate +1000/d$")
+        self.assertRegex(shown, r"(?m)^daily quota +1000000000000$")
+        self.assertRegex(shown, r"(?m)^sent today +12$")
+        table = self.fairq("tenants").stdout.splitlines()
+        self.assertRegex(table[0], r"^NAME +WEIGHT +MAX INFLIGHT +SUBMIT RATE +MAX SEND RATE +"
+                                   r"DAILY QUOTA +SENT TODAY +OPEN ")
+        rows = {line.split()[0]: line.split() for line in table[1:]}
+        self.assertEqual(rows["newco"][:7], ["newco", "2", "1000", "-", "1000/d",
+                                             "1000000000000", "12"], table)
+        self.assertEqual(rows["shop"][4:7], ["-", "-", "0"], table)
+
+        # Usage errors, before any call: fairqd has no way to see them
+        for args, words in (
+                (["--max-send-rate", "5/fortnight"],
+                 '--max-send-rate: rate "5/fortnight": unknown unit "fortnight"'),
+                (["--max-send-rate", "0/s"], '--max-send-rate: rate "0/s": count "0"'),
+                (["--max-send-rate", "100"], '--max-send-rate: rate "100": no unit'),
+                (["--max-send-rate", ""], '--max-send-rate: rate "": empty'),
+                (["--max-send-rate", "None"], '--max-send-rate: rate "None"'),
+                (["--max-send-rate", "1000000001/s"], 'rate "1000000001/s": count'),
+                (["--daily-quota", "0"], "invalid value for --daily-quota (or none): \"0\""),
+                (["--daily-quota", "-1"], "invalid value for --daily-quota"),
+                (["--daily-quota", "1000000000001"], "(an integer in 1..1000000000000)"),
+                (["--daily-quota", "lots"], "invalid value for --daily-quota"),
+                (["--daily-quota", "1e6"], "invalid value for --daily-quota"),
+                (["--weight", "2", "--daily-quota", "NONE"], "invalid value for --daily-quota")):
+            done = self.fairq("tenants", "set", "newco", *args, expect=USAGE)
+            self.assertIn(words, done.stderr)
+        self.fairq("tenants", "set", "newco", "--max-send-rate", expect=USAGE)
+        tenant = self.fairq_json("tenants", "show", "newco")
+        self.assertEqual((tenant["weight"], tenant["max_send_rate"], tenant["daily_quota"]),
+                         (2, "1000/d", 1000000000000))
+
+        # A tenant may read its budget, not change it
+        token = self.fairq("tenants", "token", "newco").stdout.strip()
+        self.assertEqual(self.fairq_json("tenants", "show", "newco", token=token)["sent_today"],
+                         12)
+        for args in (["--max-send-rate", "1000000/s"], ["--daily-quota", "none"]):
+            done = self.fairq("tenants", "set", "newco", *args, token=token, expect=AUTH)
+            self.assertIn("403", done.stderr)
+
+        # none removes each, the one without the other
+        tenant = self.fairq_json("tenants", "set", "newco", "--max-send-rate", "none")
+        self.assertEqual((tenant["max_send_rate"], tenant["daily_quota"]),
+                         (None, 1000000000000))
+        done = self.fairq("tenants", "set", "newco", "--daily-quota", "none")
+        self.assertIn("tenant newco updated", done.stdout)
+        self.assertRegex(done.stdout, r"(?m)^max send rate +-$")
+        self.assertRegex(done.stdout, r"(?m)^daily quota +-$")
+        self.assertEqual(self.h.sql("SELECT send_rate_count, send_rate_period_s, daily_quota,"
+                                    " weight FROM fairq.tenants WHERE name = 'newco'"),
+                         [["", "", "", "2"]])
 
     def test_destinations(self):
         """destinations set creates, then changes only what its options

@@ -157,6 +157,9 @@ class ArgsTest(unittest.TestCase):
         self.assertRegex(text, r"(?m)^  set NAME .*\n      --weight N +share of dispatch")
         self.assertRegex(text, r"(?m)^      --max-inflight N +")
         self.assertRegex(text, r"(?m)^      --submit-rate N\|none +")
+        # Wider than the column: its text starts on the next line
+        self.assertRegex(text, r"(?m)^      --max-send-rate RATE\|none *\n +most of its messages")
+        self.assertRegex(text, r"(?m)^      --daily-quota N\|none +most of its messages")
         self.assertEqual(self.expect(0, None, "help", "tenants").stdout, text)
         done = self.expect(2, "unexpected argument \"bogus\"", "tenants", "bogus")
         self.assertIn("Try \"fairq tenants --help\" for its subcommands", done.stderr)
@@ -172,6 +175,10 @@ class ArgsTest(unittest.TestCase):
         self.expect(5, "could not reach", "tenants", "set", "acme", "--submit_rate", "none",
                     "--max_inflight", "9")
         self.expect(2, "unknown option --wei_ght", "tenants", "set", "acme", "--wei_ght", "1")
+        self.expect(2, "--max-send-rate: rate \"1/x\"", "tenants", "set", "acme",
+                    "--max_send_rate", "1/x")
+        self.expect(2, "invalid value for --daily-quota", "tenants", "set", "acme",
+                    "--daily_quota", "0")
 
     def test_top_help_says_its_windows(self):
         text = self.expect(0, "Usage: fairq top", "top", "--help").stdout
@@ -260,6 +267,42 @@ class ArgsTest(unittest.TestCase):
         self.expect(5, "could not reach", "reschedule", "5", "--send-at", "+90m")
         self.expect(5, "could not reach", "tenants", "set", "acme", "--weight", "1000",
                     "--max-inflight", "2147483647", "--submit-rate", "none")
+
+    def test_tenants_set_send_budget(self):
+        """--max-send-rate is read as fairqd reads a rate, --daily-quota
+        within the schema's 1..1000000000000; each takes none; a bad one
+        is a usage error (2) saying what is wrong, before any call."""
+        for bad, words in (("5/fortnight", 'rate "5/fortnight": unknown unit "fortnight"; units'
+                                           ' are s, min, h, d'),
+                           ("0/s", 'rate "0/s": count "0" is not a whole number from 1 to'
+                                   ' 1000000000'),
+                           ("-1/s", 'rate "-1/s": count "-1"'),
+                           ("1.5/s", 'rate "1.5/s": count "1.5"'),
+                           ("1000000001/s", 'rate "1000000001/s": count'),
+                           ("100", 'rate "100": no unit'),
+                           ("/s", 'rate "/s": no count before "/"'),
+                           ("", 'rate "": empty'),
+                           ("100/S", 'rate "100/S": unknown unit "S"'),
+                           ("Nones", 'rate "Nones"'),
+                           ("none ", 'rate "none "')):
+            done = self.expect(2, f"--max-send-rate: {words}", "tenants", "set", "acme",
+                               "--max-send-rate", bad)
+            self.assertIn("(or none)", done.stderr)
+        for bad in ("0", "-1", "1000000000001", "99999999999999999999", "1e3", "1.5", "x",
+                    "None", ""):
+            self.expect(2, f"invalid value for --daily-quota (or none): \"{bad}\" (an integer"
+                           " in 1..1000000000000)", "tenants", "set", "acme", "--daily-quota",
+                        bad)
+        self.expect(2, "option --max-send-rate needs a value", "tenants", "set", "acme",
+                    "--max-send-rate")
+        # Good values, each unit and none, get as far as the (missing) server
+        for rate in ("100/s", "5/min", "5/m", "10000/h", "10000/hour", "1000/d", "1/day",
+                     "1000000000/sec", "none"):
+            self.expect(5, "could not reach", "tenants", "set", "acme", "--max-send-rate", rate)
+        for quota in ("1", "1000000000000", "none"):
+            self.expect(5, "could not reach", "tenants", "set", "acme", "--daily-quota", quota)
+        self.expect(5, "could not reach", "tenants", "set", "acme", "--max-send-rate", "5/min",
+                    "--daily-quota", "10000", "--weight", "3")
 
     def test_submit_json_files(self):
         self.expect(2, "needs a JSON FILE", "submit")

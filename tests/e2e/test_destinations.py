@@ -40,6 +40,23 @@ One fairqd run, the scenarios one after the other (each a subTest):
      "slow", whose own row the refused write must not leave changed) are
      4xx answers naming the fault, and GET shows the destinations as they
      were.
+
+Tenant send budgets (sql/migrations/0017_tenant_send_budgets.sql;
+docs/fairness.md, "Tenant send budgets"), set by SQL on fairq.tenants,
+each a test of its own (TenantSendBudgetsTest):
+
+  5. A send rate: tenant A at 20/s, tenant B unlimited, 120 recipients
+     each submitted together. A's arrivals past its first second's burst
+     come at 20/s (18..22/s); all of B's are in while A has had at most
+     half of its own (A's limit does not slow B); every message is sent
+     at its first attempt.
+  6. A daily quota across a crash: tenant Q with a quota of 30 submits
+     50. Exactly 30 arrive; 20 stay pending at try_count 0; /metrics has
+     fairq_tenant_send_held{tenant="q"} 1 and fairq_tenant_sent_today 30.
+     kill -9 fairqd and start another: it counts the day's reservations
+     as sent, so still 30 at the sink, 20 pending. The quota raised to 40:
+     exactly 10 more. fairq.tenant_send_days never reserves past the
+     quota.
 """
 
 import re
@@ -106,6 +123,21 @@ RELAY_RATE_MIN, RELAY_RATE_MAX = 7.0, 11.5
 # How long the scheduler may take to report a change (a few polls)
 REPORT_TIMEOUT_S = 10
 
+# Tenant send budgets: scenario 5, a tenant's send rate
+TENANT_RATE = 20  # A's send_rate_count per 1 s: its burst is one second's worth
+N_TENANT = 120    # A's and B's recipients
+TENANT_RATE_MIN, TENANT_RATE_MAX = 18.0, 22.0  # 20/s, +-10 %
+# B's last arrival comes while A has had at most this share of its own
+# (at 20/s, 120 take 5 s; B's alone take about one)
+B_DONE_BEFORE_A_SHARE = 0.5
+# Scenario 6, a daily quota: Q's quota, what it submits, the quota raised
+QUOTA, N_QUOTA, QUOTA_RAISED = 30, 50, 40
+QUIET_S = 2.0  # Ten polls without an arrival: nothing more is coming
+QUOTA_TIMEOUT_S = 20
+# The raised quota is read at the next full poll; the tenant's first
+# message may then take this long to arrive, its last this long
+RAISED_FIRST_S, RAISED_LAST_S = 1.0, 3.0
+
 SAMPLE = re.compile(r'^(\w+)\{([^}]*)\} (\S+)$')
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
@@ -114,13 +146,38 @@ def domain_of(record):
     return record["to"][0].rsplit("@", 1)[1]
 
 
-class DestinationsTest(E2ETest):
-
-    # -----------------------------------------------------------------
-    # Helpers
+class ShapingTest(E2ETest):
+    """The helpers of this file's tests (no test of its own)."""
 
     def api(self, method, path, body=None):
         return self.h.http(method, path, body, token=self.token)
+
+    def metrics(self):
+        """/metrics as {(name, frozenset of label pairs): value}."""
+        status, _, text = self.api("GET", "/metrics")
+        self.assertEqual(status, 200, f"GET /metrics: {status} {text!r:.300}")
+        samples = {}
+        for line in text.splitlines():
+            m = SAMPLE.match(line)
+            if m:
+                labels = frozenset(LABEL.findall(m.group(2)))
+                samples[(m.group(1), labels)] = float(m.group(3))
+        return samples
+
+    def check_first_attempt(self, request_ids, total):
+        """Every message of the requests sent, at its first attempt."""
+        messages = self.h.messages(
+            f"request_id IN ({', '.join(str(int(r)) for r in request_ids)})").values()
+        self.assertEqual(len(messages), total)
+        wrong = [m for m in messages if (m["status"], m["try_count"]) != ("sent", 1)]
+        self.assertEqual(wrong[:3], [], f"{len(wrong)} of {total} messages not sent at their "
+                                        "first attempt (a deferral costs no attempt)")
+
+
+class DestinationsTest(ShapingTest):
+
+    # -----------------------------------------------------------------
+    # Helpers
 
     def put(self, name, body):
         status, _, payload = self.api("PUT", f"/v1/destinations/{name}", body)
@@ -142,18 +199,6 @@ class DestinationsTest(E2ETest):
                            for i, to in enumerate(recipients)]})
         self.assertEqual(status, 202, f"submit of {tenant}: {status} {payload!r:.500}")
         return payload["id"]
-
-    def metrics(self):
-        """/metrics as {(name, frozenset of label pairs): value}."""
-        status, _, text = self.api("GET", "/metrics")
-        self.assertEqual(status, 200, f"GET /metrics: {status} {text!r:.300}")
-        samples = {}
-        for line in text.splitlines():
-            m = SAMPLE.match(line)
-            if m:
-                labels = frozenset(LABEL.findall(m.group(2)))
-                samples[(m.group(1), labels)] = float(m.group(3))
-        return samples
 
     def destination_metric(self, name, destination, **labels):
         key = (name, frozenset(dict(labels, destination=destination).items()))
@@ -177,15 +222,6 @@ class DestinationsTest(E2ETest):
         h.wait(lambda: h.api_request(request_id)["status"] == "done", timeout,
                f"{what} (request {request_id}) to be done", interval=0.2,
                describe=lambda: f"request {h.api_request(request_id)}")
-
-    def check_first_attempt(self, request_ids, total):
-        """Every message of the requests sent, at its first attempt."""
-        messages = self.h.messages(
-            f"request_id IN ({', '.join(str(int(r)) for r in request_ids)})").values()
-        self.assertEqual(len(messages), total)
-        wrong = [m for m in messages if (m["status"], m["try_count"]) != ("sent", 1)]
-        self.assertEqual(wrong[:3], [], f"{len(wrong)} of {total} messages not sent at their "
-                                        "first attempt (a deferral costs no attempt)")
 
     # -----------------------------------------------------------------
     # The test
@@ -409,6 +445,176 @@ class DestinationsTest(E2ETest):
         self.assertEqual(before["slow"]["rate"], SLOW["rate"])
         self.assertEqual(before["slow"]["domains"], SLOW["domains"])
         self.assertEqual(before["busy"]["burst"], BUSY["burst"])
+
+
+class TenantSendBudgetsTest(ShapingTest):
+    """Scenarios 5 and 6: a tenant's send rate and daily quota."""
+
+    def start(self, tenants, limits):
+        """The sink, fairqd, one sender; tenants made, then given limits
+        (SQL: the SET list of fairq.tenants by name) before any submit."""
+        h = self.h
+        self.sink = h.start_sink()
+        self.fairqd = h.start_fairqd(**FAIRQD)
+        h.wait_schema()
+        for name in tenants:
+            h.create_tenant(name)
+        for name, sets in limits.items():
+            h.sql(f"UPDATE fairq.tenants SET {sets} WHERE name = {fq_e2e.lit(name)}")
+        self.token = h.make_token()
+        h.start_sender("s1", self.sink, CONCURRENCY)
+
+    def budget_metrics(self, tenant):
+        """(fairq_tenant_send_held, fairq_tenant_sent_today) of tenant."""
+        samples = self.metrics()
+        label = frozenset({("tenant", tenant)})
+        return (samples.get(("fairq_tenant_send_held", label)),
+                samples.get(("fairq_tenant_sent_today", label)))
+
+    def wait_budget_metrics(self, tenant, wanted):
+        return self.h.wait(lambda: self.budget_metrics(tenant) == wanted, REPORT_TIMEOUT_S,
+                           f"/metrics to show {tenant}'s (held, sent_today) as {wanted}",
+                           interval=0.1, describe=lambda: f"{self.budget_metrics(tenant)}")
+
+    def message_counts(self, request_id):
+        """(sent, pending at try_count 0, others) of the request."""
+        row = self.h.sql(
+            "SELECT count(*) FILTER (WHERE status = 'sent'),"
+            " count(*) FILTER (WHERE status = 'pending' AND try_count = 0),"
+            " count(*) FILTER (WHERE NOT (status = 'sent'"
+            "   OR (status = 'pending' AND try_count = 0)))"
+            f" FROM fairq.messages WHERE request_id = {int(request_id)}")[0]
+        return tuple(int(v) for v in row)
+
+    def sent_today(self, tenant):
+        """GET /v1/tenants/NAME's sent_today: the count the leader recorded."""
+        status, _, payload = self.api("GET", f"/v1/tenants/{tenant}")
+        self.assertEqual(status, 200, f"GET /v1/tenants/{tenant}: {status} {payload!r:.300}")
+        return payload["sent_today"]
+
+    def send_days(self, tenant):
+        """[(day, reserved, used)] of tenant in fairq.tenant_send_days."""
+        return [(r[0], int(r[1]), int(r[2])) for r in self.h.sql(
+            "SELECT d.day, d.reserved, d.used FROM fairq.tenant_send_days d"
+            " JOIN fairq.tenants t ON t.id = d.tenant_id"
+            f" WHERE t.name = {fq_e2e.lit(tenant)} ORDER BY d.day")]
+
+    # -----------------------------------------------------------------
+    # 5. A tenant's send rate
+
+    def test_tenant_send_rate(self):
+        h = self.h
+        started = time.monotonic()
+        self.start(("a", "b"), {"a": f"send_rate_count = {TENANT_RATE}, send_rate_period_s = 1"})
+        submitted_at = time.time()
+        a_id, b_id = h.submit_together([
+            h.submit_call("a", bulk=(N_TENANT, "a", "example.test")),
+            h.submit_call("b", bulk=(N_TENANT, "b", "example.test"))])
+        h.wait_request(b_id, "done", RUN_TIMEOUT_S, "B's request to be done")
+        h.wait_request(a_id, "done", RUN_TIMEOUT_S, "A's request to be done")
+
+        records = self.sink.records()
+        self.assertEqual(sorted(to for r in records for to in r["to"]),
+                         sorted([f"a{i}@example.test" for i in range(1, N_TENANT + 1)]
+                                + [f"b{i}@example.test" for i in range(1, N_TENANT + 1)]),
+                         "each recipient delivered exactly once")
+        a_t = sorted(r["t"] for r in records if r["to"][0].startswith("a"))
+        b_t = sorted(r["t"] for r in records if r["to"][0].startswith("b"))
+        # Past the burst: from A's TENANT_RATE-th arrival to its last
+        rate = (len(a_t) - TENANT_RATE) / (a_t[-1] - a_t[TENANT_RATE - 1])
+        a_by_b_done = sum(1 for t in a_t if t <= b_t[-1])
+        self.note(f"A ({TENANT_RATE}/s): first {a_t[0] - submitted_at:.2f} s, "
+                  f"{TENANT_RATE}th {a_t[TENANT_RATE - 1] - submitted_at:.2f} s, last "
+                  f"{a_t[-1] - submitted_at:.2f} s after the submit, {rate:.2f}/s past the "
+                  f"burst; B (unlimited): first {b_t[0] - submitted_at:.2f} s, last "
+                  f"{b_t[-1] - submitted_at:.2f} s, by when A had {a_by_b_done} of {len(a_t)}")
+        self.assertGreaterEqual(rate, TENANT_RATE_MIN, "A went slower than its send rate")
+        self.assertLessEqual(rate, TENANT_RATE_MAX, "A went faster than its send rate")
+        self.assertLessEqual(a_by_b_done, N_TENANT * B_DONE_BEFORE_A_SHARE,
+                             "B's mail waited behind A's send rate")
+        self.check_first_attempt([a_id, b_id], 2 * N_TENANT)
+        self.note(f"whole test {time.monotonic() - started:.1f} s")
+
+    # -----------------------------------------------------------------
+    # 6. A daily quota, across a crash
+
+    def test_tenant_daily_quota_restart(self):
+        h = self.h
+        started = time.monotonic()
+        self.start(("q",), {"q": f"daily_quota = {QUOTA}"})
+        submitted_at = time.time()
+        rid = h.submit("q", bulk=(N_QUOTA, "q", "example.test"))
+        held = (QUOTA, N_QUOTA - QUOTA, 0)
+        h.wait(lambda: self.message_counts(rid) == held, QUOTA_TIMEOUT_S,
+               f"{QUOTA} of {N_QUOTA} messages sent, the rest pending", interval=0.1,
+               describe=lambda: f"(sent, pending untried, others) {self.message_counts(rid)}")
+        self.wait_budget_metrics("q", (1, QUOTA))
+        time.sleep(QUIET_S)
+        at_sink = self.sink.count()
+        days = self.send_days("q")
+        self.note(f"quota {QUOTA}: {at_sink} at the sink {time.time() - submitted_at:.2f} s "
+                  f"after the submit; (sent, pending untried, others) "
+                  f"{self.message_counts(rid)}; tenant_send_days {days}")
+        self.assertEqual(at_sink, QUOTA, "the daily quota was exceeded")
+        self.assertEqual(self.message_counts(rid), held)
+        self.assertEqual(self.budget_metrics("q"), (1, QUOTA))
+        self.assertEqual([d[1:] for d in days], [(QUOTA, QUOTA)], "(reserved, used) today")
+        self.assertEqual(self.sent_today("q"), QUOTA, "GET /v1/tenants/q sent_today")
+
+        # A crash, and another fairqd: it counts the day's reservations
+        self.fairqd.kill9()
+        killed_at = time.monotonic()
+        self.fairqd = h.start_fairqd(name="fairqd-2", **FAIRQD)
+        self.wait_budget_metrics("q", (1, QUOTA))
+        leading_s = time.monotonic() - killed_at
+        time.sleep(QUIET_S)
+        at_sink = self.sink.count()
+        days = self.send_days("q")
+        api_sent_today = self.sent_today("q")
+        self.note(f"after kill -9 and a restart (reporting q held in {leading_s:.1f} s): "
+                  f"{at_sink} at the sink; (sent, pending untried, others) "
+                  f"{self.message_counts(rid)}; tenant_send_days {days}; GET /v1/tenants/q "
+                  f"sent_today {api_sent_today}")
+        self.assertEqual(at_sink, QUOTA, "a restarted fairqd sent past the daily quota")
+        self.assertEqual(self.message_counts(rid), held)
+        self.assertLessEqual(days[0][1], QUOTA, f"reserved past the quota: {days}")
+        # The new leader counts the earlier reservations as sent, and
+        # records that count at its polls (QUIET_S is ten of them): the
+        # figure the API shows must not fall back to 0
+        with self.subTest("the restarted fairqd records the day's count"):
+            self.assertEqual([d[1:] for d in days], [(QUOTA, QUOTA)],
+                             "(reserved, used) today, after the restart")
+            self.assertEqual(api_sent_today, QUOTA,
+                             "GET /v1/tenants/q sent_today after the restart")
+
+        # The quota raised: exactly the difference goes out
+        raised_at = time.time()
+        h.sql(f"UPDATE fairq.tenants SET daily_quota = {QUOTA_RAISED} WHERE name = 'q'")
+        h.wait(lambda: self.sink.count() >= QUOTA_RAISED, QUOTA_TIMEOUT_S,
+               f"{QUOTA_RAISED} at the sink once the quota is raised", interval=0.05,
+               describe=lambda: f"{self.sink.count()} at the sink")
+        h.wait(lambda: self.message_counts(rid)[0] == QUOTA_RAISED, QUOTA_TIMEOUT_S,
+               f"{QUOTA_RAISED} messages sent", interval=0.1,
+               describe=lambda: f"(sent, pending untried, others) {self.message_counts(rid)}")
+        self.wait_budget_metrics("q", (1, QUOTA_RAISED))
+        time.sleep(QUIET_S)
+        records = self.sink.records()
+        more = sorted(r["t"] - raised_at for r in records[QUOTA:])
+        days = self.send_days("q")
+        self.note(f"quota raised to {QUOTA_RAISED}: {len(records)} at the sink, the "
+                  f"{len(more)} more {more[0]:.2f} .. {more[-1]:.2f} s after the raise; "
+                  f"(sent, pending untried, others) {self.message_counts(rid)}; "
+                  f"tenant_send_days {days}")
+        self.assertEqual(len(records), QUOTA_RAISED, "the raised quota was exceeded")
+        self.assertEqual(len({r["message_id"] for r in records}), QUOTA_RAISED,
+                         "a message delivered twice")
+        self.assertEqual(self.message_counts(rid),
+                         (QUOTA_RAISED, N_QUOTA - QUOTA_RAISED, 0))
+        self.assertLessEqual(more[0], RAISED_FIRST_S, "the raised quota was read late")
+        self.assertLessEqual(more[-1], RAISED_LAST_S, "the raised quota was handed out late")
+        self.assertEqual(len(days), 1, days)
+        self.assertLessEqual(days[0][1], QUOTA_RAISED, f"reserved past the quota: {days}")
+        self.note(f"whole test {time.monotonic() - started:.1f} s")
 
 
 if __name__ == "__main__":

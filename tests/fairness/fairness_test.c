@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
+#include <math.h>
 
 //  Ids kept in memory per request: small, as in production, so that tests
 //  cross the refill threshold (half of it) often.
@@ -411,6 +412,125 @@ static void test_max_inflight(void **state)
         sent[pick.tenant_id]++;
     }
     assert_int_equal(sent[A], 1);
+    s_db_destroy(&db);
+}
+
+//  A held tenant (its send budget spent) sends nothing and slows nobody;
+//  let back in, it takes its turns again by its weight. A hold given
+//  before the tenant has any request holds its first request too.
+static void test_tenant_hold(void **state)
+{
+    (void)state;
+    s_db_t *db = s_db_new(S_PREFETCH);
+    assert_int_equal(fq_fairness_tenant_set(db->fair, A, 2, S_ROOM), 0);
+    s_db_request(db, A, 0, S_ENDLESS, true);
+    s_db_request(db, B, 0, S_ENDLESS, true);
+    assert_int_equal(fq_fairness_tenant_hold(db->fair, A, true), 0);
+    fq_pick_t pick;
+    for (int k = 0; k < 30; k++) {
+        assert_true(s_db_send(db, &pick));
+        assert_int_equal(pick.tenant_id, B);
+    }
+    assert_int_equal(s_stats(db->fair).ready_tenants, 1);
+    //  Back in: A (weight 2) and B (weight 1) share 2:1 at once
+    assert_int_equal(fq_fairness_tenant_hold(db->fair, A, false), 0);
+    int sent[C + 1] = {0};
+    for (int k = 0; k < 300; k++) {
+        assert_true(s_db_send(db, &pick));
+        sent[pick.tenant_id]++;
+    }
+    assert_int_equal(sent[A], 200);
+    assert_int_equal(sent[B], 100);
+    //  Held before it comes: C's first request waits
+    assert_int_equal(fq_fairness_tenant_hold(db->fair, C, true), 0);
+    s_db_request(db, C, 0, S_ENDLESS, true);
+    for (int k = 0; k < 30; k++) {
+        assert_true(s_db_send(db, &pick));
+        assert_true(pick.tenant_id != C);
+    }
+    //  Everyone held: nothing to send, the prefetched ids kept
+    assert_int_equal(fq_fairness_tenant_hold(db->fair, A, true), 0);
+    assert_int_equal(fq_fairness_tenant_hold(db->fair, B, true), 0);
+    assert_false(s_db_send(db, &pick));
+    assert_true(s_stats(db->fair).prefetched > 0);
+    assert_int_equal(fq_fairness_tenant_hold(db->fair, C, false), 0);
+    assert_true(s_db_send(db, &pick));
+    assert_int_equal(pick.tenant_id, C);
+    assert_int_equal(fq_fairness_tenant_hold(db->fair, 0, true), FQ_EINVAL);
+    s_db_destroy(&db);
+}
+
+//  Charged by cost (fairness by bytes or delivery time): weights buy
+//  equal shares of cost, not of messages. A's messages cost 10 each, B's
+//  1, C's 4; with A at weight 2, the costs served come out 2:1:1.
+static void test_charge_by_cost(void **state)
+{
+    (void)state;
+    s_db_t *db = s_db_new(S_PREFETCH);
+    assert_int_equal(fq_fairness_tenant_set(db->fair, A, 2, S_ROOM), 0);
+    s_db_request(db, A, 0, S_ENDLESS, true);
+    s_db_request(db, B, 0, S_ENDLESS, true);
+    s_db_request(db, C, 0, S_ENDLESS, true);
+    const double cost[C + 1] = {0, 10, 1, 4};
+    double served[C + 1] = {0};
+    int sent[C + 1] = {0};
+    fq_pick_t pick;
+    for (int k = 0; k < 20000; k++) {
+        assert_true(s_db_send(db, &pick));
+        //  The pick charged 1; the rest once known
+        fq_fairness_charge(db->fair, pick.tenant_id, cost[pick.tenant_id] - 1);
+        served[pick.tenant_id] += cost[pick.tenant_id];
+        sent[pick.tenant_id]++;
+    }
+    double total = served[A] + served[B] + served[C];
+    //  Within one message's cost of the shares (2:1:1)
+    assert_true(fabs(served[A] / total - 0.5) < 0.002);
+    assert_true(fabs(served[B] / total - 0.25) < 0.002);
+    assert_true(fabs(served[C] / total - 0.25) < 0.002);
+    //  So A sends a fifth of B's messages (2 / 10 against 1 / 1)
+    assert_true(fabs((double)sent[A] / sent[B] - 0.2) < 0.01);
+    s_db_destroy(&db);
+}
+
+//  A debt stays with a tenant that is out of the turns meanwhile: one
+//  with a single message in flight at a time (max_inflight 1), charged
+//  as it finishes, pays for each all the same. A refund (a negative
+//  charge) is credit; odd charges are ignored.
+static void test_charge_debt_kept_while_out(void **state)
+{
+    (void)state;
+    s_db_t *db = s_db_new(S_PREFETCH);
+    assert_int_equal(fq_fairness_tenant_set(db->fair, A, 1, 1), 0);
+    s_db_request(db, A, 0, S_ENDLESS, true);
+    s_db_request(db, B, 0, S_ENDLESS, true);
+    fq_pick_t pick;
+    int sent[B + 1] = {0};
+    for (int k = 0; k < 4000; k++) {
+        assert_true(s_db_pick(db, &pick));
+        sent[pick.tenant_id]++;
+        //  A is out of the ring while its one message is in flight: the
+        //  charge comes then, and the answer after it
+        if (pick.tenant_id == A)
+            fq_fairness_charge(db->fair, A, 9);
+        fq_fairness_done(db->fair, pick.tenant_id);
+    }
+    //  A's 10-unit messages get a tenth of B's count
+    assert_true(fabs((double)sent[A] / sent[B] - 0.1) < 0.01);
+    fq_fairness_charge(db->fair, 99, 5);  //  Unknown: ignored
+    fq_fairness_charge(db->fair, A, NAN); //  Not a number: ignored
+    //  Refunded: A's messages cost less than their picks charged, so its
+    //  weight buys more of them, at once
+    assert_int_equal(fq_fairness_tenant_set(db->fair, A, 1, S_ROOM), 0);
+    int a_sent = 0;
+    for (int k = 0; k < 60; k++) {
+        assert_true(s_db_send(db, &pick));
+        if (pick.tenant_id == A) {
+            a_sent++;
+            fq_fairness_charge(db->fair, A, -0.9); //  A cost 0.1
+        }
+    }
+    //  Ten of A's (cost 0.1 each) to one of B's (cost 1)
+    assert_true(a_sent >= 50);
     s_db_destroy(&db);
 }
 
@@ -1141,6 +1261,9 @@ int main(void)
         cmocka_unit_test(test_weighted_fairness_index),
         cmocka_unit_test(test_newcomer_is_not_stuck_behind_a_backlog),
         cmocka_unit_test(test_max_inflight),
+        cmocka_unit_test(test_tenant_hold),
+        cmocka_unit_test(test_charge_by_cost),
+        cmocka_unit_test(test_charge_debt_kept_while_out),
         cmocka_unit_test(test_refill_of_a_new_request),
         cmocka_unit_test(test_refill_at_half_once),
         cmocka_unit_test(test_buffer_grows_with_pages),

@@ -1066,16 +1066,146 @@ static void test_tenants(void **unused)
     s_assert_counters();
 }
 
+//  A tenant's send budget (0017): set, kept by a put that leaves it out,
+//  removed, refused by the schema's checks with nothing changed, and what
+//  it sent today read from the leader's day row.
+static void s_assert_budget(const char *name, int64_t count, int period_s, int64_t quota,
+                            int64_t sent_today)
+{
+    fq_tenant_info_t info;
+    assert_int_equal(fq_store_tenant_get(s_store, name, &info), 0);
+    assert_int_equal(info.send_rate_count, count);
+    assert_int_equal(info.send_rate_period_s, period_s);
+    assert_int_equal(info.daily_quota, quota);
+    assert_int_equal(info.sent_today, sent_today);
+}
+
+static void s_assert_refused(const fq_tenant_spec_t *spec, const char *constraint)
+{
+    s_assert_fails(fq_store_tenant_put(s_store, spec, NULL), FQ_EINVAL);
+    assert_non_null(strstr(fq_store_error(s_store), "could not store tenant"));
+    assert_string_equal(fq_store_error_constraint(s_store), constraint);
+}
+
+static void test_tenant_send_budgets(void **unused)
+{
+    (void)unused;
+    //  A new tenant has none, whatever the defaults of the other limits
+    fq_tenant_spec_t spec = {.name = "budget-none", .defaults = {2, 30, 60}};
+    assert_int_equal(fq_store_tenant_put(s_store, &spec, NULL), 0);
+    s_assert_budget("budget-none", 0, 0, 0, 0);
+
+    //  Set on creation; kept by a put that names other limits
+    int64_t id;
+    spec = (fq_tenant_spec_t){
+        .name = "budget", .send_rate_count = 100, .send_rate_period_s = 1, .daily_quota = 5000};
+    assert_int_equal(fq_store_tenant_put(s_store, &spec, &id), 0);
+    s_assert_budget("budget", 100, 1, 5000, 0);
+    spec = (fq_tenant_spec_t){.name = "budget", .weight = 4, .send_rate_period_s = 60};
+    assert_int_equal(fq_store_tenant_put(s_store, &spec, NULL), 0);
+    s_assert_budget("budget", 100, 1, 5000, 0);
+
+    //  Changed one at a time: the rate's count and period go together
+    spec = (fq_tenant_spec_t){.name = "budget", .send_rate_count = 5, .send_rate_period_s = 60};
+    assert_int_equal(fq_store_tenant_put(s_store, &spec, NULL), 0);
+    s_assert_budget("budget", 5, 60, 5000, 0);
+    spec = (fq_tenant_spec_t){.name = "budget", .daily_quota = 1000000000000};
+    assert_int_equal(fq_store_tenant_put(s_store, &spec, NULL), 0);
+    s_assert_budget("budget", 5, 60, 1000000000000, 0);
+    spec = (fq_tenant_spec_t){
+        .name = "budget", .send_rate_count = 1000000000, .send_rate_period_s = 86400};
+    assert_int_equal(fq_store_tenant_put(s_store, &spec, NULL), 0);
+    s_assert_budget("budget", 1000000000, 86400, 1000000000000, 0);
+
+    //  Sent today: the used of today's UTC row as the leader reserved and
+    //  counted it (fairq.reserve_sends); yesterday's is not today's
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT after FROM fairq.reserve_sends(%lld, (now() AT TIME ZONE 'UTC')::date,"
+             " 50, 5000, 42)",
+             (long long)id);
+    assert_int_equal(s_sql_int(sql), 50);
+    snprintf(sql, sizeof sql,
+             "INSERT INTO fairq.tenant_send_days (tenant_id, day, reserved, used)"
+             " VALUES (%lld, (now() AT TIME ZONE 'UTC')::date - 1, 900, 900)",
+             (long long)id);
+    s_sql_int(sql);
+    s_assert_budget("budget", 1000000000, 86400, 1000000000000, 42);
+    s_assert_budget("budget-none", 0, 0, 0, 0);
+    fq_tenant_list_t list;
+    int n = fq_store_tenant_list(s_store, &list);
+    bool seen = false;
+    for (int i = 0; i < n; i++)
+        if (strcmp(list.rows[i].name, "budget") == 0) {
+            seen = true;
+            assert_int_equal(list.rows[i].sent_today, 42);
+            assert_int_equal(list.rows[i].send_rate_count, 1000000000);
+            assert_int_equal(list.rows[i].daily_quota, 1000000000000);
+        }
+    fq_tenant_list_free(&list);
+    assert_true(seen);
+
+    //  Refused by the schema, as any check it holds: FQ_EINVAL naming the
+    //  constraint, and nothing changed
+    s_assert_refused(&(fq_tenant_spec_t){.name = "budget",
+                                         .send_rate_count = 1000000001,
+                                         .send_rate_period_s = 1},
+                     "tenants_send_rate_count_check");
+    s_assert_refused(
+        &(fq_tenant_spec_t){.name = "budget", .send_rate_count = 10, .send_rate_period_s = 7},
+        "tenants_send_rate_period_s_check");
+    s_assert_refused(&(fq_tenant_spec_t){.name = "budget", .send_rate_count = 10},
+                     "tenants_send_rate_period_s_check");
+    s_assert_refused(&(fq_tenant_spec_t){.name = "budget", .daily_quota = 1000000000001},
+                     "tenants_daily_quota_check");
+    //  Past an integer: the database's own refusal of the value, no constraint
+    s_assert_refused(&(fq_tenant_spec_t){.name = "budget",
+                                         .send_rate_count = INT64_C(3000000000),
+                                         .send_rate_period_s = 1},
+                     "");
+    s_assert_budget("budget", 1000000000, 86400, 1000000000000, 42);
+    s_assert_refused(&(fq_tenant_spec_t){.name = "budget-refused", .daily_quota = INT64_MAX},
+                     "tenants_daily_quota_check");
+    assert_int_equal(s_sql_int("SELECT count(*) FROM fairq.tenants WHERE name = 'budget-refused'"),
+                     0);
+
+    //  Removed (-1, any negative), one without the other; the day's count
+    //  stays what it was
+    spec = (fq_tenant_spec_t){.name = "budget", .send_rate_count = -1};
+    assert_int_equal(fq_store_tenant_put(s_store, &spec, NULL), 0);
+    s_assert_budget("budget", 0, 0, 1000000000000, 42);
+    spec = (fq_tenant_spec_t){.name = "budget", .daily_quota = -1};
+    assert_int_equal(fq_store_tenant_put(s_store, &spec, NULL), 0);
+    s_assert_budget("budget", 0, 0, 0, 42);
+    assert_int_equal(s_sql_int("SELECT count(*) FROM fairq.tenants WHERE name = 'budget'"
+                               " AND send_rate_count IS NULL AND send_rate_period_s IS NULL"
+                               " AND daily_quota IS NULL AND weight = 4"),
+                     1);
+    //  Removing what is not there is no error
+    spec = (fq_tenant_spec_t){.name = "budget-none", .send_rate_count = -5, .daily_quota = -5};
+    assert_int_equal(fq_store_tenant_put(s_store, &spec, NULL), 0);
+    s_assert_budget("budget-none", 0, 0, 0, 0);
+    s_assert_counters();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_names),     cmocka_unit_test(test_search_filters_and_paging),
-        cmocka_unit_test(test_search_bad_input), cmocka_unit_test(test_filters_match_literally),
-        cmocka_unit_test(test_cancel_by_filter), cmocka_unit_test(test_cancel_request),
-        cmocka_unit_test(test_pause_resume),     cmocka_unit_test(test_change_request),
-        cmocka_unit_test(test_retry_dead),       cmocka_unit_test(test_release_claims),
-        cmocka_unit_test(test_error_summary),    cmocka_unit_test(test_finish_and_prune),
-        cmocka_unit_test(test_tenants),          cmocka_unit_test(test_search_plans_use_indexes),
+        cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_search_filters_and_paging),
+        cmocka_unit_test(test_search_bad_input),
+        cmocka_unit_test(test_filters_match_literally),
+        cmocka_unit_test(test_cancel_by_filter),
+        cmocka_unit_test(test_cancel_request),
+        cmocka_unit_test(test_pause_resume),
+        cmocka_unit_test(test_change_request),
+        cmocka_unit_test(test_retry_dead),
+        cmocka_unit_test(test_release_claims),
+        cmocka_unit_test(test_error_summary),
+        cmocka_unit_test(test_finish_and_prune),
+        cmocka_unit_test(test_tenants),
+        cmocka_unit_test(test_search_plans_use_indexes),
+        cmocka_unit_test(test_tenant_send_budgets),
     };
     return cmocka_run_group_tests(tests, s_group_setup, s_group_teardown);
 }

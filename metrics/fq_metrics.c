@@ -789,6 +789,8 @@ static const s_family_t s_tenant_db_families[] = {
      S_INFO_AT(open_requests)},
     {"fairq_tenant_oldest_pending_age_seconds", "gauge", "Age of the oldest unfinished request",
      S_INFO_AT(oldest_pending_s)},
+    {"fairq_tenant_daily_quota", "gauge", "Most messages sent a UTC day (0: no quota)",
+     S_INFO_AT(daily_quota)},
 };
 
 #define S_SENDER_AT(field) offsetof(s_sender_counts_t, field)
@@ -1041,6 +1043,22 @@ static int s_render_tenants(fq_buf_t *out, const s_snapshot_t *snap, bool databa
                 rc |= fq_buf_printf(out, "} %" PRId64 "\n",
                                     s_int64_at(snap->tenants[i].info, family->offset));
             }
+    }
+    //  A rate, not a count: per second, from the count and period written
+    const char *max_send_rate = "fairq_tenant_max_send_rate_per_second";
+    if (database)
+        rc |=
+            s_out_family(out, max_send_rate, "gauge",
+                         "Most messages sent a second, from the tenant's max_send_rate (0: none)");
+    for (size_t i = 0; database && i < snap->ntenants; i++) {
+        const fq_tenant_info_t *info = snap->tenants[i].info;
+        if (!info)
+            continue;
+        double per_s = info->send_rate_count > 0 && info->send_rate_period_s > 0
+                           ? (double)info->send_rate_count / info->send_rate_period_s
+                           : 0;
+        rc |= s_out_sample(out, max_send_rate, "", "tenant", snap->tenants[i].name);
+        rc |= fq_buf_printf(out, "} %.6g\n", per_s);
     }
     rc |= s_out_family(out, "fairq_requests_inflight", "gauge",
                        "Requests with messages in a sender's hands");

@@ -28,7 +28,9 @@ TENANT_COUNTERS = ["fairq_tenant_submitted", "fairq_tenant_split", "fairq_tenant
                    "fairq_tenant_dead", "fairq_tenant_requeued"]
 TENANT_GAUGES = ["fairq_tenant_inflight", "fairq_tenant_depth", "fairq_tenant_failed_waiting",
                  "fairq_tenant_unsplit", "fairq_tenant_open_requests",
-                 "fairq_tenant_oldest_pending_age_seconds"]
+                 "fairq_tenant_oldest_pending_age_seconds", "fairq_tenant_send_held",
+                 "fairq_tenant_sent_today", "fairq_tenant_daily_quota",
+                 "fairq_tenant_max_send_rate_per_second"]
 SENDER_COUNTERS = ["fairq_sender_dispatched", "fairq_sender_sent", "fairq_sender_failed",
                    "fairq_sender_dead", "fairq_sender_requeued"]
 SENDER_GAUGES = ["fairq_sender_up", "fairq_sender_inflight", "fairq_sender_credit"]

@@ -76,7 +76,10 @@ static fq_tenant_info_t s_rows[] = {
      .depth = 1500,
      .failed = 3,
      .unsplit = 40,
-     .oldest_pending_s = 42},
+     .oldest_pending_s = 42,
+     .send_rate_count = 5,
+     .send_rate_period_s = 60,
+     .daily_quota = 1000},
     {.id = S_BETA, .name = "beta", .weight = 1},
 };
 static const fq_tenant_list_t s_tenants = {s_rows, sizeof s_rows / sizeof s_rows[0]};
@@ -151,6 +154,18 @@ static void test_counters_gauges_and_histograms(void **state)
     s_assert_line(text, "fairq_tenant_open_requests{tenant=\"acme\"} 2");
     s_assert_line(text, "fairq_tenant_oldest_pending_age_seconds{tenant=\"acme\"} 42");
     s_assert_line(text, "fairq_tenant_depth{tenant=\"beta\"} 0");
+    //  Its send budget: 5/min is 0.0833... a second; beta has none
+    s_assert_line(text, "fairq_tenant_daily_quota{tenant=\"acme\"} 1000");
+    s_assert_line(text, "fairq_tenant_max_send_rate_per_second{tenant=\"acme\"} 0.0833333");
+    s_assert_line(text, "fairq_tenant_max_send_rate_per_second{tenant=\"beta\"} 0");
+    //  As the scheduler holds it: held, and what counts today
+    fq_metrics_tenant_budget(metrics, S_ACME, true, 1000);
+    free(text);
+    text = fq_metrics_render(metrics, NULL, &s_tenants);
+    assert_non_null(text);
+    s_assert_line(text, "fairq_tenant_send_held{tenant=\"acme\"} 1");
+    s_assert_line(text, "fairq_tenant_sent_today{tenant=\"acme\"} 1000");
+    s_assert_line(text, "fairq_tenant_send_held{tenant=\"beta\"} 0");
 
     //  The latency: cumulative buckets, le inclusive
     s_assert_line(text, "# TYPE fairq_dispatch_latency_seconds histogram");

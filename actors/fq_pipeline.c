@@ -16,7 +16,9 @@ fq_pipeline_config_t *fq_pipeline_config_dup(const fq_pipeline_config_t *config)
     bool own_listen = config->database_listen && *config->database_listen;
     copy->database_listen = strdup(own_listen ? config->database_listen : config->database);
     copy->name = strdup(config->name);
-    if (!copy->database || !copy->database_listen || !copy->name) {
+    copy->retry.bounce_pattern =
+        strdup(config->retry.bounce_pattern ? config->retry.bounce_pattern : "");
+    if (!copy->database || !copy->database_listen || !copy->name || !copy->retry.bounce_pattern) {
         fq_pipeline_config_free(copy);
         return NULL;
     }
@@ -30,6 +32,7 @@ void fq_pipeline_config_free(void *config)
         free((char *)self->database);
         free((char *)self->database_listen);
         free((char *)self->name);
+        free((char *)self->retry.bounce_pattern);
         free(self);
     }
 }

@@ -71,6 +71,12 @@ static void s_upkeep(s_self_t *self)
                 fq_log(FQ_LOG_INFO, "reaper: pruned %d finished requests", pruned.requests);
             }
         }
+        //  Events keep the same window of history as the requests
+        int events = S_PRUNE_BATCH;
+        while (rc >= 0 && events == S_PRUNE_BATCH) {
+            events = fq_store_prune_events(store, self->config->retention_s, S_PRUNE_BATCH);
+            rc = events < 0 ? events : 0;
+        }
     }
     if (rc < 0)
         fq_db_failed(self->db, rc);

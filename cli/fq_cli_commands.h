@@ -23,6 +23,9 @@ extern const fq_cli_command_t fq_cli_cmd_search;
 extern const fq_cli_command_t fq_cli_cmd_message;
 extern const fq_cli_command_t fq_cli_cmd_retry;
 
+//  fq_cli_commands_events.c
+extern const fq_cli_command_t fq_cli_cmd_events;
+
 //  fq_cli_commands_tenants.c
 extern const fq_cli_command_t fq_cli_cmd_tenants;
 extern const fq_cli_command_t fq_cli_cmd_tenants_show;

@@ -642,6 +642,11 @@ static int s_start_leading(s_daemon_t *self)
 {
     //  The pipeline (docs/architecture.md); each actor opens its own connection
     const char *name = fq_config_str(self->config, FQ_FAIRQD_KEY_NAME);
+    //  Checked as the configuration was read (fq_fairqd_keys.c)
+    char bounces[FQ_STORE_BOUNCE_PATTERN_SIZE];
+    if (fq_store_bounce_pattern(fq_config_str(self->config, FQ_FAIRQD_KEY_SUPPRESS_BOUNCES),
+                                bounces, NULL, 0) != 0)
+        bounces[0] = 0;
     fq_pipeline_config_t pipeline = {
         .database = fq_config_str(self->config, FQ_FAIRQD_KEY_DATABASE),
         .database_listen = fq_config_str(self->config, FQ_FAIRQD_KEY_DATABASE_LISTEN),
@@ -652,7 +657,7 @@ static int s_start_leading(s_daemon_t *self)
         .ack_batch = fq_config_int(self->config, FQ_FAIRQD_KEY_ACK_BATCH),
         .ack_flush_ms = fq_config_int(self->config, FQ_FAIRQD_KEY_ACK_FLUSH_MS),
         .retry = {fq_config_int(self->config, FQ_FAIRQD_KEY_RETRY_BASE_MS),
-                  fq_config_int(self->config, FQ_FAIRQD_KEY_RETRY_CAP_MS)},
+                  fq_config_int(self->config, FQ_FAIRQD_KEY_RETRY_CAP_MS), bounces},
         .retention_s = fq_config_int(self->config, FQ_FAIRQD_KEY_RETENTION_S),
         .metrics = self->metrics,
         .epoch = fq_lease_epoch(self->lease),

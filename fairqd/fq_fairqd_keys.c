@@ -4,6 +4,7 @@
 #include "fq_address.h"
 #include "fq_error.h"
 #include "fq_fairqd.h"
+#include "fq_store.h"
 
 //  A heartbeat timeout covers at least this many heartbeats, so that one
 //  late heartbeat does not make a live sender worker dead.
@@ -43,6 +44,11 @@ static int s_check(fq_config_t *config, char *error, size_t size)
                                       FQ_FAIRQD_KEY_HTTP_CONNECTIONS_PER_IP, 1, error, size);
     if (rc)
         return rc;
+    char pattern[FQ_STORE_BOUNCE_PATTERN_SIZE], problem[256];
+    if (fq_store_bounce_pattern(fq_config_str(config, FQ_FAIRQD_KEY_SUPPRESS_BOUNCES), pattern,
+                                problem, sizeof problem) != 0)
+        return fq_config_error(config, FQ_FAIRQD_KEY_SUPPRESS_BOUNCES, error, size,
+                               "invalid value for \"suppress_bounces\": %s", problem);
     if (*fq_config_str(config, FQ_FAIRQD_KEY_GATEWAY_BIND) &&
         !fq_config_bool(config, FQ_FAIRQD_KEY_GATEWAY_INSECURE)) {
         if (!*fq_config_str(config, FQ_FAIRQD_KEY_GATEWAY_CERT))

@@ -77,6 +77,13 @@
     * retry_base_ms 60000, retry_cap_ms 3600000: a temporary mail failure
       (greylisting, a full mailbox) clears in minutes, not seconds; an hour
       cap is in line with MTAs (Postfix's maximal_backoff_time is 4000 s).
+    * suppress_bounces 5.1.1,5.1.2,5.1.3,5.1.6,5.1.10,5.2.1: the enhanced
+      status codes (RFC 3463) that say the address itself is bad or gone
+      (no such mailbox, no such domain, bad syntax, moved, no mail
+      accepted, disabled), and no other: a 5.7.x policy refusal or a
+      5.2.2 full mailbox says nothing of the address, and suppressing it
+      would lose a reader. Basic codes (550) are allowed, but 550 is also
+      what servers answer for policy reasons.
     * fairness_cost messages: a tenant's turn is one message, the one
       measure that needs nothing measured, and right when messages are
       alike. bytes (what each message renders to) or time (how long its
@@ -161,6 +168,10 @@
       "finished requests and their messages are deleted after this many seconds")                  \
     X(DRAIN_TIMEOUT_MS, drain_timeout_ms, INT, "10000", 0, 3600000, NULL,                          \
       "on SIGTERM, longest wait for messages in flight to be acked")                               \
+    X(SUPPRESS_BOUNCES, suppress_bounces, STRING, "5.1.1,5.1.2,5.1.3,5.1.6,5.1.10,5.2.1", 0, 0,    \
+      NULL,                                                                                        \
+      "permanent failures whose reply holds one of these codes (5.1.1, or 550 first) suppress "    \
+      "their address for the tenant; empty: none")                                                 \
     X(FAIRNESS_COST, fairness_cost, CHOICE, "messages", 0, 0, "messages|bytes|time",               \
       "what a tenant's weight buys a share of: messages, their rendered bytes, or delivery time")  \
     X(LOG_LEVEL, log_level, CHOICE, "info", 0, 0, "debug|info|warning|error",                      \

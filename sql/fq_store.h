@@ -480,9 +480,13 @@ void fq_reject_page_free(fq_reject_page_t *page);
 //  it is about to render in one query per batch of picks, just before
 //  sending (docs/architecture.md).
 
+//  The reason of a recipient refused at split because it is suppressed
+//  (0019): its event is message.suppressed, not message.rejected.
+#define FQ_STORE_REJECT_SUPPRESSED "suppressed"
+
 typedef struct {
     int split;    //  Message rows written
-    int rejected; //  Recipients refused (listed in fairq.rejects)
+    int rejected; //  Recipients refused (listed in fairq.rejects), suppressed ones too
     bool last;    //  No chunk left: the request is fully split
 } fq_split_result_t;
 
@@ -491,7 +495,9 @@ typedef struct {
 //  recipient (missing "to", invalid address, CR or LF anywhere in it, a
 //  field of a template missing, a field that is not a string, number or
 //  boolean, a field of the subject whose text holds CR, LF or NUL) is
-//  rejected alone, with its reason; the others go on. A request of a
+//  rejected alone, with its reason; the others go on. So is a recipient
+//  whose address its tenant's suppression list or the global one holds
+//  (0019), with the reason FQ_STORE_REJECT_SUPPRESSED. A request of a
 //  channel other than mail (0015) has recipient keys instead of
 //  addresses (fq_recipient_key_problem). required_fields are the fields
 //  the request's templates use, the subject's first: the first nheader of
@@ -672,7 +678,24 @@ typedef struct {
 typedef struct {
     int base_ms; //  First retry delay; doubles with each attempt
     int cap_ms;  //  Longest delay
+    //  The permanent failures that suppress their address for the tenant
+    //  (0019, reason "bounce"): a PostgreSQL regular expression matched
+    //  against the receiver's reply, from fq_store_bounce_pattern; NULL or
+    //  "": none do
+    const char *bounce_pattern;
 } fq_retry_policy_t;
+
+//  Room for the pattern of any list fq_store_bounce_pattern takes.
+#define FQ_STORE_BOUNCE_PATTERN_SIZE 1024
+
+//  The pattern of the replies that count as hard bounces, from a comma-
+//  separated list of codes as operators write them: enhanced status codes
+//  (RFC 3463, "5.1.1", found anywhere in the reply, as a whole code) and
+//  basic reply codes ("550", the reply's first word). "" gives "" (none).
+//  Returns 0, or FQ_EINVAL with problem (when not NULL) naming the code
+//  that is not one, and what is.
+int fq_store_bounce_pattern(const char *codes, char out[FQ_STORE_BOUNCE_PATTERN_SIZE],
+                            char *problem, size_t problem_size);
 
 //  Marks messages sent. Acks for messages already final are ignored, so a
 //  duplicate ack is harmless. Returns how many changed, or FQ_EDB (then
@@ -680,7 +703,9 @@ typedef struct {
 int fq_store_ack_batch(fq_store_t *self, const int64_t *ids, size_t count);
 
 //  Records failed attempts: a permanent error, or the request's last
-//  attempt, makes the message dead; otherwise it is failed until
+//  attempt, makes the message dead (a permanent error the policy's
+//  bounce_pattern matches also suppresses its address for its tenant,
+//  0019); otherwise it is failed until
 //  next_attempt_at = now + a delay drawn between half and all of
 //  min(cap, base * 2^(attempt-1)) (exponential backoff, equal jitter),
 //  or now + retry_after_s when that is later (the receiver's wish is
@@ -924,5 +949,10 @@ typedef struct {
 //  no call holds many locks or writes much WAL at once; call it until
 //  result->more is false. Returns 0 or a negative code.
 int fq_store_prune(fq_store_t *self, int retention_s, int batch, fq_prune_result_t *result);
+
+//  Deletes the oldest events (fairq.events, 0018) older than retention_s,
+//  at most batch (1..FQ_STORE_PRUNE_BATCH_MAX) in one statement. Returns
+//  how many (call again while it is batch), or a negative code.
+int fq_store_prune_events(fq_store_t *self, int retention_s, int batch);
 
 #endif

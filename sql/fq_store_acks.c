@@ -2,7 +2,8 @@
     (see fq_store.h).
 
     A batch is one statement, so one transaction, all of it or none: it
-    changes the messages and the counters of their requests together. Only
+    changes the messages, the counters of their requests and the events
+    that report them (fairq.events, 0018) together. Only
     the leader writes outcomes: each batch passes the fence of its epoch
     first (fq_store_set_epoch).
 */
@@ -36,7 +37,10 @@ static const char *const S_ACK_SQL =
     "  FROM unnest($1::bigint[]) AS a(id)"
     "  WHERE m.id = a.id AND m.status IN ('pending', 'failed') AND (SELECT "
     "fairq.check_epoch($2::bigint))"
-    "  RETURNING m.request_id, m.try_count > 1 AS was_failed),"
+    "  RETURNING m.id, m.request_id, m.tenant_id, m.recipient, m.try_count > 1 AS was_failed),"
+    //  Its event commits with it (0018): never lost, never invented
+    " evented AS (INSERT INTO fairq.events (tenant_id, request_id, message_id, type, recipient)"
+    "  SELECT tenant_id, request_id, id, 'message.sent', recipient FROM acked),"
     " counted AS (UPDATE fairq.requests r SET sent = r.sent + c.n,"
     "    failed = r.failed - c.retried, updated_at = now()"
     "  FROM (SELECT request_id, count(*) AS n, count(*) FILTER (WHERE was_failed) AS retried"
@@ -92,7 +96,20 @@ static const char *const S_NACK_SQL =
     "  FROM input i, fairq.requests r, fairq.messages o"
     "  WHERE m.id = i.id AND o.id = i.id AND r.id = m.request_id"
     "    AND m.status IN ('pending', 'failed') AND (SELECT fairq.check_epoch($6::bigint))"
-    "  RETURNING m.request_id, m.status, o.status = 'failed' AS was_failed),"
+    "  RETURNING m.id, m.request_id, m.tenant_id, m.recipient, m.status, m.last_error,"
+    "    i.permanent, o.status = 'failed' AS was_failed),"
+    //  A hard bounce suppresses its address for the tenant (0019)
+    " suppressed AS (INSERT INTO fairq.suppressions (tenant_id, address, reason, detail)"
+    "  SELECT DISTINCT ON (tenant_id, lower(recipient)) tenant_id, lower(recipient), 'bounce',"
+    "   last_error FROM nacked"
+    "  WHERE status = 'dead' AND permanent AND $9::text <> '' AND last_error ~ $9::text"
+    "   AND octet_length(recipient) BETWEEN 3 AND 320"
+    "   AND recipient !~ '[[:space:][:cntrl:]]'"
+    "  ON CONFLICT DO NOTHING),"
+    " evented AS (INSERT INTO fairq.events"
+    "   (tenant_id, request_id, message_id, type, recipient, detail)"
+    "  SELECT tenant_id, request_id, id, CASE WHEN status = 'dead' THEN 'message.dead'"
+    "    ELSE 'message.deferred' END::fairq.event_type, recipient, last_error FROM nacked),"
     " counted AS (UPDATE fairq.requests r SET"
     "    failed = r.failed + c.failed - c.retried, dead = r.dead + c.dead, updated_at = now()"
     "  FROM (SELECT request_id, count(*) AS n,"
@@ -128,14 +145,21 @@ int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
     char base[FQ_STORE_INT_TEXT], cap[FQ_STORE_INT_TEXT];
     snprintf(base, sizeof base, "%d", policy->base_ms);
     snprintf(cap, sizeof cap, "%d", policy->cap_ms);
-    const char *params[] = {ids.data, permanent.data,       errors.data, base,
-                            cap,      fq_store_fence(self), waits.data,  deferred.data};
+    const char *params[] = {ids.data,
+                            permanent.data,
+                            errors.data,
+                            base,
+                            cap,
+                            fq_store_fence(self),
+                            waits.data,
+                            deferred.data,
+                            policy->bounce_pattern ? policy->bounce_pattern : ""};
     PGresult *res = NULL;
     int rc;
     if (mem)
         rc = fq_store_fail(self, FQ_ENOMEM, "out of memory");
     else
-        res = fq_store_query(self, S_NACK_SQL, 8, params, PGRES_TUPLES_OK, "apply nacks", &rc);
+        res = fq_store_query(self, S_NACK_SQL, 9, params, PGRES_TUPLES_OK, "apply nacks", &rc);
     fq_buf_free(&ids);
     fq_buf_free(&deferred);
     fq_buf_free(&waits);
@@ -146,4 +170,96 @@ int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
     int applied = (int)fq_store_int64(res, 0, 0);
     PQclear(res);
     return applied;
+}
+
+//  ---------------------------------------------------------------------
+//  Hard bounces (0019)
+
+//  Whether code is an enhanced status code (class.subject.detail: 2, 4
+//  or 5, then one to three digits twice) or a basic reply code (three
+//  digits, 2 to 5 first).
+static bool s_enhanced_code(const char *code, size_t length)
+{
+    if (length < 5 || (code[0] != '2' && code[0] != '4' && code[0] != '5') || code[1] != '.')
+        return false;
+    size_t i = 2, parts = 0;
+    while (parts < 2) {
+        size_t digits = 0;
+        while (i < length && code[i] >= '0' && code[i] <= '9' && digits < 4)
+            i++, digits++;
+        if (digits < 1 || digits > 3)
+            return false;
+        parts++;
+        if (parts == 1) {
+            if (i >= length || code[i] != '.')
+                return false;
+            i++;
+        }
+    }
+    return i == length;
+}
+
+static bool s_basic_code(const char *code, size_t length)
+{
+    return length == 3 && code[0] >= '2' && code[0] <= '5' && code[1] >= '0' && code[1] <= '9' &&
+           code[2] >= '0' && code[2] <= '9';
+}
+
+int fq_store_bounce_pattern(const char *codes, char out[FQ_STORE_BOUNCE_PATTERN_SIZE],
+                            char *problem, size_t problem_size)
+{
+    //  Enhanced codes anywhere, as a whole code (not 5.1.10 for 5.1.1);
+    //  basic codes as the reply's first word
+    fq_buf_t enhanced = {0}, basic = {0};
+    int rc = 0;
+    for (const char *at = codes ? codes : ""; *at && rc == 0;) {
+        size_t length = strcspn(at, ",");
+        const char *code = at;
+        while (length && *code == ' ')
+            code++, length--;
+        while (length && code[length - 1] == ' ')
+            length--;
+        int mem = 0;
+        if (s_enhanced_code(code, length)) {
+            mem |= fq_buf_add_str(&enhanced, enhanced.size ? "|" : "");
+            for (size_t i = 0; i < length; i++)
+                mem |= fq_buf_add_str(&enhanced, code[i] == '.' ? "\\." : (char[]){code[i], 0});
+        } else if (s_basic_code(code, length)) {
+            mem |= fq_buf_add_str(&basic, basic.size ? "|" : "");
+            mem |= fq_buf_add(&basic, code, length);
+        } else if (length > 0) {
+            if (problem)
+                snprintf(problem, problem_size,
+                         "\"%.*s\" is not a reply code: write enhanced status codes (5.1.1) or "
+                         "basic reply codes (550), comma-separated",
+                         (int)(length > 40 ? 40 : length), code);
+            rc = FQ_EINVAL;
+        }
+        if (mem) {
+            if (problem)
+                snprintf(problem, problem_size, "out of memory");
+            rc = FQ_ENOMEM;
+        }
+        at += strcspn(at, ",");
+        if (*at == ',')
+            at++;
+    }
+    out[0] = 0;
+    if (rc == 0 && (enhanced.size || basic.size)) {
+        int n = snprintf(out, FQ_STORE_BOUNCE_PATTERN_SIZE, "%s%.*s%s%s%s%.*s%s",
+                         enhanced.size ? "(^|[^0-9.])(" : "", (int)enhanced.size,
+                         enhanced.size ? enhanced.data : "", enhanced.size ? ")($|[^0-9])" : "",
+                         enhanced.size && basic.size ? "|" : "", basic.size ? "^(" : "",
+                         (int)basic.size, basic.size ? basic.data : "",
+                         basic.size ? ")($|[^0-9])" : "");
+        if (n < 0 || n >= FQ_STORE_BOUNCE_PATTERN_SIZE) {
+            if (problem)
+                snprintf(problem, problem_size, "too many codes: at most about 60");
+            out[0] = 0;
+            rc = FQ_EINVAL;
+        }
+    }
+    fq_buf_free(&enhanced);
+    fq_buf_free(&basic);
+    return rc;
 }

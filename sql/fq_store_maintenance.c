@@ -36,7 +36,9 @@ static const char *const S_FINISH_SQL =
     "  AND NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id)"
     "  ORDER BY r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED),"
     " done AS (UPDATE fairq.requests r SET status = 'done', finished_at = now(),"
-    "   updated_at = now() FROM due WHERE r.id = due.id RETURNING r.id),"
+    "   updated_at = now() FROM due WHERE r.id = due.id RETURNING r.id, r.tenant_id),"
+    " evented AS (INSERT INTO fairq.events (tenant_id, request_id, type)"
+    "  SELECT tenant_id, id, 'request.done' FROM done),"
     " stamped AS (UPDATE fairq.requests r SET finished_at = r.updated_at"
     "  FROM (SELECT id FROM fairq.requests WHERE status IN " FQ_STORE_FINISHED
     "        AND finished_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) s"
@@ -235,4 +237,34 @@ int fq_store_prune(fq_store_t *self, int retention_s, int batch, fq_prune_result
     }
     result->more = expired == S_PRUNE_REQUESTS || result->requests < expired;
     return 0;
+}
+
+//  The oldest first, along events_order_idx: events are appended in about
+//  the order of their time, so the batch reads the batch oldest rows and
+//  no more (a table whose oldest event is young costs one short scan), and
+//  deletes those of them past retention.
+int fq_store_prune_events(fq_store_t *self, int retention_s, int batch)
+{
+    if (retention_s < 0 || batch < 1 || batch > FQ_STORE_PRUNE_BATCH_MAX)
+        return fq_store_fail(self, FQ_EINVAL,
+                             "could not prune events: retention %d or batch %d out of range",
+                             retention_s, batch);
+    char retention[FQ_STORE_INT_TEXT], limit[FQ_STORE_INT_TEXT];
+    snprintf(retention, sizeof retention, "%d", retention_s);
+    snprintf(limit, sizeof limit, "%d", batch);
+    const char *params[] = {retention, limit};
+    int rc;
+    PGresult *res = fq_store_query(
+        self,
+        "WITH oldest AS (SELECT txid, id, at FROM fairq.events ORDER BY txid, id LIMIT $2),"
+        " gone AS (DELETE FROM fairq.events e USING oldest o"
+        "  WHERE e.txid = o.txid AND e.id = o.id"
+        "   AND o.at < now() - make_interval(secs => $1::int) RETURNING 1)"
+        " SELECT count(*) FROM gone",
+        2, params, PGRES_TUPLES_OK, "prune events", &rc);
+    if (!res)
+        return rc;
+    int n = (int)fq_store_int64(res, 0, 0);
+    PQclear(res);
+    return n;
 }

@@ -11,6 +11,7 @@
 #include "fq_error.h"
 #include "fq_domain.h"
 #include "fq_recipients.h"
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,11 +70,18 @@ static int s_rejects_insert(fq_store_t *store, const char *request_id, s_rejects
     const char *params[] = {request_id, self->positions.data, self->addresses.data,
                             self->reasons.data};
     int rc;
-    PGresult *res = fq_store_query(store,
-                                   "INSERT INTO fairq.rejects (request_id, position, recipient,"
-                                   " reason) SELECT $1, p, a, r FROM unnest($2::int[], $3::text[],"
-                                   " $4::text[]) AS u(p, a, r)",
-                                   4, params, PGRES_COMMAND_OK, "record rejected recipients", &rc);
+    //  Each with its event (0018), in the split's transaction
+    PGresult *res = fq_store_query(
+        store,
+        "WITH refused AS (INSERT INTO fairq.rejects (request_id, position, recipient, reason)"
+        "  SELECT $1, p, a, r FROM unnest($2::int[], $3::text[], $4::text[]) AS u(p, a, r)"
+        "  RETURNING request_id, recipient, reason)"
+        " INSERT INTO fairq.events (tenant_id, request_id, type, recipient, detail)"
+        " SELECT q.tenant_id, f.request_id, CASE WHEN f.reason = '" FQ_STORE_REJECT_SUPPRESSED "'"
+        "  THEN 'message.suppressed' ELSE 'message.rejected' END::fairq.event_type,"
+        "  f.recipient, left(f.reason, 2000)"
+        " FROM refused f JOIN fairq.requests q ON q.id = f.request_id",
+        4, params, PGRES_COMMAND_OK, "record rejected recipients", &rc);
     PQclear(res);
     return rc;
 }
@@ -189,12 +197,88 @@ static const char *s_destination_of(const fq_split_destinations_t *destinations,
     return name ? name : FQ_STORE_DESTINATION_DEFAULT;
 }
 
+//  The addresses of a chunk that its tenant's suppression list or the
+//  global one holds (0019), lowercased and sorted for bsearch.
+typedef struct {
+    PGresult *res; //  Owns the strings
+    const char **addresses;
+    int count;
+} s_suppressed_t;
+
+static int s_compare_text(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+//  Reads which of the chunk's recipients are suppressed: one index probe
+//  per recipient, and none at all (the first EXISTS, evaluated once) when
+//  neither list has an entry. Returns 0 or a negative code.
+static int s_suppressed_read(fq_store_t *self, const char *request_id, const s_chunk_t *chunk,
+                             s_suppressed_t *out)
+{
+    char chunk_no[FQ_STORE_INT_TEXT], tenant[FQ_STORE_INT_TEXT];
+    snprintf(chunk_no, sizeof chunk_no, "%lld", (long long)chunk->chunk_no);
+    snprintf(tenant, sizeof tenant, "%lld", (long long)chunk->tenant_id);
+    const char *params[] = {request_id, chunk_no, tenant};
+    int rc;
+    PGresult *res =
+        fq_store_query(self,
+                       "SELECT DISTINCT lower(r->>'to') FROM fairq.recipient_chunks c,"
+                       " json_array_elements(c.recipients) AS r"
+                       " WHERE c.request_id = $1 AND c.chunk_no = $2"
+                       "  AND EXISTS (SELECT 1 FROM fairq.suppressions s"
+                       "              WHERE coalesce(s.tenant_id, 0) IN (0, $3::bigint))"
+                       "  AND EXISTS (SELECT 1 FROM fairq.suppressions s"
+                       "              WHERE coalesce(s.tenant_id, 0) IN (0, $3::bigint)"
+                       "              AND s.address = lower(r->>'to'))",
+                       3, params, PGRES_TUPLES_OK, "read suppressed recipients", &rc);
+    if (!res)
+        return rc;
+    int n = PQntuples(res);
+    out->res = res;
+    out->count = 0;
+    out->addresses = n ? malloc((size_t)n * sizeof *out->addresses) : NULL;
+    if (n && !out->addresses)
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++)
+        if (!PQgetisnull(res, i, 0))
+            out->addresses[out->count++] = PQgetvalue(res, i, 0);
+    if (out->count > 1)
+        qsort(out->addresses, (size_t)out->count, sizeof *out->addresses, s_compare_text);
+    return 0;
+}
+
+//  Whether the address to (as the recipient wrote it) is suppressed.
+static bool s_is_suppressed(const s_suppressed_t *suppressed, const char *to)
+{
+    if (!to || suppressed->count == 0)
+        return false;
+    char lowered[FQ_RECIPIENT_ADDRESS_MAX + 1];
+    size_t length = strlen(to);
+    if (length >= sizeof lowered)
+        return false; //  Too long to be an address: refused as one anyway
+    for (size_t i = 0; i <= length; i++)
+        lowered[i] = (char)tolower((unsigned char)to[i]);
+    const char *key = lowered;
+    return bsearch(&key, suppressed->addresses, (size_t)suppressed->count,
+                   sizeof *suppressed->addresses, s_compare_text) != NULL;
+}
+
+static void s_suppressed_free(s_suppressed_t *suppressed)
+{
+    free(suppressed->addresses);
+    PQclear(suppressed->res);
+    *suppressed = (s_suppressed_t){0};
+}
+
 //  Streams the good recipients as COPY rows, each with its destination
-//  (noted in seen); collects the others as rejects.
+//  (noted in seen); collects the others as rejects, the suppressed ones
+//  among them (reason "suppressed").
 static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chunk_t *chunk,
                            const fq_recipient_rules_t *rules,
-                           const fq_split_destinations_t *destinations, s_seen_t *seen,
-                           s_rejects_t *rejects, fq_split_result_t *result)
+                           const fq_split_destinations_t *destinations,
+                           const s_suppressed_t *suppressed, s_seen_t *seen, s_rejects_t *rejects,
+                           fq_split_result_t *result)
 {
     PGresult *res = PQexec(self->conn, "COPY fairq.messages (request_id, tenant_id, destination,"
                                        " recipient, fields) FROM STDIN");
@@ -221,6 +305,11 @@ static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chu
             fq_recipient_read(element, size, rules, &recipient, reason, sizeof reason);
         if (problem) {
             mem |= s_rejects_add(rejects, position, fq_recipient_to(recipient, NULL), problem);
+            result->rejected++;
+        } else if (!rules->key_only &&
+                   s_is_suppressed(suppressed, fq_recipient_to(recipient, NULL))) {
+            mem |= s_rejects_add(rejects, position, fq_recipient_to(recipient, NULL),
+                                 FQ_STORE_REJECT_SUPPRESSED);
             result->rejected++;
         } else {
             //  A key is no address: another channel's messages go to the
@@ -329,8 +418,13 @@ int fq_store_split_chunk_to(fq_store_t *self, int64_t request_id,
         rc = taken;
     //  A channel other than mail names its recipients by keys
     rules.key_only = chunk.key_only;
+    s_suppressed_t suppressed = {0};
+    if (rc == 0 && taken && !chunk.cancelled && !chunk.key_only)
+        rc = s_suppressed_read(self, id, &chunk, &suppressed);
     if (rc == 0 && taken && !chunk.cancelled)
-        rc = s_copy_messages(self, id, &chunk, &rules, destinations, &seen, &rejects, result);
+        rc = s_copy_messages(self, id, &chunk, &rules, destinations, &suppressed, &seen, &rejects,
+                             result);
+    s_suppressed_free(&suppressed);
     if (rc == 0 && result->rejected)
         rc = s_rejects_insert(self, id, &rejects);
     if (rc == 0 && seen.count)
@@ -348,8 +442,8 @@ int fq_store_split_chunk_to(fq_store_t *self, int64_t request_id,
             "WITH gone AS (DELETE FROM fairq.recipient_chunks"
             "              WHERE request_id = $1 AND chunk_no = $2 AND $5::boolean RETURNING 1),"
             " left_over AS (SELECT count(*) - (SELECT count(*) FROM gone) AS n"
-            "               FROM fairq.recipient_chunks WHERE request_id = $1)"
-            " UPDATE fairq.requests r SET split = split + $3::int,"
+            "               FROM fairq.recipient_chunks WHERE request_id = $1),"
+            " updated AS (UPDATE fairq.requests r SET split = split + $3::int,"
             "  rejected = rejected + $4::int, updated_at = now(),"
             "  status = CASE WHEN r.status IN ('accepted', 'splitting')"
             "                THEN (CASE WHEN (SELECT n FROM left_over) > 0 THEN 'splitting'"
@@ -361,7 +455,16 @@ int fq_store_split_chunk_to(fq_store_t *self, int64_t request_id,
             "  finished_at = CASE WHEN r.status IN ('accepted', 'splitting')"
             "                      AND (SELECT n FROM left_over) = 0 AND split + $3::int = 0"
             "                     THEN now() ELSE r.finished_at END"
-            " WHERE r.id = $1 RETURNING (SELECT n FROM left_over)",
+            " WHERE r.id = $1"
+            " RETURNING r.id, r.tenant_id, r.status, (SELECT n FROM left_over) AS n),"
+            //  This split its last chunk: the request's events (0018), with
+            //  it (done too when every recipient was rejected)
+            " evented AS (INSERT INTO fairq.events (tenant_id, request_id, type)"
+            "  SELECT tenant_id, id, e.type FROM updated,"
+            "   unnest(ARRAY['request.split', 'request.done']::fairq.event_type[]) AS e(type)"
+            "  WHERE n = 0 AND EXISTS (SELECT 1 FROM gone)"
+            "   AND (e.type = 'request.split' OR status = 'done'))"
+            " SELECT n FROM updated",
             5, params, PGRES_TUPLES_OK, "update request after split", &rc);
         if (res)
             result->last = PQntuples(res) == 1 && fq_store_int64(res, 0, 0) == 0;

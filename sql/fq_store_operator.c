@@ -372,7 +372,11 @@ static int s_cancel_matching(fq_store_t *self, const s_filter_t *resolved)
               " changed AS (UPDATE fairq.messages m SET status = 'cancelled',"
               "   next_attempt_at = NULL, updated_at = now()"
               "  FROM target t WHERE m.id = t.id"
-              "  RETURNING m.request_id, t.status = 'failed' AS was_failed),"
+              "  RETURNING m.id, m.request_id, m.tenant_id, m.recipient,"
+              "   t.status = 'failed' AS was_failed),"
+              " evented AS (INSERT INTO fairq.events"
+              "   (tenant_id, request_id, message_id, type, recipient)"
+              "  SELECT tenant_id, request_id, id, 'message.cancelled', recipient FROM changed),"
               " counted AS (UPDATE fairq.requests r SET cancelled = r.cancelled + c.n,"
               "   failed = r.failed - c.failed, updated_at = now()"
               "  FROM (SELECT request_id, count(*) AS n,"
@@ -553,12 +557,15 @@ int fq_store_request_cancel(fq_store_t *self, int64_t request_id)
         rc = cancelled < 0 ? cancelled : 0;
     }
     if (rc == 0) {
-        int changed = s_request_update(
-            self,
-            "UPDATE fairq.requests r SET status = 'cancelled', finished_at = now(),"
-            " updated_at = now() WHERE r.id = $1 AND r.status IN " FQ_STORE_UNFINISHED
-            " RETURNING " S_NOTIFY,
-            1, params, what);
+        int changed =
+            s_request_update(self,
+                             "WITH cancelled AS (UPDATE fairq.requests r SET status = 'cancelled',"
+                             " finished_at = now(), updated_at = now() WHERE r.id = $1 AND "
+                             "r.status IN " FQ_STORE_UNFINISHED " RETURNING r.*),"
+                             " evented AS (INSERT INTO fairq.events (tenant_id, request_id, type)"
+                             "  SELECT tenant_id, id, 'request.cancelled' FROM cancelled)"
+                             " SELECT " S_NOTIFY " FROM cancelled r",
+                             1, params, what);
         rc = changed < 0 ? changed
              : changed > 0
                  ? 0

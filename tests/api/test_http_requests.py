@@ -917,6 +917,13 @@ class RequestRoutesTest(APITest):
         answer("destinations", "GET", "/v1/destinations")
         answer("destination deleted", "DELETE", "/v1/destinations/google")
         answer("error", "GET", "/v1/requests/987654", status=404)
+        # An event of every field, written as the pipeline writes them
+        self.h.sql("INSERT INTO fairq.events (tenant_id, request_id, message_id, type, recipient,"
+                   f" detail) SELECT t.id, {bad}, {messages[0]['id']}, 'message.deferred',"
+                   " 'ann@example.org', '451 4.7.1 try later' FROM fairq.tenants t"
+                   " WHERE t.name = 'acme'")
+        self.h.wait(lambda: answer("events", "GET", "/v1/events")["events"],
+                    fq_api.SPLIT_TIMEOUT_S, "the event to be read", interval=0.2)
 
         # Which answer each example shows, by its section and its keys
         def which(example):
@@ -937,7 +944,8 @@ class RequestRoutesTest(APITest):
                                  ("token", {"token"}), ("tokens", {"tokens"}),
                                  ("revoked", {"revoked"}), ("destination", {"live", "domains"}),
                                  ("destinations", {"destinations"}),
-                                 ("destination deleted", {"deleted"})):
+                                 ("destination deleted", {"deleted"}),
+                                 ("events", {"events", "next"})):
                 if wanted <= keys:
                     return name
             return None
@@ -946,7 +954,7 @@ class RequestRoutesTest(APITest):
         for example in examples:
             name = which(example)
             if example.status is None and name not in ("error", "submit body", "request",
-                                                       "message", "tenant", "healthz"):
+                                                       "message", "tenant", "healthz", "events"):
                 continue  # A body a client sends (PATCH, PUT): no answer to compare
             if name is None:
                 failures.append(f"line {example.line}: an example no answer is known for: "
@@ -984,7 +992,7 @@ class RequestRoutesTest(APITest):
                             f"{healthz[0].value.get('schema')}, the server answers {schema}")
         for name in ("healthz", "healthz 503", "submit body", "request", "message", "tenant",
                      "requests", "rejects", "messages", "tenants", "token", "tokens", "revoked",
-                     "error"):
+                     "events", "error"):
             if name not in seen:
                 failures.append(f"API.md has no example of {name}")
         self.assertFalse(failures, "API.md's examples differ from the answers:\n" +

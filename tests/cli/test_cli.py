@@ -814,6 +814,109 @@ class CliTest(E2ETest):
         done = self.fairq("destinations", "delete", "default", expect=FAILED)
         self.assertIn("cannot be deleted", done.stderr)
 
+    def test_events(self):
+        """events: one line each, oldest first, escaped; its filters; a
+        page's cursor with --after, and --json; a tenant's token its own
+        tenant only (exit 3 for another's); --follow printing what comes,
+        one JSON object a line with --json, until SIGINT (exit 0). The
+        events are written by SQL; the request is due in an hour, so the
+        pipeline writes none meanwhile."""
+        self.start(senders=0, tenants=("shop", "other"))
+        h = self.h
+        rid = self.fairq_json("submit", self.json_file("later.json", body(
+            send_at=int(time.time()) + HOUR)))["id"]
+        tenant = {t: h.scalar(f"SELECT id FROM fairq.tenants WHERE name = '{t}'")
+                  for t in ("shop", "other")}
+
+        def insert(name, request, message, kind, recipient, detail):
+            return int(h.scalar(
+                "INSERT INTO fairq.events (tenant_id, request_id, message_id, type, recipient,"
+                f" detail) VALUES ({tenant[name]}, {request or 'NULL'}, {message or 'NULL'},"
+                f" {fq_e2e.lit(kind)}, {fq_e2e.lit(recipient) if recipient else 'NULL'},"
+                f" {fq_e2e.lit(detail) if detail else 'NULL'}) RETURNING id"))
+        ids = [insert("shop", rid, 11, "message.sent", "ann@example.org", None),
+               insert("other", None, None, "request.done", None, None),
+               insert("shop", rid, 12, "message.deferred", "bob@example.org",
+                      "451 4.7.1 try\nlater"),
+               insert("shop", rid, None, "request.split", None, None),
+               insert("other", None, 99, "message.dead", "eve@example.org", "550 no")]
+
+        lines = self.fairq("events").stdout.splitlines()
+        self.assertEqual(len(lines), 5, lines)
+        for line, kind in zip(lines, ("message.sent", "request.done", "message.deferred",
+                                      "request.split", "message.dead")):
+            self.assertRegex(line, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ  " + re.escape(kind))
+        # The time, type, tenant, request, message, recipient and detail;
+        # "-" for none, a line break of the detail escaped
+        # (the type's column as wide as the longest type, message.unsubscribed)
+        self.assertTrue(lines[2].endswith(
+            f"  {'message.deferred':<20}  shop  {rid}  12  bob@example.org  451 4.7.1 try\\nlater"),
+            lines[2])
+        self.assertTrue(lines[1].endswith(f"  {'request.done':<20}  other  -  -  -  -"), lines[1])
+        done = self.fairq("events", "--tenant", "shop", "--type", "message.deferred")
+        self.assertEqual(done.stdout, lines[2] + "\n")
+        self.assertEqual(self.fairq("events", "--request", str(rid)).stdout.splitlines(),
+                         [lines[0], lines[2], lines[3]])
+        self.assertEqual(self.fairq("events", "--type", "request.cancelled").stdout, "")
+
+        # A page's cursor: --after goes on from it, none twice
+        page = self.fairq_json("events", "--limit", "2")
+        self.assertEqual([e["id"] for e in page["events"]], ids[:2])
+        done = self.fairq("events", "--limit", "2")
+        self.assertIn(f"(more: --after {page['next']}, or --follow)", done.stderr)
+        rest = self.fairq_json("events", "--after", page["next"])
+        self.assertEqual([e["id"] for e in rest["events"]], ids[2:])
+        end = self.fairq_json("events", "--after", rest["next"])
+        self.assertEqual((end["events"], end["next"]), ([], rest["next"]))
+        # A cursor the server refuses (its id beyond 63 bits): exit 1
+        done = self.fairq("events", "--after", "1-99999999999999999999", expect=FAILED)
+        self.assertIn("is not a cursor", done.stderr)
+
+        # A tenant's token: its own events; another tenant's are not found
+        shop = h.make_token("shop")
+        self.assertEqual(self.fairq("events", token=shop).stdout.splitlines(),
+                         [lines[0], lines[2], lines[3]])
+        done = self.fairq("events", "--tenant", "other", token=shop, expect=NOT_FOUND)
+        self.assertIn('"other" does not exist', done.stderr)
+
+        # --follow: what is there, then what comes, until interrupted
+        proc = subprocess.Popen([FAIRQ[0], "--json", "events", "--tenant", "shop", "--follow"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=self.env(self.admin))
+        out = b""
+
+        def read_lines(count, timeout=30):
+            nonlocal out
+            deadline = time.monotonic() + timeout
+            while out.count(b"\n") < count and time.monotonic() < deadline:
+                ready, _, _ = select.select([proc.stdout], [], [], 0.2)
+                if ready:
+                    chunk = os.read(proc.stdout.fileno(), 65536)
+                    if not chunk:
+                        break
+                    out += chunk
+            return [json.loads(line) for line in out.decode().splitlines()]
+        try:
+            self.assertEqual([e["id"] for e in read_lines(3)], [ids[0], ids[2], ids[3]])
+            insert("other", None, None, "request.done", None, None)
+            late = insert("shop", rid, 13, "message.dead", "cy@example.org", "550 gone")
+            events = read_lines(4)
+            self.assertEqual([e["id"] for e in events], [ids[0], ids[2], ids[3], late])
+            self.assertEqual((events[3]["type"], events[3]["detail"]),
+                             ("message.dead", "550 gone"))
+            time.sleep(1.5)  # A poll or so more: nothing else comes
+            proc.send_signal(signal.SIGINT)
+            self.assertEqual(proc.wait(10), OK)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        stderr = proc.stderr.read().decode()
+        proc.stdout.close()
+        proc.stderr.close()
+        self.assertEqual(len(read_lines(4, timeout=0)), 4)
+        self.check_output(("events", "--follow"), out.decode() + stderr, self.admin)
+
     def test_progress_bar_on_a_terminal(self):
         """status --watch on a terminal redraws one line in place: a bar,
         the counters, the rate, the ETA; then the request's summary."""

@@ -31,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP_CMAKELISTS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "CMakeLists.txt")
 
 COMMANDS = ["submit", "status", "list", "search", "message", "cancel", "pause", "resume",
-            "reschedule", "retry", "rejects", "tenants", "tenants show", "tenants set",
+            "reschedule", "retry", "rejects", "events", "tenants", "tenants show", "tenants set",
             "tenants token", "tenants tokens", "tenants revoke", "destinations",
             "destinations show", "destinations set", "destinations delete", "top", "health"]
 
@@ -230,6 +230,36 @@ class ArgsTest(unittest.TestCase):
         self.expect(2, "invalid value for --after", "search", "--after", "x")
         self.expect(2, "invalid --request id", "search", "--request", "-3")
         self.expect(2, "invalid value for --interval-s", "top", "--interval-s", "0.01")
+
+    def test_events_arguments(self):
+        """events: every bad value refused before anything is sent, saying
+        what was expected; good ones get as far as the (absent) server."""
+        for bad in ("0", "1001", "ten", "1.5"):
+            self.expect(2, f'invalid value for --limit: "{bad}" (an integer in 1..1000)',
+                        "events", "--limit", bad)
+        for bad in ("abc", "", "12", "12-", "1-2-3", "1--2", "1 -2", "1-2x", "0x1-2", "1-+2",
+                    "123456789012345678901-1", "1-123456789012345678901"):
+            self.expect(2, f'invalid value for --after: "{bad}" (a cursor: the "next" of a page,'
+                        " two numbers joined by '-', as 0-0 for the start)",
+                        "events", "--after", bad)
+        self.expect(2, 'invalid value for --type: "message.opened" (one of message.sent, '
+                    "message.deferred, message.dead, message.cancelled, message.rejected, "
+                    "message.suppressed, message.unsubscribed, message.bounced, "
+                    "message.complained, request.split, request.done, request.cancelled)",
+                    "events", "--type", "message.opened")
+        self.expect(2, 'invalid value for --type: "MESSAGE.SENT"', "events", "--type",
+                    "MESSAGE.SENT")
+        for bad in ("0", "x", "99999999999999999999"):
+            self.expect(2, f'invalid --request id "{bad}"', "events", "--request", bad)
+        self.expect(2, 'invalid tenant "Acme"', "events", "--tenant", "Acme")
+        self.expect(2, 'fairq events: unexpected argument "7"', "events", "7")
+        self.expect(2, "fairq events: unknown option --all", "events", "--all")
+        self.expect(2, "option --after needs a value", "events", "--after")
+        self.expect(2, "unknown option --follow", "search", "--follow")
+        # Good values get past the checks: nothing listens (5)
+        self.expect(5, "could not reach", "events", "--tenant", "acme", "--request", "7",
+                    "--type", "request.done", "--after", "12-34", "--limit", "1000")
+        self.expect(5, "could not reach", "events", "--after", "0-0", "--limit", "1")
 
     def test_words(self):
         self.expect(2, "invalid value for --status: \"sent\" (one of accepted,", "list",
@@ -437,6 +467,9 @@ class ArgsTest(unittest.TestCase):
         port = closed_port()
         self.expect(5, f"could not reach http://127.0.0.1:{port}", "--url",
                     f"http://127.0.0.1:{port}/", "list")
+        # events --follow keeps trying for --timeout-s, then gives up with 5
+        done = self.expect(5, "could not reach", "--timeout-s", "1", "events", "--follow")
+        self.assertEqual(done.stdout, "")
         # status --watch keeps trying for --timeout-s, then gives up with 5
         self.expect(5, "could not reach", "--timeout-s", "1", "status", "7", "--watch",
                     "--interval-s", "0.2")

@@ -24,7 +24,7 @@ static PGconn *s_db;        //  A second connection, to look at the rows
 
 //  A retry policy whose first retry is far away: a nacked message stays
 //  failed, not due, for the whole test.
-static const fq_retry_policy_t s_slow_retry = {600000, 600000};
+static const fq_retry_policy_t s_slow_retry = {.base_ms = 600000, .cap_ms = 600000};
 
 static int s_group_setup(void **state)
 {

@@ -188,7 +188,7 @@ static void test_a_deposed_leaders_writes_are_refused(void **state)
     assert_int_equal(fq_store_ack_batch(a, ids + 1, 1), FQ_EDEPOSED);
     assert_string_equal(fq_store_error_sqlstate(a), FQ_STORE_SQLSTATE_DEPOSED);
     fq_nack_t nack = {.id = ids[2], .permanent = false, .error = "451 later"};
-    fq_retry_policy_t policy = {1000, 60000};
+    fq_retry_policy_t policy = {.base_ms = 1000, .cap_ms = 60000};
     assert_int_equal(fq_store_nack_batch(a, &nack, 1, &policy), FQ_EDEPOSED);
     fq_due_message_t due[4];
     assert_int_equal(fq_store_claim_due_retries(a, 4, 60, due), FQ_EDEPOSED);
@@ -251,7 +251,7 @@ static void test_a_new_leader_releases_the_old_ones_claims(void **state)
     fq_nack_t nacks[4];
     for (int i = 0; i < 4; i++)
         nacks[i] = (fq_nack_t){.id = ids[i], .permanent = false, .error = "451 later"};
-    fq_retry_policy_t soon = {1, 1};
+    fq_retry_policy_t soon = {.base_ms = 1, .cap_ms = 1};
     assert_int_equal(fq_store_nack_batch(a, nacks, 4, &soon), 4);
     fq_test_sleep_ms(20);
     fq_due_message_t due[8];

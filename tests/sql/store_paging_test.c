@@ -269,7 +269,8 @@ static void test_claim_due_retries_leases(void **unused)
     fq_nack_t nacks[16];
     for (int i = 0; i < 16; i++)
         nacks[i] = (fq_nack_t){.id = ids[i], .permanent = i == 15, .error = "421 busy"};
-    fq_retry_policy_t soon = {.base_ms = 1, .cap_ms = 1}, later = {3600000, 3600000};
+    fq_retry_policy_t soon = {.base_ms = 1, .cap_ms = 1},
+                      later = {.base_ms = 3600000, .cap_ms = 3600000};
     assert_int_equal(fq_store_nack_batch(store, nacks, 10, &soon), 10);
     assert_int_equal(fq_store_nack_batch(store, nacks + 10, 6, &later), 6);
     assert_int_equal(fq_store_ack_batch(store, &ids[19], 1), 1);
@@ -773,7 +774,9 @@ static void test_scan_from_skips_sent_history(void **unused)
     assert_int_equal(fq_store_ack_batch(store, ids, 20), 20);
     assert_int_equal(fq_store_ack_batch(store, ids + 21, 9), 9);
     fq_nack_t nack = {.id = ids[20], .error = "451 later"};
-    assert_int_equal(fq_store_nack_batch(store, &nack, 1, &(fq_retry_policy_t){60000, 60000}), 1);
+    assert_int_equal(fq_store_nack_batch(store, &nack, 1,
+                                         &(fq_retry_policy_t){.base_ms = 60000, .cap_ms = 60000}),
+                     1);
 
     //  A window of 8 moves 8 messages per call
     assert_int_equal(fq_store_advance_scan(store, 100, 8), 1);

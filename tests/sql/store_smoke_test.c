@@ -59,7 +59,8 @@ static void test_request_lifecycle(void **unused)
     assert_int_equal(fq_store_ack_batch(store, ids, 1), 1);
     assert_int_equal(fq_store_ack_batch(store, ids, 1), 0);
     fq_nack_t nack = {.id = ids[0], .permanent = true, .error = "550 no"};
-    rc = fq_store_nack_batch(store, &nack, 1, &(fq_retry_policy_t){1000, 60000});
+    rc = fq_store_nack_batch(store, &nack, 1,
+                             &(fq_retry_policy_t){.base_ms = 1000, .cap_ms = 60000});
     if (rc < 0)
         fail_msg("%s", fq_store_error(store));
     assert_int_equal(rc, 0);

@@ -43,6 +43,7 @@
 #include "fq_log.h"
 #include "fq_pipeline.h"
 #include "fq_template.h"
+#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,6 +176,11 @@ typedef struct {
     bool retry_armed;
     int64_t pace_at; //  zclock_usecs() the relay pace timer is set for; 0: none
     bool draining;
+    //  suppress_bounces' pattern (fq_store_bounce_pattern: valid POSIX ERE
+    //  too), to count hard bounces in the metrics as the store suppresses
+    //  their addresses
+    regex_t bounces;
+    bool has_bounces;
     fq_metrics_batch_t *metrics; //  NULL without metrics
     bool senders_changed;        //  A sender's credit or in flight changed since the last record
     uint64_t sent, acked, nacked, deferred, malformed, unknown_peer, render_failed, stray;
@@ -860,6 +866,9 @@ static void s_nack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
     s_flight_t *flight = fq_intkey_lookup(self->inflight, nack.id);
     s_lane_t *lane = flight ? flight->lane : NULL;
     uint32_t deferred_here = flight && flight->named_destination ? deferral : FQ_DEFERRAL_NONE;
+    if (flight && flight->sender == sender && nack.permanent && self->has_bounces && nack.error &&
+        regexec(&self->bounces, nack.error, 0, NULL, 0) == 0)
+        fq_metrics_batch_bounced(self->metrics, flight->tenant_id);
     if (!s_answered(self, sender, nack.id,
                     deferral         ? FQ_METRICS_REQUEUED
                     : nack.permanent ? FQ_METRICS_DEAD
@@ -1460,6 +1469,8 @@ static void s_flight_free(void **item)
 
 static void s_destroy(s_self_t *self)
 {
+    if (self->has_bounces)
+        regfree(&self->bounces);
     fq_metrics_batch_destroy(&self->metrics);
     free(self->acks);
     zhashx_destroy(&self->inflight);
@@ -1486,6 +1497,9 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->inflight = zhashx_new();
     self->templates = zhashx_new();
     self->metrics = fq_metrics_batch_new(self->config->metrics);
+    const char *bounces = self->config->retry.bounce_pattern;
+    self->has_bounces =
+        bounces && *bounces && regcomp(&self->bounces, bounces, REG_EXTENDED | REG_NOSUB) == 0;
     if (!self->db || !self->senders || !self->turns || !self->inflight || !self->templates ||
         (self->config->metrics && !self->metrics)) {
         s_destroy(self);

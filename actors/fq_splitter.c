@@ -209,6 +209,7 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
     if (rc > 0) {
         fq_metrics_tenant_name(self->config->metrics, templates.tenant_id, templates.tenant);
         fq_metrics_batch_split(self->metrics, templates.tenant_id, result.split, result.rejected);
+        fq_metrics_batch_suppressed(self->metrics, templates.tenant_id, result.suppressed);
     }
     if (rc >= 0) {
         done.split = (uint32_t)result.split;

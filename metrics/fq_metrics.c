@@ -108,6 +108,8 @@ typedef struct {
     int64_t submitted, split, rejected, dispatched;
     int64_t outcomes[S_OUTCOMES];
     int64_t inflight;
+    int64_t suppressed; //  Recipients refused at split: on a suppression list
+    int64_t bounced;    //  Hard bounces (suppress_bounces)
     int64_t send_held;  //  1 while its send budget holds it out of dispatch
     int64_t sent_today; //  Counted against its daily quota (0 without one)
 } s_tenant_counts_t;
@@ -189,7 +191,9 @@ typedef enum {
     S_SETTLED,
     S_UNSENDABLE,
     S_SENDER,
-    S_DB
+    S_DB,
+    S_SUPPRESSED, //  Recipients refused at split as suppressed (a)
+    S_BOUNCED     //  A hard bounce: a permanent failure of a suppress_bounces code
 } s_kind_t;
 
 //  One record of a batch; which fields count depends on kind.
@@ -407,6 +411,14 @@ static void s_apply(fq_metrics_t *self, const s_event_t *event, int64_t second)
         if (tenant)
             tenant->counts.outcomes[FQ_METRICS_DEAD]++;
         break;
+    case S_SUPPRESSED:
+        if (tenant)
+            tenant->counts.suppressed += event->a;
+        break;
+    case S_BOUNCED:
+        if (tenant)
+            tenant->counts.bounced++;
+        break;
     case S_SENDER:
         if (sender && sender->counts.up) {
             sender->counts.inflight = event->a;
@@ -613,6 +625,18 @@ void fq_metrics_batch_split(fq_metrics_batch_t *self, int64_t tenant_id, int64_t
     }
 }
 
+void fq_metrics_batch_suppressed(fq_metrics_batch_t *self, int64_t tenant_id, int64_t recipients)
+{
+    if (self && recipients > 0)
+        s_event(self, S_SUPPRESSED, tenant_id)->a = recipients;
+}
+
+void fq_metrics_batch_bounced(fq_metrics_batch_t *self, int64_t tenant_id)
+{
+    if (self)
+        s_event(self, S_BOUNCED, tenant_id);
+}
+
 void fq_metrics_batch_dispatched(fq_metrics_batch_t *self, int64_t tenant_id, int64_t request_id,
                                  uint64_t sender, int64_t latency_ms)
 {
@@ -771,6 +795,11 @@ static const s_family_t s_tenant_families[] = {
      "Messages given back unsent because their sender left or died",
      S_TENANT_AT(outcomes[FQ_METRICS_REQUEUED])},
     {"fairq_tenant_inflight", "gauge", "Messages in a sender's hands", S_TENANT_AT(inflight)},
+    {"fairq_tenant_suppressed_total", "counter",
+     "Recipients refused at split because a suppression list holds them", S_TENANT_AT(suppressed)},
+    {"fairq_tenant_bounced_total", "counter",
+     "Hard bounces: permanent failures whose reply names a code of suppress_bounces",
+     S_TENANT_AT(bounced)},
     {"fairq_tenant_send_held", "gauge",
      "1 while the tenant's send rate or daily quota holds its messages back",
      S_TENANT_AT(send_held)},

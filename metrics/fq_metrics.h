@@ -174,6 +174,14 @@ void fq_metrics_batch_submitted(fq_metrics_batch_t *self, int64_t tenant_id, int
 void fq_metrics_batch_split(fq_metrics_batch_t *self, int64_t tenant_id, int64_t split,
                             int64_t rejected);
 
+//  Of the rejected, recipients refused because a suppression list holds
+//  them (0019).
+void fq_metrics_batch_suppressed(fq_metrics_batch_t *self, int64_t tenant_id, int64_t recipients);
+
+//  A hard bounce: a permanent failure whose reply names a code of fairqd's
+//  suppress_bounces (its address is suppressed as it is recorded).
+void fq_metrics_batch_bounced(fq_metrics_batch_t *self, int64_t tenant_id);
+
 //  A message of request_id went to sender. latency_ms: milliseconds since
 //  its request was due (created, or its send_at) for a first attempt, < 0
 //  for a retry (not observed).

@@ -485,9 +485,10 @@ void fq_reject_page_free(fq_reject_page_t *page);
 #define FQ_STORE_REJECT_SUPPRESSED "suppressed"
 
 typedef struct {
-    int split;    //  Message rows written
-    int rejected; //  Recipients refused (listed in fairq.rejects), suppressed ones too
-    bool last;    //  No chunk left: the request is fully split
+    int split;      //  Message rows written
+    int rejected;   //  Recipients refused (listed in fairq.rejects), suppressed ones too
+    int suppressed; //  Of them, refused because a suppression list holds them
+    bool last;      //  No chunk left: the request is fully split
 } fq_split_result_t;
 
 //  Splits the next stored chunk of a request into message rows with COPY,

@@ -311,6 +311,7 @@ static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chu
             mem |= s_rejects_add(rejects, position, fq_recipient_to(recipient, NULL),
                                  FQ_STORE_REJECT_SUPPRESSED);
             result->rejected++;
+            result->suppressed++;
         } else {
             //  A key is no address: another channel's messages go to the
             //  request's one destination (fixed) or "default"

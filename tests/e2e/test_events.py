@@ -70,6 +70,12 @@ class EventsTest(E2ETest):
             [("message.suppressed", "GONE@ok.test"), ("message.sent", "ok1@ok.test")])
         self.assertEqual(h.sql("SELECT address, reason FROM fairq.suppressions"),
                          [["gone@ok.test", "bounce"]])
+        # And the metrics count both: the bounce, and the recipient refused
+        token = h.make_token()
+        wanted = {'fairq_tenant_bounced_total{tenant="shop"} 1',
+                  'fairq_tenant_suppressed_total{tenant="shop"} 1'}
+        h.wait(lambda: wanted <= set(h.http("GET", "/metrics", token=token)[2].splitlines()),
+               10, f"/metrics to show {wanted}", interval=0.2)
 
         # Another request, paused as it goes, then cancelled: what was not
         # sent by then is cancelled, each with its event

@@ -160,12 +160,22 @@ static void test_counters_gauges_and_histograms(void **state)
     s_assert_line(text, "fairq_tenant_max_send_rate_per_second{tenant=\"beta\"} 0");
     //  As the scheduler holds it: held, and what counts today
     fq_metrics_tenant_budget(metrics, S_ACME, true, 1000);
+    //  Suppressed at split, and a hard bounce
+    fq_metrics_batch_t *batch = fq_metrics_batch_new(metrics);
+    assert_non_null(batch);
+    fq_metrics_batch_suppressed(batch, S_ACME, 3);
+    fq_metrics_batch_suppressed(batch, S_ACME, 0);
+    fq_metrics_batch_bounced(batch, S_ACME);
+    fq_metrics_batch_destroy(&batch);
     free(text);
     text = fq_metrics_render(metrics, NULL, &s_tenants);
     assert_non_null(text);
     s_assert_line(text, "fairq_tenant_send_held{tenant=\"acme\"} 1");
     s_assert_line(text, "fairq_tenant_sent_today{tenant=\"acme\"} 1000");
     s_assert_line(text, "fairq_tenant_send_held{tenant=\"beta\"} 0");
+    s_assert_line(text, "fairq_tenant_suppressed_total{tenant=\"acme\"} 3");
+    s_assert_line(text, "fairq_tenant_bounced_total{tenant=\"acme\"} 1");
+    s_assert_line(text, "fairq_tenant_bounced_total{tenant=\"beta\"} 0");
 
     //  The latency: cumulative buckets, le inclusive
     s_assert_line(text, "# TYPE fairq_dispatch_latency_seconds histogram");

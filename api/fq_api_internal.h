@@ -182,5 +182,10 @@ fq_api_handler_fn fq_api_tenant_list, fq_api_tenant_get, fq_api_tenant_put;     
 fq_api_handler_fn fq_api_tenant_token, fq_api_tenant_tokens, fq_api_tenant_token_revoke;
 fq_api_handler_fn fq_api_destination_list, fq_api_destination_get; //  destinations
 fq_api_handler_fn fq_api_destination_put, fq_api_destination_delete;
+fq_api_handler_fn fq_api_suppression_list, fq_api_suppression_get; //  suppressions
+fq_api_handler_fn fq_api_suppression_put, fq_api_suppression_delete, fq_api_suppression_import;
+fq_api_handler_fn fq_api_global_suppression_list, fq_api_global_suppression_get;
+fq_api_handler_fn fq_api_global_suppression_put, fq_api_global_suppression_delete;
+fq_api_handler_fn fq_api_global_suppression_import;
 
 #endif

@@ -104,6 +104,17 @@ static const s_route_t s_routes[] = {
     {"GET", "/v1/destinations/{}", fq_api_destination_get, S_AUTH_ADMIN},
     {"PUT", "/v1/destinations/{}", fq_api_destination_put, S_AUTH_ADMIN},
     {"DELETE", "/v1/destinations/{}", fq_api_destination_delete, S_AUTH_ADMIN},
+    //  A tenant's list (a tenant token: its own), and the global one
+    {"GET", "/v1/tenants/{}/suppressions", fq_api_suppression_list, S_AUTH_TOKEN},
+    {"POST", "/v1/tenants/{}/suppressions/import", fq_api_suppression_import, S_AUTH_TOKEN},
+    {"GET", "/v1/tenants/{}/suppressions/{}", fq_api_suppression_get, S_AUTH_TOKEN},
+    {"PUT", "/v1/tenants/{}/suppressions/{}", fq_api_suppression_put, S_AUTH_TOKEN},
+    {"DELETE", "/v1/tenants/{}/suppressions/{}", fq_api_suppression_delete, S_AUTH_TOKEN},
+    {"GET", "/v1/suppressions", fq_api_global_suppression_list, S_AUTH_ADMIN},
+    {"POST", "/v1/suppressions/import", fq_api_global_suppression_import, S_AUTH_ADMIN},
+    {"GET", "/v1/suppressions/{}", fq_api_global_suppression_get, S_AUTH_ADMIN},
+    {"PUT", "/v1/suppressions/{}", fq_api_global_suppression_put, S_AUTH_ADMIN},
+    {"DELETE", "/v1/suppressions/{}", fq_api_global_suppression_delete, S_AUTH_ADMIN},
 };
 #define S_ROUTE_COUNT (sizeof s_routes / sizeof s_routes[0])
 

@@ -108,6 +108,11 @@ static const fq_cli_command_t *const s_commands[] = {&fq_cli_cmd_submit,
                                                      &fq_cli_cmd_destinations_show,
                                                      &fq_cli_cmd_destinations_set,
                                                      &fq_cli_cmd_destinations_delete,
+                                                     &fq_cli_cmd_suppressions,
+                                                     &fq_cli_cmd_suppressions_list,
+                                                     &fq_cli_cmd_suppressions_add,
+                                                     &fq_cli_cmd_suppressions_remove,
+                                                     &fq_cli_cmd_suppressions_import,
                                                      &fq_cli_cmd_top,
                                                      &fq_cli_cmd_health,
                                                      NULL};
@@ -216,9 +221,11 @@ static void s_print_subcommands(FILE *out, const fq_cli_command_t *command)
             fprintf(out, "\nSubcommands (\"%s %s SUBCOMMAND --help\" tells more):\n",
                     FQ_CLI_PROGRAM, command->name);
         first = false;
-        //  Its positional arguments; the options follow, one a line
+        //  Its positional arguments (none when the usage starts with an
+        //  option); the options follow, one a line
         const fq_cli_command_t *c = s_commands[i];
-        const char *options = strstr(c->usage, " [--");
+        const char *options =
+            strncmp(c->usage, "[--", strlen("[--")) == 0 ? c->usage : strstr(c->usage, " [--");
         int words = options ? (int)(options - c->usage) : (int)strlen(c->usage);
         char left[S_PREFIX_SIZE];
         snprintf(left, sizeof left, "%s%s%.*s", sub, words ? " " : "", words, c->usage);

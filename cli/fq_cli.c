@@ -7,6 +7,7 @@
 
 //  HTTP statuses the exit codes tell apart (api/API.md, Errors)
 #define S_HTTP_OK_FIRST     200
+#define S_HTTP_NO_CONTENT   204
 #define S_HTTP_OK_LAST      299
 #define S_HTTP_UNAUTHORIZED 401
 #define S_HTTP_FORBIDDEN    403
@@ -85,8 +86,9 @@ static fq_cli_http_t *s_http(fq_cli_t *self, fq_cli_answer_t *answer)
 static int s_outcome(fq_cli_t *self, const char *method, const char *path, fq_cli_answer_t *answer)
 {
     int rc = s_exit_for(answer);
-    if (rc == FQ_CLI_EXIT_OK && !answer->json) {
-        //  A 2xx that is not JSON is not fairqd's API answering
+    if (rc == FQ_CLI_EXIT_OK && !answer->json && answer->status != S_HTTP_NO_CONTENT) {
+        //  A 2xx that is not JSON (but a 204, which has no body) is not
+        //  fairqd's API answering
         snprintf(answer->error, sizeof answer->error,
                  "the server at %s answered %s %s with something that is not JSON", self->url,
                  method, path);

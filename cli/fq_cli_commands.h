@@ -41,6 +41,13 @@ extern const fq_cli_command_t fq_cli_cmd_destinations_show;
 extern const fq_cli_command_t fq_cli_cmd_destinations_set;
 extern const fq_cli_command_t fq_cli_cmd_destinations_delete;
 
+//  fq_cli_commands_suppressions.c
+extern const fq_cli_command_t fq_cli_cmd_suppressions;
+extern const fq_cli_command_t fq_cli_cmd_suppressions_list;
+extern const fq_cli_command_t fq_cli_cmd_suppressions_add;
+extern const fq_cli_command_t fq_cli_cmd_suppressions_remove;
+extern const fq_cli_command_t fq_cli_cmd_suppressions_import;
+
 //  fq_cli_top.c
 extern const fq_cli_command_t fq_cli_cmd_top;
 

@@ -216,6 +216,21 @@ int64_t fq_store_int64(const PGresult *res, int row, int col)
     return PQgetisnull(res, row, col) ? 0 : strtoll(PQgetvalue(res, row, col), NULL, 10);
 }
 
+size_t fq_store_text_size(const PGresult *res, int row, int col)
+{
+    return PQgetisnull(res, row, col) ? 0 : (size_t)PQgetlength(res, row, col) + 1;
+}
+
+const char *fq_store_text_copy(const PGresult *res, int row, int col, char **strings)
+{
+    if (PQgetisnull(res, row, col))
+        return NULL;
+    size_t size = (size_t)PQgetlength(res, row, col) + 1;
+    char *copy = memcpy(*strings, PQgetvalue(res, row, col), size);
+    *strings += size;
+    return copy;
+}
+
 //  ---------------------------------------------------------------------
 //  Connection
 

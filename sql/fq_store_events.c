@@ -251,22 +251,6 @@ static int s_prepare(fq_store_t *self, const fq_event_filter_t *filter, const ch
 //  ---------------------------------------------------------------------
 //  The page
 
-static size_t s_string_size(const PGresult *res, int row, int col)
-{
-    return PQgetisnull(res, row, col) ? 0 : (size_t)PQgetlength(res, row, col) + 1;
-}
-
-//  Copies a column's text to *strings and moves past it; NULL for NULL.
-static const char *s_copy(const PGresult *res, int row, int col, char **strings)
-{
-    if (PQgetisnull(res, row, col))
-        return NULL;
-    size_t size = (size_t)PQgetlength(res, row, col) + 1;
-    char *copy = memcpy(*strings, PQgetvalue(res, row, col), size);
-    *strings += size;
-    return copy;
-}
-
 //  Copies the rows into one block (the rows, then their strings) and sets
 //  the page's next cursor. Returns 0 or FQ_ENOMEM.
 static int s_page(fq_store_t *self, const PGresult *res, const s_read_t *read,
@@ -279,8 +263,8 @@ static int s_page(fq_store_t *self, const PGresult *res, const s_read_t *read,
     }
     size_t size = (size_t)n * sizeof(fq_event_t);
     for (int i = 0; i < n; i++)
-        size += s_string_size(res, i, S_TENANT) + s_string_size(res, i, S_RECIPIENT) +
-                s_string_size(res, i, S_DETAIL);
+        size += fq_store_text_size(res, i, S_TENANT) + fq_store_text_size(res, i, S_RECIPIENT) +
+                fq_store_text_size(res, i, S_DETAIL);
     fq_event_t *rows = malloc(size);
     if (!rows)
         return fq_store_fail(self, FQ_ENOMEM, "out of memory");
@@ -293,9 +277,9 @@ static int s_page(fq_store_t *self, const PGresult *res, const s_read_t *read,
                                //  A type only a newer schema knows
                                .type = type ? type : "unknown",
                                .at = fq_store_int64(res, i, S_AT)};
-        rows[i].tenant = s_copy(res, i, S_TENANT, &strings);
-        rows[i].recipient = s_copy(res, i, S_RECIPIENT, &strings);
-        rows[i].detail = s_copy(res, i, S_DETAIL, &strings);
+        rows[i].tenant = fq_store_text_copy(res, i, S_TENANT, &strings);
+        rows[i].recipient = fq_store_text_copy(res, i, S_RECIPIENT, &strings);
+        rows[i].detail = fq_store_text_copy(res, i, S_DETAIL, &strings);
     }
     page->rows = rows;
     page->count = (size_t)n;

@@ -114,6 +114,12 @@ int fq_store_rows(fq_store_t *self, PGresult *res, size_t item_size, fq_store_ro
 //  A column as an integer, 0 when NULL.
 int64_t fq_store_int64(const PGresult *res, int row, int col);
 
+//  For rows copied out of a result into one block (rows, then their
+//  strings): the bytes a column's text takes with its NUL (0 for NULL),
+//  and the copy of it at *strings, which moves past it (NULL for NULL).
+size_t fq_store_text_size(const PGresult *res, int row, int col);
+const char *fq_store_text_copy(const PGresult *res, int row, int col, char **strings);
+
 //  ---------------------------------------------------------------------
 //  Values as the server reads them (fq_store_encode.c), appended to the
 //  shared buffer; each returns 0, or -1 when memory runs out, as fq_buf

@@ -814,6 +814,98 @@ class CliTest(E2ETest):
         done = self.fairq("destinations", "delete", "default", expect=FAILED)
         self.assertIn("cannot be deleted", done.stderr)
 
+    def test_suppressions(self):
+        """suppressions: add (in any case, again leaves it as it was), the
+        list a page at a time with its counts, remove (3 when not there),
+        import a file or stdin (1 when a line was refused, each shown as
+        FILE:LINE), the global list admin-only (4), another tenant's list
+        not found (3); a suppressed recipient is refused at split."""
+        self.start(senders=0, tenants=("shop", "other"))
+        done = self.fairq("suppressions", "add", "Bob@Example.com", "ann@example.com",
+                          "--tenant", "shop", "--detail", "asked by phone")
+        self.assertEqual(done.stdout, "bob@example.com added to the list of tenant shop\n"
+                                      "ann@example.com added to the list of tenant shop\n")
+        done = self.fairq("suppressions", "add", "BOB@example.com", "--tenant", "shop")
+        self.assertRegex(done.stdout, r"^bob@example\.com was on the list of tenant shop already "
+                                      r"\(manual, since \d{4}-\d\d-\d\dT[\d:]+Z\)\n$")
+        entry = self.fairq_json("suppressions", "add", "cy@example.com", "--tenant", "shop")
+        self.assertEqual((entry["address"], entry["reason"], entry["detail"]),
+                         ("cy@example.com", "manual", None))
+
+        done = self.fairq("suppressions", "--tenant", "shop")
+        lines = done.stdout.splitlines()
+        self.assertRegex(lines[0], r"^ADDRESS +REASON +CREATED +DETAIL$")
+        self.assertRegex(lines[1], r"^ann@example\.com +manual +\d{4}-\S+Z +asked by phone$")
+        self.assertEqual([line.split()[0] for line in lines[1:]],
+                         ["ann@example.com", "bob@example.com", "cy@example.com"])
+        self.assertIn("the list of tenant shop holds 3: manual 3, bounce 0, complaint 0, "
+                      "unsubscribe 0", done.stderr)
+        done = self.fairq("suppressions", "list", "--tenant", "shop", "--limit", "2")
+        self.assertEqual(len(done.stdout.splitlines()), 3)
+        self.assertIn("(more: --after bob@example.com)", done.stderr)
+        page = self.fairq_json("suppressions", "--tenant", "shop", "--after", "BOB@example.com")
+        self.assertEqual(([e["address"] for e in page["suppressions"]], page["next"]),
+                         (["cy@example.com"], None))
+        self.assertEqual(self.fairq("suppressions", "--tenant", "other").stdout, "")
+
+        done = self.fairq("suppressions", "remove", "CY@example.com", "--tenant", "shop")
+        self.assertEqual(done.stdout, "CY@example.com removed from the list of tenant shop\n")
+        done = self.fairq("suppressions", "remove", "cy@example.com", "--tenant", "shop",
+                          expect=NOT_FOUND)
+        self.assertIn('"cy@example.com" is not on the suppression list of tenant "shop"',
+                      done.stderr)
+        self.assertEqual(self.fairq("--json", "suppressions", "remove", "ann@example.com",
+                                    "--tenant", "shop").stdout, "")
+        # The API's refusals: exit 1 with its words
+        done = self.fairq("suppressions", "add", "bob@localhost", "--tenant", "shop",
+                          expect=FAILED)
+        self.assertIn('invalid address "bob@localhost": address domain is not a dotted name',
+                      done.stderr)
+
+        # Imports: a file with a bad line (exit 1), stdin, a clean one (0)
+        path = self.file("list.csv", "name,Email\nDan,dan@example.com\nBad,nobody\n"
+                                     "Bob,BOB@example.com\nEve,eve@example.com\n")
+        done = self.fairq("suppressions", "import", path, "--tenant", "shop", expect=FAILED)
+        self.assertEqual(done.stdout, "2 added to the list of tenant shop, 1 on it already, "
+                                      "1 lines refused\n")
+        self.assertIn(f'{path}:3: "nobody": address is not local@domain', done.stderr)
+        result = self.fairq_json("suppressions", "import", "-", "--global",
+                                 input_text="gus@example.com\nhal@example.com\n")
+        self.assertEqual((result["added"], result["already"], result["refused_count"]),
+                         (2, 0, 0))
+        done = self.fairq("suppressions", "import", "-", "--global", input_text="gus@example.com")
+        self.assertEqual(done.stdout, "0 added to the global list, 1 on it already, "
+                                      "0 lines refused\n")
+        done = self.fairq("suppressions", "import", self.file("empty.csv", ""), "--global",
+                          expect=FAILED)
+        self.assertIn("the body is empty", done.stderr)
+        self.assertEqual([e["address"] for e in self.fairq_json(
+            "suppressions", "--global")["suppressions"]], ["gus@example.com", "hal@example.com"])
+
+        # A tenant's token: its own list; another's is not found, the
+        # global one not allowed
+        token = self.fairq("tenants", "token", "shop").stdout.strip()
+        self.fairq("suppressions", "add", "ivy@example.com", "--tenant", "shop", token=token)
+        done = self.fairq("suppressions", "--tenant", "other", token=token, expect=NOT_FOUND)
+        self.assertIn('could not read tenant: "other" does not exist', done.stderr)
+        done = self.fairq("suppressions", "--global", token=token, expect=AUTH)
+        self.assertIn("this needs an admin token", done.stderr)
+        self.fairq("suppressions", "remove", "gus@example.com", "--global", token=token,
+                   expect=AUTH)
+        self.fairq("suppressions", "import", "-", "--global", token=token, expect=AUTH,
+                   input_text="x@example.com\n")
+
+        # At split: the suppressed recipient is a reject, "suppressed"
+        rid = self.fairq_json("submit", self.json_file("suppressed.json", body(rcpts=[
+            {"to": "Dan@Example.com", "fields": {"name": "Dan"}},
+            {"to": "new@example.com", "fields": {"name": "New"}},
+            {"to": "hal@example.com", "fields": {"name": "Hal"}}])), token=token)["id"]
+        rejects = self.h.wait(lambda: (lambda r: r if len(r) == 2 else None)(
+            self.fairq_json("rejects", str(rid), token=token)["rejects"]), 30,
+            f"request {rid}'s two suppressed recipients to be refused at split")
+        self.assertEqual([(r["recipient"], r["reason"]) for r in rejects],
+                         [("Dan@Example.com", "suppressed"), ("hal@example.com", "suppressed")])
+
     def test_events(self):
         """events: one line each, oldest first, escaped; its filters; a
         page's cursor with --after, and --json; a tenant's token its own

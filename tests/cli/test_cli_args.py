@@ -33,7 +33,9 @@ TOP_CMAKELISTS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "CMakeList
 COMMANDS = ["submit", "status", "list", "search", "message", "cancel", "pause", "resume",
             "reschedule", "retry", "rejects", "events", "tenants", "tenants show", "tenants set",
             "tenants token", "tenants tokens", "tenants revoke", "destinations",
-            "destinations show", "destinations set", "destinations delete", "top", "health"]
+            "destinations show", "destinations set", "destinations delete", "suppressions",
+            "suppressions list", "suppressions add", "suppressions remove", "suppressions import",
+            "top", "health"]
 
 
 def closed_port():
@@ -260,6 +262,68 @@ class ArgsTest(unittest.TestCase):
         self.expect(5, "could not reach", "events", "--tenant", "acme", "--request", "7",
                     "--type", "request.done", "--after", "12-34", "--limit", "1000")
         self.expect(5, "could not reach", "events", "--after", "0-0", "--limit", "1")
+
+    def test_suppressions_arguments(self):
+        """suppressions: every bad argument refused before anything is
+        sent (exit 2, saying what was expected); good ones get as far as
+        the (absent) server."""
+        for args in (["suppressions"], ["suppressions", "list", "--limit", "5"],
+                     ["suppressions", "add", "a@example.com"],
+                     ["suppressions", "remove", "a@example.com"],
+                     ["suppressions", "import", "-"]):
+            self.expect(2, "which list? give --tenant NAME (a tenant's) or --global", *args)
+            self.expect(2, "--tenant NAME and --global cannot go together", *args, "--tenant",
+                        "acme", "--global")
+            self.expect(2, 'invalid tenant "Acme"', *args, "--tenant", "Acme")
+            self.expect(2, "option --tenant needs a value", *args, "--tenant")
+        for bad in ("0", "1001", "ten", "-1"):
+            self.expect(2, f'invalid value for --limit: "{bad}" (an integer in 1..1000)',
+                        "suppressions", "--global", "--limit", bad)
+        for bad in ("nobody", "", "a b@example.com", "x" * 321 + "@example.com"):
+            self.expect(2, "invalid value for --after", "suppressions", "list", "--global",
+                        "--after", bad)
+        for bad, shown in (("bob", "bob"), ("", ""), ("bob smith@example.com", None),
+                           ("bob@example.com\nBcc: x@y.z", "bob@example.com\\nBcc"),
+                           ("x" * 321, None)):
+            done = self.expect(2, "(an address: local@domain, 1..320 bytes of printable ASCII "
+                               "without spaces)", "suppressions", "add", bad, "--global")
+            if shown is not None:
+                self.assertIn(f'invalid address "{shown}', done.stderr)
+            self.expect(2, "invalid address", "suppressions", "remove", bad, "--tenant", "acme")
+        # Every address is checked before the first is sent
+        self.expect(2, 'invalid address "nope"', "suppressions", "add", "ok@example.com", "nope",
+                    "--global")
+        for bad in ("d" * 2001, "two\nlines", "tab\there"):
+            self.expect(2, "invalid value for --detail (at most 2000 bytes of text, without "
+                        "control characters", "suppressions", "add", "a@example.com", "--global",
+                        "--detail", bad)
+        self.expect(2, "missing argument", "suppressions", "add", "--global")
+        self.expect(2, "missing argument", "suppressions", "remove", "--global")
+        self.expect(2, "missing argument", "suppressions", "import", "--global")
+        self.expect(2, 'unexpected argument "b@example.com"', "suppressions", "remove",
+                    "a@example.com", "b@example.com", "--global")
+        self.expect(2, 'unexpected argument "e@example.com"', "suppressions", "add",
+                    *[f"{c}@example.com" for c in "abcde"], "--global")
+        self.expect(2, 'fairq suppressions: unexpected argument "bogus"', "suppressions", "bogus")
+        self.expect(2, "unknown option --detail", "suppressions", "remove", "a@example.com",
+                    "--global", "--detail", "x")
+        self.expect(2, "unknown option --after", "suppressions", "import", "f.csv", "--global",
+                    "--after", "a@example.com")
+        missing = os.path.join(self.dir, "missing.csv")
+        self.expect(2, f'could not open "{missing}": No such file or directory', "suppressions",
+                    "import", missing, "--global")
+        self.expect(2, "could not read", "suppressions", "import", self.dir, "--global")
+        # Good values get past the checks: nothing listens (5)
+        self.expect(5, "could not reach", "suppressions", "--tenant", "acme", "--after",
+                    "A@Example.com", "--limit", "1000")
+        self.expect(5, "could not reach", "suppressions", "add", "a@example.com",
+                    "b@example.com", "c@example.com", "d@example.com", "--global", "--detail",
+                    "d" * 2000)
+        self.expect(5, "could not reach", "suppressions", "remove", "a@example.com", "--global")
+        self.expect(5, "could not reach", "suppressions", "import", "-", "--tenant", "acme",
+                    input_text="a@example.com\n")
+        path = self.file("list.csv", "email\na@example.com\n")
+        self.expect(5, "could not reach", "suppressions", "import", path, "--global")
 
     def test_words(self):
         self.expect(2, "invalid value for --status: \"sent\" (one of accepted,", "list",

@@ -62,6 +62,9 @@ typedef struct {
     int64_t epoch;
     fq_lease_t *lease;
     fq_fairness_cost_t fairness_cost;
+    //  No message.sent event for an ack (fairqd's sent_events = false);
+    //  false, the default, writes them
+    bool skip_sent_events;
 } fq_pipeline_config_t;
 
 //  Spawns the actors under /user. Returns 0 or the code of the first

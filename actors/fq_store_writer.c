@@ -68,7 +68,8 @@ static int s_write(s_self_t *self, fq_store_t *store)
 {
     if (self->acks_held) {
         int64_t started = zclock_usecs();
-        int rc = fq_store_ack_batch(store, self->acks, self->acks_held);
+        int rc = fq_store_ack_batch_events(store, self->acks, self->acks_held,
+                                           !self->config->skip_sent_events);
         fq_metrics_batch_db(self->metrics, FQ_METRICS_DB_ACKS, self->acks_held,
                             zclock_usecs() - started, rc >= 0);
         if (rc < 0) {

@@ -662,6 +662,7 @@ static int s_start_leading(s_daemon_t *self)
         .metrics = self->metrics,
         .epoch = fq_lease_epoch(self->lease),
         .lease = self->lease,
+        .skip_sent_events = !fq_config_bool(self->config, FQ_FAIRQD_KEY_SENT_EVENTS),
         .fairness_cost = s_fairness_cost(fq_config_str(self->config, FQ_FAIRQD_KEY_FAIRNESS_COST))};
     if (fq_pipeline_start(self->system, &pipeline) != 0)
         return FQ_FAIRQD_EXIT_FAILURE;

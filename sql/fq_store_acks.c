@@ -40,7 +40,7 @@ static const char *const S_ACK_SQL =
     "  RETURNING m.id, m.request_id, m.tenant_id, m.recipient, m.try_count > 1 AS was_failed),"
     //  Its event commits with it (0018): never lost, never invented
     " evented AS (INSERT INTO fairq.events (tenant_id, request_id, message_id, type, recipient)"
-    "  SELECT tenant_id, request_id, id, 'message.sent', recipient FROM acked),"
+    "  SELECT tenant_id, request_id, id, 'message.sent', recipient FROM acked WHERE $3::boolean),"
     " counted AS (UPDATE fairq.requests r SET sent = r.sent + c.n,"
     "    failed = r.failed - c.retried, updated_at = now()"
     "  FROM (SELECT request_id, count(*) AS n, count(*) FILTER (WHERE was_failed) AS retried"
@@ -49,6 +49,11 @@ static const char *const S_ACK_SQL =
     " SELECT coalesce(sum(n), 0) FROM counted";
 
 int fq_store_ack_batch(fq_store_t *self, const int64_t *ids, size_t count)
+{
+    return fq_store_ack_batch_events(self, ids, count, true);
+}
+
+int fq_store_ack_batch_events(fq_store_t *self, const int64_t *ids, size_t count, bool events)
 {
     if (count == 0)
         return 0;
@@ -59,8 +64,8 @@ int fq_store_ack_batch(fq_store_t *self, const int64_t *ids, size_t count)
         return fq_store_fail(self, FQ_ENOMEM, "out of memory");
     }
     //  One statement is one transaction: all of the batch or none of it
-    const char *params[] = {array.data, fq_store_fence(self)};
-    PGresult *res = fq_store_query(self, S_ACK_SQL, 2, params, PGRES_TUPLES_OK, "apply acks", &rc);
+    const char *params[] = {array.data, fq_store_fence(self), events ? "true" : "false"};
+    PGresult *res = fq_store_query(self, S_ACK_SQL, 3, params, PGRES_TUPLES_OK, "apply acks", &rc);
     fq_buf_free(&array);
     if (!res)
         return rc;

@@ -166,6 +166,23 @@ class EventsTest(E2ETest):
         types = collections.Counter(e["type"] for e in self.events(f"request_id = {rid}"))
         self.assertEqual(types, {"message.sent": total, "request.split": 1, "request.done": 1})
 
+    def test_sent_events_off(self):
+        """sent_events = false: no message.sent events, every other one as
+        before (the dead message's, the request's)."""
+        h = self.h
+        self.sink = h.start_sink(rules=RULES)
+        self.fairqd = h.start_fairqd(sent_events="false", **FAIRQD)
+        h.wait_schema()
+        h.create_tenant("shop")
+        h.start_sender("s1", self.sink, 8)
+        rid = h.submit("shop", [{"to": f"ok{i}@ok.test", "fields": {"name": "o", "n": i}}
+                                for i in range(10)]
+                       + [{"to": "gone@ok.test", "fields": {"name": "g", "n": 10}}])
+        h.wait_request(rid, "done", 30)
+        types = collections.Counter(e["type"] for e in self.events(f"request_id = {rid}"))
+        self.assertEqual(types, {"message.dead": 1, "request.split": 1, "request.done": 1})
+        self.assertEqual(h.request(rid)["sent"], 10)
+
 
 if __name__ == "__main__":
     fq_e2e.main()

@@ -1184,7 +1184,7 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
             self->soon_armed = false;
             s_poll(ctx, self, true);
         } else if (tick.what == FQ_TICK_SHAPE) {
-            //  A destination's budget grew back
+            //  A destination's or a tenant's budget grew back
             self->shape_at = 0;
             s_pump(ctx, self);
         } else

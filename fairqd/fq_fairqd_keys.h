@@ -174,7 +174,7 @@
     X(DRAIN_TIMEOUT_MS, drain_timeout_ms, INT, "10000", 0, 3600000, NULL,                          \
       "on SIGTERM, longest wait for messages in flight to be acked")                               \
     X(SENT_EVENTS, sent_events, BOOL, "true", 0, 0, NULL,                                          \
-      "write a message.sent event for each message delivered (false: only the other events)")     \
+      "write a message.sent event for each message delivered (false: only the other events)")      \
     X(SUPPRESS_BOUNCES, suppress_bounces, STRING, "5.1.1,5.1.2,5.1.3,5.1.6,5.1.10,5.2.1", 0, 0,    \
       NULL,                                                                                        \
       "permanent failures whose reply holds one of these codes (5.1.1, or 550 first) suppress "    \

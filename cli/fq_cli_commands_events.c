@@ -13,6 +13,7 @@
 #include "fq_cli_commands.h"
 #include "fq_cli_pages.h"
 #include "fq_cli_table.h"
+#include "fq_feedback_names.h"
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,20 +40,6 @@
 #define S_DIGITS "0123456789"
 
 #define S_NS_PER_S 1e9
-
-static const char *const s_types[] = {"message.sent",
-                                      "message.deferred",
-                                      "message.dead",
-                                      "message.cancelled",
-                                      "message.rejected",
-                                      "message.suppressed",
-                                      "message.unsubscribed",
-                                      "message.bounced",
-                                      "message.complained",
-                                      "request.split",
-                                      "request.done",
-                                      "request.cancelled",
-                                      NULL};
 
 static volatile sig_atomic_t s_stop;
 
@@ -232,7 +219,7 @@ static int s_events(fq_cli_t *cli, const fq_cli_args_t *args)
     int64_t n, limit = S_LIMIT_DEFAULT;
     if ((tenant && fq_cli_parse_tenant(tenant, "tenant")) ||
         (request && fq_cli_parse_id(request, "--request id", &n)) ||
-        (type && fq_cli_parse_choice(type, "--type", s_types)) ||
+        (type && fq_cli_parse_choice(type, "--type", fq_event_types)) ||
         (after && s_parse_cursor(after)) ||
         (limit_text && fq_cli_parse_int(limit_text, "--limit", 1, S_LIMIT_MAX, &limit)))
         return FQ_CLI_EXIT_USAGE;

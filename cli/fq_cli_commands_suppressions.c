@@ -13,6 +13,7 @@
 #include "fq_cli_commands.h"
 #include "fq_cli_pages.h"
 #include "fq_cli_table.h"
+#include "fq_feedback_names.h"
 #include "fq_limits.h"
 #include <errno.h>
 #include <stdio.h>
@@ -47,7 +48,6 @@
 #define S_LIST_NAME_SIZE (FQ_TENANT_NAME_SIZE + 32)
 
 //  The reasons in the order the API counts them (API.md)
-static const char *const s_reasons[] = {"manual", "bounce", "complaint", "unsubscribe", NULL};
 
 //  The options every command has: which list
 #define S_LIST_OPTIONS                                                                             \
@@ -153,9 +153,9 @@ static void s_print_counts(const json_t *counts, const char *list)
         return;
     fprintf(stderr, "%s holds %lld:", list,
             (long long)json_integer_value(json_object_get(counts, "total")));
-    for (size_t i = 0; s_reasons[i]; i++)
-        fprintf(stderr, "%s %s %lld", i ? "," : "", s_reasons[i],
-                (long long)json_integer_value(json_object_get(counts, s_reasons[i])));
+    for (size_t i = 0; fq_suppression_reasons[i]; i++)
+        fprintf(stderr, "%s %s %lld", i ? "," : "", fq_suppression_reasons[i],
+                (long long)json_integer_value(json_object_get(counts, fq_suppression_reasons[i])));
     fputc('\n', stderr);
 }
 

@@ -18,42 +18,18 @@
 #include "fq_error.h"
 #include "fq_limits.h"
 #include "fq_store_internal.h"
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 //  Parameters of a page: the cursor's two numbers, the limit, a tenant, a
 //  request and a type.
-#define S_PARAMS_MAX 6
 
 //  What a cursor may be quoted with in a message, at most.
 #define S_QUOTE_MAX 40
 
 //  The columns of a page, in this order.
 enum { S_ID, S_TENANT, S_REQUEST, S_MESSAGE, S_TYPE, S_RECIPIENT, S_DETAIL, S_AT, S_TXID };
-
-const char *const fq_event_types[] = {"message.sent",
-                                      "message.deferred",
-                                      "message.dead",
-                                      "message.cancelled",
-                                      "message.rejected",
-                                      "message.suppressed",
-                                      "message.unsubscribed",
-                                      "message.bounced",
-                                      "message.complained",
-                                      "request.split",
-                                      "request.done",
-                                      "request.cancelled",
-                                      NULL};
-
-const char *fq_event_type(const char *name)
-{
-    for (size_t i = 0; name && fq_event_types[i]; i++)
-        if (strcmp(name, fq_event_types[i]) == 0)
-            return fq_event_types[i];
-    return NULL;
-}
 
 //  ---------------------------------------------------------------------
 //  The cursor
@@ -109,44 +85,6 @@ static void s_cursor_text(char *out, uint64_t txid, int64_t id)
 
 //  ---------------------------------------------------------------------
 //  The statement
-
-typedef struct {
-    fq_buf_t sql;
-    int mem; //  -1 once the buffer could not grow
-    int count;
-    const char *values[S_PARAMS_MAX];
-    char text[S_PARAMS_MAX][FQ_STORE_INT_TEXT];
-} s_query_t;
-
-static void s_sql(s_query_t *q, const char *text)
-{
-    q->mem |= fq_buf_add(&q->sql, text, strlen(text));
-}
-
-//  Appends before, "$<n>" of a new parameter value (the caller's, or
-//  copied when it is a number), and after.
-static void s_param(s_query_t *q, const char *before, const char *value, const char *after)
-{
-    assert(q->count < S_PARAMS_MAX);
-    q->values[q->count++] = value;
-    char number[FQ_STORE_INT_TEXT];
-    snprintf(number, sizeof number, "$%d", q->count);
-    s_sql(q, before);
-    s_sql(q, number);
-    s_sql(q, after);
-}
-
-static void s_param_int(s_query_t *q, const char *before, uint64_t value, bool is_unsigned,
-                        const char *after)
-{
-    assert(q->count < S_PARAMS_MAX);
-    char *text = q->text[q->count];
-    if (is_unsigned)
-        snprintf(text, FQ_STORE_INT_TEXT, "%llu", (unsigned long long)value);
-    else
-        snprintf(text, FQ_STORE_INT_TEXT, "%lld", (long long)value);
-    s_param(q, before, text, after);
-}
 
 //  The filter checked, its tenant and request resolved.
 typedef struct {
@@ -215,28 +153,34 @@ static int s_resolve(fq_store_t *self, const fq_event_filter_t *f, s_read_t *rea
     return 0;
 }
 
-static void s_build(s_query_t *q, const s_read_t *read)
+static void s_build(fq_statement_t *q, const s_read_t *read)
 {
-    s_sql(q, "SELECT e.id, coalesce(t.name, ''), e.request_id, e.message_id, e.type::text,"
-             " e.recipient, e.detail, floor(extract(epoch FROM e.at))::bigint, e.txid::text"
-             " FROM fairq.events e LEFT JOIN fairq.tenants t ON t.id = e.tenant_id");
-    s_param_int(q, " WHERE (e.txid, e.id) > (", read->after.txid, true, "::xid8");
-    s_param_int(q, ", ", (uint64_t)read->after.id, false, "::bigint)");
+    fq_statement_sql(q,
+                     "SELECT e.id, coalesce(t.name, ''), e.request_id, e.message_id, e.type::text,"
+                     " e.recipient, e.detail, floor(extract(epoch FROM e.at))::bigint, e.txid::text"
+                     " FROM fairq.events e LEFT JOIN fairq.tenants t ON t.id = e.tenant_id");
+    fq_statement_sql_param(q, " WHERE (e.txid, e.id) > (", fq_statement_uint(q, read->after.txid),
+                           "::xid8");
+    fq_statement_sql_param(q, ", ", fq_statement_int(q, read->after.id), "::bigint)");
     //  Only transactions older than every one running: what commits later
     //  sorts after this page's cursor (the header says why)
-    s_sql(q, " AND e.txid < pg_snapshot_xmin(pg_current_snapshot())");
+    fq_statement_sql(q, " AND e.txid < pg_snapshot_xmin(pg_current_snapshot())");
     if (read->tenant_id)
-        s_param_int(q, " AND e.tenant_id = ", (uint64_t)read->tenant_id, false, "::bigint");
+        fq_statement_sql_param(q, " AND e.tenant_id = ", fq_statement_int(q, read->tenant_id),
+                               "::bigint");
     if (read->request_id)
-        s_param_int(q, " AND e.request_id = ", (uint64_t)read->request_id, false, "::bigint");
+        fq_statement_sql_param(q, " AND e.request_id = ", fq_statement_int(q, read->request_id),
+                               "::bigint");
     if (read->type)
-        s_param(q, " AND e.type = ", read->type, "::fairq.event_type");
-    s_param_int(q, " ORDER BY e.txid, e.id LIMIT ", (uint64_t)read->limit, false, "");
+        fq_statement_sql_param(q, " AND e.type = ", fq_statement_text(q, read->type),
+                               "::fairq.event_type");
+    fq_statement_sql_param(q, " ORDER BY e.txid, e.id LIMIT ", fq_statement_int(q, read->limit),
+                           "");
 }
 
 //  Checks, resolves and builds the statement into q (after prefix).
 static int s_prepare(fq_store_t *self, const fq_event_filter_t *filter, const char *after,
-                     int limit, s_query_t *q, s_read_t *read)
+                     int limit, fq_statement_t *q, s_read_t *read)
 {
     int rc = s_check(self, filter, after, limit, read);
     if (rc == 0)
@@ -292,12 +236,10 @@ int fq_store_events(fq_store_t *self, const fq_event_filter_t *filter, const cha
                     fq_event_page_t *page)
 {
     *page = (fq_event_page_t){0};
-    s_query_t q = {0};
+    fq_statement_t q = {0};
     s_read_t read;
     int rc = s_prepare(self, filter, after, limit, &q, &read);
-    PGresult *res = rc ? NULL
-                       : fq_store_query(self, q.sql.data, q.count, q.values, PGRES_TUPLES_OK,
-                                        "read events", &rc);
+    PGresult *res = rc ? NULL : fq_statement_run(self, &q, PGRES_TUPLES_OK, "read events", &rc);
     fq_buf_free(&q.sql);
     if (!res)
         return rc;
@@ -316,13 +258,11 @@ int fq_store_explain_events(fq_store_t *self, const fq_event_filter_t *filter, c
                             int limit, char **plan)
 {
     *plan = NULL;
-    s_query_t q = {0};
+    fq_statement_t q = {0};
     s_read_t read;
-    s_sql(&q, "EXPLAIN (FORMAT JSON) ");
+    fq_statement_sql(&q, "EXPLAIN (FORMAT JSON) ");
     int rc = s_prepare(self, filter, after, limit, &q, &read);
-    PGresult *res = rc ? NULL
-                       : fq_store_query(self, q.sql.data, q.count, q.values, PGRES_TUPLES_OK,
-                                        "explain events", &rc);
+    PGresult *res = rc ? NULL : fq_statement_run(self, &q, PGRES_TUPLES_OK, "explain events", &rc);
     fq_buf_free(&q.sql);
     if (!res)
         return rc;

@@ -19,6 +19,7 @@
 #ifndef FQ_STORE_EVENTS_H
 #define FQ_STORE_EVENTS_H
 
+#include "fq_feedback_names.h"
 #include "fq_store.h"
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,19 +30,6 @@
 
 //  The cursor of the start: before every event.
 #define FQ_EVENT_CURSOR_START "0-0"
-
-//  The event types (fairq.event_type), in the schema's order, NULL-ended.
-extern const char *const fq_event_types[];
-
-//  The types as one text, for messages: "message.sent, message.deferred,
-//  ..., request.cancelled".
-#define FQ_EVENT_TYPES_TEXT                                                                        \
-    "message.sent, message.deferred, message.dead, message.cancelled, message.rejected, "          \
-    "message.suppressed, message.unsubscribed, message.bounced, message.complained, "              \
-    "request.split, request.done, request.cancelled"
-
-//  The type's static name when name is one of fq_event_types, else NULL.
-const char *fq_event_type(const char *name);
 
 //  Which events a page takes: every field set must match (AND); 0 or NULL
 //  leave a field out. Strings are the caller's.

@@ -111,6 +111,38 @@ typedef void(fq_store_row_fn)(const PGresult *res, int row, void *item);
 int fq_store_rows(fq_store_t *self, PGresult *res, size_t item_size, fq_store_row_fn *fill,
                   void **rows);
 
+//  ---------------------------------------------------------------------
+//  A statement built from fixed pieces of SQL, its values as parameters
+//  (fq_store_statement.c): the searches and changes by filter, the events'
+//  pages. Start one zeroed; its text is freed by fq_statement_run.
+
+#define FQ_STATEMENT_PARAMS_MAX 12
+
+typedef struct {
+    fq_buf_t sql;
+    int mem; //  -1 once the buffer could not grow
+    int count;
+    const char *values[FQ_STATEMENT_PARAMS_MAX];
+    char text[FQ_STATEMENT_PARAMS_MAX][FQ_STORE_INT_TEXT];
+} fq_statement_t;
+
+void fq_statement_sql(fq_statement_t *q, const char *text);
+
+//  Appends before, then "$<number>", then after.
+void fq_statement_sql_param(fq_statement_t *q, const char *before, int number, const char *after);
+
+//  Adds a parameter; returns its number ($n). A text value belongs to the
+//  caller and must outlive the statement; a number is copied.
+int fq_statement_text(fq_statement_t *q, const char *value);
+int fq_statement_int(fq_statement_t *q, int64_t value);
+int fq_statement_uint(fq_statement_t *q, uint64_t value);
+
+//  Runs the statement built; frees its text. Returns the result (the
+//  caller clears it) or NULL with *rc set (FQ_ENOMEM when the text could
+//  not be built).
+PGresult *fq_statement_run(fq_store_t *self, fq_statement_t *q, ExecStatusType wanted,
+                           const char *what, int *rc);
+
 //  A column as an integer, 0 when NULL.
 int64_t fq_store_int64(const PGresult *res, int row, int col);
 

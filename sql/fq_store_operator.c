@@ -19,14 +19,12 @@
 #include "fq_store_internal.h"
 #include "fq_limits.h"
 #include "fq_error.h"
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 //  Parameters of one statement: a filter has at most seven (one per field)
 //  and the statements around it at most two more.
-#define S_PARAMS_MAX 12
 
 //  A request's priority within its tenant: the schema's check
 //  (0001_schema.sql).
@@ -63,69 +61,14 @@ int fq_message_status_parse(const char *name, fq_message_status_t *status)
 }
 
 //  ---------------------------------------------------------------------
-//  Building a statement: SQL text from fixed pieces, values as parameters
-
-typedef struct {
-    fq_buf_t sql;
-    int mem; //  -1 once the buffer could not grow
-    int count;
-    const char *values[S_PARAMS_MAX];
-    char text[S_PARAMS_MAX][FQ_STORE_INT_TEXT];
-} s_query_t;
-
-static void s_sql(s_query_t *q, const char *text)
-{
-    q->mem |= fq_buf_add(&q->sql, text, strlen(text));
-}
-
-//  Appends before, then "$<number>", then after.
-static void s_sql_param(s_query_t *q, const char *before, int number, const char *after)
-{
-    char digits[FQ_STORE_INT_TEXT];
-    snprintf(digits, sizeof digits, "$%d", number);
-    s_sql(q, before);
-    s_sql(q, digits);
-    s_sql(q, after);
-}
-
-//  Adds a parameter; returns its number ($n). value belongs to the caller
-//  and must outlive the query.
-static int s_param_text(s_query_t *q, const char *value)
-{
-    assert(q->count < S_PARAMS_MAX);
-    q->values[q->count] = value;
-    return ++q->count;
-}
-
-static int s_param_int(s_query_t *q, int64_t value)
-{
-    assert(q->count < S_PARAMS_MAX);
-    snprintf(q->text[q->count], FQ_STORE_INT_TEXT, "%lld", (long long)value);
-    q->values[q->count] = q->text[q->count];
-    return ++q->count;
-}
-
-//  Runs the query built; clears its text. Returns the result (the caller
-//  clears it) or NULL with *rc set.
-static PGresult *s_run(fq_store_t *self, s_query_t *q, ExecStatusType wanted, const char *what,
-                       int *rc)
-{
-    PGresult *res = NULL;
-    if (q->mem)
-        *rc = fq_store_fail(self, FQ_ENOMEM, "out of memory");
-    else
-        res = fq_store_query(self, q->sql.data, q->count, q->values, wanted, what, rc);
-    fq_buf_free(&q->sql);
-    q->mem = 0;
-    return res;
-}
+//  Statements (fq_statement_t, fq_store_internal.h)
 
 //  Runs a statement whose one row holds one integer (a count); returns it,
 //  or a negative code.
-static int64_t s_run_count(fq_store_t *self, s_query_t *q, const char *what)
+static int64_t s_run_count(fq_store_t *self, fq_statement_t *q, const char *what)
 {
     int rc;
-    PGresult *res = s_run(self, q, PGRES_TUPLES_OK, what, &rc);
+    PGresult *res = fq_statement_run(self, q, PGRES_TUPLES_OK, what, &rc);
     if (!res)
         return rc;
     int64_t n = PQntuples(res) == 1 ? fq_store_int64(res, 0, 0) : 0;
@@ -223,33 +166,35 @@ static int s_filter_prepare(fq_store_t *self, const fq_message_filter_t *f, unsi
 //  Appends " AND ..." for each field set; the messages are "m". Each
 //  fragment is one an index serves (request, tenant: (x, id); recipient,
 //  domain: expression indexes on exactly these expressions).
-static void s_filter_where(s_query_t *q, const s_filter_t *resolved)
+static void s_filter_where(fq_statement_t *q, const s_filter_t *resolved)
 {
     const fq_message_filter_t *f = resolved->filter;
     if (f->message_id)
-        s_sql_param(q, " AND m.id = ", s_param_int(q, f->message_id), "");
+        fq_statement_sql_param(q, " AND m.id = ", fq_statement_int(q, f->message_id), "");
     if (f->request_id)
-        s_sql_param(q, " AND m.request_id = ", s_param_int(q, f->request_id), "");
+        fq_statement_sql_param(q, " AND m.request_id = ", fq_statement_int(q, f->request_id), "");
     if (f->tenant_id)
-        s_sql_param(q, " AND m.tenant_id = ", s_param_int(q, f->tenant_id), "");
+        fq_statement_sql_param(q, " AND m.tenant_id = ", fq_statement_int(q, f->tenant_id), "");
     if (f->tenant)
-        s_sql_param(q, " AND m.tenant_id = ", s_param_int(q, resolved->tenant_by_name), "");
+        fq_statement_sql_param(
+            q, " AND m.tenant_id = ", fq_statement_int(q, resolved->tenant_by_name), "");
     if (f->status != FQ_MESSAGE_ANY)
-        s_sql_param(q, " AND m.status = ", s_param_text(q, s_status_names[f->status]),
-                    "::fairq.message_status");
+        fq_statement_sql_param(q,
+                               " AND m.status = ", fq_statement_text(q, s_status_names[f->status]),
+                               "::fairq.message_status");
     if (f->recipient)
-        s_sql_param(q, " AND lower(m.recipient) = lower(", s_param_text(q, f->recipient),
-                    "::text)");
+        fq_statement_sql_param(q, " AND lower(m.recipient) = lower(",
+                               fq_statement_text(q, f->recipient), "::text)");
     if (f->domain)
-        s_sql_param(q, " AND lower(split_part(m.recipient, '@', 2)) = lower(",
-                    s_param_text(q, f->domain), "::text)");
+        fq_statement_sql_param(q, " AND lower(split_part(m.recipient, '@', 2)) = lower(",
+                               fq_statement_text(q, f->domain), "::text)");
 }
 
 //  ---------------------------------------------------------------------
 //  Search
 
 static int s_search_build(fq_store_t *self, const fq_message_filter_t *filter, int64_t after_id,
-                          int limit, s_query_t *q, const char *what)
+                          int limit, fq_statement_t *q, const char *what)
 {
     if (limit < 1 || limit > FQ_STORE_PAGE_MAX)
         return fq_store_fail(self, FQ_EINVAL, "could not %s: limit %d is not within 1..%d", what,
@@ -258,15 +203,16 @@ static int s_search_build(fq_store_t *self, const fq_message_filter_t *filter, i
     int rc = s_filter_prepare(self, filter, S_ALL_STATUSES, false, &resolved, what);
     if (rc)
         return rc;
-    s_sql_param(q,
-                "SELECT m.id, m.request_id, m.tenant_id, m.recipient, m.status, m.try_count,"
-                " coalesce(floor(extract(epoch FROM m.next_attempt_at))::bigint, 0),"
-                " coalesce(floor(extract(epoch FROM m.last_attempt_at))::bigint, 0),"
-                " m.last_error FROM fairq.messages m WHERE m.id > ",
-                s_param_int(q, after_id > 0 ? after_id : 0), "");
-    int limit_param = s_param_int(q, limit);
+    fq_statement_sql_param(
+        q,
+        "SELECT m.id, m.request_id, m.tenant_id, m.recipient, m.status, m.try_count,"
+        " coalesce(floor(extract(epoch FROM m.next_attempt_at))::bigint, 0),"
+        " coalesce(floor(extract(epoch FROM m.last_attempt_at))::bigint, 0),"
+        " m.last_error FROM fairq.messages m WHERE m.id > ",
+        fq_statement_int(q, after_id > 0 ? after_id : 0), "");
+    int limit_param = fq_statement_int(q, limit);
     s_filter_where(q, &resolved);
-    s_sql_param(q, " ORDER BY m.id LIMIT ", limit_param, "");
+    fq_statement_sql_param(q, " ORDER BY m.id LIMIT ", limit_param, "");
     return 0;
 }
 
@@ -320,9 +266,9 @@ int fq_store_search_messages(fq_store_t *self, const fq_message_filter_t *filter
                              int limit, fq_message_page_t *page)
 {
     *page = (fq_message_page_t){0};
-    s_query_t q = {0};
+    fq_statement_t q = {0};
     int rc = s_search_build(self, filter, after_id, limit, &q, "search messages");
-    PGresult *res = rc ? NULL : s_run(self, &q, PGRES_TUPLES_OK, "search messages", &rc);
+    PGresult *res = rc ? NULL : fq_statement_run(self, &q, PGRES_TUPLES_OK, "search messages", &rc);
     fq_buf_free(&q.sql);
     if (!res)
         return rc;
@@ -341,10 +287,10 @@ int fq_store_explain_search(fq_store_t *self, const fq_message_filter_t *filter,
                             int limit, char **plan)
 {
     *plan = NULL;
-    s_query_t q = {0};
-    s_sql(&q, "EXPLAIN (FORMAT JSON) ");
+    fq_statement_t q = {0};
+    fq_statement_sql(&q, "EXPLAIN (FORMAT JSON) ");
     int rc = s_search_build(self, filter, after_id, limit, &q, "explain search");
-    PGresult *res = rc ? NULL : s_run(self, &q, PGRES_TUPLES_OK, "explain search", &rc);
+    PGresult *res = rc ? NULL : fq_statement_run(self, &q, PGRES_TUPLES_OK, "explain search", &rc);
     fq_buf_free(&q.sql);
     if (!res)
         return rc;
@@ -362,28 +308,29 @@ int fq_store_explain_search(fq_store_t *self, const fq_message_filter_t *filter,
 //  failed is counted as failed. Returns the count or a negative code.
 static int s_cancel_matching(fq_store_t *self, const s_filter_t *resolved)
 {
-    s_query_t q = {0};
-    s_sql(&q, "WITH target AS MATERIALIZED (SELECT m.id, m.status FROM fairq.messages m"
-              " WHERE m.status IN ('pending', 'failed')");
+    fq_statement_t q = {0};
+    fq_statement_sql(&q, "WITH target AS MATERIALIZED (SELECT m.id, m.status FROM fairq.messages m"
+                         " WHERE m.status IN ('pending', 'failed')");
     s_filter_where(&q, resolved);
     //  next_attempt_at goes too: a cancelled message must leave the retry
     //  index, or every claim would step over it
-    s_sql(&q, " FOR UPDATE),"
-              " changed AS (UPDATE fairq.messages m SET status = 'cancelled',"
-              "   next_attempt_at = NULL, updated_at = now()"
-              "  FROM target t WHERE m.id = t.id"
-              "  RETURNING m.id, m.request_id, m.tenant_id, m.recipient,"
-              "   t.status = 'failed' AS was_failed),"
-              " evented AS (INSERT INTO fairq.events"
-              "   (tenant_id, request_id, message_id, type, recipient)"
-              "  SELECT tenant_id, request_id, id, 'message.cancelled', recipient FROM changed),"
-              " counted AS (UPDATE fairq.requests r SET cancelled = r.cancelled + c.n,"
-              "   failed = r.failed - c.failed, updated_at = now()"
-              "  FROM (SELECT request_id, count(*) AS n,"
-              "          count(*) FILTER (WHERE was_failed) AS failed"
-              "        FROM changed GROUP BY request_id) c"
-              "  WHERE r.id = c.request_id RETURNING c.n)"
-              " SELECT coalesce(sum(n), 0) FROM counted");
+    fq_statement_sql(
+        &q, " FOR UPDATE),"
+            " changed AS (UPDATE fairq.messages m SET status = 'cancelled',"
+            "   next_attempt_at = NULL, updated_at = now()"
+            "  FROM target t WHERE m.id = t.id"
+            "  RETURNING m.id, m.request_id, m.tenant_id, m.recipient,"
+            "   t.status = 'failed' AS was_failed),"
+            " evented AS (INSERT INTO fairq.events"
+            "   (tenant_id, request_id, message_id, type, recipient)"
+            "  SELECT tenant_id, request_id, id, 'message.cancelled', recipient FROM changed),"
+            " counted AS (UPDATE fairq.requests r SET cancelled = r.cancelled + c.n,"
+            "   failed = r.failed - c.failed, updated_at = now()"
+            "  FROM (SELECT request_id, count(*) AS n,"
+            "          count(*) FILTER (WHERE was_failed) AS failed"
+            "        FROM changed GROUP BY request_id) c"
+            "  WHERE r.id = c.request_id RETURNING c.n)"
+            " SELECT coalesce(sum(n), 0) FROM counted");
     return (int)s_run_count(self, &q, "cancel messages");
 }
 
@@ -407,34 +354,38 @@ int fq_store_retry_dead(fq_store_t *self, const fq_message_filter_t *filter)
     //  becomes failed: the invariant the ack relies on (try_count > 0 on a
     //  message not final means failed) holds, and so does the counter.
     //  First the requests, locked: not cancelled, not being pruned
-    s_query_t q = {0};
-    s_sql(&q, "SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM"
-              " (SELECT r.id FROM fairq.requests r"
-              "  WHERE r.status NOT IN ('cancelled', 'rejected') AND r.pruning_since IS NULL"
-              "  AND r.id IN (SELECT m.request_id FROM fairq.messages m"
-              "               WHERE m.status = 'dead' AND m.try_count > 0");
+    fq_statement_t q = {0};
+    fq_statement_sql(&q,
+                     "SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM"
+                     " (SELECT r.id FROM fairq.requests r"
+                     "  WHERE r.status NOT IN ('cancelled', 'rejected') AND r.pruning_since IS NULL"
+                     "  AND r.id IN (SELECT m.request_id FROM fairq.messages m"
+                     "               WHERE m.status = 'dead' AND m.try_count > 0");
     s_filter_where(&q, &resolved);
-    s_sql(&q, ") ORDER BY r.id FOR UPDATE OF r) locked");
+    fq_statement_sql(&q, ") ORDER BY r.id FOR UPDATE OF r) locked");
     rc = fq_store_exec(self, "BEGIN", "begin retry");
-    PGresult *res = rc ? NULL : s_run(self, &q, PGRES_TUPLES_OK, "lock requests to retry", &rc);
+    PGresult *res =
+        rc ? NULL : fq_statement_run(self, &q, PGRES_TUPLES_OK, "lock requests to retry", &rc);
     fq_buf_free(&q.sql);
     int64_t retried = 0;
     if (res) {
-        q = (s_query_t){0};
-        s_sql_param(&q,
-                    "WITH changed AS (UPDATE fairq.messages m SET status = 'failed',"
-                    "   next_attempt_at = now(), updated_at = now()"
-                    "  WHERE m.status = 'dead' AND m.try_count > 0 AND m.request_id = ANY (",
-                    s_param_text(&q, PQgetvalue(res, 0, 0)), "::bigint[])");
+        q = (fq_statement_t){0};
+        fq_statement_sql_param(
+            &q,
+            "WITH changed AS (UPDATE fairq.messages m SET status = 'failed',"
+            "   next_attempt_at = now(), updated_at = now()"
+            "  WHERE m.status = 'dead' AND m.try_count > 0 AND m.request_id = ANY (",
+            fq_statement_text(&q, PQgetvalue(res, 0, 0)), "::bigint[])");
         s_filter_where(&q, &resolved);
-        s_sql(&q, "  RETURNING m.request_id),"
-                  " counted AS (UPDATE fairq.requests r SET dead = r.dead - c.n,"
-                  "   failed = r.failed + c.n, updated_at = now(),"
-                  "   status = CASE WHEN r.status = 'done' THEN 'active' ELSE r.status END,"
-                  "   finished_at = CASE WHEN r.status = 'done' THEN NULL ELSE r.finished_at END"
-                  "  FROM (SELECT request_id, count(*) AS n FROM changed GROUP BY request_id) c"
-                  "  WHERE r.id = c.request_id RETURNING c.n)"
-                  " SELECT coalesce(sum(n), 0) FROM counted");
+        fq_statement_sql(
+            &q, "  RETURNING m.request_id),"
+                " counted AS (UPDATE fairq.requests r SET dead = r.dead - c.n,"
+                "   failed = r.failed + c.n, updated_at = now(),"
+                "   status = CASE WHEN r.status = 'done' THEN 'active' ELSE r.status END,"
+                "   finished_at = CASE WHEN r.status = 'done' THEN NULL ELSE r.finished_at END"
+                "  FROM (SELECT request_id, count(*) AS n FROM changed GROUP BY request_id) c"
+                "  WHERE r.id = c.request_id RETURNING c.n)"
+                " SELECT coalesce(sum(n), 0) FROM counted");
         retried = s_run_count(self, &q, "retry dead messages");
         PQclear(res);
         rc = retried < 0 ? (int)retried : 0;
@@ -453,12 +404,12 @@ int fq_store_release_claims(fq_store_t *self, const fq_message_filter_t *filter)
     int rc = s_filter_prepare(self, filter, statuses, true, &resolved, "release claims");
     if (rc)
         return rc;
-    s_query_t q = {0};
-    s_sql(&q, "WITH released AS (UPDATE fairq.messages m SET next_attempt_at = now(),"
-              "   claimed_epoch = NULL, updated_at = now()"
-              "  WHERE m.status = 'failed' AND m.next_attempt_at > now()");
+    fq_statement_t q = {0};
+    fq_statement_sql(&q, "WITH released AS (UPDATE fairq.messages m SET next_attempt_at = now(),"
+                         "   claimed_epoch = NULL, updated_at = now()"
+                         "  WHERE m.status = 'failed' AND m.next_attempt_at > now()");
     s_filter_where(&q, &resolved);
-    s_sql(&q, " RETURNING 1) SELECT count(*) FROM released");
+    fq_statement_sql(&q, " RETURNING 1) SELECT count(*) FROM released");
     return (int)s_run_count(self, &q, "release claims");
 }
 
@@ -658,14 +609,16 @@ int fq_store_error_summary(fq_store_t *self, const fq_message_filter_t *filter, 
     int rc = s_filter_prepare(self, filter, statuses, false, &resolved, what);
     if (rc)
         return rc;
-    s_query_t q = {0};
-    int top_param = s_param_int(&q, top);
-    s_sql(&q, "SELECT m.last_error, count(*), count(*) FILTER (WHERE m.status = 'failed'),"
-              " count(*) FILTER (WHERE m.status = 'dead')"
-              " FROM fairq.messages m WHERE m.status IN ('failed', 'dead')");
+    fq_statement_t q = {0};
+    int top_param = fq_statement_int(&q, top);
+    fq_statement_sql(&q,
+                     "SELECT m.last_error, count(*), count(*) FILTER (WHERE m.status = 'failed'),"
+                     " count(*) FILTER (WHERE m.status = 'dead')"
+                     " FROM fairq.messages m WHERE m.status IN ('failed', 'dead')");
     s_filter_where(&q, &resolved);
-    s_sql_param(&q, " GROUP BY m.last_error ORDER BY 2 DESC, 1 NULLS LAST LIMIT ", top_param, "");
-    PGresult *res = s_run(self, &q, PGRES_TUPLES_OK, what, &rc);
+    fq_statement_sql_param(&q, " GROUP BY m.last_error ORDER BY 2 DESC, 1 NULLS LAST LIMIT ",
+                           top_param, "");
+    PGresult *res = fq_statement_run(self, &q, PGRES_TUPLES_OK, what, &rc);
     if (!res)
         return rc;
     size_t n = (size_t)PQntuples(res);

@@ -62,20 +62,6 @@ enum { S_LIST_ID, S_ADDRESS, S_REASON, S_DETAIL, S_AT };
 #define S_C1_FIRST     0x80
 #define S_C1_LAST      0x9f
 
-const char *const fq_suppression_reasons[] = {"manual", "bounce", "complaint", "unsubscribe", NULL};
-
-_Static_assert(sizeof fq_suppression_reasons / sizeof fq_suppression_reasons[0] ==
-                   FQ_SUPPRESSION_REASON_COUNT + 1,
-               "FQ_SUPPRESSION_REASON_COUNT");
-
-const char *fq_suppression_reason(const char *name)
-{
-    for (size_t i = 0; name && fq_suppression_reasons[i]; i++)
-        if (strcmp(name, fq_suppression_reasons[i]) == 0)
-            return fq_suppression_reasons[i];
-    return NULL;
-}
-
 //  ---------------------------------------------------------------------
 //  Checks
 

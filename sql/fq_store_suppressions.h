@@ -22,6 +22,7 @@
 #define FQ_STORE_SUPPRESSIONS_H
 
 #include "fq_recipients.h"
+#include "fq_feedback_names.h"
 #include "fq_store.h"
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,19 +38,6 @@
 //  most some 3 MB of text for the server, and a list of millions is a few
 //  hundred statements.
 #define FQ_SUPPRESSION_IMPORT_BATCH 5000
-
-//  The reasons (fairq.suppression_reason), in the schema's order,
-//  NULL-ended; how many there are; the one of the API and the CLI.
-extern const char *const fq_suppression_reasons[];
-#define FQ_SUPPRESSION_REASON_COUNT 4
-#define FQ_SUPPRESSION_MANUAL       "manual"
-
-//  The reasons as one text, for messages.
-#define FQ_SUPPRESSION_REASONS_TEXT "manual, bounce, complaint, unsubscribe"
-
-//  The reason's static name when name is one of fq_suppression_reasons,
-//  else NULL.
-const char *fq_suppression_reason(const char *name);
 
 //  One entry. Its strings point into the block that holds it.
 typedef struct {

@@ -573,6 +573,16 @@ static void test_flag_errors(void **unused)
     s_expect_error(bad_name, s_no_env,
                    "flag --name: invalid value for \"name\": \"a b\" is not a valid system name (1 "
                    "to 64 letters, digits, '.', '_' or '-')");
+    char *bad_bounces[] = {"fairqd", "--suppress-bounces=5.1.1,5.7", NULL};
+    s_expect_error(
+        bad_bounces, s_no_env,
+        "flag --suppress-bounces: invalid value for \"suppress_bounces\": \"5.7\" is not "
+        "a reply code: write enhanced status codes (5.1.1) or basic reply codes (550), "
+        "comma-separated");
+    char *bad_cost[] = {"fairqd", "--fairness-cost=bits", NULL};
+    s_expect_error(bad_cost, s_no_env,
+                   "flag --fairness-cost: invalid value for \"fairness_cost\": \"bits\" is not one "
+                   "of messages|bytes|time");
 }
 
 //  Booleans: true/false, yes/no, on/off, 1/0 in any case; a boolean flag

@@ -29,7 +29,8 @@ typedef struct {
     int64_t latency_ms; //  Its dispatch latency (-1: not a first attempt)
     //  One block its to and headers point into, freed with it: a message
     //  rendered for a channel other than mail (an http request's URL and
-    //  headers, channels/fq_channel.h); NULL when they are borrowed
+    //  headers, channels/fq_channel.h), or mail's List-Unsubscribe value
+    //  (its list_unsubscribe); NULL when they are borrowed
     void *owned;
 } fq_dispatch_batch_item_t;
 

@@ -29,6 +29,13 @@
     its channel and method; another channel's body is rendered as it is,
     for the recipient's key.
 
+    A mail request with one-click unsubscribe on (docs/feedback.md) gets,
+    per message, a token sealed for its tenant, request and recipient
+    (unsubscribe/fq_unsubscribe_token.h): its URL is the template field
+    unsubscribe_url, fairq's over a recipient's own, and its
+    List-Unsubscribe value goes in MSG's list_unsubscribe, which the
+    sender writes with List-Unsubscribe-Post.
+
     Credit is kept per sender and channel (docs/protocol.md, rule 2): a
     sender's HELLO lists the channels it serves (channel=NAME; none is
     email alone), its CREDIT names the channel it is for, and a message
@@ -43,6 +50,7 @@
 #include "fq_log.h"
 #include "fq_pipeline.h"
 #include "fq_template.h"
+#include "fq_unsubscribe_token.h"
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +126,9 @@ typedef struct {
     //  templates (else body is the channel's body, subject NULL)
     char *channel;
     fq_http_templates_t *http;
+    //  Mail with one-click unsubscribe: a link per message (its own
+    //  List-Unsubscribe and List-Unsubscribe-Post were left out at load)
+    bool unsubscribe;
 } s_templates_t;
 
 //  Messages leaving flight, gathered per incoming message and told to the
@@ -969,6 +980,7 @@ static s_templates_t *s_templates_take(s_self_t *self, fq_request_templates_t *t
             parsed = (templates->body =
                           fq_template_new(loaded.body, FQ_TEMPLATE_PLAIN, error, error_size));
         templates->body_is_html = loaded.body_is_html;
+        templates->unsubscribe = email && loaded.unsubscribe;
         templates->max_attempts = loaded.max_attempts;
         templates->due_at_ms = loaded.due_at_ms;
         fq_metrics_tenant_name(self->config->metrics, loaded.tenant_id, loaded.tenant);
@@ -1154,8 +1166,8 @@ static void s_batch_send(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, s_la
 //  bodies, headers and address), what fairness_cost bytes charges.
 static uint64_t s_message_bytes(const fq_message_t *message)
 {
-    const char *parts[] = {message->to, message->from, message->subject, message->body,
-                           message->text_body};
+    const char *parts[] = {message->to,   message->from,      message->subject,
+                           message->body, message->text_body, message->list_unsubscribe};
     uint64_t bytes = 0;
     for (size_t i = 0; i < sizeof parts / sizeof *parts; i++)
         bytes += parts[i] ? strlen(parts[i]) : 0;
@@ -1206,6 +1218,53 @@ static int s_batch_add(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, int ch
     s_take_off(self, flight, sender, channel, lane, message, row, templates);
     if (fq_dispatch_batch_full(&sender->out))
         s_batch_send(ctx, self, sender, lane);
+    return 0;
+}
+
+//  Of a mail message of row with one-click unsubscribe: seals its token,
+//  sets its URL as the template field FQ_UNSUBSCRIBE_FIELD in fields
+//  (over a recipient's own of that name), and makes its List-Unsubscribe
+//  value (the URL, then the mailto when configured) into *value
+//  (malloc'ed). Without an unsubscribe_url the mail could not carry the
+//  link its request promises, and is not sent: it dies with the reason,
+//  which the operator reads (and retries it, POST /v1/messages/{id}/retry,
+//  once fairqd has the key: fairqd refuses to start without it only where
+//  unsubscribe_listen is set).
+//  Returns 0, or an fq code with why in error.
+static int s_unsubscribe_link(const fq_pipeline_config_t *config, const fq_message_row_t *row,
+                              json_t *fields, char **value, char *error, size_t error_size)
+{
+    *value = NULL;
+    if (!config->unsubscribe_url || !*config->unsubscribe_url) {
+        fq_error_format(error, error_size,
+                        "its request has one-click unsubscribe on, but fairqd has no "
+                        "unsubscribe_url: the mail cannot carry its link");
+        return FQ_EINVAL;
+    }
+    fq_unsubscribe_target_t target = {.tenant_id = row->tenant_id, .request_id = row->request_id};
+    char token[FQ_UNSUBSCRIBE_TOKEN_SIZE];
+    if (strlen(row->recipient) >= sizeof target.recipient ||
+        snprintf(target.recipient, sizeof target.recipient, "%s", row->recipient) < 0 ||
+        fq_unsubscribe_token(config->unsubscribe_key, &target, token, sizeof token) != 0) {
+        fq_error_format(error, error_size, "could not seal its unsubscribe token");
+        return FQ_EINVAL;
+    }
+    fq_buf_t url = {0}, list = {0};
+    int mem = fq_buf_printf(&url, "%s" FQ_UNSUBSCRIBE_PATH "%s", config->unsubscribe_url, token);
+    if (!mem)
+        mem = fq_buf_printf(&list, "<%s>", url.data);
+    if (!mem && config->unsubscribe_mailto && *config->unsubscribe_mailto)
+        mem = fq_buf_printf(&list, ", <mailto:%s?subject=unsubscribe>", config->unsubscribe_mailto);
+    if (!mem && (!json_is_object(fields) ||
+                 json_object_set_new(fields, FQ_UNSUBSCRIBE_FIELD, json_string(url.data)) != 0))
+        mem = -1;
+    fq_buf_free(&url);
+    if (mem) {
+        fq_buf_free(&list);
+        fq_error_format(error, error_size, "out of memory making its unsubscribe link");
+        return FQ_ENOMEM;
+    }
+    *value = fq_buf_take(&list);
     return 0;
 }
 
@@ -1303,10 +1362,19 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store, s_lane_
         message.tenant = templates->tenant;
         message.from = templates->from;
         message.body_is_html = templates->body_is_html;
-        rc = templates->channel
-                 ? s_render_channel(templates, row, fields, now_ms, &message, &rendered, error,
-                                    sizeof error)
-                 : s_render_mail(templates, fields, &message, &rendered, error, sizeof error);
+        //  Mail's block is its List-Unsubscribe value: what the batch (or
+        //  s_rendered_free) frees with the message
+        if (!templates->channel && templates->unsubscribe) {
+            char *list = NULL;
+            rc = s_unsubscribe_link(self->config, row, fields, &list, error, sizeof error);
+            rendered.block = list;
+            message.list_unsubscribe = list;
+        }
+        if (rc == 0)
+            rc = templates->channel
+                     ? s_render_channel(templates, row, fields, now_ms, &message, &rendered, error,
+                                        sizeof error)
+                     : s_render_mail(templates, fields, &message, &rendered, error, sizeof error);
     }
     json_decref(fields);
     bool rendered_ok = fields && rc == 0;

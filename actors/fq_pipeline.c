@@ -2,6 +2,7 @@
 #include "fq_pipeline.h"
 #include "fq_error.h"
 #include "fq_log.h"
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,10 @@ fq_pipeline_config_t *fq_pipeline_config_dup(const fq_pipeline_config_t *config)
     copy->name = strdup(config->name);
     copy->retry.bounce_pattern =
         strdup(config->retry.bounce_pattern ? config->retry.bounce_pattern : "");
-    if (!copy->database || !copy->database_listen || !copy->name || !copy->retry.bounce_pattern) {
+    copy->unsubscribe_url = strdup(config->unsubscribe_url ? config->unsubscribe_url : "");
+    copy->unsubscribe_mailto = strdup(config->unsubscribe_mailto ? config->unsubscribe_mailto : "");
+    if (!copy->database || !copy->database_listen || !copy->name || !copy->retry.bounce_pattern ||
+        !copy->unsubscribe_url || !copy->unsubscribe_mailto) {
         fq_pipeline_config_free(copy);
         return NULL;
     }
@@ -33,6 +37,9 @@ void fq_pipeline_config_free(void *config)
         free((char *)self->database_listen);
         free((char *)self->name);
         free((char *)self->retry.bounce_pattern);
+        free((char *)self->unsubscribe_url);
+        free((char *)self->unsubscribe_mailto);
+        sodium_memzero(self->unsubscribe_key, sizeof self->unsubscribe_key);
         free(self);
     }
 }
@@ -59,7 +66,8 @@ fq_http_templates_t *fq_pipeline_http_templates(const fq_request_templates_t *re
                            .header_values = (const char *const *)request->header_values,
                            .nheaders = request->nheaders,
                            .body = request->http_body,
-                           .secret = request->signing_secret};
+                           .secret = request->signing_secret,
+                           .previous_secret = request->previous_secret};
     if (fq_http_body_format_parse(request->http_body_format, &spec.body_format) != 0) {
         fq_error_format(error, error_size, "http.body_format: not json or form");
         return NULL;
@@ -117,6 +125,8 @@ int fq_pipeline_start(fq_system_t *sys, const fq_pipeline_config_t *config)
         rc = s_spawn(sys, "intake", &fq_intake_behaviour, config);
     if (rc == 0)
         rc = s_spawn(sys, "reaper", &fq_reaper_behaviour, config);
+    if (rc == 0)
+        rc = s_spawn(sys, "webhooks", &fq_webhook_feeder_behaviour, config);
     return rc;
 }
 

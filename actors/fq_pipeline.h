@@ -6,6 +6,7 @@
         /user/dispatcher    the senders: credit, rendering, in-flight
         /user/store         writes acks and nacks in batches
         /user/reaper        finishes requests, moves scan cursors, prunes
+        /user/webhooks      feeds tenants' webhook endpoints from the events
 
     Each actor's behaviour is in a file of its own (fq_<name>.c); each that
     speaks SQL opens its own connection (fq_db.h). fq_pipeline_start spawns
@@ -19,7 +20,9 @@
 #include "fq_messages.h"
 #include "fq_metrics.h"
 #include "fq_store.h"
+#include "fq_store_webhooks.h"
 #include "fq_system.h"
+#include "fq_unsubscribe_token.h"
 
 #define FQ_PATH_INTAKE     "/user/intake"
 #define FQ_PATH_SCHEDULER  "/user/scheduler"
@@ -65,6 +68,18 @@ typedef struct {
     //  No message.sent event for an ack (fairqd's sent_events = false);
     //  false, the default, writes them
     bool skip_sent_events;
+    //  How webhooks are fed (fairqd's webhook_* keys; the back-off's base
+    //  and cap are retry's)
+    fq_webhook_feed_t webhooks;
+    //  One-click unsubscribe (fairqd's unsubscribe_* keys,
+    //  docs/feedback.md): the public base URL its links start with, no
+    //  '/' at its end (NULL or "": off, and a message of a request with
+    //  unsubscribe on dies, as it cannot carry the link it promises), the
+    //  mailto address of its List-Unsubscribe (NULL or "": none), and the
+    //  key its tokens are sealed with (wiped when a copy is freed)
+    const char *unsubscribe_url;
+    const char *unsubscribe_mailto;
+    unsigned char unsubscribe_key[FQ_UNSUBSCRIBE_KEY_SIZE];
 } fq_pipeline_config_t;
 
 //  Spawns the actors under /user. Returns 0 or the code of the first
@@ -86,6 +101,7 @@ extern const fq_behaviour_t fq_splitter_behaviour;
 extern const fq_behaviour_t fq_dispatcher_behaviour;
 extern const fq_behaviour_t fq_store_writer_behaviour;
 extern const fq_behaviour_t fq_reaper_behaviour;
+extern const fq_behaviour_t fq_webhook_feeder_behaviour;
 
 //  A deep copy of config for an actor's args (freed by
 //  fq_pipeline_config_free, the spawn's args_free), except metrics and

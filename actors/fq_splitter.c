@@ -26,6 +26,7 @@
 #include "fq_pipeline.h"
 #include "fq_store_shaping.h"
 #include "fq_template.h"
+#include "fq_unsubscribe_token.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,11 +101,14 @@ static void s_parsed_destroy(s_parsed_t *parsed)
     fq_http_templates_destroy(&parsed->http);
 }
 
-//  Appends template's fields (if any) to names at *count.
-static void s_add_fields(const fq_template_t *template, const char **names, size_t *count)
+//  Appends template's fields (if any) to names at *count, but skip (NULL:
+//  none): a field fairq gives each message itself.
+static void s_add_fields(const fq_template_t *template, const char **names, size_t *count,
+                         const char *skip)
 {
     for (size_t i = 0; template && i < fq_template_field_count(template); i++)
-        names[(*count)++] = fq_template_field(template, i);
+        if (!skip || strcmp(fq_template_field(template, i), skip) != 0)
+            names[(*count)++] = fq_template_field(template, i);
 }
 
 //  An http request's fields: its headers' first (*nheader of them). A
@@ -164,10 +168,13 @@ static int s_required_fields(uint64_t request_id, const fq_request_templates_t *
     *names = calloc(total + 1, sizeof **names);
     if (!*names)
         return FQ_ENOMEM;
-    s_add_fields(parsed->subject, *names, count);
+    //  Mail with one-click unsubscribe: its messages' unsubscribe_url is
+    //  fairq's (the dispatcher's), which no recipient needs to give
+    const char *skip = email && templates->unsubscribe ? FQ_UNSUBSCRIBE_FIELD : NULL;
+    s_add_fields(parsed->subject, *names, count, skip);
     *nheader = *count;
-    s_add_fields(parsed->body, *names, count);
-    s_add_fields(parsed->text, *names, count);
+    s_add_fields(parsed->body, *names, count, skip);
+    s_add_fields(parsed->text, *names, count, skip);
     return 0;
 }
 

@@ -4,6 +4,7 @@
     false (or NULL), so a handler only checks and returns.
 */
 #include "fq_api_internal.h"
+#include "fq_limits.h"
 #include "fq_utf8.h"
 #include <ctype.h>
 #include <errno.h>
@@ -303,4 +304,19 @@ json_t *fq_api_request_json(fq_api_call_t *call, const fq_request_info_t *r)
     if (http && !json_is_object(http))
         json_decref(http);
     return json;
+}
+
+bool fq_api_own_tenant(fq_api_call_t *call, const char **tenant)
+{
+    *tenant = call->params[0];
+    if (!fq_tenant_name_valid(*tenant)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, FQ_API_TENANT_NAME_RULE, FQ_TENANT_NAME_MAX);
+        return false;
+    }
+    if (!call->owner.admin && strcmp(*tenant, call->owner.tenant) != 0) {
+        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "could not read tenant: \"%s\" does not exist",
+                    *tenant);
+        return false;
+    }
+    return true;
 }

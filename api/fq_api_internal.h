@@ -33,7 +33,17 @@ struct fq_http {
     _Atomic int tenant_weight, tenant_max_inflight, tenant_submit_rate;
     fq_metrics_t *metrics;
     fq_system_t *system;
-    const fq_lease_t *lease;         //  Who leads, for /healthz; NULL: not said
+    const fq_lease_t *lease; //  Who leads, for /healthz; NULL: not said
+    //  What POST /v1/feedback suppresses (fq_http_config_t's words)
+    char bounce_pattern[FQ_STORE_BOUNCE_PATTERN_SIZE];
+    bool suppress_complaints;
+    //  One-click unsubscribe: whether links are made (unsubscribe_url is
+    //  set: a submit or a tenant may ask for it); and for the public
+    //  listener, its key, and that it serves the unsubscribe pages alone,
+    //  each answer with the headers of a page facing the internet
+    bool unsubscribe_on;
+    bool unsubscribe_pages;
+    unsigned char unsubscribe_key[FQ_UNSUBSCRIBE_KEY_SIZE];
     pthread_key_t store_key;         //  Each pool thread's connection (fq_http.c)
     _Atomic int64_t connected_at_ms; //  When a pool thread last connected
     int port;
@@ -92,6 +102,9 @@ bool fq_api_reconnect(fq_api_call_t *call);
 //  Answers status with json (taken over; NULL answers {}).
 void fq_api_reply(fq_api_call_t *call, unsigned status, json_t *json);
 
+//  Answers 204 with no body (a delete done).
+void fq_api_reply_empty(fq_api_call_t *call);
+
 //  Answers an error: status, its code from API.md's table, and a detail
 //  (printf-style).
 void fq_api_fail(fq_api_call_t *call, unsigned status, const char *format, ...)
@@ -109,6 +122,17 @@ void fq_api_fail_store(fq_api_call_t *call, int rc);
 //  what's text, the same an unknown id gets) when it is another tenant's.
 //  tenant_id -1 (nobody's) answers that 404 to an admin too.
 bool fq_api_may_see(fq_api_call_t *call, int64_t tenant_id, const char *what, int64_t id);
+
+//  What a tenant's name may be, as an answer says it (a format: the
+//  longest name is FQ_TENANT_NAME_MAX).
+#define FQ_API_TENANT_NAME_RULE                                                                    \
+    "a tenant name is 1..%d of a-z 0-9 _ . - and starts with a letter or digit"
+
+//  The tenant of a route under /v1/tenants/{name} (params[0]), if the
+//  caller may manage what the tenant owns (an admin, or the tenant's own
+//  token); false after answering: 400 for a name that is none, 404 for
+//  another tenant's, as for one that does not exist.
+bool fq_api_own_tenant(fq_api_call_t *call, const char **tenant);
 
 //  Answers 403 unless the caller holds an admin token; returns whether it
 //  does.
@@ -187,5 +211,9 @@ fq_api_handler_fn fq_api_suppression_put, fq_api_suppression_delete, fq_api_supp
 fq_api_handler_fn fq_api_global_suppression_list, fq_api_global_suppression_get;
 fq_api_handler_fn fq_api_global_suppression_put, fq_api_global_suppression_delete;
 fq_api_handler_fn fq_api_global_suppression_import;
+fq_api_handler_fn fq_api_webhook_list, fq_api_webhook_create, fq_api_webhook_get; //  webhooks
+fq_api_handler_fn fq_api_webhook_patch, fq_api_webhook_delete, fq_api_webhook_rotate;
+fq_api_handler_fn fq_api_feedback;                                  //  feedback
+fq_api_handler_fn fq_api_unsubscribe_page, fq_api_unsubscribe_post; //  unsubscribe (public)
 
 #endif

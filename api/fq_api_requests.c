@@ -583,12 +583,60 @@ static bool s_channel_fields(fq_api_call_t *call, json_t *body, const fq_api_sli
            s_template(call, submit->body, FQ_TEMPLATE_PLAIN, "body");
 }
 
+//  The request's one-click unsubscribe (0021) as the body gives it (absent:
+//  its tenant's default). Mail's only; true needs a fairqd that makes
+//  unsubscribe links (unsubscribe_url), and the request then may not give
+//  List-Unsubscribe or List-Unsubscribe-Post among its headers (headers:
+//  the object s_headers made, NULL for none), which fairq writes. A
+//  tenant's default that is on is checked by fairq.submit_keyed (0021),
+//  which refuses those headers too. False after answering 400.
+static bool s_unsubscribe(fq_api_call_t *call, json_t *body, bool email, const char *headers,
+                          fq_submit_unsubscribe_t *unsubscribe)
+{
+    json_t *value = json_object_get(body, "unsubscribe");
+    *unsubscribe = FQ_SUBMIT_UNSUBSCRIBE_TENANT;
+    if (!value)
+        return true;
+    if (!json_is_boolean(value)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "unsubscribe must be true or false");
+        return false;
+    }
+    *unsubscribe = json_is_true(value) ? FQ_SUBMIT_UNSUBSCRIBE_ON : FQ_SUBMIT_UNSUBSCRIBE_OFF;
+    if (!json_is_true(value))
+        return true;
+    if (!email) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "unsubscribe is for mail only");
+        return false;
+    }
+    if (!call->server->unsubscribe_on) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "unsubscribe needs one-click unsubscribe configured (fairqd's "
+                    "unsubscribe_url): ask the operator");
+        return false;
+    }
+    json_t *given = headers ? json_loads(headers, 0, NULL) : NULL;
+    const char *name;
+    json_t *ignored;
+    bool clash = false;
+    json_object_foreach(given, name, ignored)
+    {
+        if (fq_mail_header_unsubscribe(name)) {
+            fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                        "header \"%s\": fairq writes it for a request with unsubscribe on", name);
+            clash = true;
+            break;
+        }
+    }
+    json_decref(given);
+    return !clash;
+}
+
 void fq_api_request_submit(fq_api_call_t *call)
 {
-    static const char *const keys[] = {"tenant",       "from",       "subject",  "body",
-                                       "html",         "recipients", "send_at",  "priority",
-                                       "max_attempts", "headers",    "reply_to", "text_body",
-                                       "channel",      "http",       NULL};
+    static const char *const keys[] = {"tenant",       "from",       "subject",     "body",
+                                       "html",         "recipients", "send_at",     "priority",
+                                       "max_attempts", "headers",    "reply_to",    "text_body",
+                                       "channel",      "http",       "unsubscribe", NULL};
     //  The recipients are not built: they go to the database as the slice
     //  of the body they are, and the splitter reads them from there. The
     //  headers are built one by one as they are read (s_headers), and an
@@ -652,6 +700,7 @@ void fq_api_request_submit(fq_api_call_t *call)
                &submit.max_attempts) ||
         (email && (!s_headers(call, &slices[S_SLICE_HEADERS], &headers) ||
                    !s_reply_to(call, body, &submit.reply_to))) ||
+        !s_unsubscribe(call, body, email, headers, &submit.unsubscribe) ||
         !s_idempotency_key(call, &submit.idempotency_key) ||
         !(submit.tenant = s_submit_tenant(call, body)))
         goto done;
@@ -698,6 +747,13 @@ static bool s_load(fq_api_call_t *call, fq_request_info_t *request)
     if (!fq_api_parse_id(call, call->params[0], "request", false, &id))
         return false;
     int rc = fq_store_request_get(call->store, id, request);
+    //  A webhook's batch is no request a tenant reads or changes: its
+    //  endpoint says how it fares (GET .../webhooks/{id}), and a batch
+    //  paused or cancelled here would hold up or skip the endpoint's events
+    if (rc == 0 && request->webhook_id) {
+        fq_request_info_free(request);
+        rc = FQ_ENOTFOUND;
+    }
     if (rc == FQ_ENOTFOUND)
         return fq_api_may_see(call, -1, "request", id); //  The same 404 as another's
     if (rc) {

@@ -30,10 +30,6 @@
 #include <string.h>
 #include <strings.h>
 
-//  What a tenant's name may be, as an answer says it (a format: the
-//  longest name is FQ_TENANT_NAME_MAX).
-#define S_NAME_RULE "a tenant name is 1..%d of a-z 0-9 _ . - and starts with a letter or digit"
-
 //  An import lists at most this many refused lines: enough to see what
 //  is wrong with a file, small whatever the file (the count says how many).
 #define S_REFUSED_LISTED 100
@@ -53,24 +49,6 @@ static const char *const s_address_columns[] = {"address", "email", NULL};
 
 //  ---------------------------------------------------------------------
 //  The list of a call
-
-//  The tenant of a tenant route (params[0]), if the caller may manage its
-//  list; false after answering (another tenant's name answers as an
-//  unknown one, as the store answers a name that is none).
-static bool s_tenant(fq_api_call_t *call, const char **tenant)
-{
-    *tenant = call->params[0];
-    if (!fq_tenant_name_valid(*tenant)) {
-        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, S_NAME_RULE, FQ_TENANT_NAME_MAX);
-        return false;
-    }
-    if (!call->owner.admin && strcmp(*tenant, call->owner.tenant) != 0) {
-        fq_api_fail(call, MHD_HTTP_NOT_FOUND, "could not read tenant: \"%s\" does not exist",
-                    *tenant);
-        return false;
-    }
-    return true;
-}
 
 //  The entry object of API.md.
 static json_t *s_entry_json(const fq_suppression_t *e)
@@ -193,17 +171,7 @@ static void s_delete(fq_api_call_t *call, const char *tenant, const char *addres
         fq_api_fail_store(call, rc);
         return;
     }
-    //  204: an empty answer
-    char *nothing = strdup("");
-    if (!nothing) {
-        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-        return;
-    }
-    json_decref(call->json);
-    call->json = NULL;
-    call->status = MHD_HTTP_NO_CONTENT;
-    call->text = nothing;
-    call->text_type = "application/json";
+    fq_api_reply_empty(call);
 }
 
 //  ---------------------------------------------------------------------
@@ -466,35 +434,35 @@ static void s_import(fq_api_call_t *call, const char *tenant)
 void fq_api_suppression_list(fq_api_call_t *call)
 {
     const char *tenant;
-    if (s_tenant(call, &tenant))
+    if (fq_api_own_tenant(call, &tenant))
         s_list(call, tenant);
 }
 
 void fq_api_suppression_get(fq_api_call_t *call)
 {
     const char *tenant;
-    if (s_tenant(call, &tenant))
+    if (fq_api_own_tenant(call, &tenant))
         s_get(call, tenant, call->params[1]);
 }
 
 void fq_api_suppression_put(fq_api_call_t *call)
 {
     const char *tenant;
-    if (s_tenant(call, &tenant))
+    if (fq_api_own_tenant(call, &tenant))
         s_put(call, tenant, call->params[1]);
 }
 
 void fq_api_suppression_delete(fq_api_call_t *call)
 {
     const char *tenant;
-    if (s_tenant(call, &tenant))
+    if (fq_api_own_tenant(call, &tenant))
         s_delete(call, tenant, call->params[1]);
 }
 
 void fq_api_suppression_import(fq_api_call_t *call)
 {
     const char *tenant;
-    if (s_tenant(call, &tenant))
+    if (fq_api_own_tenant(call, &tenant))
         s_import(call, tenant);
 }
 

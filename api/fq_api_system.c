@@ -69,6 +69,18 @@ void fq_api_metrics(fq_api_call_t *call)
     if (rc < 0 && call->store && fq_api_reconnect(call))
         rc = fq_store_tenant_list(call->store, &tenants);
     bool have_tenants = rc >= 0;
+    //  The tenants' rates of the last day, read again at most once a
+    //  minute (fq_metrics.h says why), with the pattern of hard bounces
+    //  the nack batch suppresses by; a failed read keeps the last figures
+    if (have_tenants && fq_metrics_tenant_rates_due(call->server->metrics)) {
+        fq_tenant_rates_list_t rates;
+        int read = fq_store_tenant_rates(call->store, call->server->bounce_pattern,
+                                         FQ_STORE_RATES_WINDOW_S, &rates);
+        if (read < 0)
+            fq_log(FQ_LOG_WARNING, "http: metrics: %s", fq_store_error(call->store));
+        fq_metrics_tenant_rates(call->server->metrics, read >= 0 ? &rates : NULL);
+        fq_tenant_rates_free(&rates);
+    }
     char *text = fq_metrics_render(call->server->metrics, call->server->system,
                                    have_tenants ? &tenants : NULL);
     fq_tenant_list_free(&tenants);

@@ -54,15 +54,43 @@ static json_t *s_tenant_json(fq_api_call_t *call, const fq_tenant_info_t *t)
     double send_rate = 0;
     if (call->server->metrics)
         fq_metrics_tenant_live(call->server->metrics, t->name, &inflight, &send_rate);
-    return json_pack("{s:s, s:i, s:i, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:b}",
-                     "name", t->name, "weight", t->weight, "max_inflight", t->max_inflight,
-                     "submit_rate", s_nullable(t->submit_rate), "max_send_rate",
-                     s_send_rate_json(t), "daily_quota", s_nullable(t->daily_quota), "sent_today",
-                     (json_int_t)t->sent_today, "open_requests", (json_int_t)t->open_requests,
-                     "depth", (json_int_t)t->depth, "failed", (json_int_t)t->failed, "unsplit",
-                     (json_int_t)t->unsplit, "inflight", (json_int_t)inflight, "send_rate",
-                     send_rate, "oldest_pending_age_s", (json_int_t)t->oldest_pending_s,
-                     "signing_secret_set", t->signing_secret_set);
+    json_t *object = json_pack(
+        "{s:s, s:i, s:i, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:I, s:b}", "name",
+        t->name, "weight", t->weight, "max_inflight", t->max_inflight, "submit_rate",
+        s_nullable(t->submit_rate), "max_send_rate", s_send_rate_json(t), "daily_quota",
+        s_nullable(t->daily_quota), "sent_today", (json_int_t)t->sent_today, "open_requests",
+        (json_int_t)t->open_requests, "depth", (json_int_t)t->depth, "failed",
+        (json_int_t)t->failed, "unsplit", (json_int_t)t->unsplit, "inflight", (json_int_t)inflight,
+        "send_rate", send_rate, "oldest_pending_age_s", (json_int_t)t->oldest_pending_s,
+        "signing_secret_set", t->signing_secret_set);
+    //  Its requests' one-click unsubscribe default (0021)
+    if (object)
+        json_object_set_new(object, "unsubscribe", json_boolean(t->unsubscribe));
+    return object;
+}
+
+//  The tenant's unsubscribe default as the body gives it (absent: kept,
+//  0), into *unsubscribe (above 0 on, below 0 off). true may be asked
+//  only of a fairqd that makes unsubscribe links (unsubscribe_url): its
+//  mail could not carry them. False after answering 400.
+static bool s_unsubscribe(fq_api_call_t *call, json_t *body, int *unsubscribe)
+{
+    json_t *value = json_object_get(body, "unsubscribe");
+    *unsubscribe = 0;
+    if (!value)
+        return true;
+    if (!json_is_boolean(value)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "unsubscribe must be true or false");
+        return false;
+    }
+    if (json_is_true(value) && !call->server->unsubscribe_on) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "unsubscribe needs one-click unsubscribe configured (fairqd's "
+                    "unsubscribe_url): ask the operator");
+        return false;
+    }
+    *unsubscribe = json_is_true(value) ? 1 : -1;
+    return true;
 }
 
 //  The tenant of the path, if the caller may see it; false after
@@ -209,7 +237,7 @@ void fq_api_tenant_put(fq_api_call_t *call)
 {
     static const char *const keys[] = {
         "weight",        "max_inflight", "submit_rate", "signing_secret",
-        "max_send_rate", "daily_quota",  NULL};
+        "max_send_rate", "daily_quota",  "unsubscribe", NULL};
     const char *name = call->params[0];
     if (!fq_api_query_allowed(call, NULL))
         return;
@@ -231,7 +259,8 @@ void fq_api_tenant_put(fq_api_call_t *call)
         s_int_limit(call, body, "max_inflight", 1, INT_MAX, false, &spec.max_inflight) &&
         s_int_limit(call, body, "submit_rate", 1, INT_MAX, true, &spec.submit_rate) &&
         s_signing_secret(call, body, &spec.signing_secret) && s_send_rate(call, body, &spec) &&
-        s_limit(call, body, "daily_quota", 1, FQ_TENANT_DAILY_QUOTA_MAX, true, &spec.daily_quota)) {
+        s_limit(call, body, "daily_quota", 1, FQ_TENANT_DAILY_QUOTA_MAX, true, &spec.daily_quota) &&
+        s_unsubscribe(call, body, &spec.unsubscribe)) {
         int rc = fq_store_tenant_id(call->store, name, &id);
         bool created = rc == FQ_ENOTFOUND;
         if (rc == 0 || created)

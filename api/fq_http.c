@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,13 +111,48 @@ static const s_route_t s_routes[] = {
     {"GET", "/v1/tenants/{}/suppressions/{}", fq_api_suppression_get, S_AUTH_TOKEN},
     {"PUT", "/v1/tenants/{}/suppressions/{}", fq_api_suppression_put, S_AUTH_TOKEN},
     {"DELETE", "/v1/tenants/{}/suppressions/{}", fq_api_suppression_delete, S_AUTH_TOKEN},
+    //  A tenant's webhook endpoints (a tenant token: its own)
+    {"GET", "/v1/tenants/{}/webhooks", fq_api_webhook_list, S_AUTH_TOKEN},
+    {"POST", "/v1/tenants/{}/webhooks", fq_api_webhook_create, S_AUTH_TOKEN},
+    {"GET", "/v1/tenants/{}/webhooks/{}", fq_api_webhook_get, S_AUTH_TOKEN},
+    {"PATCH", "/v1/tenants/{}/webhooks/{}", fq_api_webhook_patch, S_AUTH_TOKEN},
+    {"DELETE", "/v1/tenants/{}/webhooks/{}", fq_api_webhook_delete, S_AUTH_TOKEN},
+    {"POST", "/v1/tenants/{}/webhooks/{}/rotate", fq_api_webhook_rotate, S_AUTH_TOKEN},
     {"GET", "/v1/suppressions", fq_api_global_suppression_list, S_AUTH_ADMIN},
     {"POST", "/v1/suppressions/import", fq_api_global_suppression_import, S_AUTH_ADMIN},
     {"GET", "/v1/suppressions/{}", fq_api_global_suppression_get, S_AUTH_ADMIN},
     {"PUT", "/v1/suppressions/{}", fq_api_global_suppression_put, S_AUTH_ADMIN},
     {"DELETE", "/v1/suppressions/{}", fq_api_global_suppression_delete, S_AUTH_ADMIN},
+    {"POST", "/v1/feedback", fq_api_feedback, S_AUTH_ADMIN},
 };
+//  What the log says of an unsubscribe page's path: the token in it is
+//  what unsubscribes its recipient, so whoever reads the log must not get
+//  it.
+#define S_UNSUBSCRIBE_LOGGED_PATH "/u/(token)"
+
 #define S_ROUTE_COUNT (sizeof s_routes / sizeof s_routes[0])
+
+//  The public unsubscribe listener's routes (fq_api_unsubscribe.c), its
+//  only ones: it may face the internet, the admin API never does.
+static const s_route_t s_unsubscribe_routes[] = {
+    {"GET", "/u/{}", fq_api_unsubscribe_page, S_AUTH_NONE},
+    {"POST", "/u/{}", fq_api_unsubscribe_post, S_AUTH_NONE},
+};
+#define S_UNSUBSCRIBE_ROUTE_COUNT (sizeof s_unsubscribe_routes / sizeof s_unsubscribe_routes[0])
+
+//  What every answer of the unsubscribe listener carries: its pages load
+//  nothing (no script, style, image or frame: default-src 'none'), post
+//  their form only to themselves, are framed by no one (clickjacking),
+//  leak no token in a Referer, and are kept by no cache (a token is a
+//  capability).
+static const char *const s_unsubscribe_headers[][2] = {
+    {"Content-Security-Policy",
+     "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"},
+    {"X-Frame-Options", "DENY"},
+    {"X-Content-Type-Options", "nosniff"},
+    {"Referrer-Policy", "no-referrer"},
+    {"Cache-Control", "no-store"},
+};
 
 //  A path cut into its segments, each decoded: the segments one after the
 //  other, each ended by a NUL (a decoded segment holds none: see
@@ -198,6 +234,21 @@ void fq_api_reply(fq_api_call_t *call, unsigned status, json_t *json)
     json_decref(call->json);
     call->status = status;
     call->json = json ? json : json_object();
+}
+
+void fq_api_reply_empty(fq_api_call_t *call)
+{
+    char *nothing = strdup("");
+    if (!nothing) {
+        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return;
+    }
+    json_decref(call->json);
+    call->json = NULL;
+    call->status = MHD_HTTP_NO_CONTENT;
+    free(call->text);
+    call->text = nothing;
+    call->text_type = "application/json";
 }
 
 void fq_api_fail(fq_api_call_t *call, unsigned status, const char *format, ...)
@@ -364,6 +415,10 @@ static enum MHD_Result s_send(fq_api_call_t *call)
         MHD_add_response_header(response, MHD_HTTP_HEADER_RETRY_AFTER, call->retry_after);
     if (call->replayed)
         MHD_add_response_header(response, S_HEADER_REPLAYED, "true");
+    for (size_t i = 0; call->server->unsubscribe_pages &&
+                       i < sizeof s_unsubscribe_headers / sizeof s_unsubscribe_headers[0];
+         i++)
+        MHD_add_response_header(response, s_unsubscribe_headers[i][0], s_unsubscribe_headers[i][1]);
     //  libmicrohttpd closes the connection after an answer that says so
     if (call->close)
         MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -675,14 +730,17 @@ static bool s_find_route(fq_api_call_t *call, s_upload_t *upload)
         return false;
     }
     char allow[sizeof call->allow] = "";
-    for (size_t i = 0; upload->path.segments && i < S_ROUTE_COUNT; i++) {
+    bool pages = call->server->unsubscribe_pages;
+    const s_route_t *routes = pages ? s_unsubscribe_routes : s_routes;
+    size_t count = pages ? S_UNSUBSCRIBE_ROUTE_COUNT : S_ROUTE_COUNT;
+    for (size_t i = 0; upload->path.segments && i < count; i++) {
         const char *params[FQ_API_PARAMS_MAX] = {0};
-        if (!s_route_matches(s_routes[i].pattern, &upload->path, params))
+        if (!s_route_matches(routes[i].pattern, &upload->path, params))
             continue;
         size_t used = strlen(allow);
-        snprintf(allow + used, sizeof allow - used, "%s%s", used ? ", " : "", s_routes[i].method);
-        if (!upload->route && strcmp(s_routes[i].method, call->method) == 0) {
-            upload->route = &s_routes[i];
+        snprintf(allow + used, sizeof allow - used, "%s%s", used ? ", " : "", routes[i].method);
+        if (!upload->route && strcmp(routes[i].method, call->method) == 0) {
+            upload->route = &routes[i];
             memcpy(upload->params, params, sizeof upload->params);
         }
     }
@@ -886,8 +944,11 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *connection, co
     s_upload_t *upload = *con_cls;
     if (!upload)
         return MHD_NO;
-    fq_api_call_t call = {
-        .server = self, .connection = connection, .method = method, .path = upload->raw_path};
+    fq_api_call_t call = {.server = self,
+                          .connection = connection,
+                          .method = method,
+                          .path = self->unsubscribe_pages ? S_UNSUBSCRIBE_LOGGED_PATH
+                                                          : upload->raw_path};
     if (!upload->started) {
         //  First round: the headers only
         upload->started = true;
@@ -906,7 +967,7 @@ static enum MHD_Result s_access(void *cls, struct MHD_Connection *connection, co
     enum MHD_Result rc = s_send(&call);
     json_decref(call.json);
     free(call.text);
-    fq_log(FQ_LOG_DEBUG, "http: %s %.200s %u", method, upload->raw_path, call.status);
+    fq_log(FQ_LOG_DEBUG, "http: %s %.200s %u", method, call.path, call.status);
     return rc;
 }
 
@@ -1078,9 +1139,19 @@ fq_http_t *fq_http_new(const fq_http_config_t *config, char *error, size_t error
     }
     pthread_mutex_init(&self->log_lock, NULL);
     fq_http_set_live(self, config);
+    self->unsubscribe_on = config->unsubscribe_url && *config->unsubscribe_url;
+    if (config->unsubscribe_key) {
+        self->unsubscribe_pages = true;
+        memcpy(self->unsubscribe_key, config->unsubscribe_key, sizeof self->unsubscribe_key);
+    }
     self->lease = config->lease;
     self->metrics = config->metrics;
     self->system = config->system;
+    //  fairqd checked the codes as it read them: a list that is none
+    //  suppresses no bounce
+    if (fq_store_bounce_pattern(config->suppress_bounces, self->bounce_pattern, NULL, 0) != 0)
+        self->bounce_pattern[0] = 0;
+    self->suppress_complaints = config->suppress_complaints;
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_POLL;
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
@@ -1114,6 +1185,7 @@ void fq_http_destroy(fq_http_t **self_p)
         MHD_stop_daemon(self->daemon);
     pthread_key_delete(self->store_key);
     pthread_mutex_destroy(&self->log_lock);
+    sodium_memzero(self->unsubscribe_key, sizeof self->unsubscribe_key);
     free(self->database);
     free(self);
     *self_p = NULL;

@@ -26,6 +26,7 @@
 #include "fq_metrics.h"
 #include "fq_store.h"
 #include "fq_system.h"
+#include "fq_unsubscribe_token.h"
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -42,7 +43,27 @@ typedef struct {
     int connections_per_ip;  //  Of them from one address; 0: FQ_HTTP_CONNECTIONS_PER_IP
     int idle_timeout_s;      //  Silence that closes one; 0: FQ_HTTP_IDLE_TIMEOUT_S
     fq_tenant_defaults_t tenant_defaults; //  What a tenant created without them gets
+    //  What reports posted to POST /v1/feedback suppress: the codes of
+    //  suppress_bounces as written (fq_store_bounce_pattern's list; NULL
+    //  or "": no bounce does) and suppress_complaints. Fixed at start, as
+    //  the pipeline's pattern of the same codes is
+    const char *suppress_bounces;
+    bool suppress_complaints;
+    //  One-click unsubscribe (docs/feedback.md): the public base URL of
+    //  its links (NULL or "": off, and a submit or a tenant asking for it
+    //  is refused with 400, as its mail could not carry the link); and,
+    //  for fairqd's public unsubscribe listener, the key its tokens open
+    //  with (copied): a server given one serves the unsubscribe pages
+    //  (GET and POST /u/TOKEN) and nothing else, the admin API not at all
+    const char *unsubscribe_url;
+    const unsigned char *unsubscribe_key;
 } fq_http_config_t;
+
+//  The largest body the unsubscribe listener reads: a one-click POST is
+//  "List-Unsubscribe=One-Click" (26 bytes), as a form or a multipart body
+//  of a few hundred; more is no unsubscribe, and a public listener should
+//  hold little for whoever sends it.
+#define FQ_HTTP_UNSUBSCRIBE_BODY_MAX 4096
 
 typedef struct fq_http fq_http_t;
 

@@ -434,5 +434,8 @@ const char *fq_http_spec_problem(const fq_http_spec_t *spec, char *problem, size
     if (!found && spec->secret && fq_http_secret_problem(spec->secret))
         found = s_problem(problem, size, "http.signing_secret: %s",
                           fq_http_secret_problem(spec->secret));
+    if (!found && spec->previous_secret && fq_http_secret_problem(spec->previous_secret))
+        found = s_problem(problem, size, "http.previous_secret: %s",
+                          fq_http_secret_problem(spec->previous_secret));
     return found;
 }

@@ -26,7 +26,8 @@
     Standard Webhooks: webhook-id ("msg_" and the message's id, the same on
     every attempt), webhook-timestamp (Unix seconds at dispatch) and
     webhook-signature ("v1," and the base64 HMAC-SHA256, by the secret, of
-    id "." timestamp "." body).
+    id "." timestamp "." body; during a rotation a second one, by the
+    previous secret, after a space).
 
     No I/O and no state besides what a call is given; libsodium's HMAC-SHA256 does
     the signing. */
@@ -116,6 +117,10 @@ typedef struct {
     const char *body; //  Template; NULL: no body
     fq_http_body_format_t body_format;
     const char *secret; //  "whsec_..."; NULL: messages are not signed
+    //  The secret a rotation replaced, while it still signs: each message
+    //  then carries two signatures, the new one first (Standard Webhooks
+    //  lets a receiver check either). NULL: none
+    const char *previous_secret;
 } fq_http_spec_t;
 
 //  Why spec is not an http request fairq sends, or NULL when it is. The

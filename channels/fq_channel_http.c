@@ -63,6 +63,8 @@ struct fq_http_templates {
     fq_template_t *number; //  "{{v}}": how every template prints a number
     unsigned char key[FQ_HTTP_SECRET_MAX];
     int key_size; //  0: messages are not signed
+    unsigned char previous_key[FQ_HTTP_SECRET_MAX];
+    int previous_key_size; //  0: no rotation under way
 };
 
 //  ---------------------------------------------------------------------
@@ -84,6 +86,7 @@ void fq_http_templates_destroy(fq_http_templates_t **self_p)
     free(self->names);
     free(self->values);
     sodium_memzero(self->key, sizeof self->key);
+    sodium_memzero(self->previous_key, sizeof self->previous_key);
     free(self);
     *self_p = NULL;
 }
@@ -127,7 +130,10 @@ fq_http_templates_t *fq_http_templates_new(const fq_http_spec_t *spec, char *err
     }
     if (built && spec->secret)
         self->key_size = fq_http_secret_decode(spec->secret, self->key);
-    if (!built || self->key_size < 0) {
+    //  A previous secret signs only beside a current one
+    if (built && spec->secret && spec->previous_secret)
+        self->previous_key_size = fq_http_secret_decode(spec->previous_secret, self->previous_key);
+    if (!built || self->key_size < 0 || self->previous_key_size < 0) {
         fq_error_format(error, error_size, "out of memory");
         fq_http_templates_destroy(&self);
     }
@@ -414,12 +420,19 @@ int fq_http_render(const fq_http_templates_t *self, const json_t *fields, uint64
         const char *type = self->body_format == FQ_HTTP_BODY_JSON ? S_TYPE_JSON : S_TYPE_FORM;
         headers[count++] = (s_header_t){S_CONTENT_TYPE, type, strlen(S_CONTENT_TYPE), strlen(type)};
     }
-    char id[S_ID_SIZE], stamp[S_ID_SIZE], signature[FQ_HTTP_SIGNATURE_SIZE];
+    //  Room for two signatures and the space between them
+    char id[S_ID_SIZE], stamp[S_ID_SIZE], signature[2 * FQ_HTTP_SIGNATURE_SIZE];
     if (rc == 0 && self->key_size > 0) {
         snprintf(id, sizeof id, S_MESSAGE_ID_PREFIX "%llu", (unsigned long long)message_id);
         snprintf(stamp, sizeof stamp, "%lld", (long long)timestamp_s);
         rc = fq_http_sign(self->key, (size_t)self->key_size, id, timestamp_s, body, body_size,
                           signature);
+        if (rc == 0 && self->previous_key_size > 0) {
+            size_t first = strlen(signature);
+            signature[first] = ' ';
+            rc = fq_http_sign(self->previous_key, (size_t)self->previous_key_size, id, timestamp_s,
+                              body, body_size, signature + first + 1);
+        }
         if (rc)
             fq_error_format(error, error_size, "could not sign: the HMAC failed");
         const char *names[] = {FQ_HTTP_HEADER_WEBHOOK_ID, FQ_HTTP_HEADER_WEBHOOK_TIMESTAMP,

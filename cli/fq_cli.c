@@ -1,5 +1,6 @@
 /*  fq_cli.c — calling the API and reporting its errors, for every command. */
 #include "fq_cli.h"
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,4 +161,34 @@ void fq_cli_print_json(const json_t *json)
 {
     json_dumpf(json, stdout, JSON_COMPACT);
     putchar('\n');
+}
+
+//  A file is read a piece of this size at a time
+#define S_READ_CHUNK 65536
+
+int fq_cli_read_file(const char *path, fq_buf_t *buffer)
+{
+    bool from_stdin = strcmp(path, "-") == 0;
+    const char *name = from_stdin ? FQ_CLI_STDIN_NAME : path;
+    FILE *file = from_stdin ? stdin : fopen(path, "rb");
+    if (!file) {
+        fq_cli_error("could not open \"%s\": %s", path, strerror(errno));
+        return FQ_CLI_EXIT_USAGE;
+    }
+    bool ok;
+    while ((ok = fq_buf_reserve(buffer, S_READ_CHUNK) == 0)) {
+        size_t n = fread(buffer->data + buffer->size, 1, S_READ_CHUNK, file);
+        buffer->size += n;
+        buffer->data[buffer->size] = '\0';
+        if (n == 0)
+            break;
+    }
+    int error = ferror(file) ? errno : ok ? 0 : ENOMEM;
+    if (!from_stdin)
+        fclose(file);
+    if (error) {
+        fq_cli_error("could not read \"%s\": %s", name, strerror(error));
+        return FQ_CLI_EXIT_USAGE;
+    }
+    return 0;
 }

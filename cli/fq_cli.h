@@ -11,6 +11,7 @@
 #ifndef FQ_CLI_H
 #define FQ_CLI_H
 
+#include "fq_buf.h"
 #include "fq_cli_http.h"
 #include <jansson.h>
 #include <stdbool.h>
@@ -106,6 +107,14 @@ void fq_cli_print_raw(const fq_cli_answer_t *answer);
 //  Prints a JSON document on stdout, compact, ending with a newline
 //  (--json output that fairq assembles, such as the pages of search --all).
 void fq_cli_print_json(const json_t *json);
+
+//  Reads the whole of path ("-": standard input) into buffer (appended;
+//  NUL-terminated, the caller frees it). Returns 0, or FQ_CLI_EXIT_USAGE
+//  after printing why ("could not open \"x\": ...").
+int fq_cli_read_file(const char *path, fq_buf_t *buffer);
+
+//  What standard input is called in messages.
+#define FQ_CLI_STDIN_NAME "<stdin>"
 
 //  Prints "fairq: " and the message to stderr (printf-style).
 void fq_cli_error(const char *format, ...) __attribute__((format(printf, 1, 2)));

@@ -48,6 +48,18 @@ extern const fq_cli_command_t fq_cli_cmd_suppressions_add;
 extern const fq_cli_command_t fq_cli_cmd_suppressions_remove;
 extern const fq_cli_command_t fq_cli_cmd_suppressions_import;
 
+//  fq_cli_commands_webhooks.c
+extern const fq_cli_command_t fq_cli_cmd_webhooks;
+extern const fq_cli_command_t fq_cli_cmd_webhooks_list;
+extern const fq_cli_command_t fq_cli_cmd_webhooks_add;
+extern const fq_cli_command_t fq_cli_cmd_webhooks_show;
+extern const fq_cli_command_t fq_cli_cmd_webhooks_set;
+extern const fq_cli_command_t fq_cli_cmd_webhooks_rotate;
+extern const fq_cli_command_t fq_cli_cmd_webhooks_remove;
+
+//  fq_cli_commands_feedback.c
+extern const fq_cli_command_t fq_cli_cmd_feedback;
+
 //  fq_cli_top.c
 extern const fq_cli_command_t fq_cli_cmd_top;
 

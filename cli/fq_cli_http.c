@@ -151,7 +151,12 @@ static int s_perform(fq_cli_http_t *self, const char *method, const char *path,
     //  large: the server may refuse it from its headers (413) before a
     //  byte of it has been read from the file and sent.
     S_APPEND(body->read ? "Expect: 100-continue" : "Expect:");
-    if (body->data || body->read)
+    //  JSON unless the caller says otherwise (a raw report is
+    //  message/rfc822): one Content-Type, never two
+    bool typed = false;
+    for (size_t i = 0; headers && headers[i]; i++)
+        typed |= strncasecmp(headers[i], "Content-Type:", strlen("Content-Type:")) == 0;
+    if ((body->data || body->read) && !typed)
         S_APPEND("Content-Type: application/json");
     if (self->authorization)
         S_APPEND(self->authorization);

@@ -35,10 +35,10 @@ fq_cli_http_t *fq_cli_http_new(const char *base_url, const char *token, long tim
 void fq_cli_http_destroy(fq_cli_http_t **self_p);
 
 //  Performs method ("GET", "POST", "PUT", "PATCH") on path ("/v1/..."),
-//  with body (body_size bytes, sent as application/json; NULL: none) and
-//  extra header lines (NULL-terminated array, or NULL). Fills answer
-//  (reset first); returns 0 when an answer came (whatever its status), -1
-//  when none did (answer->error says why).
+//  with body (body_size bytes, sent as application/json unless headers
+//  hold a Content-Type; NULL: none) and extra header lines (NULL-terminated array, or NULL). Fills
+//  answer (reset first); returns 0 when an answer came (whatever its status), -1 when none did
+//  (answer->error says why).
 int fq_cli_http_request(fq_cli_http_t *self, const char *method, const char *path, const char *body,
                         size_t body_size, const char *const *headers, fq_cli_answer_t *answer);
 

@@ -95,6 +95,23 @@ size_t fq_cli_table_rows(const fq_cli_table_t *self)
     return self->ncells / self->columns - 1;
 }
 
+size_t fq_cli_table_width(const fq_cli_table_t *self, size_t max_rows)
+{
+    size_t rows = self->ncells / self->columns; //  Header included
+    if (max_rows != SIZE_MAX && rows > max_rows + 1)
+        rows = max_rows + 1;
+    size_t total = 0;
+    for (size_t c = 0; c < self->columns; c++) {
+        size_t widest = 0;
+        for (size_t r = 0; r < rows; r++) {
+            size_t w = fq_cli_width(self->cells[r * self->columns + c]);
+            widest = w > widest ? w : widest;
+        }
+        total += widest + (c + 1 < self->columns ? S_GAP : 0);
+    }
+    return total;
+}
+
 void fq_cli_table_print(const fq_cli_table_t *self, FILE *out, size_t max_rows, const char *eol)
 {
     size_t rows = self->ncells / self->columns; //  Header included

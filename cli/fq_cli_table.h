@@ -37,6 +37,10 @@ int fq_cli_table_add_json(fq_cli_table_t *self, const json_t *value);
 //  Rows added so far.
 size_t fq_cli_table_rows(const fq_cli_table_t *self);
 
+//  Characters the widest line of fq_cli_table_print(self, ..., max_rows,
+//  ...) takes, its columns two spaces apart.
+size_t fq_cli_table_width(const fq_cli_table_t *self, size_t max_rows);
+
 //  Prints the header and the first max_rows rows (all: SIZE_MAX), columns
 //  two spaces apart, each line ending with eol ("\n"; top adds "erase to
 //  the end of the line" before it).

@@ -12,7 +12,15 @@
     The same reading gives the channels' lanes and the destinations: a
     line for each destination that is not idle (throttled, suspended, or
     with messages ready or in flight), busiest first, with the rate the
-    scheduler shapes it to now.
+    scheduler shapes it to now. And each tenant's bounce and complaint
+    rates of the last 24 hours, marked when above what bulk senders must
+    stay under (fq_cli_tenant_rates.h): those decide whether its mail
+    lands. They come from the same /metrics, and --once reads it once for
+    them.
+
+    At 100 columns the table fits with typical figures; on a terminal
+    narrower than the table, WEIGHT and MAX (the tenant's settings, which
+    fairq tenants shows) are left out first.
 
     The screen is drawn on the terminal's alternate screen, as top does,
     and each frame is written at once over the last one (cursor home, each
@@ -30,6 +38,7 @@
 #include "fq_cli_destinations.h"
 #include "fq_cli_rates.h"
 #include "fq_cli_table.h"
+#include "fq_cli_tenant_rates.h"
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -127,7 +136,15 @@ typedef struct {
     //  Each destination, from the same reading (owned)
     fq_cli_destination_t *destinations;
     size_t ndestinations;
+    //  Each tenant's bounce and complaint rates of the last day, from the
+    //  same reading (owned); their columns show once /metrics was read
+    fq_cli_tenant_rates_t *tenant_rates;
+    size_t ntenant_rates;
+    bool tenant_rates_read;
 } s_now_t;
+
+//  Most columns of the table
+#define S_COLUMNS_MAX 16
 
 //  A rate for people, one decimal; "-" when not known (negative).
 static void s_format_rate(char *text, size_t size, double rate)
@@ -138,54 +155,99 @@ static void s_format_rate(char *text, size_t size, double rate)
         snprintf(text, size, "%.1f", rate);
 }
 
-//  The table of tenants, busiest first, at most max_rows of them, each
-//  line ending with eol; then a line saying how many did not fit. With
-//  now->rates, a column of the rate now before the minute's.
-static void s_print_table(FILE *out, const json_t *tenants, size_t max_rows, const char *eol,
-                          const s_now_t *now)
+static void s_column(const char **headers, char *align, size_t *count, const char *header,
+                     char side)
 {
-    static const char *const leading[] = {"TENANT",    "WEIGHT", "DEPTH",
-                                          "IN FLIGHT", "MAX",    "FAILED"};
-    //  Then the rate now (or not), and these
-    const char *const trailing[] = {"RATE/S (" S_MINUTE_LABEL ")", "OLDEST", "OPEN", "UNSPLIT"};
-    const char *headers[sizeof leading / sizeof *leading + 1 + sizeof trailing / sizeof *trailing];
-    size_t column = 0;
-    for (size_t i = 0; i < sizeof leading / sizeof *leading; i++)
-        headers[column++] = leading[i];
+    headers[*count] = header;
+    align[(*count)++] = side;
+    align[*count] = 0;
+}
+
+//  The table of the tenants sorted. settings: with WEIGHT and MAX, the
+//  tenant's settings rather than what it does now (fairq tenants shows
+//  them), the first columns to go when the terminal is too narrow. With
+//  now->rates, a column of the rate now before the minute's; with
+//  now->tenant_rates_read, the bounce and complaint rates of the last
+//  day at the end. NULL when out of memory.
+static fq_cli_table_t *s_table(json_t *const *sorted, size_t count, const s_now_t *now,
+                               bool settings)
+{
+    const char *headers[S_COLUMNS_MAX];
+    char align[S_COLUMNS_MAX + 1];
+    size_t n = 0;
+    s_column(headers, align, &n, "TENANT", 'l');
+    if (settings)
+        s_column(headers, align, &n, "WEIGHT", 'r');
+    s_column(headers, align, &n, "DEPTH", 'r');
+    s_column(headers, align, &n, "IN FLIGHT", 'r');
+    if (settings)
+        s_column(headers, align, &n, "MAX", 'r');
+    s_column(headers, align, &n, "FAILED", 'r');
     if (now->rates)
-        headers[column++] = now->header;
-    for (size_t i = 0; i < sizeof trailing / sizeof *trailing; i++)
-        headers[column++] = trailing[i];
+        s_column(headers, align, &n, now->header, 'r');
+    s_column(headers, align, &n, "RATE/S (" S_MINUTE_LABEL ")", 'r');
+    s_column(headers, align, &n, "OLDEST", 'r');
+    s_column(headers, align, &n, "OPEN", 'r');
+    s_column(headers, align, &n, "UNSPLIT", 'r');
+    if (now->tenant_rates_read) {
+        s_column(headers, align, &n, "BOUNCE", 'r');
+        s_column(headers, align, &n, "COMPL", 'r');
+    }
+    fq_cli_table_t *table = fq_cli_table_new(headers, align);
+    for (size_t i = 0; table && i < count; i++) {
+        const json_t *tenant = sorted[i];
+        const char *name = json_string_value(json_object_get(tenant, "name"));
+        fq_cli_table_add_json(table, json_object_get(tenant, "name"));
+        if (settings)
+            fq_cli_table_add_json(table, json_object_get(tenant, "weight"));
+        fq_cli_table_add_json(table, json_object_get(tenant, "depth"));
+        fq_cli_table_add_json(table, json_object_get(tenant, "inflight"));
+        if (settings)
+            fq_cli_table_add_json(table, json_object_get(tenant, "max_inflight"));
+        fq_cli_table_add_json(table, json_object_get(tenant, "failed"));
+        char text[FQ_CLI_VALUE_SIZE];
+        if (now->rates) {
+            s_format_rate(text, sizeof text, name ? fq_cli_rates_get(now->rates, name) : -1);
+            fq_cli_table_add(table, text);
+        }
+        fq_cli_table_add_json(table, json_object_get(tenant, "send_rate"));
+        fq_cli_format_age_value(text, sizeof text, json_object_get(tenant, "oldest_pending_age_s"));
+        fq_cli_table_add(table, text);
+        fq_cli_table_add_json(table, json_object_get(tenant, "open_requests"));
+        fq_cli_table_add_json(table, json_object_get(tenant, "unsplit"));
+        if (now->tenant_rates_read) {
+            const fq_cli_tenant_rates_t *rates =
+                fq_cli_tenant_rates_find(now->tenant_rates, now->ntenant_rates, name);
+            fq_cli_format_bounce_rate(text, sizeof text, rates ? rates->bounce_rate : -1);
+            fq_cli_table_add(table, text);
+            fq_cli_format_complaint_rate(text, sizeof text, rates ? rates->complaint_rate : -1);
+            fq_cli_table_add(table, text);
+        }
+    }
+    return table;
+}
+
+//  The table of tenants, busiest first, at most max_rows of them, each
+//  line ending with eol; then a line saying how many did not fit. Wider
+//  than width (0: no limit), the table leaves out the tenants' settings.
+static void s_print_table(FILE *out, const json_t *tenants, size_t max_rows, const char *eol,
+                          const s_now_t *now, size_t width)
+{
     size_t count = json_array_size(tenants);
     json_t **sorted = calloc(count ? count : 1, sizeof *sorted);
-    fq_cli_table_t *table = fq_cli_table_new(headers, now->rates ? "lrrrrrrrrrr" : "lrrrrrrrrr");
-    if (!sorted || !table) {
+    for (size_t i = 0; sorted && i < count; i++)
+        sorted[i] = json_array_get(tenants, i);
+    if (sorted)
+        qsort(sorted, count, sizeof *sorted, s_by_depth);
+    fq_cli_table_t *table = sorted ? s_table(sorted, count, now, true) : NULL;
+    if (table && width > 0 && fq_cli_table_width(table, max_rows) > width) {
+        fq_cli_table_destroy(&table);
+        table = s_table(sorted, count, now, false);
+    }
+    if (!table) {
         fprintf(out, "%s: out of memory%s", FQ_CLI_PROGRAM, eol);
         free(sorted);
-        fq_cli_table_destroy(&table);
         return;
-    }
-    for (size_t i = 0; i < count; i++)
-        sorted[i] = json_array_get(tenants, i);
-    qsort(sorted, count, sizeof *sorted, s_by_depth);
-    static const char *const keys[] = {"name",         "weight", "depth", "inflight",
-                                       "max_inflight", "failed", NULL};
-    for (size_t i = 0; i < count; i++) {
-        for (size_t k = 0; keys[k]; k++)
-            fq_cli_table_add_json(table, json_object_get(sorted[i], keys[k]));
-        if (now->rates) {
-            char rate[FQ_CLI_VALUE_SIZE];
-            const char *name = json_string_value(json_object_get(sorted[i], "name"));
-            s_format_rate(rate, sizeof rate, name ? fq_cli_rates_get(now->rates, name) : -1);
-            fq_cli_table_add(table, rate);
-        }
-        fq_cli_table_add_json(table, json_object_get(sorted[i], "send_rate"));
-        char age[FQ_CLI_VALUE_SIZE];
-        fq_cli_format_age_value(age, sizeof age,
-                                json_object_get(sorted[i], "oldest_pending_age_s"));
-        fq_cli_table_add(table, age);
-        fq_cli_table_add_json(table, json_object_get(sorted[i], "open_requests"));
-        fq_cli_table_add_json(table, json_object_get(sorted[i], "unsplit"));
     }
     fq_cli_table_print(table, out, max_rows, eol);
     if (count > max_rows)
@@ -304,8 +366,10 @@ static void s_draw(const fq_cli_t *cli, const fq_cli_answer_t *answer, int rc, d
     if (!out)
         return;
     struct winsize ws = {0};
-    int rows =
-        ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 ? ws.ws_row : S_DEFAULT_ROWS;
+    bool size_known = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0;
+    int rows = size_known && ws.ws_row > 0 ? ws.ws_row : S_DEFAULT_ROWS;
+    //  0: the terminal does not say, and the table keeps every column
+    size_t width = size_known ? ws.ws_col : 0;
     char clock[S_TIME_SIZE];
     time_t seconds = time(NULL);
     struct tm tm;
@@ -326,7 +390,7 @@ static void s_draw(const fq_cli_t *cli, const fq_cli_answer_t *answer, int rc, d
         lines += s_print_destinations(out, now, S_ERASE_LINE "\n");
         fprintf(out, "%s", S_ERASE_LINE "\n");
         int room = rows - S_HEADER_LINES - lines - S_FOOTER_LINES - 1;
-        s_print_table(out, tenants, room > 0 ? (size_t)room : 0, S_ERASE_LINE "\n", now);
+        s_print_table(out, tenants, room > 0 ? (size_t)room : 0, S_ERASE_LINE "\n", now, width);
     }
     fprintf(out, "%s", S_ERASE_BELOW);
     fclose(out);
@@ -360,11 +424,22 @@ static int s_once(fq_cli_t *cli)
         if (cli->json)
             fq_cli_print_raw(&answer);
         else {
-            //  One reading: the minute's rate only
+            //  One reading: the minute's rate only; and the day's bounce
+            //  and complaint rates when /metrics may be read
             const json_t *tenants = json_object_get(answer.json, "tenants");
-            const s_now_t none = {0};
-            s_print_totals(stdout, tenants, "\n", &none);
-            s_print_table(stdout, tenants, SIZE_MAX, "\n", &none);
+            s_now_t once = {0};
+            fq_cli_answer_t metrics = {0};
+            bool quiet = cli->quiet;
+            cli->quiet = true;
+            if (fq_cli_call_text(cli, "/metrics", &metrics) == FQ_CLI_EXIT_OK && metrics.body.data)
+                once.tenant_rates_read =
+                    fq_cli_tenant_rates_parse(metrics.body.data, &once.tenant_rates,
+                                              &once.ntenant_rates) == 0;
+            cli->quiet = quiet;
+            fq_cli_answer_reset(&metrics);
+            s_print_totals(stdout, tenants, "\n", &once);
+            s_print_table(stdout, tenants, SIZE_MAX, "\n", &once, 0);
+            free(once.tenant_rates);
         }
     }
     fq_cli_answer_reset(&answer);
@@ -396,9 +471,13 @@ static void s_read_rates(fq_cli_t *cli, s_now_t *now, const char **note)
         free(now->destinations);
         //  Out of memory: no destination lines this time
         fq_cli_destinations_parse(metrics.body.data, &now->destinations, &now->ndestinations);
+        free(now->tenant_rates);
+        now->tenant_rates_read = fq_cli_tenant_rates_parse(metrics.body.data, &now->tenant_rates,
+                                                           &now->ntenant_rates) == 0;
     }
     if (rc != FQ_CLI_EXIT_OK && rc != FQ_CLI_EXIT_SERVER) {
         fq_cli_rates_destroy(&now->rates);
+        now->tenant_rates_read = false;
         *note = "(rate now needs /metrics: an admin token, or metrics_public)";
     }
     fq_cli_answer_reset(&metrics);
@@ -467,13 +546,15 @@ static int s_top(fq_cli_t *cli, const fq_cli_args_t *args)
     fq_cli_answer_reset(&answer);
     fq_cli_rates_destroy(&now.rates);
     free(now.destinations);
+    free(now.tenant_rates);
     return rc;
 }
 
 const fq_cli_command_t fq_cli_cmd_top = {
     .name = "top",
     .usage = "[--interval-s N] [--once]",
-    .summary = "live per-tenant view: depth, in flight, rate, oldest pending age",
+    .summary = "live per-tenant view: depth, in flight, rate, oldest pending age, bounce and "
+               "complaint rates",
     .description =
         "Refreshes every interval until q or Ctrl-C; any other key refreshes at once.\n"
         "Busiest tenants (deepest backlog) first. Two rates, of messages acked a second:\n"
@@ -483,9 +564,14 @@ const fq_cli_command_t fq_cli_cmd_top = {
         "metrics_public, and shows \"-\" until two readings are in); RATE/S (1m) is fairqd's\n"
         "average over the last minute. With /metrics, a line for each destination that is\n"
         "not idle (throttled, suspended, or with messages ready or in flight): its state,\n"
-        "the rate it is shaped to now, its messages ready and in flight. Without a\n"
-        "terminal, with --once or with --json, prints one snapshot, with the minute's rate\n"
-        "only.",
+        "the rate it is shaped to now, its messages ready and in flight. Also with\n"
+        "/metrics, BOUNCE and COMPL: each tenant's hard bounces and complaints over its\n"
+        "mail of the last 24 hours, in percent (\"-\": nothing delivered in that time).\n"
+        "\"!\" marks a rate above what bulk senders must stay under (complaints 0.3%, as\n"
+        "Gmail and Yahoo require; bounces 2%), \"*\" complaints above the 0.1% they\n"
+        "recommend. On a terminal narrower than the table, WEIGHT and MAX are left out.\n"
+        "Without a terminal, with --once or with --json, prints one snapshot, with the\n"
+        "minute's rate only.",
     .options = s_top_options,
     .min_args = 0,
     .max_args = 0,

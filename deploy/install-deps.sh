@@ -9,7 +9,7 @@ PACKAGES=(
     build-essential cmake pkg-config git clang-format
     libczmq-dev libzmq3-dev libsodium-dev
     libpq-dev libmsgpack-dev libcmocka-dev
-    libcurl4-openssl-dev libmicrohttpd-dev libjansson-dev
+    libcurl4-openssl-dev libmicrohttpd-dev libjansson-dev libgmime-3.0-dev
     postgresql-15 postgresql-common postgresql-client-15
     python3-aiosmtpd python3-prometheus-client ca-certificates openssl procps
     python3-zmq python3-msgpack clang libclang-rt-14-dev

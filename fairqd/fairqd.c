@@ -86,9 +86,11 @@
 #include "fq_store_destinations.h"
 #include "fq_system.h"
 #include "fq_token_command.h"
+#include "fq_unsubscribe_token.h"
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +130,12 @@ typedef struct {
     //  reload writes what it reads itself
     fq_destinations_file_t destinations;
     bool destinations_written;
+    //  One-click unsubscribe (docs/feedback.md): the public listener, the
+    //  base URL of links without its final '/' ("": off), and the key its
+    //  tokens are sealed with, read from unsubscribe_secret_file at start
+    fq_http_t *unsubscribe_http;
+    char unsubscribe_url[FQ_FAIRQD_ERROR_MAX];
+    unsigned char unsubscribe_key[FQ_UNSUBSCRIBE_KEY_SIZE];
 } s_daemon_t;
 
 //  ---------------------------------------------------------------------
@@ -663,15 +671,26 @@ static int s_start_leading(s_daemon_t *self)
         .epoch = fq_lease_epoch(self->lease),
         .lease = self->lease,
         .skip_sent_events = !fq_config_bool(self->config, FQ_FAIRQD_KEY_SENT_EVENTS),
-        .fairness_cost = s_fairness_cost(fq_config_str(self->config, FQ_FAIRQD_KEY_FAIRNESS_COST))};
-    if (fq_pipeline_start(self->system, &pipeline) != 0)
+        .webhooks = {.batch = fq_config_int(self->config, FQ_FAIRQD_KEY_WEBHOOK_BATCH),
+                     .bytes = FQ_WEBHOOK_BATCH_BYTES,
+                     .scan = FQ_WEBHOOK_SCAN,
+                     .max_attempts = fq_config_int(self->config, FQ_FAIRQD_KEY_WEBHOOK_ATTEMPTS),
+                     .disable_after_s =
+                         fq_config_int(self->config, FQ_FAIRQD_KEY_WEBHOOK_DISABLE_AFTER_S)},
+        .fairness_cost = s_fairness_cost(fq_config_str(self->config, FQ_FAIRQD_KEY_FAIRNESS_COST)),
+        .unsubscribe_url = self->unsubscribe_url,
+        .unsubscribe_mailto = fq_config_str(self->config, FQ_FAIRQD_KEY_UNSUBSCRIBE_MAILTO)};
+    memcpy(pipeline.unsubscribe_key, self->unsubscribe_key, sizeof pipeline.unsubscribe_key);
+    int started = fq_pipeline_start(self->system, &pipeline);
+    sodium_memzero(pipeline.unsubscribe_key, sizeof pipeline.unsubscribe_key);
+    if (started != 0)
         return FQ_FAIRQD_EXIT_FAILURE;
     self->leading = true;
     int rc = s_start_gateway(self);
     if (rc)
         return rc;
     fq_log(FQ_LOG_INFO,
-           "pipeline started: scheduler, %d splitters, dispatcher, store, intake, reaper "
+           "pipeline started: scheduler, %d splitters, dispatcher, store, intake, reaper, webhooks "
            "(epoch %lld)",
            pipeline.splitters, (long long)pipeline.epoch);
     return FQ_FAIRQD_EXIT_OK;
@@ -691,9 +710,12 @@ static fq_http_config_t s_http_config(s_daemon_t *self)
         .connections_per_ip = fq_config_int(config, FQ_FAIRQD_KEY_HTTP_CONNECTIONS_PER_IP),
         .idle_timeout_s = fq_config_int(config, FQ_FAIRQD_KEY_HTTP_IDLE_TIMEOUT_S),
         .metrics_public = fq_config_bool(config, FQ_FAIRQD_KEY_METRICS_PUBLIC),
+        .suppress_bounces = fq_config_str(config, FQ_FAIRQD_KEY_SUPPRESS_BOUNCES),
+        .suppress_complaints = fq_config_bool(config, FQ_FAIRQD_KEY_SUPPRESS_COMPLAINTS),
         .tenant_defaults = {fq_config_int(config, FQ_FAIRQD_KEY_TENANT_WEIGHT),
                             fq_config_int(config, FQ_FAIRQD_KEY_TENANT_MAX_INFLIGHT),
                             fq_config_int(config, FQ_FAIRQD_KEY_TENANT_SUBMIT_RATE)},
+        .unsubscribe_url = self->unsubscribe_url,
         .metrics = self->metrics,
         .system = self->system,
         .lease = self->lease};
@@ -716,6 +738,57 @@ static int s_start_http(s_daemon_t *self)
         return FQ_FAIRQD_EXIT_FAILURE;
     }
     fq_log(FQ_LOG_INFO, "http api listening on %s (port %d)", listen, fq_http_port(self->http));
+    return FQ_FAIRQD_EXIT_OK;
+}
+
+//  One-click unsubscribe's settings: the secret read (fairqd does not
+//  start without it when unsubscribe_url is set: it could make no link,
+//  nor open one), and the base URL without its final '/'. Before any
+//  thread starts.
+static int s_load_unsubscribe(s_daemon_t *self)
+{
+    const char *url = fq_config_str(self->config, FQ_FAIRQD_KEY_UNSUBSCRIBE_URL);
+    snprintf(self->unsubscribe_url, sizeof self->unsubscribe_url, "%s", url);
+    size_t len = strlen(self->unsubscribe_url);
+    while (len > 0 && self->unsubscribe_url[len - 1] == '/')
+        self->unsubscribe_url[--len] = '\0';
+    if (!*url)
+        return FQ_FAIRQD_EXIT_OK;
+    char error[FQ_FAIRQD_ERROR_MAX];
+    if (fq_unsubscribe_key_file(fq_config_str(self->config, FQ_FAIRQD_KEY_UNSUBSCRIBE_SECRET_FILE),
+                                self->unsubscribe_key, error, sizeof error) != 0) {
+        fq_log(FQ_LOG_FATAL, "%s", error);
+        return FQ_FAIRQD_EXIT_CONFIG;
+    }
+    fq_log(FQ_LOG_INFO, "one-click unsubscribe: links under %s" FQ_UNSUBSCRIBE_PATH "%s",
+           self->unsubscribe_url,
+           *fq_config_str(self->config, FQ_FAIRQD_KEY_UNSUBSCRIBE_MAILTO) ? ", with a mailto" : "");
+    return FQ_FAIRQD_EXIT_OK;
+}
+
+//  The public unsubscribe listener (unsubscribe_listen): a server of its
+//  own that serves GET and POST /u/TOKEN alone, so that it may face the
+//  internet while the admin API does not. Every fairqd with it set serves
+//  it, leader or standby: an unsubscribe is one transaction of the
+//  database. It shares the API's connection policy and threads.
+static int s_start_unsubscribe(s_daemon_t *self)
+{
+    const char *listen = fq_config_str(self->config, FQ_FAIRQD_KEY_UNSUBSCRIBE_LISTEN);
+    if (!*listen)
+        return FQ_FAIRQD_EXIT_OK;
+    fq_http_config_t config = s_http_config(self);
+    config.listen = listen;
+    config.body_max = FQ_HTTP_UNSUBSCRIBE_BODY_MAX;
+    config.metrics_public = false;
+    config.unsubscribe_key = self->unsubscribe_key;
+    char error[FQ_FAIRQD_ERROR_MAX];
+    self->unsubscribe_http = fq_http_new(&config, error, sizeof error);
+    if (!self->unsubscribe_http) {
+        fq_log(FQ_LOG_FATAL, "unsubscribe listener: %s", error);
+        return FQ_FAIRQD_EXIT_FAILURE;
+    }
+    fq_log(FQ_LOG_INFO, "unsubscribe listener on %s (port %d)", listen,
+           fq_http_port(self->unsubscribe_http));
     return FQ_FAIRQD_EXIT_OK;
 }
 
@@ -772,7 +845,9 @@ static int s_run(s_daemon_t *self)
     if (file)
         fq_log(FQ_LOG_INFO, "configuration read from %s", file);
     s_log_settings(self->config);
-    int rc;
+    int rc = s_load_unsubscribe(self);
+    if (rc)
+        return rc;
     bool reconnect;
     do {
         int sig = s_connect(self);
@@ -797,6 +872,8 @@ static int s_run(s_daemon_t *self)
         rc = s_lease_step(self, &next_ms);
     if (rc == FQ_FAIRQD_EXIT_OK)
         rc = s_start_http(self);
+    if (rc == FQ_FAIRQD_EXIT_OK)
+        rc = s_start_unsubscribe(self);
     if (rc)
         return rc;
     fq_log(FQ_LOG_INFO, "ready");
@@ -891,7 +968,9 @@ int main(int argc, char *argv[])
     rc = s_run(&fairqd);
     //  The HTTP API first (its calls read the actors' figures), then the
     //  actors (they drain their work and may still use the database)
+    fq_http_destroy(&fairqd.unsubscribe_http);
     fq_http_destroy(&fairqd.http);
+    sodium_memzero(fairqd.unsubscribe_key, sizeof fairqd.unsubscribe_key);
     fq_system_destroy(&fairqd.system);
     //  Only once the actors wrote what they will: a standby that takes over
     //  now fences every later write of this epoch. Whatever the exit code:

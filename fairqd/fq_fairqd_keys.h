@@ -12,7 +12,10 @@
     http_connections_max at least http_threads and
     http_connections_per_ip, name a valid system name, and that a
     gateway_bind without gateway_insecure has a gateway_cert and a
-    gateway_allow_dir. fq_fairqd.h's fq_fairqd_config_load adds that libpq
+    gateway_allow_dir, and that one-click unsubscribe's keys go together
+    (unsubscribe_listen needs unsubscribe_url, unsubscribe_url an https://
+    URL and unsubscribe_secret_file, unsubscribe_mailto an address and
+    unsubscribe_url). fq_fairqd.h's fq_fairqd_config_load adds that libpq
     can read the connection strings.
 */
 #ifndef FQ_FAIRQD_KEYS_H
@@ -52,6 +55,12 @@
       http_idle_timeout_s 10: the HTTP server's connection policy, whose
       reasons are in config/fq_http_policy.h (the defaults live there).
     * metrics_public false: /metrics names every tenant and its volumes.
+    * unsubscribe_listen, unsubscribe_url, unsubscribe_secret_file,
+      unsubscribe_mailto "": one-click unsubscribe is off until an operator
+      gives the public URL recipients reach and the secret that seals its
+      tokens (docs/feedback.md, "One-click unsubscribe"); its listener is
+      one of its own, apart from the admin API, so that it alone may face
+      the internet. The checks between them are fq_fairqd_keys.c's.
     * prefetch 256: ids per active request, held in memory (O(active
       requests): 2 KiB each, 20 MiB for 10,000 requests); one page query
       per 256 messages of a campaign. At 64 the pipeline benchmark
@@ -89,6 +98,16 @@
       5.2.2 full mailbox says nothing of the address, and suppressing it
       would lose a reader. Basic codes (550) are allowed, but 550 is also
       what servers answer for policy reasons.
+    * suppress_complaints true: a recipient who reported a tenant's mail
+      as spam (an ARF report posted to POST /v1/feedback) must not get its
+      mail again: mailbox providers count each further complaint against
+      the sending IP, which carries every tenant's mail.
+    * webhook_batch 100, webhook_attempts 100, webhook_disable_after_s
+      259200: a batch of 100 events is one POST of some 30 KB, which a
+      receiver takes in one go; 100 attempts at the default back-off (up
+      to an hour apart) span three days, and an endpoint still failing
+      after three days (Stripe's and Svix's horizon) is disabled rather
+      than retried for ever, its cursor kept (docs/feedback.md).
     * fairness_cost messages: a tenant's turn is one message, the one
       measure that needs nothing measured, and right when messages are
       alike. bytes (what each message renders to) or time (how long its
@@ -147,6 +166,15 @@
     X(HTTP_IDLE_TIMEOUT_S, http_idle_timeout_s, INT, FQ_CONFIG_STR(FQ_HTTP_IDLE_TIMEOUT_S), 1,     \
       3600, NULL,                                                                                  \
       "an HTTP connection silent this many seconds is closed (idle or a slow request)")            \
+    X(UNSUBSCRIBE_LISTEN, unsubscribe_listen, STRING, "", 0, 0, NULL,                              \
+      "host:port of the public one-click unsubscribe listener (GET and POST /u/TOKEN); empty: "    \
+      "off")                                                                                       \
+    X(UNSUBSCRIBE_URL, unsubscribe_url, STRING, "", 0, 0, NULL,                                    \
+      "public https:// base URL recipients reach the unsubscribe listener by; empty: no links")    \
+    X(UNSUBSCRIBE_SECRET_FILE, unsubscribe_secret_file, STRING, "", 0, 0, NULL,                    \
+      "file of the secret (32 bytes or more, no access for others) that seals unsubscribe links")  \
+    X(UNSUBSCRIBE_MAILTO, unsubscribe_mailto, STRING, "", 0, 0, NULL,                              \
+      "address of List-Unsubscribe's mailto form, besides the URL; empty: none")                   \
     X(METRICS_PUBLIC, metrics_public, BOOL, "false", 0, 0, NULL,                                   \
       "serve GET /metrics without a token (it shows every tenant's figures)")                      \
     X(TENANT_WEIGHT, tenant_weight, INT, "1", 1, 1000, NULL,                                       \
@@ -179,6 +207,14 @@
       NULL,                                                                                        \
       "permanent failures whose reply holds one of these codes (5.1.1, or 550 first) suppress "    \
       "their address for the tenant; empty: none")                                                 \
+    X(SUPPRESS_COMPLAINTS, suppress_complaints, BOOL, "true", 0, 0, NULL,                          \
+      "a complaint (an ARF report posted to /v1/feedback) suppresses its address for the tenant")  \
+    X(WEBHOOK_BATCH, webhook_batch, INT, "100", 1, 1000, NULL,                                     \
+      "most events in one webhook batch (one POST to an endpoint)")                                \
+    X(WEBHOOK_ATTEMPTS, webhook_attempts, INT, "100", 1, 100, NULL,                                \
+      "attempts of a webhook batch, with the retry back-off, before it is sent anew")              \
+    X(WEBHOOK_DISABLE_AFTER_S, webhook_disable_after_s, INT, "259200", 1, 31536000, NULL,          \
+      "an endpoint failing this long is disabled until its tenant enables it")                     \
     X(FAIRNESS_COST, fairness_cost, CHOICE, "messages", 0, 0, "messages|bytes|time",               \
       "what a tenant's weight buys a share of: messages, their rendered bytes, or delivery time")  \
     X(LOG_LEVEL, log_level, CHOICE, "info", 0, 0, "debug|info|warning|error",                      \

@@ -60,6 +60,12 @@ bool fq_mail_header_owned(const char *name)
     return false;
 }
 
+bool fq_mail_header_unsubscribe(const char *name)
+{
+    return name && (strcasecmp(name, FQ_MAIL_HEADER_LIST_UNSUBSCRIBE) == 0 ||
+                    strcasecmp(name, FQ_MAIL_HEADER_LIST_UNSUBSCRIBE_POST) == 0);
+}
+
 const char *fq_mail_header_owned_name(size_t i)
 {
     return i < S_OWNED_COUNT ? s_owned[i] : NULL;

@@ -53,6 +53,26 @@
 //  and must agree with it.
 #define FQ_MAIL_HEADER_REPLY_TO "Reply-To"
 
+//  The fields of one-click unsubscribe (RFC 2369 3.2, RFC 8058), and the
+//  one value the second takes. fairq writes both for mail of a request
+//  with unsubscribe on (docs/feedback.md, "One-click unsubscribe"):
+//  fairqd's dispatcher makes the first's value (the MSG's
+//  list_unsubscribe), fairq-sender writes the two. They are not among the
+//  fields fq_mail_header_owned names: a request without fairq's
+//  unsubscribe may give its own (a tenant that runs its own unsubscribe
+//  page, as before fairq had one); one with it may not (the API refuses
+//  it at submit, fairq-sender a message that carries both). The store
+//  spells the names in SQL too (0021, and the dispatcher's load in
+//  sql/fq_store_requests.c): sql/ may not include this header, so those
+//  must agree with it.
+#define FQ_MAIL_HEADER_LIST_UNSUBSCRIBE      "List-Unsubscribe"
+#define FQ_MAIL_HEADER_LIST_UNSUBSCRIBE_POST "List-Unsubscribe-Post"
+#define FQ_MAIL_LIST_UNSUBSCRIBE_ONE_CLICK   "List-Unsubscribe=One-Click"
+
+//  Whether name (any case) is List-Unsubscribe or List-Unsubscribe-Post:
+//  a field fairq writes itself when one-click unsubscribe is on.
+bool fq_mail_header_unsubscribe(const char *name);
+
 //  Whether c is printable ASCII, space included: a byte a header line
 //  carries as it is. The one such test of the mail fairq writes.
 bool fq_mail_printable(unsigned char c);

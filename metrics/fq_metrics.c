@@ -182,6 +182,12 @@ struct fq_metrics {
     s_channel_t channels[S_CHANNELS_MAX];
     size_t nchannels;
     zhashx_t *destinations; //  Name -> s_destination_t*, owned
+    //  The tenants' rates as last read (fq_metrics_tenant_rates), by name
+    fq_tenant_rates_t *rates;
+    size_t nrates;
+    int64_t rates_at;   //  now_ms() of that read
+    bool rates_read;    //  Once read at all
+    bool rates_reading; //  A caller was told to read them, and has not said
 };
 
 typedef enum {
@@ -279,6 +285,7 @@ void fq_metrics_destroy(fq_metrics_t **self_p)
     zhashx_destroy(&self->senders);
     zhashx_destroy(&self->requests);
     zhashx_destroy(&self->destinations);
+    free(self->rates);
     pthread_mutex_destroy(&self->lock);
     free(self);
     *self_p = NULL;
@@ -903,6 +910,9 @@ typedef struct {
     size_t nchannels;
     s_destination_t *destinations; //  By name
     size_t ndestinations;
+    fq_tenant_rates_t *rates; //  By name
+    size_t nrates;
+    double rates_age_s;    //  < 0: never read
     uint64_t dead_letters; //  Of the system
     bool failed;           //  Out of memory
 } s_snapshot_t;
@@ -948,6 +958,21 @@ static void s_snapshot_destinations(s_snapshot_t *snap, fq_metrics_t *self)
     qsort(snap->destinations, snap->ndestinations, sizeof *snap->destinations, s_destination_order);
 }
 
+//  Copies the tenants' rates (under the lock) and says how old they are.
+static void s_snapshot_rates(s_snapshot_t *snap, fq_metrics_t *self)
+{
+    snap->rates_age_s = -1;
+    if (!self->rates_read)
+        return;
+    snap->rates_age_s = (double)(self->now_ms(self->clock_arg) - self->rates_at) / S_MS_PER_S;
+    snap->rates = calloc(self->nrates + 1, sizeof *snap->rates);
+    snap->failed = snap->failed || !snap->rates;
+    if (snap->rates && self->nrates) {
+        memcpy(snap->rates, self->rates, self->nrates * sizeof *snap->rates);
+        snap->nrates = self->nrates;
+    }
+}
+
 //  Copies what self holds; room is left for the database's tenants.
 static void s_snapshot_take(s_snapshot_t *snap, fq_metrics_t *self, size_t extra_tenants)
 {
@@ -979,6 +1004,7 @@ static void s_snapshot_take(s_snapshot_t *snap, fq_metrics_t *self, size_t extra
         memcpy(snap->channels, self->channels, sizeof snap->channels);
         snap->nchannels = self->nchannels;
         s_snapshot_destinations(snap, self);
+        s_snapshot_rates(snap, self);
         snap->requests = (int64_t)zhashx_size(self->requests);
         pthread_mutex_unlock(&self->lock);
     }
@@ -1049,6 +1075,7 @@ static void s_snapshot_free(s_snapshot_t *snap)
     free(snap->tenants);
     free(snap->actors);
     free(snap->destinations);
+    free(snap->rates);
 }
 
 static int s_render_tenants(fq_buf_t *out, const s_snapshot_t *snap, bool database)
@@ -1100,6 +1127,73 @@ static int s_render_tenants(fq_buf_t *out, const s_snapshot_t *snap, bool databa
         rc |=
             s_out_histogram(out, latency, "tenant", snap->tenants[i].name,
                             &snap->tenants[i].latency, s_latency_bounds, S_COUNT(s_latency_bounds));
+    return rc;
+}
+
+//  The tenants' figures of the last day, from the database
+//  (fq_store_rates.h): counts, their rates, and how old they are. A rate
+//  with nothing to divide by has no series: 0 would read as a clean
+//  record, and a tenant that sent nothing has none.
+static int s_render_rates(fq_buf_t *out, const s_snapshot_t *snap)
+{
+    static const struct {
+        const char *name, *help;
+        size_t at;
+    } counts[] = {
+        {"fairq_tenant_delivered_24h",
+         "Mail delivered in the last 24 hours, estimated from its requests' counters",
+         offsetof(fq_tenant_rates_t, delivered)},
+        {"fairq_tenant_bounces_24h",
+         "Hard bounces in the last 24 hours: permanent failures whose reply names a code of "
+         "suppress_bounces, and bounce reports received",
+         offsetof(fq_tenant_rates_t, bounces)},
+        {"fairq_tenant_complaints_24h", "Complaints (abuse reports) received in the last 24 hours",
+         offsetof(fq_tenant_rates_t, complaints)},
+        {"fairq_tenant_unsubscribes_24h", "One-click unsubscribes in the last 24 hours",
+         offsetof(fq_tenant_rates_t, unsubscribes)},
+        {"fairq_tenant_suppressions", "Entries on the tenant's own suppression list",
+         offsetof(fq_tenant_rates_t, suppressions)},
+    };
+    static const struct {
+        const char *name, *help;
+        double (*rate)(const fq_tenant_rates_t *figures);
+    } rates[] = {
+        {"fairq_tenant_bounce_rate",
+         "Hard bounces over mail delivered or hard-bounced in the last 24 hours, 0..1 (no "
+         "series without either)",
+         fq_tenant_bounce_rate},
+        {"fairq_tenant_complaint_rate",
+         "Complaints over mail delivered in the last 24 hours, 0..1 (no series without a "
+         "delivery)",
+         fq_tenant_complaint_rate},
+    };
+    int rc = 0;
+    for (size_t f = 0; f < S_COUNT(counts); f++) {
+        rc |= s_out_family(out, counts[f].name, "gauge", counts[f].help);
+        for (size_t i = 0; i < snap->nrates; i++) {
+            rc |= s_out_sample(out, counts[f].name, "", "tenant", snap->rates[i].name);
+            rc |= fq_buf_printf(out, "} %" PRId64 "\n", s_int64_at(&snap->rates[i], counts[f].at));
+        }
+    }
+    for (size_t f = 0; f < S_COUNT(rates); f++) {
+        rc |= s_out_family(out, rates[f].name, "gauge", rates[f].help);
+        for (size_t i = 0; i < snap->nrates; i++) {
+            double rate = rates[f].rate(&snap->rates[i]);
+            if (rate < 0)
+                continue;
+            rc |= s_out_sample(out, rates[f].name, "", "tenant", snap->rates[i].name);
+            rc |= fq_buf_add_str(out, "} ");
+            rc |= s_out_double(out, rate);
+            rc |= fq_buf_add_char(out, '\n');
+        }
+    }
+    if (snap->rates) {
+        const char *age = "fairq_tenant_rates_age_seconds";
+        rc |=
+            s_out_family(out, age, "gauge",
+                         "Seconds since the tenants' 24-hour figures were read from the database");
+        rc |= fq_buf_printf(out, "%s %.3f\n", age, snap->rates_age_s);
+    }
     return rc;
 }
 
@@ -1364,6 +1458,40 @@ void fq_metrics_tenant_budget(fq_metrics_t *self, int64_t tenant_id, bool held, 
     pthread_mutex_unlock(&self->lock);
 }
 
+bool fq_metrics_tenant_rates_due(fq_metrics_t *self)
+{
+    if (!self)
+        return false;
+    pthread_mutex_lock(&self->lock);
+    bool due = !self->rates_reading &&
+               (!self->rates_read ||
+                self->now_ms(self->clock_arg) - self->rates_at >= FQ_METRICS_RATES_REFRESH_MS);
+    if (due)
+        self->rates_reading = true;
+    pthread_mutex_unlock(&self->lock);
+    return due;
+}
+
+void fq_metrics_tenant_rates(fq_metrics_t *self, const fq_tenant_rates_list_t *rates)
+{
+    if (!self)
+        return;
+    //  Copied before the lock: a scrape never waits for an allocation
+    fq_tenant_rates_t *copy = NULL;
+    if (rates && (copy = calloc(rates->count + 1, sizeof *copy)) && rates->count)
+        memcpy(copy, rates->rows, rates->count * sizeof *copy);
+    pthread_mutex_lock(&self->lock);
+    self->rates_reading = false;
+    if (copy) {
+        free(self->rates);
+        self->rates = copy;
+        self->nrates = rates->count;
+        self->rates_at = self->now_ms(self->clock_arg);
+        self->rates_read = true;
+    }
+    pthread_mutex_unlock(&self->lock);
+}
+
 void fq_metrics_destination(fq_metrics_t *self, const fq_metrics_destination_t *destination)
 {
     if (!self || !destination || !destination->name)
@@ -1437,6 +1565,7 @@ char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_li
     rc |= fq_buf_printf(&out, "fairq_database_up %d\n", tenants ? 1 : 0);
     rc |= s_render_leadership(&out, self ? self->lease : NULL);
     rc |= s_render_tenants(&out, &snap, tenants != NULL);
+    rc |= s_render_rates(&out, &snap);
     rc |= s_render_senders(&out, &snap);
     rc |= s_render_channels(&out, &snap);
     rc |= s_render_destinations(&out, &snap);

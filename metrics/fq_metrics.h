@@ -24,6 +24,7 @@
 
 #include "fq_lease.h"
 #include "fq_store.h"
+#include "fq_store_rates.h"
 #include "fq_system.h"
 #include <stdbool.h>
 #include <stddef.h>
@@ -66,6 +67,29 @@ void fq_metrics_tenant_live(fq_metrics_t *self, const char *tenant, int64_t *inf
 //  database is unreachable: those gauges are then left out and
 //  fairq_database_up is 0 (else 1). NULL when out of memory.
 char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_list_t *tenants);
+
+//  ---------------------------------------------------------------------
+//  The tenants' bounce and complaint rates (HTTP threads)
+//
+//  Read from the database (fq_store_rates.h) by whoever serves /metrics,
+//  at most once a minute, not at every scrape: the figures cover a day
+//  (FQ_STORE_RATES_WINDOW_S), so a minute more or less changes little,
+//  and several Prometheus servers scraping every few seconds must not
+//  each pay the count. Kept here between two reads, and shown with their
+//  age (fairq_tenant_rates_age_seconds).
+
+//  How often the rates are read again, in milliseconds.
+#define FQ_METRICS_RATES_REFRESH_MS 60000
+
+//  Whether the rates are due to be read again: never read, or read
+//  FQ_METRICS_RATES_REFRESH_MS ago or longer. True hands the read to the
+//  caller, who must then call fq_metrics_tenant_rates; until it does,
+//  every other caller is told false (two scrapes at once read once).
+bool fq_metrics_tenant_rates_due(fq_metrics_t *self);
+
+//  The rates read (rows copied; borrowed list), or NULL when the read
+//  failed: the last figures then stay, and the next scrape tries again.
+void fq_metrics_tenant_rates(fq_metrics_t *self, const fq_tenant_rates_list_t *rates);
 
 //  ---------------------------------------------------------------------
 //  Names and senders (rare: each takes the lock)

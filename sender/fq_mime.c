@@ -425,6 +425,51 @@ static int s_check_extra_headers(const fq_delivery_t *msg, char *error, size_t e
     return 0;
 }
 
+//  Checks the List-Unsubscribe value fairqd made for a message with
+//  one-click unsubscribe (RFC 8058): one line of printable ASCII, and no
+//  List-Unsubscribe or List-Unsubscribe-Post among the extra headers, as
+//  two of either would leave the receiver to pick one. Returns 0 or an fq
+//  error code with the reason in error.
+static int s_check_list_unsubscribe(const fq_delivery_t *msg, char *error, size_t error_size)
+{
+    const char *value = msg->list_unsubscribe;
+    if (!value || !*value)
+        return 0;
+    size_t len = strlen(value);
+    if (fq_mail_printable_span(value, len) < len) {
+        fq_error_format(error, error_size, "its List-Unsubscribe holds a byte a header cannot");
+        return FQ_EHEADER;
+    }
+    //  Folded after the comma between its URLs: each must fit a line
+    if (!s_foldable(sizeof FQ_MAIL_HEADER_LIST_UNSUBSCRIBE ":" - 1, value, len)) {
+        fq_error_format(error, error_size, "its List-Unsubscribe holds a URL longer than a line");
+        return FQ_EINVAL;
+    }
+    for (size_t i = 0; i < msg->nheaders; i++)
+        if (fq_mail_header_unsubscribe(msg->header_names[i])) {
+            fq_error_format(error, error_size,
+                            "header %s: fairq writes it for a message with one-click unsubscribe",
+                            msg->header_names[i]);
+            return FQ_EINVAL;
+        }
+    return 0;
+}
+
+//  List-Unsubscribe and List-Unsubscribe-Post (RFC 8058 3.1), of a message
+//  with one-click unsubscribe; nothing otherwise.
+static int s_put_list_unsubscribe(fq_buf_t *buf, const fq_delivery_t *msg)
+{
+    if (!msg->list_unsubscribe || !*msg->list_unsubscribe)
+        return 0;
+    //  An https URL and a mailto may not fit one line together: folded
+    //  between them (s_check_list_unsubscribe made sure each fits one)
+    int rc = fq_buf_printf(buf, "%s:", FQ_MAIL_HEADER_LIST_UNSUBSCRIBE);
+    rc |= s_put_folded(buf, sizeof FQ_MAIL_HEADER_LIST_UNSUBSCRIBE ":" - 1, msg->list_unsubscribe,
+                       strlen(msg->list_unsubscribe));
+    return rc | fq_buf_printf(buf, "\r\n%s: %s\r\n", FQ_MAIL_HEADER_LIST_UNSUBSCRIBE_POST,
+                              FQ_MAIL_LIST_UNSUBSCRIBE_ONE_CLICK);
+}
+
 // --------------------------------------------------------------------------
 //  Body: quoted-printable (RFC 2045 6.7)
 
@@ -604,6 +649,8 @@ int fq_mime_render(const fq_delivery_t *msg, const fq_mime_options_t *options, c
         return FQ_EHEADER;
     }
     rc = s_check_extra_headers(msg, error, error_size);
+    if (rc == 0)
+        rc = s_check_list_unsubscribe(msg, error, error_size);
     if (rc != 0)
         return rc;
 
@@ -630,6 +677,7 @@ int fq_mime_render(const fq_delivery_t *msg, const fq_mime_options_t *options, c
     mem |= fq_buf_printf(&buf, "Message-ID: <fairq.%" PRIu64 "@%.*s>\r\n", msg->id, (int)domain_len,
                          domain);
     mem |= fq_buf_add_str(&buf, "MIME-Version: 1.0\r\n");
+    mem |= s_put_list_unsubscribe(&buf, msg);
     if (msg->body_is_html && msg->text_body && *msg->text_body) {
         rc = s_put_alternative(&buf, msg, &mem, error, error_size);
         if (rc != 0) {

@@ -424,7 +424,8 @@ static fq_delivery_t s_delivery_of(const fq_message_t *message)
                            .header_names = message->headers.keys,
                            .header_values = message->headers.values,
                            .channel = message->channel,
-                           .method = message->method};
+                           .method = message->method,
+                           .list_unsubscribe = message->list_unsubscribe};
 }
 
 //  ---------------------------------------------------------------------

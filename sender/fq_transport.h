@@ -69,6 +69,9 @@ typedef struct {
     //  http: the request's method (POST, PUT, PATCH, DELETE, GET); NULL
     //  or "": POST
     const char *method;
+    //  Mail with one-click unsubscribe: its List-Unsubscribe field's value,
+    //  written with List-Unsubscribe-Post (fq_mime.h); NULL or "": none
+    const char *list_unsubscribe;
 } fq_delivery_t;
 
 //  msg's channel, "email" when it names none.

@@ -171,6 +171,9 @@ typedef struct {
     //  Messages it may have handed to senders in a UTC day (0017): 0 keeps
     //  (a new tenant: none), -1 (any negative) removes it, above 0 sets it
     int64_t daily_quota;
+    //  Its requests' default of one-click unsubscribe (0021): 0 keeps (a
+    //  new tenant: off), above 0 on, below 0 off
+    int unsubscribe;
 } fq_tenant_spec_t;
 
 //  Creates or updates a tenant. Returns 0 with its id, FQ_EINVAL (bad name
@@ -193,6 +196,7 @@ typedef struct {
     int send_rate_period_s;   //  1, 60, 3600 or 86400; 0 = none
     int64_t daily_quota;      //  Messages a UTC day; 0 = none
     int64_t sent_today;       //  Of its quota, used today (UTC) as the leader last wrote it
+    bool unsubscribe;         //  Its requests' default of one-click unsubscribe (0021)
 } fq_tenant_info_t;
 
 //  One tenant by name. Returns 0, FQ_ENOTFOUND or FQ_EDB.
@@ -281,6 +285,15 @@ int fq_store_token_lookup(fq_store_t *self, const char *token, fq_token_owner_t 
 //  ---------------------------------------------------------------------
 //  Requests: intake and reads
 
+//  Whether a request's mail carries one-click unsubscribe (migration
+//  0021): as its tenant's default says when its messages are dispatched,
+//  or on or off whatever the tenant says.
+typedef enum {
+    FQ_SUBMIT_UNSUBSCRIBE_TENANT = 0,
+    FQ_SUBMIT_UNSUBSCRIBE_ON,
+    FQ_SUBMIT_UNSUBSCRIBE_OFF,
+} fq_submit_unsubscribe_t;
+
 typedef struct {
     const char *tenant;
     const char *from;
@@ -320,6 +333,8 @@ typedef struct {
     const char *http_body;        //  Template; NULL: no body
     const char *http_body_format; //  "json" or "form"
     const char *signing_secret;   //  "whsec_..."; NULL: none (its tenant's, if any)
+    //  One-click unsubscribe (migration 0021): mail only
+    fq_submit_unsubscribe_t unsubscribe;
 } fq_submit_t;
 
 //  Submits a request through fairq.submit_keyed (the function behind
@@ -335,8 +350,10 @@ typedef struct {
 //  new request's id, 1 with the id of the request the key named already,
 //  FQ_ECONFLICT when the key named a request of another fingerprint
 //  (nothing is created), FQ_EINVAL (bad input: the message says what) or
-//  FQ_EDB. Every submit, of any channel, calls 0015's fairq.submit_keyed
-//  (its 21 arguments, NULL for none): it needs schema 15.
+//  FQ_EDB. Every submit, of any channel, calls 0021's fairq.submit_keyed
+//  (0015's 21 arguments, NULL for none, and unsubscribe): it needs schema
+//  21. With unsubscribe on (its own, or its tenant's default) a request
+//  may not give List-Unsubscribe or List-Unsubscribe-Post (FQ_EINVAL).
 //  That function refuses headers the API would refuse as a set (more than
 //  32 or 8 KiB, a name twice in any case, Reply-To among them: FQ_EINVAL).
 int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_id);
@@ -369,8 +386,17 @@ typedef struct {
     char *http_body; //  NULL: no body
     char *http_body_format;
     //  What signs its messages: its own secret, else its tenant's as it is
-    //  now (0015); NULL: unsigned. Owned, and wiped when freed
+    //  now (0015), or for a webhook's batch its endpoint's (0020); NULL:
+    //  unsigned. Owned, and wiped when freed
     char *signing_secret;
+    //  A webhook endpoint's previous secret while it still signs after a
+    //  rotation (0020); NULL: none. Owned, and wiped when freed
+    char *previous_secret;
+    //  Whether its mail carries one-click unsubscribe (0021): its own
+    //  unsubscribe, else its tenant's default as it is now; false for
+    //  another channel. When true, headers hold no List-Unsubscribe nor
+    //  List-Unsubscribe-Post of the request's own: fairq writes them
+    bool unsubscribe;
 } fq_request_templates_t;
 
 //  Loads what the splitter needs to validate a request's recipients, and
@@ -417,6 +443,8 @@ typedef struct {
     //  (whether a secret, its own or its tenant's, signs its messages; the
     //  secret is never read back). NULL for another channel
     char *http;
+    //  The webhook endpoint whose batch it is (0020); 0: none
+    int64_t webhook_id;
 } fq_request_info_t;
 
 //  One request. Returns 0, FQ_ENOTFOUND, FQ_ENOMEM or FQ_EDB. What out

@@ -38,14 +38,17 @@ static const char *const S_ACK_SQL =
     "  WHERE m.id = a.id AND m.status IN ('pending', 'failed') AND (SELECT "
     "fairq.check_epoch($2::bigint))"
     "  RETURNING m.id, m.request_id, m.tenant_id, m.recipient, m.try_count > 1 AS was_failed),"
-    //  Its event commits with it (0018): never lost, never invented
-    " evented AS (INSERT INTO fairq.events (tenant_id, request_id, message_id, type, recipient)"
-    "  SELECT tenant_id, request_id, id, 'message.sent', recipient FROM acked WHERE $3::boolean),"
     " counted AS (UPDATE fairq.requests r SET sent = r.sent + c.n,"
     "    failed = r.failed - c.retried, updated_at = now()"
     "  FROM (SELECT request_id, count(*) AS n, count(*) FILTER (WHERE was_failed) AS retried"
     "        FROM acked GROUP BY request_id) c"
-    "  WHERE r.id = c.request_id RETURNING c.n)"
+    "  WHERE r.id = c.request_id RETURNING r.id, r.webhook_id, c.n),"
+    //  Its event commits with it (0018): never lost, never invented. A
+    //  webhook's batch reports nothing (0020): the next batch would carry it
+    " evented AS (INSERT INTO fairq.events (tenant_id, request_id, message_id, type, recipient)"
+    "  SELECT a.tenant_id, a.request_id, a.id, 'message.sent', a.recipient"
+    "  FROM acked a JOIN counted c ON c.id = a.request_id"
+    "  WHERE $3::boolean AND c.webhook_id IS NULL)"
     " SELECT coalesce(sum(n), 0) FROM counted";
 
 int fq_store_ack_batch(fq_store_t *self, const int64_t *ids, size_t count)
@@ -111,10 +114,6 @@ static const char *const S_NACK_SQL =
     "   AND octet_length(recipient) BETWEEN 3 AND 320"
     "   AND recipient !~ '[[:space:][:cntrl:]]'"
     "  ON CONFLICT DO NOTHING),"
-    " evented AS (INSERT INTO fairq.events"
-    "   (tenant_id, request_id, message_id, type, recipient, detail)"
-    "  SELECT tenant_id, request_id, id, CASE WHEN status = 'dead' THEN 'message.dead'"
-    "    ELSE 'message.deferred' END::fairq.event_type, recipient, last_error FROM nacked),"
     " counted AS (UPDATE fairq.requests r SET"
     "    failed = r.failed + c.failed - c.retried, dead = r.dead + c.dead, updated_at = now()"
     "  FROM (SELECT request_id, count(*) AS n,"
@@ -122,7 +121,13 @@ static const char *const S_NACK_SQL =
     "          count(*) FILTER (WHERE status = 'dead') AS dead,"
     "          count(*) FILTER (WHERE was_failed) AS retried"
     "        FROM nacked GROUP BY request_id) c"
-    "  WHERE r.id = c.request_id RETURNING c.n)"
+    "  WHERE r.id = c.request_id RETURNING r.id, r.webhook_id, c.n),"
+    //  None for a webhook's batch (0020), as for its ack
+    " evented AS (INSERT INTO fairq.events"
+    "   (tenant_id, request_id, message_id, type, recipient, detail)"
+    "  SELECT n.tenant_id, n.request_id, n.id, CASE WHEN n.status = 'dead' THEN 'message.dead'"
+    "    ELSE 'message.deferred' END::fairq.event_type, n.recipient, n.last_error"
+    "  FROM nacked n JOIN counted c ON c.id = n.request_id WHERE c.webhook_id IS NULL)"
     " SELECT coalesce(sum(n), 0) FROM counted";
 
 int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,

@@ -36,9 +36,11 @@ static const char *const S_FINISH_SQL =
     "  AND NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id)"
     "  ORDER BY r.id LIMIT $1 FOR UPDATE OF r SKIP LOCKED),"
     " done AS (UPDATE fairq.requests r SET status = 'done', finished_at = now(),"
-    "   updated_at = now() FROM due WHERE r.id = due.id RETURNING r.id, r.tenant_id),"
+    "   updated_at = now() FROM due WHERE r.id = due.id"
+    "   RETURNING r.id, r.tenant_id, r.webhook_id),"
+    //  A webhook's batch reports nothing (0020)
     " evented AS (INSERT INTO fairq.events (tenant_id, request_id, type)"
-    "  SELECT tenant_id, id, 'request.done' FROM done),"
+    "  SELECT tenant_id, id, 'request.done' FROM done WHERE webhook_id IS NULL),"
     " stamped AS (UPDATE fairq.requests r SET finished_at = r.updated_at"
     "  FROM (SELECT id FROM fairq.requests WHERE status IN " FQ_STORE_FINISHED
     "        AND finished_at IS NULL ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) s"

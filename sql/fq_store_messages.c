@@ -80,7 +80,8 @@ static int s_rejects_insert(fq_store_t *store, const char *request_id, s_rejects
         " SELECT q.tenant_id, f.request_id, CASE WHEN f.reason = '" FQ_STORE_REJECT_SUPPRESSED "'"
         "  THEN 'message.suppressed' ELSE 'message.rejected' END::fairq.event_type,"
         "  f.recipient, left(f.reason, 2000)"
-        " FROM refused f JOIN fairq.requests q ON q.id = f.request_id",
+        " FROM refused f JOIN fairq.requests q ON q.id = f.request_id"
+        " WHERE q.webhook_id IS NULL",
         4, params, PGRES_COMMAND_OK, "record rejected recipients", &rc);
     PQclear(res);
     return rc;
@@ -457,13 +458,14 @@ int fq_store_split_chunk_to(fq_store_t *self, int64_t request_id,
             "                      AND (SELECT n FROM left_over) = 0 AND split + $3::int = 0"
             "                     THEN now() ELSE r.finished_at END"
             " WHERE r.id = $1"
-            " RETURNING r.id, r.tenant_id, r.status, (SELECT n FROM left_over) AS n),"
+            " RETURNING r.id, r.tenant_id, r.status, r.webhook_id,"
+            "  (SELECT n FROM left_over) AS n),"
             //  This split its last chunk: the request's events (0018), with
             //  it (done too when every recipient was rejected)
             " evented AS (INSERT INTO fairq.events (tenant_id, request_id, type)"
             "  SELECT tenant_id, id, e.type FROM updated,"
             "   unnest(ARRAY['request.split', 'request.done']::fairq.event_type[]) AS e(type)"
-            "  WHERE n = 0 AND EXISTS (SELECT 1 FROM gone)"
+            "  WHERE n = 0 AND EXISTS (SELECT 1 FROM gone) AND webhook_id IS NULL"
             "   AND (e.type = 'request.split' OR status = 'done'))"
             " SELECT n FROM updated",
             5, params, PGRES_TUPLES_OK, "update request after split", &rc);

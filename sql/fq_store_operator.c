@@ -314,23 +314,26 @@ static int s_cancel_matching(fq_store_t *self, const s_filter_t *resolved)
     s_filter_where(&q, resolved);
     //  next_attempt_at goes too: a cancelled message must leave the retry
     //  index, or every claim would step over it
-    fq_statement_sql(
-        &q, " FOR UPDATE),"
-            " changed AS (UPDATE fairq.messages m SET status = 'cancelled',"
-            "   next_attempt_at = NULL, updated_at = now()"
-            "  FROM target t WHERE m.id = t.id"
-            "  RETURNING m.id, m.request_id, m.tenant_id, m.recipient,"
-            "   t.status = 'failed' AS was_failed),"
-            " evented AS (INSERT INTO fairq.events"
-            "   (tenant_id, request_id, message_id, type, recipient)"
-            "  SELECT tenant_id, request_id, id, 'message.cancelled', recipient FROM changed),"
-            " counted AS (UPDATE fairq.requests r SET cancelled = r.cancelled + c.n,"
-            "   failed = r.failed - c.failed, updated_at = now()"
-            "  FROM (SELECT request_id, count(*) AS n,"
-            "          count(*) FILTER (WHERE was_failed) AS failed"
-            "        FROM changed GROUP BY request_id) c"
-            "  WHERE r.id = c.request_id RETURNING c.n)"
-            " SELECT coalesce(sum(n), 0) FROM counted");
+    fq_statement_sql(&q,
+                     " FOR UPDATE),"
+                     " changed AS (UPDATE fairq.messages m SET status = 'cancelled',"
+                     "   next_attempt_at = NULL, updated_at = now()"
+                     "  FROM target t WHERE m.id = t.id"
+                     "  RETURNING m.id, m.request_id, m.tenant_id, m.recipient,"
+                     "   t.status = 'failed' AS was_failed),"
+                     //  None for a webhook's batch (0020): a batch reports nothing
+                     " evented AS (INSERT INTO fairq.events"
+                     "   (tenant_id, request_id, message_id, type, recipient)"
+                     "  SELECT c.tenant_id, c.request_id, c.id, 'message.cancelled', c.recipient"
+                     "  FROM changed c WHERE NOT EXISTS (SELECT 1 FROM fairq.requests r"
+                     "   WHERE r.id = c.request_id AND r.webhook_id IS NOT NULL)),"
+                     " counted AS (UPDATE fairq.requests r SET cancelled = r.cancelled + c.n,"
+                     "   failed = r.failed - c.failed, updated_at = now()"
+                     "  FROM (SELECT request_id, count(*) AS n,"
+                     "          count(*) FILTER (WHERE was_failed) AS failed"
+                     "        FROM changed GROUP BY request_id) c"
+                     "  WHERE r.id = c.request_id RETURNING c.n)"
+                     " SELECT coalesce(sum(n), 0) FROM counted");
     return (int)s_run_count(self, &q, "cancel messages");
 }
 
@@ -514,7 +517,8 @@ int fq_store_request_cancel(fq_store_t *self, int64_t request_id)
                              " finished_at = now(), updated_at = now() WHERE r.id = $1 AND "
                              "r.status IN " FQ_STORE_UNFINISHED " RETURNING r.*),"
                              " evented AS (INSERT INTO fairq.events (tenant_id, request_id, type)"
-                             "  SELECT tenant_id, id, 'request.cancelled' FROM cancelled)"
+                             "  SELECT tenant_id, id, 'request.cancelled' FROM cancelled"
+                             "  WHERE webhook_id IS NULL)"
                              " SELECT " S_NOTIFY " FROM cancelled r",
                              1, params, what);
         rc = changed < 0 ? changed

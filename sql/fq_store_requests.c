@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-//  fairq.submit_keyed's parameters (0015's, with headers, reply_to,
-//  text_body, the channel and the http fields), and the recipients' place
-//  among them.
-#define S_SUBMIT_PARAMS     21
+//  fairq.submit_keyed's parameters (0021's: 0015's, with headers,
+//  reply_to, text_body, the channel and the http fields, then
+//  unsubscribe), and the recipients' place among them.
+#define S_SUBMIT_PARAMS     22
 #define S_SUBMIT_RECIPIENTS 4
 
 //  The channel of mail, the schema's default (FQ_CHANNEL_EMAIL of
@@ -49,6 +49,9 @@
 //  What the part a request's channel other than mail adds starts with.
 #define S_FINGERPRINT_CHANNEL "channel"
 
+//  What the part a request's own unsubscribe adds starts with.
+#define S_FINGERPRINT_UNSUBSCRIBE "unsubscribe"
+
 //  The SQLSTATE fairq.submit_keyed raises for a key that named a request
 //  of another fingerprint (0012_idempotency_fingerprint.sql).
 #define S_SQLSTATE_KEY_REUSED "FQ002"
@@ -61,6 +64,11 @@
 #define S_TEMPLATE_HEADER_VALUE 10
 #define S_TEMPLATE_TEXT_BODY    11
 #define S_TEMPLATE_CHANNEL      12
+
+//  The column of a request's load that says whether its mail carries
+//  one-click unsubscribe (0021): the last, after the strings from
+//  S_TEMPLATE_TEXT_BODY on.
+#define S_TEMPLATE_UNSUBSCRIBE 19
 
 //  Room for a number written as text in a fingerprint.
 #define S_FINGERPRINT_NUMBER 24
@@ -150,6 +158,12 @@ static bool s_fingerprint(const fq_submit_t *req, char hex[S_FINGERPRINT_BYTEA])
         s_fingerprint_part(&state, S_FINGERPRINT_TEXT_BODY, strlen(S_FINGERPRINT_TEXT_BODY));
         s_fingerprint_part(&state, req->text_body, strlen(req->text_body));
     }
+    //  And unsubscribe (0021), only when the request says: one that leaves
+    //  it to its tenant keeps the fingerprint it had
+    if (req->unsubscribe != FQ_SUBMIT_UNSUBSCRIBE_TENANT) {
+        s_fingerprint_part(&state, S_FINGERPRINT_UNSUBSCRIBE, strlen(S_FINGERPRINT_UNSUBSCRIBE));
+        s_fingerprint_number(&state, req->unsubscribe == FQ_SUBMIT_UNSUBSCRIBE_ON);
+    }
     //  And a channel other than mail (0015): mail keeps its fingerprint
     if (req->channel && strcmp(req->channel, S_CHANNEL_EMAIL) != 0) {
         const char *parts[] = {req->channel,           req->http_method, req->http_url,
@@ -199,7 +213,10 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
                             req->http_headers_json,
                             req->http_body,
                             req->http_body_format,
-                            req->signing_secret};
+                            req->signing_secret,
+                            req->unsubscribe == FQ_SUBMIT_UNSUBSCRIBE_TENANT ? NULL
+                            : req->unsubscribe == FQ_SUBMIT_UNSUBSCRIBE_ON   ? "true"
+                                                                             : "false"};
     //  The recipients in binary format, which for json is the text itself
     //  with its length: a slice of an HTTP body goes as it is, with no
     //  terminated copy of up to http_body_max bytes
@@ -211,7 +228,7 @@ int fq_store_submit(fq_store_t *self, const fq_submit_t *req, int64_t *request_i
                                  " CASE WHEN $7::bigint > 0 THEN to_timestamp($7::bigint)"
                                  " ELSE now() END, $8::int, $9::int, $10, $11::bytea,"
                                  " $12::jsonb, $13, $14, $15, $16, $17, $18::jsonb, $19, $20,"
-                                 " $21) AS k",
+                                 " $21, $22::boolean) AS k",
                                  S_SUBMIT_PARAMS, NULL, params, lengths, formats, 0);
     int rc = fq_store_check(self, res, PGRES_TUPLES_OK, "submit request");
     //  Said in the store's words: the server's would name its function
@@ -263,11 +280,13 @@ static int s_template_of(const PGresult *res, int first, int end, fq_request_tem
                                     .max_attempts = (int)fq_store_int64(res, first, 5),
                                     .from_addr = strdup(PQgetvalue(res, first, 6)),
                                     .tenant = strdup(PQgetvalue(res, first, 7)),
-                                    .due_at_ms = fq_store_int64(res, first, 8)};
+                                    .due_at_ms = fq_store_int64(res, first, 8),
+                                    .unsubscribe =
+                                        PQgetvalue(res, first, S_TEMPLATE_UNSUBSCRIBE)[0] == 't'};
     int mem = s_template_headers(res, first, end, out);
-    char **strings[] = {&out->text_body,     &out->channel,   &out->http_method,
-                        &out->http_url,      &out->http_body, &out->http_body_format,
-                        &out->signing_secret};
+    char **strings[] = {&out->text_body,      &out->channel,        &out->http_method,
+                        &out->http_url,       &out->http_body,      &out->http_body_format,
+                        &out->signing_secret, &out->previous_secret};
     for (int i = 0; i < (int)(sizeof strings / sizeof *strings); i++)
         if (!PQgetisnull(res, first, S_TEMPLATE_TEXT_BODY + i) &&
             !(*strings[i] = strdup(PQgetvalue(res, first, S_TEMPLATE_TEXT_BODY + i))))
@@ -302,7 +321,14 @@ int fq_store_request_templates_many(fq_store_t *self, const int64_t *ids, size_t
     //  (docs/code-map.md), and fairq-sender checks the headers it carries
     //  against that constant. An http request's headers are its
     //  http_headers (it has no mail headers); its secret is its own, else
-    //  its tenant's as it is now
+    //  its tenant's as it is now; a webhook's batch is signed by its
+    //  endpoint's secrets as they are now (0020). A request whose mail
+    //  carries fairq's one-click unsubscribe (its own unsubscribe, else its
+    //  tenant's default now: 0021) leaves its own List-Unsubscribe and
+    //  List-Unsubscribe-Post out, which fairq writes for it (the names are
+    //  FQ_MAIL_HEADER_LIST_UNSUBSCRIBE and _POST of mailheaders/, spelt
+    //  here as Reply-To is; a tenant that turned its default on after the
+    //  submit made them two)
     PGresult *res = fq_store_query(
         self,
         "SELECT r.id, r.tenant_id, r.subject, r.body, r.body_is_html,"
@@ -310,10 +336,18 @@ int fq_store_request_templates_many(fq_store_t *self, const int64_t *ids, size_t
         " (extract(epoch FROM greatest(r.created_at, r.send_at))"
         "  * 1000)::bigint, h.name, h.value, r.text_body, r.channel, r.http_method, r.http_url,"
         " r.http_body, r.http_body_format,"
-        " CASE WHEN r.channel = 'http' THEN coalesce(r.signing_secret, t.signing_secret) END"
+        " CASE WHEN r.channel = 'http'"
+        "  THEN coalesce(r.signing_secret, w.secret, t.signing_secret) END,"
+        " CASE WHEN w.previous_until > now() THEN w.previous_secret END,"
+        " u.unsubscribe"
         " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
+        " LEFT JOIN fairq.webhooks w ON w.id = r.webhook_id"
+        " CROSS JOIN LATERAL (SELECT r.channel = 'email'"
+        "  AND coalesce(r.unsubscribe, t.unsubscribe)) AS u(unsubscribe)"
         " LEFT JOIN LATERAL (SELECT e.key, e.value, 0 FROM jsonb_each_text(CASE"
         "   WHEN r.channel = 'email' THEN r.headers ELSE r.http_headers END) e"
+        "   WHERE NOT (u.unsubscribe AND lower(e.key) IN ('list-unsubscribe', "
+        "'list-unsubscribe-post'))"
         "  UNION ALL SELECT 'Reply-To', r.reply_to, 1 WHERE r.reply_to IS NOT NULL)"
         "  AS h(name, value, last) ON true"
         " WHERE r.id = ANY($1::bigint[]) ORDER BY r.id, h.last, h.name",
@@ -361,12 +395,16 @@ void fq_request_templates_free(fq_request_templates_t *templates)
     if (templates->signing_secret)
         sodium_memzero(templates->signing_secret, strlen(templates->signing_secret));
     free(templates->signing_secret);
+    if (templates->previous_secret)
+        sodium_memzero(templates->previous_secret, strlen(templates->previous_secret));
+    free(templates->previous_secret);
     free(templates->channel);
     free(templates->http_method);
     free(templates->http_url);
     free(templates->http_body);
     free(templates->http_body_format);
-    templates->signing_secret = templates->channel = templates->http_method = NULL;
+    templates->signing_secret = templates->previous_secret = NULL;
+    templates->channel = templates->http_method = NULL;
     templates->http_url = templates->http_body = templates->http_body_format = NULL;
     for (size_t i = 0; i < templates->nheaders; i++) {
         free(templates->header_names[i]);
@@ -389,7 +427,8 @@ void fq_request_templates_free(fq_request_templates_t *templates)
     " r.text_body, r.channel, CASE WHEN r.channel = 'http' THEN jsonb_build_object("               \
     "  'method', r.http_method, 'url', r.http_url, 'headers', coalesce(r.http_headers, '{}'),"     \
     "  'body', r.http_body, 'body_format', r.http_body_format,"                                    \
-    "  'signed', r.signing_secret IS NOT NULL OR t.signing_secret IS NOT NULL)::text END"          \
+    "  'signed', r.signing_secret IS NOT NULL OR t.signing_secret IS NOT NULL)::text END,"         \
+    " r.webhook_id"                                                                                \
     " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
 
 //  The columns of S_REQUEST_SQL holding the request's headers and reply_to,
@@ -399,6 +438,7 @@ void fq_request_templates_free(fq_request_templates_t *templates)
 #define S_REQUEST_TEXT_BODY 17
 #define S_REQUEST_CHANNEL   18
 #define S_REQUEST_HTTP      19
+#define S_REQUEST_WEBHOOK   20
 
 static void s_request_row(const PGresult *res, int row, void *item)
 {
@@ -415,7 +455,8 @@ static void s_request_row(const PGresult *res, int row, void *item)
                                .rejected = fq_store_int64(res, row, 11),
                                .created_at = fq_store_int64(res, row, 12),
                                .send_at = fq_store_int64(res, row, 13),
-                               .finished_at = fq_store_int64(res, row, 14)};
+                               .finished_at = fq_store_int64(res, row, 14),
+                               .webhook_id = fq_store_int64(res, row, S_REQUEST_WEBHOOK)};
     //  headers NULL tells the caller memory ran out, for either string
     out->headers = strdup(PQgetvalue(res, row, S_REQUEST_HEADERS));
     if (!PQgetisnull(res, row, S_REQUEST_REPLY_TO)) {
@@ -495,7 +536,8 @@ int fq_store_request_list(fq_store_t *self, int64_t tenant_id, const char *statu
     snprintf(count, sizeof count, "%d", limit);
     const char *params[] = {tenant, status, below, count};
     //  By tenant: requests_tenant_idx (tenant_id, id) read backwards; else
-    //  the primary key backwards. Either stops after limit rows matching.
+    //  the primary key backwards. Either stops after limit rows matching;
+    //  a tenant's webhook batches are left out (GET its webhooks for them)
     int rc;
     PGresult *res =
         fq_store_query(self,
@@ -503,6 +545,8 @@ int fq_store_request_list(fq_store_t *self, int64_t tenant_id, const char *statu
                                      " AND ($2::fairq.request_status IS NULL"
                                      "  OR r.status = $2::fairq.request_status)"
                                      " AND ($3::bigint = 0 OR r.id < $3::bigint)"
+                                     //  A webhook's batches are its own (0020)
+                                     " AND r.webhook_id IS NULL"
                                      " ORDER BY r.id DESC LIMIT $4::int",
                        4, params, PGRES_TUPLES_OK, "list requests", &rc);
     if (!res)

@@ -28,7 +28,7 @@ int fq_store_tenant_put(fq_store_t *self, const fq_tenant_spec_t *spec, int64_t 
     char weight[FQ_STORE_INT_TEXT], inflight[FQ_STORE_INT_TEXT], rate[FQ_STORE_INT_TEXT];
     char default_weight[FQ_STORE_INT_TEXT], default_inflight[FQ_STORE_INT_TEXT];
     char default_rate[FQ_STORE_INT_TEXT], send_count[FQ_STORE_INT_TEXT];
-    char send_period[FQ_STORE_INT_TEXT], quota[FQ_STORE_INT_TEXT];
+    char send_period[FQ_STORE_INT_TEXT], quota[FQ_STORE_INT_TEXT], unsubscribe[FQ_STORE_INT_TEXT];
     snprintf(weight, sizeof weight, "%d", spec->weight);
     snprintf(inflight, sizeof inflight, "%d", spec->max_inflight);
     snprintf(rate, sizeof rate, "%d", spec->submit_rate);
@@ -38,26 +38,29 @@ int fq_store_tenant_put(fq_store_t *self, const fq_tenant_spec_t *spec, int64_t 
     snprintf(send_count, sizeof send_count, "%lld", (long long)spec->send_rate_count);
     snprintf(send_period, sizeof send_period, "%d", spec->send_rate_period_s);
     snprintf(quota, sizeof quota, "%lld", (long long)spec->daily_quota);
+    snprintf(unsubscribe, sizeof unsubscribe, "%d", spec->unsubscribe);
     const char *params[] = {spec->name,     weight,           inflight,     rate,
                             default_weight, default_inflight, default_rate, spec->signing_secret,
-                            send_count,     send_period,      quota};
+                            send_count,     send_period,      quota,        unsubscribe};
     int rc;
     //  A value left out (0) of a new tenant is the default given, else the
     //  store's own. The signing secret: NULL keeps it, '' removes it. The
     //  send rate and the daily quota (0017) have no default: 0 keeps, a
     //  negative value removes; the rate's count and period go together,
-    //  and the schema's checks refuse what is out of range
+    //  and the schema's checks refuse what is out of range. unsubscribe
+    //  (0021): 0 keeps (a new tenant: off), above 0 on, below 0 off
     PGresult *res = fq_store_query(
         self,
         "INSERT INTO fairq.tenants AS t (name, weight, max_inflight, submit_rate, signing_secret,"
-        "                                send_rate_count, send_rate_period_s, daily_quota)"
+        "                                send_rate_count, send_rate_period_s, daily_quota,"
+        "                                unsubscribe)"
         " VALUES ($1, CASE WHEN $2::int > 0 THEN $2::int WHEN $5::int > 0 THEN $5::int ELSE 1 END,"
         "         CASE WHEN $3::int > 0 THEN $3::int WHEN $6::int > 0 THEN $6::int ELSE 1000 END,"
         "         CASE WHEN $4::int > 0 THEN $4::int WHEN $4::int = 0 AND $7::int > 0"
         "              THEN $7::int END, nullif($8::text, ''),"
         "         CASE WHEN $9::bigint > 0 THEN $9::bigint END,"
         "         CASE WHEN $9::bigint > 0 THEN $10::int END,"
-        "         CASE WHEN $11::bigint > 0 THEN $11::bigint END)"
+        "         CASE WHEN $11::bigint > 0 THEN $11::bigint END, $12::int > 0)"
         " ON CONFLICT (name) DO UPDATE SET"
         "  weight = CASE WHEN $2::int > 0 THEN $2::int ELSE t.weight END,"
         "  max_inflight = CASE WHEN $3::int > 0 THEN $3::int ELSE t.max_inflight END,"
@@ -70,9 +73,10 @@ int fq_store_tenant_put(fq_store_t *self, const fq_tenant_spec_t *spec, int64_t 
         "  send_rate_period_s = CASE WHEN $9::bigint > 0 THEN $10::int"
         "                            WHEN $9::bigint < 0 THEN NULL ELSE t.send_rate_period_s END,"
         "  daily_quota = CASE WHEN $11::bigint > 0 THEN $11::bigint"
-        "                     WHEN $11::bigint < 0 THEN NULL ELSE t.daily_quota END"
+        "                     WHEN $11::bigint < 0 THEN NULL ELSE t.daily_quota END,"
+        "  unsubscribe = CASE WHEN $12::int = 0 THEN t.unsubscribe ELSE $12::int > 0 END"
         " RETURNING t.id",
-        11, params, PGRES_TUPLES_OK, "store tenant", &rc);
+        12, params, PGRES_TUPLES_OK, "store tenant", &rc);
     if (!res)
         return rc;
     if (id)
@@ -92,7 +96,8 @@ int fq_store_tenant_put(fq_store_t *self, const fq_tenant_spec_t *spec, int64_t 
     " coalesce(s.unsplit, 0),"                                                                     \
     " coalesce(greatest(floor(extract(epoch FROM now() - s.oldest)), 0)::bigint, 0),"              \
     " t.signing_secret IS NOT NULL, coalesce(t.send_rate_count, 0),"                               \
-    " coalesce(t.send_rate_period_s, 0), coalesce(t.daily_quota, 0), coalesce(d.used, 0)"          \
+    " coalesce(t.send_rate_period_s, 0), coalesce(t.daily_quota, 0), coalesce(d.used, 0),"         \
+    " t.unsubscribe"                                                                               \
     " FROM fairq.tenants t LEFT JOIN (SELECT tenant_id, count(*) AS open,"                         \
     "   sum(split - sent - dead - cancelled) AS depth, sum(failed) AS failed,"                     \
     "   sum(greatest(total - split - rejected, 0)) AS unsplit, min(created_at) AS oldest"          \
@@ -117,7 +122,8 @@ static void s_tenant_row(const PGresult *res, int row, void *item)
                               .send_rate_count = fq_store_int64(res, row, 11),
                               .send_rate_period_s = (int)fq_store_int64(res, row, 12),
                               .daily_quota = fq_store_int64(res, row, 13),
-                              .sent_today = fq_store_int64(res, row, 14)};
+                              .sent_today = fq_store_int64(res, row, 14),
+                              .unsubscribe = PQgetvalue(res, row, 15)[0] == 't'};
     snprintf(out->name, sizeof out->name, "%s", PQgetvalue(res, row, 1));
 }
 

@@ -917,6 +917,9 @@ class RequestRoutesTest(APITest):
         answer("destinations", "GET", "/v1/destinations")
         answer("destination deleted", "DELETE", "/v1/destinations/google")
         answer("error", "GET", "/v1/requests/987654", status=404)
+        answer("webhook", "POST", "/v1/tenants/acme/webhooks",
+               {"url": "https://hooks.acme.example/fairq"}, 201)
+        answer("webhooks", "GET", "/v1/tenants/acme/webhooks")
         # An event of every field, written as the pipeline writes them
         self.h.sql("INSERT INTO fairq.events (tenant_id, request_id, message_id, type, recipient,"
                    f" detail) SELECT t.id, {bad}, {messages[0]['id']}, 'message.deferred',"
@@ -945,7 +948,9 @@ class RequestRoutesTest(APITest):
                                  ("revoked", {"revoked"}), ("destination", {"live", "domains"}),
                                  ("destinations", {"destinations"}),
                                  ("destination deleted", {"deleted"}),
-                                 ("events", {"events", "next"})):
+                                 ("events", {"events", "next"}),
+                                 ("webhooks", {"webhooks"}),
+                                 ("webhook", {"url", "secret", "backlog"})):
                 if wanted <= keys:
                     return name
             return None
@@ -954,7 +959,8 @@ class RequestRoutesTest(APITest):
         for example in examples:
             name = which(example)
             if example.status is None and name not in ("error", "submit body", "request",
-                                                       "message", "tenant", "healthz", "events"):
+                                                       "message", "tenant", "healthz", "events",
+                                                       "webhook"):
                 continue  # A body a client sends (PATCH, PUT): no answer to compare
             if name is None:
                 failures.append(f"line {example.line}: an example no answer is known for: "
@@ -992,7 +998,7 @@ class RequestRoutesTest(APITest):
                             f"{healthz[0].value.get('schema')}, the server answers {schema}")
         for name in ("healthz", "healthz 503", "submit body", "request", "message", "tenant",
                      "requests", "rejects", "messages", "tenants", "token", "tokens", "revoked",
-                     "events", "error"):
+                     "events", "error", "webhooks", "webhook"):
             if name not in seen:
                 failures.append(f"API.md has no example of {name}")
         self.assertFalse(failures, "API.md's examples differ from the answers:\n" +

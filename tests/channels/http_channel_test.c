@@ -414,6 +414,61 @@ static void test_render_signs(void **unused)
     fq_http_templates_destroy(&templates);
 }
 
+//  During a rotation a message carries two signatures, the new secret's
+//  first, then the previous one's after a space: a receiver verifies with
+//  either. A previous secret without a current one signs nothing, and a
+//  malformed one is refused by the rule.
+static void test_render_signs_twice_in_rotation(void **unused)
+{
+    (void)unused;
+    const char *previous = "whsec_MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=";
+    fq_http_spec_t spec = {.method = "POST",
+                           .url = "https://hooks.example/e",
+                           .body = "{\"n\": {{n}}}",
+                           .body_format = FQ_HTTP_BODY_JSON,
+                           .secret = S_VECTOR_SECRET,
+                           .previous_secret = previous};
+    char error[FQ_HTTP_PROBLEM_SIZE];
+    fq_http_templates_t *templates = fq_http_templates_new(&spec, error, sizeof error);
+    assert_non_null(templates);
+    json_t *fields = json_pack("{s:i}", "n", 7);
+    fq_http_message_t message;
+    assert_int_equal(
+        fq_http_render(templates, fields, 42, S_VECTOR_TIMESTAMP, &message, error, sizeof error),
+        0);
+    unsigned char key[FQ_HTTP_SECRET_MAX];
+    char current[FQ_HTTP_SIGNATURE_SIZE], old[FQ_HTTP_SIGNATURE_SIZE], both[128];
+    int size = fq_http_secret_decode(S_VECTOR_SECRET, key);
+    assert_int_equal(fq_http_sign(key, (size_t)size, "msg_42", S_VECTOR_TIMESTAMP, message.body,
+                                  message.body_size, current),
+                     0);
+    size = fq_http_secret_decode(previous, key);
+    assert_true(size > 0);
+    assert_int_equal(fq_http_sign(key, (size_t)size, "msg_42", S_VECTOR_TIMESTAMP, message.body,
+                                  message.body_size, old),
+                     0);
+    snprintf(both, sizeof both, "%s %s", current, old);
+    assert_string_equal(s_header(&message, "webhook-signature"), both);
+    fq_http_message_free(&message);
+    fq_http_templates_destroy(&templates);
+
+    spec.secret = NULL; //  Unsigned: the previous secret alone signs nothing
+    templates = fq_http_templates_new(&spec, error, sizeof error);
+    assert_non_null(templates);
+    assert_int_equal(
+        fq_http_render(templates, fields, 42, S_VECTOR_TIMESTAMP, &message, error, sizeof error),
+        0);
+    assert_null(s_header(&message, "webhook-signature"));
+    fq_http_message_free(&message);
+    fq_http_templates_destroy(&templates);
+
+    spec.secret = S_VECTOR_SECRET;
+    spec.previous_secret = "whsec_short";
+    assert_null(fq_http_templates_new(&spec, error, sizeof error));
+    assert_non_null(strstr(error, "http.previous_secret"));
+    json_decref(fields);
+}
+
 //  The host a request's messages go to, as the splitter stamps their
 //  destination by it: lowercase, without port, path or user information.
 static void test_url_host(void **state)
@@ -448,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_render_encodes_each_place),
         cmocka_unit_test(test_render_form_and_no_body),
         cmocka_unit_test(test_render_signs),
+        cmocka_unit_test(test_render_signs_twice_in_rotation),
         cmocka_unit_test(test_url_host),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

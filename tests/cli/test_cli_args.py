@@ -35,7 +35,8 @@ COMMANDS = ["submit", "status", "list", "search", "message", "cancel", "pause", 
             "tenants token", "tenants tokens", "tenants revoke", "destinations",
             "destinations show", "destinations set", "destinations delete", "suppressions",
             "suppressions list", "suppressions add", "suppressions remove", "suppressions import",
-            "top", "health"]
+            "webhooks", "webhooks list", "webhooks add", "webhooks show", "webhooks set",
+            "webhooks rotate", "webhooks remove", "top", "health"]
 
 
 def closed_port():
@@ -324,6 +325,74 @@ class ArgsTest(unittest.TestCase):
                     input_text="a@example.com\n")
         path = self.file("list.csv", "email\na@example.com\n")
         self.expect(5, "could not reach", "suppressions", "import", path, "--global")
+
+    def test_webhooks_arguments(self):
+        """webhooks: every bad argument refused before anything is sent
+        (exit 2, saying what was expected); good ones get as far as the
+        (absent) server."""
+        url = "https://hooks.example/fairq"
+        for args in (["webhooks"], ["webhooks", "list"], ["webhooks", "add", url],
+                     ["webhooks", "show", "1"], ["webhooks", "set", "1", "--disable"],
+                     ["webhooks", "rotate", "1"], ["webhooks", "remove", "1"]):
+            self.expect(2, "which tenant? give --tenant NAME", *args)
+            self.expect(2, 'invalid tenant "Acme"', *args, "--tenant", "Acme")
+            self.expect(2, "option --tenant needs a value", *args, "--tenant")
+        for command in ("show", "set", "rotate", "remove"):
+            for bad in ("abc", "0", "1.5", "12x", "99999999999999999999"):
+                self.expect(2, f'invalid webhook id "{bad}" (a positive integer)', "webhooks",
+                            command, bad, "--tenant", "acme")
+            self.expect(2, "missing argument", "webhooks", command, "--tenant", "acme")
+            self.expect(2, 'unexpected argument "2"', "webhooks", command, "1", "2",
+                        "--tenant", "acme")
+        for bad in ("ftp://hooks.example", "hooks.example/x", "http://", "HTTPS://x.example",
+                    ""):
+            self.expect(2, f'invalid URL "{bad}" (the endpoint\'s http:// or https:// URL',
+                        "webhooks", "add", bad, "--tenant", "acme")
+            self.expect(2, f'invalid URL "{bad}"', "webhooks", "set", "1", "--tenant", "acme",
+                        "--endpoint", bad)
+        for bad, shown in (("message.opened", "message.opened"), ("ALL", "ALL"),
+                           ("message.sent,,message.dead", ""), ("message.sent,", ""),
+                           ("", ""), ("message.sent message.dead", "message.sent message.dead")):
+            self.expect(2, f'invalid value for --events: "{shown}" (all, or event types between '
+                        "commas, each one of message.sent, message.deferred,", "webhooks", "add",
+                        url, "--tenant", "acme", "--events", bad)
+            self.expect(2, f'invalid value for --events: "{shown}"', "webhooks", "set", "1",
+                        "--tenant", "acme", "--events", bad)
+        self.expect(2, "nothing to change: give --endpoint URL, --events LIST|all, --enable or "
+                    "--disable", "webhooks", "set", "1", "--tenant", "acme")
+        # --url is fairqd's API, not the endpoint's: a set that meant it is told
+        self.expect(2, "the endpoint's URL is --endpoint URL", "webhooks", "set", "1",
+                    "--tenant", "acme", "--url", url)
+        self.expect(2, "--enable and --disable cannot go together", "webhooks", "set", "1",
+                    "--tenant", "acme", "--enable", "--disable")
+        for bad in ("-1", "604801", "1d", "x", "1.5"):
+            self.expect(2, f'invalid value for --keep-previous-s: "{bad}" (an integer in '
+                        "0..604800)", "webhooks", "rotate", "1", "--tenant", "acme",
+                        "--keep-previous-s", bad)
+        self.expect(2, "unknown option --secret", "webhooks", "set", "1", "--tenant", "acme",
+                    "--secret", "whsec_x")
+        self.expect(2, "unknown option --enable", "webhooks", "add", url, "--tenant", "acme",
+                    "--enable")
+        self.expect(2, "missing argument", "webhooks", "add", "--tenant", "acme")
+        self.expect(2, 'fairq webhooks: unexpected argument "bogus"', "webhooks", "bogus",
+                    "--tenant", "acme")
+        # Good values get past the checks: nothing listens (5)
+        self.expect(5, "could not reach", "webhooks", "--tenant", "acme")
+        self.expect(5, "could not reach", "webhooks", "list", "--tenant", "acme")
+        self.expect(5, "could not reach", "webhooks", "add", "http://127.0.0.1:9/x", "--tenant",
+                    "acme", "--events", "message.dead,message.bounced,request.done",
+                    "--secret", "whsec_anything")
+        self.expect(5, "could not reach", "webhooks", "add", url, "--tenant", "acme",
+                    "--events", "all")
+        self.expect(5, "could not reach", "webhooks", "show", "7", "--tenant", "acme")
+        self.expect(5, "could not reach", "webhooks", "set", "7", "--tenant", "acme",
+                    "--endpoint", url, "--events", "all", "--enable")
+        self.expect(5, "could not reach", "webhooks", "set", "7", "--tenant", "acme",
+                    "--disable")
+        for keep in ("0", "604800"):
+            self.expect(5, "could not reach", "webhooks", "rotate", "7", "--tenant", "acme",
+                        "--keep-previous-s", keep, "--secret", "whsec_x")
+        self.expect(5, "could not reach", "webhooks", "remove", "7", "--tenant", "acme")
 
     def test_words(self):
         self.expect(2, "invalid value for --status: \"sent\" (one of accepted,", "list",

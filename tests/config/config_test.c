@@ -734,6 +734,47 @@ static void test_checks_between_keys(void **unused)
     s_expect_ok(config, curve, s_no_env);
     char *exact[] = {"fairqd", "--heartbeat_ms=1500", NULL}; //  Twice is enough
     s_expect_ok(config, exact, s_no_env);
+    //  One-click unsubscribe: a listener names its public URL, a URL is
+    //  https (or local) and has a secret, a mailto goes with a URL
+    char *listen_alone[] = {"fairqd", "--unsubscribe-listen=0.0.0.0:8443", NULL};
+    s_expect_error(listen_alone, s_no_env,
+                   "flag --unsubscribe-listen: unsubscribe_listen needs unsubscribe_url, the "
+                   "public https:// URL recipients reach the listener by");
+    char *plain_http[] = {"fairqd", "--unsubscribe-url=http://mail.example.org",
+                          "--unsubscribe-secret-file=/etc/fairq/unsubscribe.secret", NULL};
+    s_expect_error(plain_http, s_no_env,
+                   "flag --unsubscribe-url: invalid value for \"unsubscribe_url\": "
+                   "\"http://mail.example.org\": it must start with https:// (http:// only for "
+                   "localhost, 127.0.0.1 or [::1])");
+    char *query[] = {"fairqd", "--unsubscribe-url=https://mail.example.org/u?x=1",
+                     "--unsubscribe-secret-file=/etc/fairq/unsubscribe.secret", NULL};
+    s_expect_error(query, s_no_env,
+                   "flag --unsubscribe-url: invalid value for \"unsubscribe_url\": "
+                   "\"https://mail.example.org/u?x=1\": it holds a space, a quote, <, >, ?, # or "
+                   "a byte that is not printable ASCII");
+    char *no_secret[] = {"fairqd", "--unsubscribe-url=https://mail.example.org", NULL};
+    s_expect_error(no_secret, s_no_env,
+                   "flag --unsubscribe-url: unsubscribe_url needs unsubscribe_secret_file, the "
+                   "secret that seals its links");
+    char *mailto_alone[] = {"fairqd", "--unsubscribe-mailto=leave@example.org", NULL};
+    s_expect_error(mailto_alone, s_no_env,
+                   "flag --unsubscribe-mailto: unsubscribe_mailto needs unsubscribe_url: the "
+                   "mailto goes beside a one-click link, not alone");
+    char *bad_mailto[] = {"fairqd", "--unsubscribe-url=https://mail.example.org",
+                          "--unsubscribe-secret-file=/s", "--unsubscribe-mailto=leave", NULL};
+    s_expect_error(bad_mailto, s_no_env,
+                   "flag --unsubscribe-mailto: invalid value for \"unsubscribe_mailto\": "
+                   "\"leave\": address is not local@domain");
+    char *unsubscribe[] = {"fairqd",
+                           "--unsubscribe-listen=127.0.0.1:8443",
+                           "--unsubscribe-url=https://mail.example.org/",
+                           "--unsubscribe-secret-file=/etc/fairq/unsubscribe.secret",
+                           "--unsubscribe-mailto=leave@example.org",
+                           NULL};
+    s_expect_ok(config, unsubscribe, s_no_env);
+    char *local[] = {"fairqd", "--unsubscribe-url=http://127.0.0.1:8443",
+                     "--unsubscribe-secret-file=/s", NULL};
+    s_expect_ok(config, local, s_no_env);
     fq_config_destroy(&config);
 }
 

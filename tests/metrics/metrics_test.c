@@ -716,6 +716,82 @@ static void test_destinations(void **state)
 }
 
 //  ---------------------------------------------------------------------
+//  The tenants' rates of the last day (fq_store_rates.h)
+
+//  acme's day: 2,000 delivered, 40 hard bounces (none refused at SMTP
+//  time), 6 complaints; beta's: nothing delivered, two addresses that do
+//  not exist; gamma: nothing at all.
+static fq_tenant_rates_t s_rates_rows[] = {
+    {.tenant_id = S_ACME,
+     .name = "acme",
+     .delivered = 2000,
+     .bounces = 40,
+     .complaints = 6,
+     .unsubscribes = 3,
+     .suppressions = 12},
+    {.tenant_id = S_BETA, .name = "beta", .bounces = 2, .bounces_refused = 2, .suppressions = 2},
+    {.tenant_id = S_GAMMA, .name = "gamma"},
+};
+static const fq_tenant_rates_list_t s_rates = {s_rates_rows,
+                                               sizeof s_rates_rows / sizeof s_rates_rows[0]};
+
+static void test_tenant_rates(void **state)
+{
+    (void)state;
+    fq_metrics_t *metrics = fq_metrics_new();
+    int64_t now = 5 * S_SECOND_MS;
+    fq_metrics_set_clock(metrics, s_fake_now, &now);
+    //  Never read: the families, no series, no age
+    char *text = fq_metrics_render(metrics, NULL, &s_tenants);
+    s_assert_line(text, "# TYPE fairq_tenant_bounce_rate gauge");
+    s_assert_no_line(text, "fairq_tenant_bounce_rate{");
+    s_assert_no_line(text, "fairq_tenant_rates_age_seconds");
+    free(text);
+    //  Due: the first caller reads, the second (a scrape at the same time)
+    //  does not
+    assert_true(fq_metrics_tenant_rates_due(metrics));
+    assert_false(fq_metrics_tenant_rates_due(metrics));
+    fq_metrics_tenant_rates(metrics, &s_rates);
+    assert_false(fq_metrics_tenant_rates_due(metrics));
+    now += 30 * S_SECOND_MS;
+    text = fq_metrics_render(metrics, NULL, &s_tenants);
+    s_assert_line(text, "fairq_tenant_delivered_24h{tenant=\"acme\"} 2000");
+    s_assert_line(text, "fairq_tenant_bounces_24h{tenant=\"acme\"} 40");
+    s_assert_line(text, "fairq_tenant_complaints_24h{tenant=\"acme\"} 6");
+    s_assert_line(text, "fairq_tenant_unsubscribes_24h{tenant=\"acme\"} 3");
+    s_assert_line(text, "fairq_tenant_suppressions{tenant=\"acme\"} 12");
+    s_assert_line(text, "fairq_tenant_bounce_rate{tenant=\"acme\"} 0.02");
+    s_assert_line(text, "fairq_tenant_complaint_rate{tenant=\"acme\"} 0.003");
+    //  All that met a verdict bounced; no delivery, no complaint rate
+    s_assert_line(text, "fairq_tenant_bounce_rate{tenant=\"beta\"} 1");
+    s_assert_no_line(text, "fairq_tenant_complaint_rate{tenant=\"beta\"}");
+    s_assert_line(text, "fairq_tenant_delivered_24h{tenant=\"gamma\"} 0");
+    s_assert_no_line(text, "fairq_tenant_bounce_rate{tenant=\"gamma\"}");
+    s_assert_line(text, "fairq_tenant_rates_age_seconds 30.000");
+    free(text);
+    //  A minute after the read, due again; a failed read keeps the figures
+    //  and leaves them due
+    now += 30 * S_SECOND_MS;
+    assert_true(fq_metrics_tenant_rates_due(metrics));
+    fq_metrics_tenant_rates(metrics, NULL);
+    text = fq_metrics_render(metrics, NULL, &s_tenants);
+    s_assert_line(text, "fairq_tenant_bounce_rate{tenant=\"acme\"} 0.02");
+    s_assert_line(text, "fairq_tenant_rates_age_seconds 60.000");
+    free(text);
+    assert_true(fq_metrics_tenant_rates_due(metrics));
+    fq_tenant_rates_list_t none = {0};
+    fq_metrics_tenant_rates(metrics, &none);
+    text = fq_metrics_render(metrics, NULL, &s_tenants);
+    s_assert_no_line(text, "fairq_tenant_bounce_rate{");
+    s_assert_line(text, "fairq_tenant_rates_age_seconds 0.000");
+    free(text);
+    //  Without metrics, nothing is ever due
+    assert_false(fq_metrics_tenant_rates_due(NULL));
+    fq_metrics_tenant_rates(NULL, &s_rates);
+    fq_metrics_destroy(&metrics);
+}
+
+//  ---------------------------------------------------------------------
 
 //  Prints an exposition with every family filled, for the format check.
 static int s_exposition(void)
@@ -727,6 +803,7 @@ static int s_exposition(void)
     s_record_google(metrics);
     fq_metrics_destination(metrics,
                            &(fq_metrics_destination_t){.name = "default", .state = "open"});
+    fq_metrics_tenant_rates(metrics, &s_rates);
     char *text = fq_metrics_render(metrics, sys, &s_tenants);
     int rc = text && fputs(text, stdout) >= 0 ? 0 : 1;
     free(text);
@@ -751,6 +828,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_actor_figures),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_destinations),
+        cmocka_unit_test(test_tenant_rates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

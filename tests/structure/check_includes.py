@@ -25,6 +25,8 @@ LAYERS = {
     "channels": ["base", "templates"],
     "recipients": ["base"],
     "mailheaders": ["base"],
+    "reports": ["base"],
+    "unsubscribe": ["base", "recipients"],
     "sql": ["base", "log", "recipients"],
     "leadership": ["base"],
     "metrics": ["base", "runtime", "sql", "leadership"],
@@ -32,14 +34,14 @@ LAYERS = {
     "fairness": ["base", "runtime"],
     "shaping": ["base"],
     "actors": ["base", "log", "runtime", "messages", "templates", "channels", "recipients",
-               "sql", "leadership", "metrics", "config", "fairness", "shaping"],
+               "unsubscribe", "sql", "leadership", "metrics", "config", "fairness", "shaping"],
     "api": ["base", "log", "runtime", "templates", "channels", "recipients", "mailheaders",
-            "sql", "leadership", "metrics", "config", "shaping"],
+            "unsubscribe", "reports", "sql", "leadership", "metrics", "config", "shaping"],
     "sender": ["base", "log", "runtime", "messages", "channels", "mailheaders", "config",
                "shaping"],
     "cli": ["base", "templates", "shaping"],
     "fairqd": ["base", "log", "runtime", "messages", "templates", "channels", "recipients",
-               "mailheaders", "sql", "leadership", "metrics", "config", "fairness", "shaping",
+               "mailheaders", "unsubscribe", "reports", "sql", "leadership", "metrics", "config", "fairness", "shaping",
                "actors", "api"],
 }
 
@@ -54,6 +56,7 @@ LIBRARIES = {
     "msgpack.h": ["runtime", "messages"],
     "microhttpd.h": ["api", "fairqd"],
     "curl/curl.h": ["sender", "cli"],
+    "gmime/gmime.h": ["reports"],
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

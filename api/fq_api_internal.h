@@ -201,8 +201,9 @@ fq_api_handler_fn fq_api_request_submit, fq_api_request_list, fq_api_request_get
 fq_api_handler_fn fq_api_request_cancel, fq_api_request_pause, fq_api_request_resume;
 fq_api_handler_fn fq_api_request_patch, fq_api_request_rejects;
 fq_api_handler_fn fq_api_message_search, fq_api_message_get, fq_api_message_retry; //  messages
-fq_api_handler_fn fq_api_event_list;                                               //  events
-fq_api_handler_fn fq_api_tenant_list, fq_api_tenant_get, fq_api_tenant_put;        //  tenants
+fq_api_handler_fn fq_api_error_summary;
+fq_api_handler_fn fq_api_event_list;                                        //  events
+fq_api_handler_fn fq_api_tenant_list, fq_api_tenant_get, fq_api_tenant_put; //  tenants
 fq_api_handler_fn fq_api_tenant_token, fq_api_tenant_tokens, fq_api_tenant_token_revoke;
 fq_api_handler_fn fq_api_destination_list, fq_api_destination_get; //  destinations
 fq_api_handler_fn fq_api_destination_put, fq_api_destination_delete;

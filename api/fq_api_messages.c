@@ -1,6 +1,6 @@
 /*  fq_api_messages.c — /v1/messages: search, one message, retry of a dead
-    one (api/API.md). A tenant's token searches its own tenant only: the
-    store's filter gets its tenant id whatever the query says. */
+    one; /v1/errors: what the failed and dead ones met (api/API.md). A tenant's token searches its
+   own tenant only: the store's filter gets its tenant id whatever the query says. */
 #include "fq_api_internal.h"
 #include "fq_error.h"
 #include "fq_limits.h"
@@ -204,4 +204,49 @@ void fq_api_message_retry(fq_api_call_t *call)
         return;
     }
     s_reply_message(call, &page);
+}
+
+//  The error summary row of API.md.
+static json_t *s_error_json(const fq_error_count_t *e)
+{
+    return json_pack("{s:s, s:s, s:o, s:o, s:I, s:I, s:I, s:o}", "tenant", e->tenant, "destination",
+                     e->destination, "code", e->code ? json_string(e->code) : json_null(),
+                     "enhanced", e->enhanced ? json_string(e->enhanced) : json_null(), "count",
+                     (json_int_t)e->count, "failed", (json_int_t)e->failed, "dead",
+                     (json_int_t)e->dead, "example",
+                     e->example ? json_string(e->example) : json_null());
+}
+
+void fq_api_error_summary(fq_api_call_t *call)
+{
+    static const char *const params[] = {"tenant", "request", "status", "destination", "top", NULL};
+    if (!fq_api_query_allowed(call, params))
+        return;
+    //  Only these two have errors to summarise
+    const char *status = fq_api_query(call, "status");
+    if (status && strcmp(status, "failed") != 0 && strcmp(status, "dead") != 0) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "status must be failed or dead");
+        return;
+    }
+    const char *destination = fq_api_query(call, "destination");
+    if (destination && !fq_destination_name_valid(destination)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "destination must be a destination name");
+        return;
+    }
+    fq_message_filter_t filter;
+    int64_t top;
+    if (!s_filter(call, &filter) || !fq_api_parse_int(call, fq_api_query(call, "top"), "top", 1,
+                                                      FQ_STORE_PAGE_MAX, FQ_API_PAGE_DEFAULT, &top))
+        return;
+    fq_error_summary_t summary;
+    int rc = fq_store_error_summary(call->store, &filter, destination, (int)top, &summary);
+    if (rc < 0) {
+        fq_api_fail_store(call, rc);
+        return;
+    }
+    json_t *rows = json_array();
+    for (size_t i = 0; i < summary.count; i++)
+        json_array_append_new(rows, s_error_json(&summary.rows[i]));
+    fq_error_summary_free(&summary);
+    fq_api_reply(call, MHD_HTTP_OK, json_pack("{s:o}", "errors", rows));
 }

@@ -71,13 +71,22 @@ void fq_api_metrics(fq_api_call_t *call)
     bool have_tenants = rc >= 0;
     //  The tenants' rates of the last day, read again at most once a
     //  minute (fq_metrics.h says why), with the pattern of hard bounces
-    //  the nack batch suppresses by; a failed read keeps the last figures
+    //  the nack batch suppresses by, and the error summary; a failed read
+    //  keeps the last figures
     if (have_tenants && fq_metrics_tenant_rates_due(call->server->metrics)) {
         fq_tenant_rates_list_t rates;
         int read = fq_store_tenant_rates(call->store, call->server->bounce_pattern,
                                          FQ_STORE_RATES_WINDOW_S, &rates);
         if (read < 0)
             fq_log(FQ_LOG_WARNING, "http: metrics: %s", fq_store_error(call->store));
+        //  The errors of the failed and dead messages, as often
+        fq_error_summary_t errors;
+        int summed = fq_store_error_summary(call->store, &(fq_message_filter_t){0}, NULL,
+                                            FQ_METRICS_ERRORS_TOP, &errors);
+        if (summed < 0)
+            fq_log(FQ_LOG_WARNING, "http: metrics: %s", fq_store_error(call->store));
+        fq_metrics_errors(call->server->metrics, summed >= 0 ? &errors : NULL);
+        fq_error_summary_free(&errors);
         fq_metrics_tenant_rates(call->server->metrics, read >= 0 ? &rates : NULL);
         fq_tenant_rates_free(&rates);
     }

@@ -94,6 +94,7 @@ static const s_route_t s_routes[] = {
     {"GET", "/v1/messages", fq_api_message_search, S_AUTH_TOKEN},
     {"GET", "/v1/messages/{}", fq_api_message_get, S_AUTH_TOKEN},
     {"POST", "/v1/messages/{}/retry", fq_api_message_retry, S_AUTH_TOKEN},
+    {"GET", "/v1/errors", fq_api_error_summary, S_AUTH_TOKEN},
     {"GET", "/v1/events", fq_api_event_list, S_AUTH_TOKEN},
     {"GET", "/v1/tenants", fq_api_tenant_list, S_AUTH_TOKEN},
     {"GET", "/v1/tenants/{}", fq_api_tenant_get, S_AUTH_TOKEN},

@@ -22,6 +22,7 @@ extern const fq_cli_command_t fq_cli_cmd_rejects;
 extern const fq_cli_command_t fq_cli_cmd_search;
 extern const fq_cli_command_t fq_cli_cmd_message;
 extern const fq_cli_command_t fq_cli_cmd_retry;
+extern const fq_cli_command_t fq_cli_cmd_errors;
 
 //  fq_cli_commands_events.c
 extern const fq_cli_command_t fq_cli_cmd_events;

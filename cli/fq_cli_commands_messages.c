@@ -1,4 +1,5 @@
-/*  fq_cli_commands_messages.c — single messages: search, message, retry. */
+/*  fq_cli_commands_messages.c — single messages: search, message, retry;
+    and errors, what the failed and dead ones met. */
 #include "fq_cli_args.h"
 #include "fq_cli_commands.h"
 #include "fq_cli_pages.h"
@@ -14,6 +15,13 @@
 
 //  ASCII DEL, a control character like those below ' '
 #define S_DEL 0x7F
+
+//  API.md: top is 1..1000 groups
+#define S_TOP_MAX 1000
+
+//  Characters of an error's example a table shows: the codes are beside
+//  it, and the rest of the line would wrap; --json has it whole
+#define S_EXAMPLE_WIDTH 60
 
 static const char *const s_message_statuses[] = {"pending", "sent",      "failed",
                                                  "dead",    "cancelled", NULL};
@@ -168,3 +176,104 @@ const fq_cli_command_t fq_cli_cmd_retry = {
     .min_args = 1,
     .max_args = 1,
     .run = s_retry};
+
+//  ---------------------------------------------------------------------
+//  errors
+
+static const fq_cli_option_t s_errors_options[] = {
+    {"tenant", "NAME", "errors of this tenant's messages"},
+    {"request", "ID", "errors of this request's messages"},
+    {"status", "STATUS", "failed (to be retried) or dead: of these messages only"},
+    {"destination", "NAME", "errors of the messages split with this destination"},
+    {"top", "N", "the N most frequent (1..1000, default 100)"},
+    {NULL, NULL, NULL}};
+
+//  text cut to S_EXAMPLE_WIDTH characters (UTF-8 sequences count one),
+//  ending with "..." when cut.
+static void s_shorten(char *text)
+{
+    static const char dots[] = "...";
+    if (fq_cli_width(text) <= S_EXAMPLE_WIDTH)
+        return;
+    size_t chars = 0, at = 0;
+    for (; text[at]; at++)
+        if (((unsigned char)text[at] & 0xC0) != 0x80 && chars++ == S_EXAMPLE_WIDTH - 3)
+            break;
+    memcpy(text + at, dots, sizeof dots);
+}
+
+static void s_add_error(fq_cli_table_t *table, const json_t *error)
+{
+    static const char *const keys[] = {"tenant", "destination", "code", "enhanced",
+                                       "count",  "failed",      "dead"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        fq_cli_table_add_json(table, json_object_get(error, keys[i]));
+    char example[FQ_CLI_VALUE_SIZE];
+    fq_cli_format_value(example, sizeof example, json_object_get(error, "example"));
+    s_shorten(example);
+    fq_cli_table_add(table, example);
+}
+
+static int s_errors(fq_cli_t *cli, const fq_cli_args_t *args)
+{
+    const char *request = fq_cli_arg(args, "request"), *tenant = fq_cli_arg(args, "tenant");
+    const char *status = fq_cli_arg(args, "status"), *top = fq_cli_arg(args, "top");
+    const char *destination = fq_cli_arg(args, "destination");
+    static const char *const statuses[] = {"failed", "dead", NULL};
+    int64_t n;
+    if ((request && fq_cli_parse_id(request, "--request id", &n)) ||
+        (tenant && fq_cli_parse_tenant(tenant, "tenant")) ||
+        (status && fq_cli_parse_choice(status, "--status", statuses)) ||
+        (destination && fq_cli_parse_tenant(destination, "destination name")) ||
+        (top && fq_cli_parse_int(top, "--top", 1, S_TOP_MAX, &n)))
+        return FQ_CLI_EXIT_USAGE;
+    fq_cli_query_t query[] = {{"tenant", tenant}, {"request", request},
+                              {"status", status}, {"destination", destination},
+                              {"top", top},       {NULL, NULL}};
+    char *path = fq_cli_query_path("/v1/errors", query);
+    if (!path) {
+        fq_cli_error("out of memory");
+        return FQ_CLI_EXIT_FAILED;
+    }
+    fq_cli_answer_t answer = {0};
+    int rc = fq_cli_call(cli, "GET", path, NULL, NULL, &answer);
+    free(path);
+    if (rc == FQ_CLI_EXIT_OK && cli->json)
+        fq_cli_print_raw(&answer);
+    else if (rc == FQ_CLI_EXIT_OK) {
+        static const char *const headers[] = {"TENANT", "DESTINATION", "CODE", "ENHANCED",
+                                              "COUNT",  "FAILED",      "DEAD", "EXAMPLE"};
+        fq_cli_table_t *table = fq_cli_table_new(headers, "llllrrrl");
+        size_t i;
+        json_t *error;
+        json_array_foreach(json_object_get(answer.json, "errors"), i, error)
+        {
+            if (table)
+                s_add_error(table, error);
+        }
+        if (table)
+            fq_cli_table_print(table, stdout, SIZE_MAX, "\n");
+        else {
+            fq_cli_error("out of memory");
+            rc = FQ_CLI_EXIT_FAILED;
+        }
+        fq_cli_table_destroy(&table);
+    }
+    fq_cli_answer_reset(&answer);
+    return rc;
+}
+
+const fq_cli_command_t fq_cli_cmd_errors = {
+    .name = "errors",
+    .usage = "[--tenant NAME] [--request ID] [--status STATUS] [--destination NAME] "
+             "[--top N]",
+    .summary = "what the failed and dead messages met, most frequent first",
+    .description =
+        "Errors are grouped by tenant, destination and their codes: CODE is the reply code\n"
+        "the error starts with (an SMTP reply's 550, an http status's 503), ENHANCED the\n"
+        "first enhanced status code in it (5.1.1); \"-\" when it has none. EXAMPLE is one\n"
+        "error of the group, shortened (--json shows it whole).",
+    .options = s_errors_options,
+    .min_args = 0,
+    .max_args = 0,
+    .run = s_errors};

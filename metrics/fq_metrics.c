@@ -188,6 +188,7 @@ struct fq_metrics {
     int64_t rates_at;   //  now_ms() of that read
     bool rates_read;    //  Once read at all
     bool rates_reading; //  A caller was told to read them, and has not said
+    char *errors;       //  fairq_message_errors' samples as last read; NULL: none yet
 };
 
 typedef enum {
@@ -286,6 +287,7 @@ void fq_metrics_destroy(fq_metrics_t **self_p)
     zhashx_destroy(&self->requests);
     zhashx_destroy(&self->destinations);
     free(self->rates);
+    free(self->errors);
     pthread_mutex_destroy(&self->lock);
     free(self);
     *self_p = NULL;
@@ -913,6 +915,7 @@ typedef struct {
     fq_tenant_rates_t *rates; //  By name
     size_t nrates;
     double rates_age_s;    //  < 0: never read
+    char *errors;          //  fairq_message_errors' samples; NULL: none
     uint64_t dead_letters; //  Of the system
     bool failed;           //  Out of memory
 } s_snapshot_t;
@@ -962,6 +965,10 @@ static void s_snapshot_destinations(s_snapshot_t *snap, fq_metrics_t *self)
 static void s_snapshot_rates(s_snapshot_t *snap, fq_metrics_t *self)
 {
     snap->rates_age_s = -1;
+    if (self->errors) {
+        snap->errors = strdup(self->errors);
+        snap->failed = snap->failed || !snap->errors;
+    }
     if (!self->rates_read)
         return;
     snap->rates_age_s = (double)(self->now_ms(self->clock_arg) - self->rates_at) / S_MS_PER_S;
@@ -1076,6 +1083,7 @@ static void s_snapshot_free(s_snapshot_t *snap)
     free(snap->actors);
     free(snap->destinations);
     free(snap->rates);
+    free(snap->errors);
 }
 
 static int s_render_tenants(fq_buf_t *out, const s_snapshot_t *snap, bool database)
@@ -1195,6 +1203,16 @@ static int s_render_rates(fq_buf_t *out, const s_snapshot_t *snap)
         rc |= fq_buf_printf(out, "%s %.3f\n", age, snap->rates_age_s);
     }
     return rc;
+}
+
+//  The errors of the failed and dead messages, from the database: the
+//  samples were written when they were read (fq_metrics_errors).
+static int s_render_errors(fq_buf_t *out, const s_snapshot_t *snap)
+{
+    int rc = s_out_family(out, "fairq_message_errors", "gauge",
+                          "Failed and dead messages by tenant, destination and the reply code and "
+                          "enhanced status code of their last error (the most frequent groups)");
+    return rc | (snap->errors ? fq_buf_add_str(out, snap->errors) : 0);
 }
 
 static int s_render_senders(fq_buf_t *out, const s_snapshot_t *snap)
@@ -1492,6 +1510,35 @@ void fq_metrics_tenant_rates(fq_metrics_t *self, const fq_tenant_rates_list_t *r
     pthread_mutex_unlock(&self->lock);
 }
 
+void fq_metrics_errors(fq_metrics_t *self, const fq_error_summary_t *errors)
+{
+    if (!self || !errors)
+        return;
+    //  Written before the lock: a scrape never waits for it
+    fq_buf_t out = {0};
+    int rc = 0;
+    for (size_t i = 0; i < errors->count; i++) {
+        const fq_error_count_t *e = &errors->rows[i];
+        rc |= s_out_sample(&out, "fairq_message_errors", "", "tenant", e->tenant);
+        rc |= fq_buf_add_str(&out, ",destination=\"");
+        rc |= s_out_label(&out, e->destination);
+        rc |= fq_buf_add_str(&out, "\",code=\"");
+        rc |= s_out_label(&out, e->code ? e->code : "");
+        rc |= fq_buf_add_str(&out, "\",enhanced=\"");
+        rc |= s_out_label(&out, e->enhanced ? e->enhanced : "");
+        rc |= fq_buf_printf(&out, "\"} %" PRId64 "\n", e->count);
+    }
+    char *text = rc ? NULL : fq_buf_take(&out);
+    if (!text) {
+        fq_buf_free(&out);
+        return; //  Out of memory: the last figures stay
+    }
+    pthread_mutex_lock(&self->lock);
+    free(self->errors);
+    self->errors = text;
+    pthread_mutex_unlock(&self->lock);
+}
+
 void fq_metrics_destination(fq_metrics_t *self, const fq_metrics_destination_t *destination)
 {
     if (!self || !destination || !destination->name)
@@ -1566,6 +1613,7 @@ char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_li
     rc |= s_render_leadership(&out, self ? self->lease : NULL);
     rc |= s_render_tenants(&out, &snap, tenants != NULL);
     rc |= s_render_rates(&out, &snap);
+    rc |= s_render_errors(&out, &snap);
     rc |= s_render_senders(&out, &snap);
     rc |= s_render_channels(&out, &snap);
     rc |= s_render_destinations(&out, &snap);

@@ -91,6 +91,17 @@ bool fq_metrics_tenant_rates_due(fq_metrics_t *self);
 //  failed: the last figures then stay, and the next scrape tries again.
 void fq_metrics_tenant_rates(fq_metrics_t *self, const fq_tenant_rates_list_t *rates);
 
+//  How many error groups /metrics shows (fairq_message_errors): the most
+//  frequent ones only, so that many distinct replies cannot swell every
+//  scrape with series.
+#define FQ_METRICS_ERRORS_TOP 100
+
+//  The errors of the failed and dead messages, read with the rates
+//  (fq_store_error_summary over every tenant, FQ_METRICS_ERRORS_TOP
+//  groups; borrowed), or NULL when the read failed: the last figures then
+//  stay. Call it before fq_metrics_tenant_rates.
+void fq_metrics_errors(fq_metrics_t *self, const fq_error_summary_t *errors);
+
 //  ---------------------------------------------------------------------
 //  Names and senders (rare: each takes the lock)
 

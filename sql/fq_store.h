@@ -907,12 +907,20 @@ int fq_store_request_change(fq_store_t *self, int64_t request_id,
 
 //  ---------------------------------------------------------------------
 //  Error summary: which errors the failed and dead messages met, and how
-//  often (what an operator would otherwise ask the database by hand with
-//  "select last_error, count(*) ... group by 1")
+//  often, per tenant and destination (what an operator would otherwise ask
+//  the database by hand with "select last_error, count(*) ... group by 1").
+//  Errors are grouped by their codes, not their text (which names the
+//  recipient): code is the basic reply code last_error starts with (an
+//  SMTP reply's "550", an http status's "503" of "HTTP 503: ..."), and
+//  enhanced the first RFC 3463 enhanced status code in it ("5.1.1").
 
 typedef struct {
-    const char *error; //  last_error; NULL for messages without one
-    int64_t count;     //  failed + dead
+    const char *tenant;      //  Tenant name
+    const char *destination; //  The destination the messages were split with
+    const char *code;        //  3 digits; NULL when last_error starts with none
+    const char *enhanced;    //  class.subject.detail; NULL when there is none
+    const char *example;     //  One last_error of the group; NULL when none has one
+    int64_t count;           //  failed + dead
     int64_t failed;
     int64_t dead;
 } fq_error_count_t;
@@ -923,12 +931,14 @@ typedef struct {
     size_t count;
 } fq_error_summary_t;
 
-//  The top (1..FQ_STORE_PAGE_MAX) last_error texts of the failed and dead
-//  messages matching filter (empty: all of them), most frequent first.
-//  status may be FQ_MESSAGE_ANY, FQ_MESSAGE_FAILED or FQ_MESSAGE_DEAD.
-//  Returns how many rows summary holds, or a negative code.
-int fq_store_error_summary(fq_store_t *self, const fq_message_filter_t *filter, int top,
-                           fq_error_summary_t *summary);
+//  The top (1..FQ_STORE_PAGE_MAX) groups of the failed and dead messages
+//  matching filter (empty: all of them) and, unless NULL, split with the
+//  destination named (a name that matches none gives no rows; an empty
+//  one is FQ_EINVAL), most frequent first. status may be FQ_MESSAGE_ANY,
+//  FQ_MESSAGE_FAILED or FQ_MESSAGE_DEAD. Returns how many rows summary
+//  holds, or a negative code; on failure summary is empty.
+int fq_store_error_summary(fq_store_t *self, const fq_message_filter_t *filter,
+                           const char *destination, int top, fq_error_summary_t *summary);
 void fq_error_summary_free(fq_error_summary_t *summary);
 
 //  ---------------------------------------------------------------------

@@ -599,14 +599,64 @@ int fq_store_request_change(fq_store_t *self, int64_t request_id, const fq_reque
 //  ---------------------------------------------------------------------
 //  Error summary
 
-int fq_store_error_summary(fq_store_t *self, const fq_message_filter_t *filter, int top,
-                           fq_error_summary_t *summary)
+//  The reply code last_error starts with: an SMTP reply's, or an http
+//  status as the http transport words it ("HTTP 503: ...").
+#define S_CODE_PATTERN "'^(?:HTTP )?([0-9]{3})(?![0-9])'"
+//  The first RFC 3463 enhanced status code: class 2, 4 or 5, subject and
+//  detail of 1 to 3 digits each, not part of a longer dotted number (an
+//  IP address, a version).
+#define S_ENHANCED_PATTERN "'(?:^|[^0-9.])([245][.][0-9]{1,3}[.][0-9]{1,3})(?![0-9]|[.][0-9])'"
+
+//  The columns of a summary row, as fq_error_count_t lists them.
+enum { S_ERR_TENANT, S_ERR_DESTINATION, S_ERR_CODE, S_ERR_ENHANCED, S_ERR_EXAMPLE, S_ERR_STRINGS };
+
+//  Copies the rows into one block: the row array, then the strings.
+static int s_summary_copy(fq_store_t *self, const PGresult *res, fq_error_summary_t *summary)
+{
+    size_t n = (size_t)PQntuples(res);
+    size_t size = n * sizeof(fq_error_count_t);
+    for (size_t i = 0; i < n; i++)
+        for (int col = 0; col < S_ERR_STRINGS; col++)
+            size += (size_t)PQgetlength(res, (int)i, col) + 1;
+    fq_error_count_t *rows = n ? malloc(size) : NULL;
+    if (n && !rows)
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    char *strings = (char *)(rows + n);
+    for (size_t i = 0; i < n; i++) {
+        int row = (int)i;
+        const char *copied[S_ERR_STRINGS] = {0};
+        for (int col = 0; col < S_ERR_STRINGS; col++) {
+            if (PQgetisnull(res, row, col))
+                continue;
+            size_t len = (size_t)PQgetlength(res, row, col);
+            memcpy(strings, PQgetvalue(res, row, col), len + 1);
+            copied[col] = strings;
+            strings += len + 1;
+        }
+        rows[i] = (fq_error_count_t){.tenant = copied[S_ERR_TENANT],
+                                     .destination = copied[S_ERR_DESTINATION],
+                                     .code = copied[S_ERR_CODE],
+                                     .enhanced = copied[S_ERR_ENHANCED],
+                                     .example = copied[S_ERR_EXAMPLE],
+                                     .count = fq_store_int64(res, row, S_ERR_STRINGS),
+                                     .failed = fq_store_int64(res, row, S_ERR_STRINGS + 1),
+                                     .dead = fq_store_int64(res, row, S_ERR_STRINGS + 2)};
+    }
+    summary->rows = rows;
+    summary->count = n;
+    return (int)n;
+}
+
+int fq_store_error_summary(fq_store_t *self, const fq_message_filter_t *filter,
+                           const char *destination, int top, fq_error_summary_t *summary)
 {
     const char *what = "summarise errors";
     *summary = (fq_error_summary_t){0};
     if (top < 1 || top > FQ_STORE_PAGE_MAX)
         return fq_store_fail(self, FQ_EINVAL, "could not %s: top %d is not within 1..%d", what, top,
                              FQ_STORE_PAGE_MAX);
+    if (destination && !*destination)
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: a filter string is empty", what);
     s_filter_t resolved;
     unsigned statuses = S_STATUS_BIT(FQ_MESSAGE_ANY) | S_STATUS_BIT(FQ_MESSAGE_FAILED) |
                         S_STATUS_BIT(FQ_MESSAGE_DEAD);
@@ -615,42 +665,29 @@ int fq_store_error_summary(fq_store_t *self, const fq_message_filter_t *filter, 
         return rc;
     fq_statement_t q = {0};
     int top_param = fq_statement_int(&q, top);
-    fq_statement_sql(&q,
-                     "SELECT m.last_error, count(*), count(*) FILTER (WHERE m.status = 'failed'),"
-                     " count(*) FILTER (WHERE m.status = 'dead')"
-                     " FROM fairq.messages m WHERE m.status IN ('failed', 'dead')");
+    //  min(): one example, the same one each time for the same messages
+    fq_statement_sql(&q, "SELECT t.name, e.destination, e.code, e.enhanced, min(e.last_error),"
+                         " count(*), count(*) FILTER (WHERE e.status = 'failed'),"
+                         " count(*) FILTER (WHERE e.status = 'dead')"
+                         " FROM (SELECT m.tenant_id, m.destination, m.status, m.last_error,"
+                         "  substring(m.last_error FROM " S_CODE_PATTERN ") AS code,"
+                         "  substring(m.last_error FROM " S_ENHANCED_PATTERN ") AS enhanced"
+                         "  FROM fairq.messages m WHERE m.status IN ('failed', 'dead')");
     s_filter_where(&q, &resolved);
-    fq_statement_sql_param(&q, " GROUP BY m.last_error ORDER BY 2 DESC, 1 NULLS LAST LIMIT ",
+    if (destination)
+        fq_statement_sql_param(&q, " AND m.destination = ", fq_statement_text(&q, destination),
+                               "::text");
+    fq_statement_sql_param(&q,
+                           ") e JOIN fairq.tenants t ON t.id = e.tenant_id"
+                           " GROUP BY 1, 2, 3, 4 ORDER BY 6 DESC, 1, 2, 3 NULLS LAST, 4 NULLS LAST"
+                           " LIMIT ",
                            top_param, "");
     PGresult *res = fq_statement_run(self, &q, PGRES_TUPLES_OK, what, &rc);
     if (!res)
         return rc;
-    size_t n = (size_t)PQntuples(res);
-    size_t size = n * sizeof(fq_error_count_t);
-    for (size_t i = 0; i < n; i++)
-        size += (size_t)PQgetlength(res, (int)i, 0) + 1;
-    fq_error_count_t *rows = n ? malloc(size) : NULL;
-    if (n && !rows) {
-        PQclear(res);
-        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
-    }
-    char *strings = (char *)(rows + n);
-    for (size_t i = 0; i < n; i++) {
-        int row = (int)i;
-        rows[i] = (fq_error_count_t){.count = fq_store_int64(res, row, 1),
-                                     .failed = fq_store_int64(res, row, 2),
-                                     .dead = fq_store_int64(res, row, 3)};
-        if (!PQgetisnull(res, row, 0)) {
-            size_t len = (size_t)PQgetlength(res, row, 0);
-            memcpy(strings, PQgetvalue(res, row, 0), len + 1);
-            rows[i].error = strings;
-            strings += len + 1;
-        }
-    }
+    rc = s_summary_copy(self, res, summary);
     PQclear(res);
-    summary->rows = rows;
-    summary->count = n;
-    return (int)n;
+    return rc;
 }
 
 void fq_error_summary_free(fq_error_summary_t *summary)

@@ -33,7 +33,7 @@ def all_routes(rid, mid, tenant):
             ("POST", r + "/pause", None), ("POST", r + "/resume", None),
             ("GET", r + "/rejects", None), ("GET", "/v1/messages", None),
             ("GET", f"/v1/messages/{mid}", None), ("POST", f"/v1/messages/{mid}/retry", None),
-            ("GET", "/v1/tenants", None), ("GET", f"/v1/tenants/{tenant}", None),
+            ("GET", "/v1/errors", None), ("GET", "/v1/tenants", None), ("GET", f"/v1/tenants/{tenant}", None),
             ("PUT", f"/v1/tenants/{tenant}", {"weight": 2}),
             ("POST", f"/v1/tenants/{tenant}/tokens", None), ("GET", "/metrics", None),
             ("GET", "/v1/destinations", None), ("GET", "/v1/destinations/default", None),
@@ -385,6 +385,7 @@ class AuthErrorsTest(APITest):
                     ("GET", f"/v1/requests/{rid}", None, fq_api.ADMIN),
                     ("GET", "/v1/tenants", None, acme),
                     ("GET", "/v1/messages", None, fq_api.ADMIN),
+                    ("GET", "/v1/errors", None, fq_api.ADMIN),
                     ("PUT", "/v1/tenants/acme", {"weight": 9}, fq_api.ADMIN)):
                 started = time.monotonic()
                 answer = self.api(method, path, body, token=token, timeout=8)

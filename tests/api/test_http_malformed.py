@@ -568,6 +568,15 @@ class MalformedTest(APITest):
                  ("GET", "/v1/messages?after=abc", BAD),
                  ("GET", "/v1/messages?request=abc", BAD),
                  ("GET", "/v1/messages?request=1x", BAD),
+                 ("GET", "/v1/errors?top=0", BAD),
+                 ("GET", "/v1/errors?top=1001", BAD),
+                 ("GET", "/v1/errors?top=abc", BAD),
+                 ("GET", "/v1/errors?status=pending", BAD),  # No error to summarise
+                 ("GET", "/v1/errors?status=bogus", BAD),
+                 ("GET", "/v1/errors?request=abc", BAD),
+                 ("GET", "/v1/errors?destination=", BAD),
+                 ("GET", "/v1/errors?destination=Not%20A%20Name", BAD),
+                 ("GET", "/v1/errors?colour=red", BAD),
                  ("GET", f"/v1/requests/{rid}/rejects?limit=0", BAD),
                  ("GET", f"/v1/requests/{rid}/rejects?limit=1001", BAD),
                  ("GET", f"/v1/requests/{rid}/rejects?after=abc", BAD)]

@@ -176,6 +176,7 @@ class MetricsTest(APITest):
         wanted = {**{n: "counter" for n in TENANT_COUNTERS + SENDER_COUNTERS + ACTOR_COUNTERS},
                   **{n: "gauge" for n in TENANT_GAUGES + SENDER_GAUGES},
                   "fairq_actor_mailbox_depth": "gauge", "fairq_db_errors": "counter",
+                  "fairq_message_errors": "gauge",
                   **{n: "histogram" for n in HISTOGRAMS}, **PLAIN}
         for name, kind in wanted.items():
             self.assertIn(name, families, f"no family {name}")
@@ -194,6 +195,10 @@ class MetricsTest(APITest):
             self.assertEqual(labels_of(name), {frozenset({label})}, name)
         for name in PLAIN:
             self.assertEqual(labels_of(name), {frozenset()}, name)
+        # Read with the 24-hour rates, at most once a minute: the dead
+        # message shows once they are read again, with these labels
+        self.assertLessEqual(labels_of("fairq_message_errors"),
+                             {frozenset({"tenant", "destination", "code", "enhanced"})})
         self.assertEqual(self.value(families, "fairq_database_up"), 1)
         self.assertEqual(self.value(families, "fairq_senders_connected"), 1)
         self.assertEqual(self.value(families, "fairq_requests_inflight"), 0)

@@ -892,6 +892,13 @@ class RequestRoutesTest(APITest):
         answer("rejects", "GET", f"/v1/requests/{bad}/rejects")
         messages = answer("messages", "GET", f"/v1/messages?request={bad}")["messages"]
         answer("message", "GET", f"/v1/messages/{messages[0]['id']}")
+        # One of them failed, as a sender would leave it (its request's
+        # counters are not this test's subject)
+        self.h.sql("UPDATE fairq.messages SET status = 'failed', try_count = 1,"
+                   " next_attempt_at = now() + interval '1 day',"
+                   " last_error = '550 5.1.1 <ann@example.org>: no such user'"
+                   f" WHERE id = {messages[1]['id']}")
+        self.assertEqual(len(answer("errors", "GET", "/v1/errors")["errors"]), 1)
         # The http request of "Channels": taken as it is, and shown as the
         # fragment there shows it
         channels = [e for e in examples if e.section.startswith("Channels")
@@ -944,6 +951,7 @@ class RequestRoutesTest(APITest):
                                  ("tenant", {"weight", "send_rate"}),
                                  ("requests", {"requests"}), ("rejects", {"rejects"}),
                                  ("messages", {"messages"}), ("tenants", {"tenants"}),
+                                 ("errors", {"errors"}),
                                  ("token", {"token"}), ("tokens", {"tokens"}),
                                  ("revoked", {"revoked"}), ("destination", {"live", "domains"}),
                                  ("destinations", {"destinations"}),
@@ -960,7 +968,7 @@ class RequestRoutesTest(APITest):
             name = which(example)
             if example.status is None and name not in ("error", "submit body", "request",
                                                        "message", "tenant", "healthz", "events",
-                                                       "webhook"):
+                                                       "webhook", "errors"):
                 continue  # A body a client sends (PATCH, PUT): no answer to compare
             if name is None:
                 failures.append(f"line {example.line}: an example no answer is known for: "
@@ -997,12 +1005,58 @@ class RequestRoutesTest(APITest):
             failures.append(f"line {healthz[0].line}: /healthz shows schema "
                             f"{healthz[0].value.get('schema')}, the server answers {schema}")
         for name in ("healthz", "healthz 503", "submit body", "request", "message", "tenant",
-                     "requests", "rejects", "messages", "tenants", "token", "tokens", "revoked",
-                     "events", "error", "webhooks", "webhook"):
+                     "requests", "rejects", "messages", "errors", "tenants", "token", "tokens",
+                     "revoked", "events", "error", "webhooks", "webhook"):
             if name not in seen:
                 failures.append(f"API.md has no example of {name}")
         self.assertFalse(failures, "API.md's examples differ from the answers:\n" +
                          "\n".join(failures))
+
+
+    def test_error_summary(self):
+        """GET /v1/errors groups the failed and dead messages by tenant,
+        destination and codes, with counts and an example; a tenant's
+        token sees its own tenant only; the filters narrow it."""
+        self.start(**FAIRQD)  # No sender: the errors are written as one would
+        self.put_tenant("acme")
+        self.put_tenant("bravo")
+        ids = {}
+        for tenant in ("acme", "bravo"):
+            rid = self.submit_ok(submit_body(tenant, recipients=recipients(3)))["id"]
+            ids[tenant] = sorted(m["id"] for m in self.wait_split(rid, 3))
+
+        def fail(message_id, status, error):
+            self.h.sql(f"UPDATE fairq.messages SET status = '{status}', try_count = 1,"
+                       " next_attempt_at = now() + interval '1 day',"
+                       f" last_error = '{error}' WHERE id = {message_id}")
+        fail(ids["acme"][0], "dead", "550 5.1.1 <a@example.org>: no such user")
+        fail(ids["acme"][1], "failed", "550 5.1.1 <b@example.org>: no such user")
+        fail(ids["acme"][2], "failed", "HTTP 503: Service Unavailable")
+        fail(ids["bravo"][0], "dead", "550 5.7.1 relaying denied")
+
+        errors = self.ok(self.api("GET", "/v1/errors"), 200, "all errors")["errors"]
+        self.assertEqual(len(errors), 3, errors)
+        self.assertEqual(errors[0], {"tenant": "acme", "destination": "default", "code": "550",
+                                     "enhanced": "5.1.1", "count": 2, "failed": 1, "dead": 1,
+                                     "example": "550 5.1.1 <a@example.org>: no such user"})
+        http = [e for e in errors if e["code"] == "503"]
+        self.assertEqual(len(http), 1, errors)
+        self.assertIsNone(http[0]["enhanced"])
+        # Filters
+        dead = self.ok(self.api("GET", "/v1/errors?status=dead&top=1"), 200, "dead")["errors"]
+        self.assertEqual(len(dead), 1)
+        self.assertEqual(dead[0]["dead"], 1)
+        self.assertEqual(self.ok(self.api("GET", "/v1/errors?destination=google"), 200,
+                                 "another destination")["errors"], [])
+        # A tenant's token: its own only; another tenant named is unknown
+        bravo = self.new_token("bravo")
+        mine = self.ok(self.api("GET", "/v1/errors", token=bravo), 200, "bravo's")["errors"]
+        self.assertEqual([(e["tenant"], e["enhanced"]) for e in mine], [("bravo", "5.7.1")])
+        self.assert_error(self.api("GET", "/v1/errors?tenant=acme", token=bravo), 404,
+                          "another tenant's errors")
+        self.assert_error(self.api("GET", "/v1/errors?request=987654321", token=bravo),
+                          404, "an unknown request")
+        self.assert_error(self.api("GET", "/v1/errors?status=sent"), 400, "status sent")
 
 
 class Example:

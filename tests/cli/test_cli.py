@@ -440,6 +440,14 @@ class CliTest(E2ETest):
         table = self.fairq("search", "--request", str(rid), "--status", "dead").stdout
         self.assertRegex(table, r"^ *ID +REQUEST +TENANT +TO +STATUS +ATTEMPTS")
         self.assertIn("doomed@example.org", table)
+        # The errors met, grouped by their codes
+        errors = self.fairq_json("errors", "--request", str(rid), "--status", "dead")["errors"]
+        self.assertEqual([(e["tenant"], e["code"], e["enhanced"], e["count"], e["dead"])
+                          for e in errors], [("shop", "550", "5.1.1", 1, 1)])
+        table = self.fairq("errors", "--request", str(rid), "--status", "dead").stdout
+        self.assertRegex(table, r"^TENANT +DESTINATION +CODE +ENHANCED +COUNT +FAILED +DEAD "
+                                r"+EXAMPLE")
+        self.assertRegex(table.splitlines()[1], r"^shop +\S+ +550 +5\.1\.1 +1 +0 +1 +\S")
         # The recipient's server takes it now: the retry delivers it
         self.sink.set_rules({})
         message = self.fairq_json("retry", str(mid))

@@ -31,8 +31,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP_CMAKELISTS = os.path.join(os.path.dirname(os.path.dirname(HERE)), "CMakeLists.txt")
 
 COMMANDS = ["submit", "status", "list", "search", "message", "cancel", "pause", "resume",
-            "reschedule", "retry", "rejects", "events", "tenants", "tenants show", "tenants set",
-            "tenants token", "tenants tokens", "tenants revoke", "destinations",
+            "reschedule", "retry", "rejects", "events", "errors", "tenants", "tenants show",
+            "tenants set", "tenants token", "tenants tokens", "tenants revoke", "destinations",
             "destinations show", "destinations set", "destinations delete", "suppressions",
             "suppressions list", "suppressions add", "suppressions remove", "suppressions import",
             "webhooks", "webhooks list", "webhooks add", "webhooks show", "webhooks set",

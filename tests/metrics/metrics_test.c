@@ -792,6 +792,62 @@ static void test_tenant_rates(void **state)
 }
 
 //  ---------------------------------------------------------------------
+//  The errors of the failed and dead messages, read with the rates
+
+static fq_error_count_t s_error_rows[] = {
+    {.tenant = "acme",
+     .destination = "google",
+     .code = "550",
+     .enhanced = "5.1.1",
+     .example = "550 5.1.1 <a@gmail.com>: no such user",
+     .count = 12,
+     .failed = 2,
+     .dead = 10},
+    {.tenant = "beta",
+     .destination = "default",
+     .example = "connection refused",
+     .count = 3,
+     .dead = 3},
+    {.tenant = "ev\"il", .destination = "default", .code = "503", .count = 1, .failed = 1},
+};
+static const fq_error_summary_t s_errors = {s_error_rows,
+                                            sizeof s_error_rows / sizeof *s_error_rows};
+
+static void test_message_errors(void **state)
+{
+    (void)state;
+    fq_metrics_t *metrics = fq_metrics_new();
+    //  Not read yet: the family, no series
+    char *text = fq_metrics_render(metrics, NULL, &s_tenants);
+    s_assert_line(text, "# TYPE fairq_message_errors gauge");
+    s_assert_no_line(text, "fairq_message_errors{");
+    free(text);
+    fq_metrics_errors(metrics, &s_errors);
+    text = fq_metrics_render(metrics, NULL, &s_tenants);
+    s_assert_line(text, "fairq_message_errors{tenant=\"acme\",destination=\"google\",code=\"550\","
+                        "enhanced=\"5.1.1\"} 12");
+    //  No code: an empty label
+    s_assert_line(text, "fairq_message_errors{tenant=\"beta\",destination=\"default\",code=\"\","
+                        "enhanced=\"\"} 3");
+    s_assert_line(text, "fairq_message_errors{tenant=\"ev\\\"il\",destination=\"default\","
+                        "code=\"503\",enhanced=\"\"} 1");
+    free(text);
+    //  A failed read keeps the figures; an empty one clears them
+    fq_metrics_errors(metrics, NULL);
+    text = fq_metrics_render(metrics, NULL, &s_tenants);
+    s_assert_line(text, "fairq_message_errors{tenant=\"beta\",destination=\"default\",code=\"\","
+                        "enhanced=\"\"} 3");
+    free(text);
+    fq_metrics_errors(metrics, &(fq_error_summary_t){0});
+    text = fq_metrics_render(metrics, NULL, &s_tenants);
+    s_assert_line(text, "# TYPE fairq_message_errors gauge");
+    s_assert_no_line(text, "fairq_message_errors{");
+    free(text);
+    fq_metrics_errors(NULL, &s_errors);
+    fq_metrics_destroy(&metrics);
+}
+
+//  ---------------------------------------------------------------------
 
 //  Prints an exposition with every family filled, for the format check.
 static int s_exposition(void)
@@ -804,6 +860,7 @@ static int s_exposition(void)
     fq_metrics_destination(metrics,
                            &(fq_metrics_destination_t){.name = "default", .state = "open"});
     fq_metrics_tenant_rates(metrics, &s_rates);
+    fq_metrics_errors(metrics, &s_errors);
     char *text = fq_metrics_render(metrics, sys, &s_tenants);
     int rc = text && fputs(text, stdout) >= 0 ? 0 : 1;
     free(text);
@@ -829,6 +886,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_destinations),
         cmocka_unit_test(test_tenant_rates),
+        cmocka_unit_test(test_message_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

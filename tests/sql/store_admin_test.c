@@ -835,67 +835,136 @@ static void test_release_claims(void **unused)
 //  ---------------------------------------------------------------------
 //  Error summary
 
+//  The row of tenant, destination, code and enhanced in summary; NULL if
+//  none (code and enhanced may be NULL, and match NULL only).
+static const fq_error_count_t *s_error_row(const fq_error_summary_t *summary, const char *tenant,
+                                           const char *destination, const char *code,
+                                           const char *enhanced)
+{
+    for (size_t i = 0; i < summary->count; i++) {
+        const fq_error_count_t *r = &summary->rows[i];
+        if (strcmp(r->tenant, tenant) == 0 && strcmp(r->destination, destination) == 0 &&
+            (code ? r->code && strcmp(r->code, code) == 0 : !r->code) &&
+            (enhanced ? r->enhanced && strcmp(r->enhanced, enhanced) == 0 : !r->enhanced))
+            return r;
+    }
+    return NULL;
+}
+
+static void s_assert_error_row(const fq_error_summary_t *summary, const char *tenant,
+                               const char *destination, const char *code, const char *enhanced,
+                               int64_t failed, int64_t dead)
+{
+    const fq_error_count_t *r = s_error_row(summary, tenant, destination, code, enhanced);
+    assert_non_null(r);
+    assert_int_equal(r->failed, failed);
+    assert_int_equal(r->dead, dead);
+    assert_int_equal(r->count, failed + dead);
+}
+
 static void test_error_summary(void **unused)
 {
     (void)unused;
     s_tenant("errors");
-    const char *to[] = {"a@err.example", "b@err.example", "c@err.example",
-                        "d@err.example", "e@err.example", "f@err.example",
-                        "g@err.example", "h@err.example", "i@err.example"};
-    int64_t request = s_request("errors", to, 9, 0, S_SPLIT_ALL);
-    int64_t ids[9];
-    assert_int_equal(s_message_ids(request, ids, 9), 9);
+    s_tenant("errors2");
+    const char *to[] = {"a@err.example", "b@err.example", "c@err.example", "d@err.example",
+                        "e@err.example", "f@err.example", "g@err.example", "h@err.example",
+                        "i@err.example", "j@err.example", "k@err.example", "l@err.example"};
+    int64_t request = s_request("errors", to, 12, 0, S_SPLIT_ALL);
+    int64_t ids[12];
+    assert_int_equal(s_message_ids(request, ids, 12), 12);
     for (int i = 0; i < 4; i++)
-        s_nack(ids[i], false, "451 greylisted");
-    s_nack(ids[4], true, "451 greylisted");
+        s_nack(ids[i], false, "451 4.7.1 greylisted");
+    s_nack(ids[4], true, "451 4.7.1 greylisted, try later");
     for (int i = 5; i < 8; i++)
-        s_nack(ids[i], true, "550 no such user");
-    s_ack(ids[8]);
+        s_nack(ids[i], true, "550 5.1.1 <x@err.example>: no such user");
+    s_nack(ids[8], true, "550 5.7.1 relaying denied");
+    s_nack(ids[9], false, "HTTP 503: Service Unavailable");
+    s_nack(ids[10], true, "connection refused");
+    s_ack(ids[11]);
+    //  Two of the unknown users were split with another destination
+    for (int i = 6; i < 8; i++)
+        assert_int_equal(s_sql_id("WITH u AS (UPDATE fairq.messages SET destination = 'errdest'"
+                                  " WHERE id = %lld RETURNING 1) SELECT count(*) FROM u",
+                                  ids[i]),
+                         1);
+    //  Another tenant's
+    const char *to2[] = {"a@err2.example"};
+    int64_t request2 = s_request("errors2", to2, 1, 0, S_SPLIT_ALL);
+    int64_t id2;
+    assert_int_equal(s_message_ids(request2, &id2, 1), 1);
+    s_nack(id2, true, "550 5.1.1 <a@err2.example>: no such user");
 
     fq_message_filter_t filter = {.tenant = "errors"};
     fq_error_summary_t summary;
-    assert_int_equal(fq_store_error_summary(s_store, &filter, 10, &summary), 2);
-    assert_string_equal(summary.rows[0].error, "451 greylisted");
-    assert_int_equal(summary.rows[0].count, 5);
-    assert_int_equal(summary.rows[0].failed, 4);
-    assert_int_equal(summary.rows[0].dead, 1);
-    assert_string_equal(summary.rows[1].error, "550 no such user");
-    assert_int_equal(summary.rows[1].count, 3);
-    assert_int_equal(summary.rows[1].dead, 3);
+    assert_int_equal(fq_store_error_summary(s_store, &filter, NULL, 10, &summary), 6);
+    //  Most frequent first; the codes group texts that differ
+    assert_string_equal(summary.rows[0].tenant, "errors");
+    assert_string_equal(summary.rows[0].destination, FQ_DESTINATION_DEFAULT);
+    assert_string_equal(summary.rows[0].code, "451");
+    assert_string_equal(summary.rows[0].enhanced, "4.7.1");
+    assert_string_equal(summary.rows[0].example, "451 4.7.1 greylisted");
+    s_assert_error_row(&summary, "errors", FQ_DESTINATION_DEFAULT, "451", "4.7.1", 4, 1);
+    s_assert_error_row(&summary, "errors", FQ_DESTINATION_DEFAULT, "550", "5.1.1", 0, 1);
+    s_assert_error_row(&summary, "errors", "errdest", "550", "5.1.1", 0, 2);
+    s_assert_error_row(&summary, "errors", FQ_DESTINATION_DEFAULT, "550", "5.7.1", 0, 1);
+    s_assert_error_row(&summary, "errors", FQ_DESTINATION_DEFAULT, "503", NULL, 1, 0);
+    s_assert_error_row(&summary, "errors", FQ_DESTINATION_DEFAULT, NULL, NULL, 0, 1);
+    assert_string_equal(s_error_row(&summary, "errors", "errdest", "550", "5.1.1")->example,
+                        "550 5.1.1 <x@err.example>: no such user");
+    assert_string_equal(
+        s_error_row(&summary, "errors", FQ_DESTINATION_DEFAULT, "503", NULL)->example,
+        "HTTP 503: Service Unavailable");
+    assert_string_equal(
+        s_error_row(&summary, "errors", FQ_DESTINATION_DEFAULT, NULL, NULL)->example,
+        "connection refused");
+    assert_null(s_error_row(&summary, "errors2", FQ_DESTINATION_DEFAULT, "550", "5.1.1"));
     fq_error_summary_free(&summary);
     assert_null(summary.rows);
 
-    assert_int_equal(fq_store_error_summary(s_store, &filter, 1, &summary), 1);
+    assert_int_equal(fq_store_error_summary(s_store, &filter, NULL, 1, &summary), 1);
     fq_error_summary_free(&summary);
+    //  One destination
+    assert_int_equal(fq_store_error_summary(s_store, &filter, "errdest", 10, &summary), 1);
+    s_assert_error_row(&summary, "errors", "errdest", "550", "5.1.1", 0, 2);
+    fq_error_summary_free(&summary);
+    assert_int_equal(fq_store_error_summary(s_store, &filter, "nowhere", 10, &summary), 0);
     //  Dead only: the order turns
     filter.status = FQ_MESSAGE_DEAD;
-    assert_int_equal(fq_store_error_summary(s_store, &filter, 10, &summary), 2);
-    assert_string_equal(summary.rows[0].error, "550 no such user");
-    assert_int_equal(summary.rows[1].count, 1);
+    assert_int_equal(fq_store_error_summary(s_store, &filter, NULL, 10, &summary), 5);
+    assert_string_equal(summary.rows[0].destination, "errdest");
+    assert_int_equal(summary.rows[0].count, 2);
+    assert_null(s_error_row(&summary, "errors", FQ_DESTINATION_DEFAULT, "503", NULL));
     fq_error_summary_free(&summary);
-    //  By request; and over everything
+    //  By request; the other tenant; and over everything
     assert_int_equal(fq_store_error_summary(s_store, &(fq_message_filter_t){.request_id = request},
-                                            10, &summary),
-                     2);
+                                            NULL, 10, &summary),
+                     6);
     fq_error_summary_free(&summary);
-    int n = fq_store_error_summary(s_store, &(fq_message_filter_t){0}, FQ_STORE_PAGE_MAX, &summary);
-    assert_true(n >= 2);
-    bool seen = false;
-    for (int i = 0; i < n; i++)
-        seen |= summary.rows[i].error && strcmp(summary.rows[i].error, "550 no such user") == 0 &&
-                summary.rows[i].count >= 3;
-    assert_true(seen);
+    assert_int_equal(fq_store_error_summary(s_store, &(fq_message_filter_t){.tenant = "errors2"},
+                                            NULL, 10, &summary),
+                     1);
+    s_assert_error_row(&summary, "errors2", FQ_DESTINATION_DEFAULT, "550", "5.1.1", 0, 1);
+    assert_string_equal(summary.rows[0].example, "550 5.1.1 <a@err2.example>: no such user");
+    fq_error_summary_free(&summary);
+    int n = fq_store_error_summary(s_store, &(fq_message_filter_t){0}, NULL, FQ_STORE_PAGE_MAX,
+                                   &summary);
+    assert_true(n >= 7);
+    assert_non_null(s_error_row(&summary, "errors", "errdest", "550", "5.1.1"));
+    assert_non_null(s_error_row(&summary, "errors2", FQ_DESTINATION_DEFAULT, "550", "5.1.1"));
     fq_error_summary_free(&summary);
 
-    s_assert_fails(fq_store_error_summary(s_store, &filter, 0, &summary), FQ_EINVAL);
-    s_assert_fails(fq_store_error_summary(s_store, &filter, FQ_STORE_PAGE_MAX + 1, &summary),
+    s_assert_fails(fq_store_error_summary(s_store, &filter, NULL, 0, &summary), FQ_EINVAL);
+    s_assert_fails(fq_store_error_summary(s_store, &filter, NULL, FQ_STORE_PAGE_MAX + 1, &summary),
                    FQ_EINVAL);
-    s_assert_fails(fq_store_error_summary(
-                       s_store, &(fq_message_filter_t){.status = FQ_MESSAGE_PENDING}, 10, &summary),
+    s_assert_fails(fq_store_error_summary(s_store,
+                                          &(fq_message_filter_t){.status = FQ_MESSAGE_PENDING},
+                                          NULL, 10, &summary),
                    FQ_EINVAL);
-    s_assert_fails(
-        fq_store_error_summary(s_store, &(fq_message_filter_t){.request_id = 98765}, 10, &summary),
-        FQ_ENOTFOUND);
+    s_assert_fails(fq_store_error_summary(s_store, &(fq_message_filter_t){.request_id = 98765},
+                                          NULL, 10, &summary),
+                   FQ_ENOTFOUND);
+    s_assert_fails(fq_store_error_summary(s_store, &filter, "", 10, &summary), FQ_EINVAL);
     assert_null(summary.rows);
     s_assert_counters();
 }

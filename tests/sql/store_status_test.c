@@ -368,7 +368,9 @@ static void test_deferral_costs_no_attempt(void **unused)
     PGconn *conn = fq_test_connect(s_conninfo);
     int64_t ids[1];
     int64_t request = s_request(store, conn, 1, 1, ids); //  max_attempts 1
-    fq_retry_policy_t policy = {.base_ms = 10, .cap_ms = 10};
+    //  A minute's back-off: the check that it waits must not race a loaded
+    //  machine (10 ms was over before the check read it, now and then)
+    fq_retry_policy_t policy = {.base_ms = 60000, .cap_ms = 60000};
     fq_nack_t nack = {.id = ids[0], .error = "421 4.7.0 try later", .deferred = true};
     char id_text[32];
     fq_test_param(id_text, sizeof id_text, ids[0]);

@@ -34,17 +34,11 @@
 #define S_ATTEMPTS_MAX     100
 #define S_WATCH_INTERVAL_S 1.0
 
-//  Reading a file: what one read asks for
-#define S_READ_CHUNK 65536
-
 //  "Idempotency-Key: " and 255 bytes
 #define S_HEADER_SIZE 300
 
 //  Room for "the body template (PATH)"
 #define S_WHAT_SIZE 1024
-
-//  What a file read from standard input is called in messages
-#define S_STDIN_NAME "<stdin>"
 
 //  Where standard input is copied for its second reading, unless TMPDIR
 //  says; the file is unlinked at once, so nothing is left behind
@@ -61,33 +55,17 @@
 //  caller frees) and *size. Returns 0, or FQ_CLI_EXIT_USAGE (printed).
 static int s_read_file(const char *path, char **data, size_t *size)
 {
-    bool stdin_ = strcmp(path, "-") == 0;
-    FILE *file = stdin_ ? stdin : fopen(path, "rb");
-    if (!file) {
-        fq_cli_error("could not open \"%s\": %s", path, strerror(errno));
-        return FQ_CLI_EXIT_USAGE;
-    }
     fq_buf_t buffer = {0};
-    bool ok = true;
-    while ((ok = fq_buf_reserve(&buffer, S_READ_CHUNK) == 0)) {
-        size_t n = fread(buffer.data + buffer.size, 1, S_READ_CHUNK, file);
-        buffer.size += n;
-        buffer.data[buffer.size] = 0;
-        if (n == 0)
-            break;
-    }
-    int error = ferror(file) ? errno : ok ? 0 : ENOMEM;
-    if (!stdin_)
-        fclose(file);
-    if (error) {
-        fq_cli_error("could not read \"%s\": %s", stdin_ ? S_STDIN_NAME : path, strerror(error));
+    int rc = fq_cli_read_file(path, &buffer);
+    if (rc) {
         fq_buf_free(&buffer);
-        return FQ_CLI_EXIT_USAGE;
+        return rc;
     }
     *size = buffer.size;
     *data = fq_buf_take(&buffer);
     if (!*data) {
-        fq_cli_error("could not read \"%s\": %s", stdin_ ? S_STDIN_NAME : path, strerror(ENOMEM));
+        fq_cli_error("could not read \"%s\": %s", strcmp(path, "-") == 0 ? FQ_CLI_STDIN_NAME : path,
+                     strerror(ENOMEM));
         return FQ_CLI_EXIT_USAGE;
     }
     return 0;
@@ -95,7 +73,7 @@ static int s_read_file(const char *path, char **data, size_t *size)
 
 static const char *s_name(const char *path)
 {
-    return strcmp(path, "-") == 0 ? S_STDIN_NAME : path;
+    return strcmp(path, "-") == 0 ? FQ_CLI_STDIN_NAME : path;
 }
 
 static const fq_cli_option_t s_submit_options[] = {

@@ -38,12 +38,6 @@
 //  An added entry: the API answers 201 (200: it was there already)
 #define S_HTTP_CREATED 201
 
-//  Reading the import's file, a piece at a time
-#define S_READ_CHUNK 65536
-
-//  What a file read from standard input is called in messages
-#define S_STDIN_NAME "<stdin>"
-
 //  Room for a list's name for people: "tenant \"NAME\"", "the global list"
 #define S_LIST_NAME_SIZE (FQ_TENANT_NAME_SIZE + 32)
 
@@ -365,35 +359,6 @@ const fq_cli_command_t fq_cli_cmd_suppressions_remove = {
 //  ---------------------------------------------------------------------
 //  suppressions import
 
-//  The whole of path ("-": standard input) into buffer. Returns 0, or
-//  FQ_CLI_EXIT_USAGE (printed).
-static int s_read(const char *path, fq_buf_t *buffer)
-{
-    bool from_stdin = strcmp(path, "-") == 0;
-    const char *name = from_stdin ? S_STDIN_NAME : path;
-    FILE *file = from_stdin ? stdin : fopen(path, "rb");
-    if (!file) {
-        fq_cli_error("could not open \"%s\": %s", path, strerror(errno));
-        return FQ_CLI_EXIT_USAGE;
-    }
-    bool ok;
-    while ((ok = fq_buf_reserve(buffer, S_READ_CHUNK) == 0)) {
-        size_t n = fread(buffer->data + buffer->size, 1, S_READ_CHUNK, file);
-        buffer->size += n;
-        buffer->data[buffer->size] = '\0';
-        if (n == 0)
-            break;
-    }
-    int error = ferror(file) ? errno : ok ? 0 : ENOMEM;
-    if (!from_stdin)
-        fclose(file);
-    if (error) {
-        fq_cli_error("could not read \"%s\": %s", name, strerror(error));
-        return FQ_CLI_EXIT_USAGE;
-    }
-    return 0;
-}
-
 //  The import's answer for people: the counts, then each refused line
 //  listed (on stderr).
 static void s_print_import(const json_t *result, const char *name, const char *list)
@@ -425,7 +390,7 @@ static int s_suppressions_import(fq_cli_t *cli, const fq_cli_args_t *args)
     if (s_list(args, &tenant, base, sizeof base))
         return FQ_CLI_EXIT_USAGE;
     fq_buf_t text = {0};
-    int rc = s_read(file, &text);
+    int rc = fq_cli_read_file(file, &text);
     char *path = NULL;
     if (rc == 0 && asprintf(&path, "%s/import", base) < 0) {
         path = NULL;
@@ -442,7 +407,7 @@ static int s_suppressions_import(fq_cli_t *cli, const fq_cli_args_t *args)
         else {
             char list[S_LIST_NAME_SIZE];
             s_list_name(list, sizeof list, tenant);
-            s_print_import(answer.json, strcmp(file, "-") == 0 ? S_STDIN_NAME : file, list);
+            s_print_import(answer.json, strcmp(file, "-") == 0 ? FQ_CLI_STDIN_NAME : file, list);
         }
         //  The others are added; a script learns that some were not
         if (json_integer_value(json_object_get(answer.json, "refused_count")) > 0)

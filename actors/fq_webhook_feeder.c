@@ -20,7 +20,6 @@
 typedef struct {
     fq_pipeline_config_t *config;
     fq_db_t *db;
-    uint64_t batches;
 } s_self_t;
 
 static void s_feed(s_self_t *self)
@@ -38,10 +37,8 @@ static void s_feed(s_self_t *self)
         fq_db_failed(self->db, rc);
         return;
     }
-    if (rc > 0) {
-        self->batches += (uint64_t)rc;
+    if (rc > 0)
         fq_log(FQ_LOG_DEBUG, "webhooks: %d batch%s submitted", rc, rc == 1 ? "" : "es");
-    }
 }
 
 static int s_start(fq_ctx_t *ctx, void *args, void **state_p)

@@ -108,24 +108,6 @@ void fq_webhook_list_free(fq_webhook_list_t *list)
     *list = (fq_webhook_list_t){0};
 }
 
-//  The tenant's id into *tenant_id: 0, FQ_ENOTFOUND or FQ_EDB.
-static int s_tenant_id(fq_store_t *self, const char *tenant, int64_t *tenant_id)
-{
-    const char *params[] = {tenant};
-    int rc;
-    PGresult *res = fq_store_query(self, "SELECT id FROM fairq.tenants WHERE name = $1", 1, params,
-                                   PGRES_TUPLES_OK, "read tenant", &rc);
-    if (!res)
-        return rc;
-    bool found = PQntuples(res) == 1;
-    *tenant_id = found ? fq_store_int64(res, 0, 0) : 0;
-    PQclear(res);
-    if (!found)
-        return fq_store_fail(self, FQ_ENOTFOUND, "could not read tenant: \"%s\" does not exist",
-                             tenant);
-    return 0;
-}
-
 //  The types as an array literal of the enum into buf, each checked.
 static int s_types(fq_store_t *self, const fq_webhook_spec_t *spec, fq_buf_t *buf)
 {
@@ -209,7 +191,7 @@ int fq_store_webhook_create(fq_store_t *self, const char *tenant, const fq_webho
 {
     *out = (fq_webhook_list_t){0};
     int64_t tenant_id;
-    int rc = s_tenant_id(self, tenant, &tenant_id);
+    int rc = fq_store_tenant_id(self, tenant, &tenant_id);
     if (rc)
         return rc;
     fq_buf_t types = {0};
@@ -250,7 +232,7 @@ int fq_store_webhooks(fq_store_t *self, const char *tenant, int64_t id, fq_webho
 {
     *out = (fq_webhook_list_t){0};
     int64_t tenant_id;
-    int rc = s_tenant_id(self, tenant, &tenant_id);
+    int rc = fq_store_tenant_id(self, tenant, &tenant_id);
     if (rc)
         return rc;
     char tenant_text[FQ_STORE_INT_TEXT], id_text[FQ_STORE_INT_TEXT];
@@ -268,7 +250,7 @@ int fq_store_webhook_update(fq_store_t *self, const char *tenant, int64_t id,
 {
     *out = (fq_webhook_list_t){0};
     int64_t tenant_id;
-    int rc = s_tenant_id(self, tenant, &tenant_id);
+    int rc = fq_store_tenant_id(self, tenant, &tenant_id);
     if (rc)
         return rc;
     fq_buf_t types = {0};
@@ -312,7 +294,7 @@ int fq_store_webhook_rotate(fq_store_t *self, const char *tenant, int64_t id, co
 {
     *out = (fq_webhook_list_t){0};
     int64_t tenant_id;
-    int rc = s_tenant_id(self, tenant, &tenant_id);
+    int rc = fq_store_tenant_id(self, tenant, &tenant_id);
     if (rc)
         return rc;
     char made[S_SECRET_SIZE];
@@ -341,7 +323,7 @@ int fq_store_webhook_rotate(fq_store_t *self, const char *tenant, int64_t id, co
 int fq_store_webhook_delete(fq_store_t *self, const char *tenant, int64_t id)
 {
     int64_t tenant_id;
-    int rc = s_tenant_id(self, tenant, &tenant_id);
+    int rc = fq_store_tenant_id(self, tenant, &tenant_id);
     if (rc)
         return rc;
     char tenant_text[FQ_STORE_INT_TEXT], id_text[FQ_STORE_INT_TEXT];

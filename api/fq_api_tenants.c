@@ -16,10 +16,6 @@
 #include <limits.h>
 #include <string.h>
 
-//  What a tenant's name may be, as an answer says it (a format: the
-//  longest name is FQ_TENANT_NAME_MAX).
-#define S_NAME_RULE "a tenant name is 1..%d of a-z 0-9 _ . - and starts with a letter or digit"
-
 //  The schema's limits (0001_schema.sql).
 #define S_WEIGHT_MIN 1
 #define S_WEIGHT_MAX 1000
@@ -99,7 +95,7 @@ static bool s_load(fq_api_call_t *call, fq_tenant_info_t *tenant)
 {
     const char *name = call->params[0];
     if (!fq_tenant_name_valid(name)) {
-        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, S_NAME_RULE, FQ_TENANT_NAME_MAX);
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, FQ_API_TENANT_NAME_RULE, FQ_TENANT_NAME_MAX);
         return false;
     }
     if (!call->owner.admin && strcmp(name, call->owner.tenant) != 0) {
@@ -242,7 +238,7 @@ void fq_api_tenant_put(fq_api_call_t *call)
     if (!fq_api_query_allowed(call, NULL))
         return;
     if (!fq_tenant_name_valid(name)) {
-        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, S_NAME_RULE, FQ_TENANT_NAME_MAX);
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, FQ_API_TENANT_NAME_RULE, FQ_TENANT_NAME_MAX);
         return;
     }
     json_t *body = fq_api_body_fields(call, keys, NULL, NULL);

@@ -19,7 +19,8 @@
     from an address that never said HELLO is ignored.
 
     What it hands out and what comes back is recorded in fq_metrics (per
-    tenant, request and sender, and the dispatch latency), gathered per
+    tenant, request and sender, the dispatch latency, and each ack's
+    delivery and end-to-end times per tenant and route), gathered per
     DISPATCH and per flush of answers, so the shared lock is taken once for
     a whole batch.
 
@@ -83,6 +84,20 @@
 #define S_SENDER_CHANNELS_MAX 16
 _Static_assert(S_SENDER_CHANNELS_MAX <= FQ_RELAY_PACE_CHANNELS,
                "a paced sender's channels fit its pace");
+
+//  Most routes (a channel and a destination) the metrics are told of: as
+//  many as fq_metrics keeps destinations. A message past them counts for
+//  its tenant only.
+#define S_ROUTES_MAX 10000
+
+//  Where a message went, by channel and destination, as its delivery and
+//  end-to-end times are recorded (fq_metrics_batch_delivered): one copy of
+//  the two names per route, which each flight points to, rather than a
+//  copy per message.
+typedef struct {
+    const char *channel;
+    const char *destination;
+} s_route_t;
 
 //  A sender's credit and load on one channel it serves.
 typedef struct {
@@ -170,6 +185,10 @@ typedef struct {
     //  rendered bytes, and when it was handed out (zclock_usecs)
     uint64_t bytes;
     int64_t handed_us;
+    //  Where it went (NULL: not known) and when its request was due (Unix
+    //  ms; 0: not known), for its delivery and end-to-end times
+    const s_route_t *route;
+    int64_t due_at_ms;
 } s_flight_t;
 
 typedef struct {
@@ -193,6 +212,8 @@ typedef struct {
     regex_t bounces;
     bool has_bounces;
     fq_metrics_batch_t *metrics; //  NULL without metrics
+    zhashx_t *routes;            //  "destination\tchannel" -> s_route_t*, owned (with metrics)
+    const s_route_t *last_route; //  The last one found: a DISPATCH's messages share a few
     bool senders_changed;        //  A sender's credit or in flight changed since the last record
     uint64_t sent, acked, nacked, deferred, malformed, unknown_peer, render_failed, stray;
 } s_self_t;
@@ -749,6 +770,25 @@ static uint64_t s_cost(const s_self_t *self, const s_flight_t *flight)
     }
 }
 
+//  An acked message's delivery time (from its hand-off, its MSG or
+//  MESSAGES frame told, to now) and end-to-end time (from when its request
+//  was due, on the wall clock the database's due time is on), recorded.
+static void s_delivered(s_self_t *self, const s_flight_t *flight)
+{
+    if (!self->metrics)
+        return;
+    int64_t in_sender = zclock_usecs() - flight->handed_us;
+    int64_t now_ms = zclock_time();
+    //  Never below 0: the database's clock may run ahead of this host's
+    int64_t end_to_end = flight->due_at_ms <= 0       ? -1
+                         : now_ms > flight->due_at_ms ? now_ms - flight->due_at_ms
+                                                      : 0;
+    const s_route_t *route = flight->route;
+    fq_metrics_batch_delivered(self->metrics, flight->tenant_id, route ? route->channel : NULL,
+                               route ? route->destination : NULL, in_sender > 0 ? in_sender : 0,
+                               end_to_end);
+}
+
 //  An ACK or NACK: the message leaves flight and its credit comes back.
 //  outcome: FQ_METRICS_SENT, or for a nack FQ_METRICS_DEAD (permanent) or
 //  FQ_METRICS_FAILED (dead too at the last attempt, as the store decides),
@@ -766,6 +806,9 @@ static bool s_answered(s_self_t *self, s_sender_t *sender, uint64_t id,
         outcome = FQ_METRICS_DEAD;
     fq_metrics_batch_settled(self->metrics, flight->tenant_id, flight->request_id,
                              sender->metrics_id, outcome);
+    //  Only an ack is a delivery: a nack's time says nothing of one
+    if (outcome == FQ_METRICS_SENT)
+        s_delivered(self, flight);
     self->senders_changed = true;
     s_sender_channel_t *channel = &sender->channels[flight->sender_channel];
     sender->inflight--;
@@ -1137,13 +1180,20 @@ static void s_batch_send(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, s_la
     int c = s_sender_channel(sender, lane->channel);
     fq_messages_t frame = fq_dispatch_batch_frame(out);
     bool sent = fq_tell(ctx, sender->address, &fq_messages_desc, &frame) == 0;
+    int64_t handed_us = zclock_usecs();
     for (uint32_t i = 0; i < out->count; i++) {
         const fq_dispatch_batch_item_t *item = &out->items[i];
         uint64_t id = out->messages[i].id;
-        if (sent)
+        if (sent) {
             fq_metrics_batch_dispatched(self->metrics, item->tenant_id, item->request_id,
                                         sender->metrics_id, item->latency_ms);
-        else {
+            //  Handed off now, not when rendered: its time in the sender
+            //  starts with the frame, not with the rest of the DISPATCH
+            //  rendered meanwhile
+            s_flight_t *flight = fq_intkey_lookup(self->inflight, id);
+            if (flight)
+                flight->handed_us = handed_us;
+        } else {
             fq_intkey_delete(self->inflight, id);
             sender->credit++;
             sender->inflight--;
@@ -1176,6 +1226,39 @@ static uint64_t s_message_bytes(const fq_message_t *message)
     return bytes;
 }
 
+//  The route of channel and destination, interned (made on first use);
+//  NULL without metrics, without a destination, past S_ROUTES_MAX or out
+//  of memory.
+static const s_route_t *s_route(s_self_t *self, const char *channel, const char *destination)
+{
+    if (!self->routes || !destination)
+        return NULL;
+    const s_route_t *last = self->last_route;
+    if (last && streq(last->destination, destination) && streq(last->channel, channel))
+        return last;
+    char key[FQ_STORE_DESTINATION_SIZE + FQ_CHANNEL_NAME_SIZE + 1];
+    snprintf(key, sizeof key, "%s\t%s", destination, channel);
+    s_route_t *route = zhashx_lookup(self->routes, key);
+    if (!route && zhashx_size(self->routes) < S_ROUTES_MAX) {
+        //  One block: the route, then its two names
+        size_t channel_size = strlen(channel) + 1, destination_size = strlen(destination) + 1;
+        route = malloc(sizeof *route + channel_size + destination_size);
+        if (!route)
+            return NULL;
+        char *names = (char *)(route + 1);
+        memcpy(names, channel, channel_size);
+        memcpy(names + channel_size, destination, destination_size);
+        *route = (s_route_t){names, names + channel_size};
+        if (zhashx_insert(self->routes, key, route) != 0) {
+            free(route);
+            return NULL;
+        }
+    }
+    if (route)
+        self->last_route = route;
+    return route;
+}
+
 //  message (of row) goes to sender (its channel index channel): flight
 //  (allocated) holds what its answer needs, and the sender's credit pays.
 static void s_take_off(s_self_t *self, s_flight_t *flight, s_sender_t *sender, int channel,
@@ -1191,7 +1274,9 @@ static void s_take_off(s_self_t *self, s_flight_t *flight, s_sender_t *sender, i
                            row->try_count + 1 >= templates->max_attempts,
                            row->named_destination,
                            s_message_bytes(message),
-                           zclock_usecs()};
+                           zclock_usecs(),
+                           s_route(self, lane->channel, row->destination),
+                           templates->due_at_ms};
     fq_intkey_insert(self->inflight, id, flight);
     sender->credit--;
     sender->inflight++;
@@ -1540,6 +1625,8 @@ static void s_destroy(s_self_t *self)
     if (self->has_bounces)
         regfree(&self->bounces);
     fq_metrics_batch_destroy(&self->metrics);
+    //  After the batch: its records borrowed the routes' names until flushed
+    zhashx_destroy(&self->routes);
     free(self->acks);
     zhashx_destroy(&self->inflight);
     zlistx_destroy(&self->turns);
@@ -1565,14 +1652,18 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->inflight = zhashx_new();
     self->templates = zhashx_new();
     self->metrics = fq_metrics_batch_new(self->config->metrics);
+    if (self->metrics)
+        self->routes = zhashx_new();
     const char *bounces = self->config->retry.bounce_pattern;
     self->has_bounces =
         bounces && *bounces && regcomp(&self->bounces, bounces, REG_EXTENDED | REG_NOSUB) == 0;
     if (!self->db || !self->senders || !self->turns || !self->inflight || !self->templates ||
-        (self->config->metrics && !self->metrics)) {
+        (self->config->metrics && (!self->metrics || !self->routes))) {
         s_destroy(self);
         return FQ_ENOMEM;
     }
+    if (self->routes)
+        zhashx_set_destructor(self->routes, s_flight_free);
     zhashx_set_destructor(self->senders, s_sender_free);
     fq_intkeys_use(self->inflight);
     zhashx_set_destructor(self->inflight, s_flight_free);

@@ -127,6 +127,8 @@ int fq_pipeline_start(fq_system_t *sys, const fq_pipeline_config_t *config)
         rc = s_spawn(sys, "reaper", &fq_reaper_behaviour, config);
     if (rc == 0)
         rc = s_spawn(sys, "webhooks", &fq_webhook_feeder_behaviour, config);
+    if (rc == 0)
+        rc = s_spawn(sys, "schedules", &fq_schedule_firer_behaviour, config);
     return rc;
 }
 

@@ -7,6 +7,7 @@
         /user/store         writes acks and nacks in batches
         /user/reaper        finishes requests, moves scan cursors, prunes
         /user/webhooks      feeds tenants' webhook endpoints from the events
+        /user/schedules     fires tenants' schedules of recurring sends
 
     Each actor's behaviour is in a file of its own (fq_<name>.c); each that
     speaks SQL opens its own connection (fq_db.h). fq_pipeline_start spawns
@@ -102,6 +103,7 @@ extern const fq_behaviour_t fq_dispatcher_behaviour;
 extern const fq_behaviour_t fq_store_writer_behaviour;
 extern const fq_behaviour_t fq_reaper_behaviour;
 extern const fq_behaviour_t fq_webhook_feeder_behaviour;
+extern const fq_behaviour_t fq_schedule_firer_behaviour;
 
 //  A deep copy of config for an actor's args (freed by
 //  fq_pipeline_config_free, the spawn's args_free), except metrics and

@@ -34,12 +34,21 @@
     A tenant with a send rate or a daily quota (0017) is held out of every
     lane's turns while its budget is spent (fq_tenant_budgets.h): its
     messages take no credit and cost no attempt, and the others share
-    what it leaves. */
+    what it leaves.
+
+    An operator's holds (0024, fq_store_holds.h) are read at every full
+    poll (each change NOTIFYs one) and before the first release of a
+    scheduler that starts leading: a held tenant is held out of every
+    lane's turns as a spent budget holds it (and let in only when both
+    allow), a held destination's lanes get no turn of their channel's
+    credit, and a hold of all releases nothing. Held work stays pending,
+    and its due retries are not claimed (fq_store_claim_due_retries). */
 #include "fq_db.h"
 #include "fq_intkeys.h"
 #include "fq_lanes.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"
+#include "fq_store_holds.h"
 #include "fq_store_shaping.h"
 #include "fq_tenant_budgets.h"
 #include <stdlib.h>
@@ -161,6 +170,10 @@ typedef struct {
     fq_metrics_batch_t *metrics;         //  NULL without metrics
     zhashx_t *counted;                   //  Request ids counted as submitted (with metrics)
     uint64_t dispatched, requeued, retries_claimed;
+    fq_hold_list_t holds; //  The operators' holds as last read (0024)
+    bool holds_read;      //  At least once: nothing is released before
+    bool held_all;        //  A hold of all stands
+    bool leading;         //  At the last pump: one that starts reads the holds first
 } s_self_t;
 
 static void s_known_free(void **item)
@@ -286,6 +299,56 @@ static int s_refill(s_self_t *self)
 //  ---------------------------------------------------------------------
 //  Dispatching
 
+//  Reads the operators' holds and applies them: tenants held in every
+//  lane, destinations' lanes and all checked at each pump. Returns 0, or
+//  -1 when the database could not be asked (the holds stay as they were).
+static int s_read_holds(s_self_t *self, fq_store_t *store)
+{
+    fq_hold_list_t holds;
+    int n = fq_store_hold_list(store, &holds);
+    if (n < 0) {
+        fq_db_failed(self->db, n);
+        return -1;
+    }
+    int64_t *tenants = malloc((holds.count + 1) * sizeof *tenants);
+    size_t ntenants = 0;
+    bool all = false;
+    for (size_t i = 0; tenants && i < holds.count; i++) {
+        if (holds.rows[i].scope == FQ_HOLD_TENANT)
+            tenants[ntenants++] = holds.rows[i].tenant_id;
+        all |= holds.rows[i].scope == FQ_HOLD_ALL;
+    }
+    if (!tenants || fq_tenant_budgets_operator_holds(self->sends, tenants, ntenants) != 0) {
+        //  Out of memory: the holds as they were, read again next poll
+        free(tenants);
+        fq_hold_list_free(&holds);
+        return -1;
+    }
+    free(tenants);
+    if (all != self->held_all)
+        fq_log(FQ_LOG_INFO, all ? "scheduler: all sending is held by an operator"
+                                : "scheduler: the hold of all sending was released");
+    fq_hold_list_free(&self->holds);
+    self->holds = holds;
+    self->held_all = all;
+    self->holds_read = true;
+    return 0;
+}
+
+//  Whether the holds are known to this scheduler as it leads: read once
+//  more by one that starts leading (a start, a takeover), so that nothing
+//  a hold stops goes out in between.
+static bool s_holds_known(s_self_t *self)
+{
+    if (self->holds_read && self->leading)
+        return true;
+    fq_store_t *store = fq_db_store(self->db);
+    if (!store || s_read_holds(self, store) != 0)
+        return false;
+    self->leading = true;
+    return true;
+}
+
 //  Releases up to most messages of lane, fairly, in one DISPATCH, each
 //  taking one of its channel's credit and one of its destination's
 //  budget. Returns how many, or -1 when the dispatcher is away.
@@ -361,6 +424,20 @@ static void s_shape_later(fq_ctx_t *ctx, s_self_t *self, int64_t now_us, int64_t
         self->shape_at = at;
 }
 
+//  Whether lane takes turns of channel's credit: it is channel's, and no
+//  operator holds its destination (its messages then wait, pending, and
+//  take no credit, as a destination without budget's do).
+static bool s_lane_turns(s_self_t *self, const fq_lane_t *lane, const fq_lane_channel_t *channel)
+{
+    if (lane->channel != channel)
+        return false;
+    for (size_t i = 0; i < self->holds.count; i++)
+        if (self->holds.rows[i].scope == FQ_HOLD_DESTINATION &&
+            strcmp(self->holds.rows[i].name, lane->destination) == 0)
+            return false;
+    return true;
+}
+
 //  Spends channel's free credit on its lanes in turns, each lane no more
 //  than its destination's budget allows now; a lane that has messages
 //  but no budget sets the shape timer for when it has.
@@ -369,7 +446,7 @@ static void s_pump_channel(fq_ctx_t *ctx, s_self_t *self, fq_lane_channel_t *cha
 {
     size_t nlanes = fq_lanes_count(self->lanes), mine = 0;
     for (size_t l = 0; l < nlanes; l++)
-        mine += fq_lanes_at(self->lanes, l)->channel == channel;
+        mine += s_lane_turns(self, fq_lanes_at(self->lanes, l), channel);
     int64_t wait_us = -1;
     bool progress = true;
     while (channel->credit > 0 && progress && mine > 0) {
@@ -381,7 +458,7 @@ static void s_pump_channel(fq_ctx_t *ctx, s_self_t *self, fq_lane_channel_t *cha
         size_t first = channel->turn++ % nlanes;
         for (size_t k = 0; k < nlanes && channel->credit > 0; k++) {
             fq_lane_t *lane = fq_lanes_at(self->lanes, (first + k) % nlanes);
-            if (lane->channel != channel)
+            if (!s_lane_turns(self, lane, channel))
                 continue;
             fq_shaper_t *shaper = &lane->budget->shaper;
             int64_t allowance = fq_shaper_allowance(shaper, lane->budget->inflight, now_us);
@@ -414,7 +491,11 @@ static void s_pump_channel(fq_ctx_t *ctx, s_self_t *self, fq_lane_channel_t *cha
 //  leader's lease (its next poll tries again).
 static void s_pump(fq_ctx_t *ctx, s_self_t *self)
 {
-    if (!fq_pipeline_may_dispatch(self->config))
+    if (!fq_pipeline_may_dispatch(self->config)) {
+        self->leading = false;
+        return;
+    }
+    if (!s_holds_known(self) || self->held_all)
         return;
     s_refill(self);
     int64_t now_us = zclock_usecs();
@@ -769,6 +850,10 @@ static int s_read_open(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store, bool fu
             return -1;
         }
         fq_lanes_configure(self->lanes, self->budgets, (size_t)budgets, zclock_usecs());
+        //  The operators' holds, likewise (their changes NOTIFY a full
+        //  poll): before the requests join, so a held tenant's join held
+        if (s_read_holds(self, store) != 0)
+            return -1;
     }
     //  The lanes of those with messages and no lane yet (new ones, or
     //  one whose SPLIT_DONE was lost) are read at once, for all of them
@@ -823,9 +908,12 @@ static void s_poll_now(fq_ctx_t *ctx, s_self_t *self, bool full)
             //  Out of memory for its lane: it waits for its lease
             fq_lane_t *lane =
                 fq_lanes_get(self->lanes, self->retries[i].channel, self->retries[i].destination);
-            if (lane)
+            if (lane) {
                 fq_fairness_push(lane->fairness, self->retries[i].request_id,
                                  self->retries[i].tenant_id, self->retries[i].id);
+                //  A lane new to its tenant: a held tenant is held there too
+                fq_tenant_budgets_joined(self->sends, self->retries[i].tenant_id, lane->fairness);
+            }
         }
         self->retries_claimed += (uint64_t)claimed;
     } while (claimed == S_RETRY_BATCH);
@@ -1072,6 +1160,7 @@ static void s_destroy(s_self_t *self)
     free(self->page_counts);
     free(self->due);
     free(self->retries);
+    fq_hold_list_free(&self->holds);
     free(self);
 }
 

@@ -24,9 +24,13 @@ struct fq_tenant_budgets {
     fq_lanes_t *lanes;
     fq_db_t *db;
     fq_tenant_budgets_wall_fn wall;
-    zhashx_t *tenants; //  id -> s_tenant_t*, owned
-    size_t held;       //  Of them held now
+    zhashx_t *tenants;        //  id -> s_tenant_t*, owned
+    size_t held;              //  Of them held now
+    zhashx_t *operators_held; //  id -> S_HELD of the tenants an operator holds (0024)
 };
+
+//  The value of a tenant in the operator's set: present is all it says.
+#define S_HELD ((void *)1)
 
 static int64_t s_wall(void)
 {
@@ -55,6 +59,13 @@ fq_tenant_budgets_t *fq_tenant_budgets_new(fq_lanes_t *lanes, fq_db_t *db,
     }
     fq_intkeys_use(self->tenants);
     zhashx_set_destructor(self->tenants, s_tenant_free);
+    self->operators_held = zhashx_new();
+    if (!self->operators_held) {
+        zhashx_destroy(&self->tenants);
+        free(self);
+        return NULL;
+    }
+    fq_intkeys_use(self->operators_held);
     return self;
 }
 
@@ -92,8 +103,27 @@ void fq_tenant_budgets_destroy(fq_tenant_budgets_t **self_p, bool stopping)
             s_record(self, tenant, stopping ? budget->reserved - budget->used : 0);
     }
     zhashx_destroy(&self->tenants);
+    zhashx_destroy(&self->operators_held);
     free(self);
     *self_p = NULL;
+}
+
+//  Whether tenant_id is out of the turns: its budget or an operator
+//  holds it.
+static bool s_held(fq_tenant_budgets_t *self, int64_t tenant_id)
+{
+    if (fq_intkey_lookup(self->operators_held, tenant_id))
+        return true;
+    s_tenant_t *tenant = fq_intkey_lookup(self->tenants, tenant_id);
+    return tenant && tenant->held;
+}
+
+//  Tells every lane whether tenant_id takes turns now.
+static void s_apply(fq_tenant_budgets_t *self, int64_t tenant_id)
+{
+    bool held = s_held(self, tenant_id);
+    for (size_t i = 0; i < fq_lanes_count(self->lanes); i++)
+        fq_fairness_tenant_hold(fq_lanes_at(self->lanes, i)->fairness, tenant_id, held);
 }
 
 static void s_hold(fq_tenant_budgets_t *self, s_tenant_t *tenant, bool held)
@@ -105,8 +135,7 @@ static void s_hold(fq_tenant_budgets_t *self, s_tenant_t *tenant, bool held)
         self->held++;
     else
         self->held--;
-    for (size_t i = 0; i < fq_lanes_count(self->lanes); i++)
-        fq_fairness_tenant_hold(fq_lanes_at(self->lanes, i)->fairness, tenant->tenant_id, held);
+    s_apply(self, tenant->tenant_id);
 }
 
 bool fq_tenant_budgets_configure(fq_tenant_budgets_t *self, int64_t tenant_id, int64_t rate_count,
@@ -119,6 +148,9 @@ bool fq_tenant_budgets_configure(fq_tenant_budgets_t *self, int64_t tenant_id, i
             return false;
         s_hold(self, tenant, false);
         fq_intkey_delete(self->tenants, tenant_id);
+        //  Still held by an operator: its lanes hear it again
+        if (fq_intkey_lookup(self->operators_held, tenant_id))
+            s_apply(self, tenant_id);
         return true;
     }
     if (!tenant) {
@@ -204,9 +236,39 @@ void fq_tenant_budgets_give_back(fq_tenant_budgets_t *self, int64_t tenant_id, i
 
 void fq_tenant_budgets_joined(fq_tenant_budgets_t *self, int64_t tenant_id, fq_fairness_t *fairness)
 {
-    s_tenant_t *tenant = fq_intkey_lookup(self->tenants, tenant_id);
-    if (tenant && tenant->held)
+    if (s_held(self, tenant_id))
         fq_fairness_tenant_hold(fairness, tenant_id, true);
+}
+
+int fq_tenant_budgets_operator_holds(fq_tenant_budgets_t *self, const int64_t *ids, size_t count)
+{
+    zhashx_t *named = zhashx_new();
+    if (!named)
+        return FQ_ENOMEM;
+    fq_intkeys_use(named);
+    for (size_t i = 0; i < count; i++)
+        if (fq_intkey_insert(named, ids[i], S_HELD) != 0 && !fq_intkey_lookup(named, ids[i])) {
+            zhashx_destroy(&named);
+            return FQ_ENOMEM;
+        }
+    zhashx_t *was = self->operators_held;
+    self->operators_held = named;
+    //  Those let go, then those newly held: each told its lanes once
+    for (void *item = zhashx_first(was); item; item = zhashx_next(was)) {
+        int64_t tenant_id = (int64_t)fq_intkey_cursor(was);
+        if (!fq_intkey_lookup(named, tenant_id))
+            s_apply(self, tenant_id);
+    }
+    for (size_t i = 0; i < count; i++)
+        if (!fq_intkey_lookup(was, ids[i]))
+            s_apply(self, ids[i]);
+    zhashx_destroy(&was);
+    return 0;
+}
+
+bool fq_tenant_budgets_operator_held(fq_tenant_budgets_t *self, int64_t tenant_id)
+{
+    return fq_intkey_lookup(self->operators_held, tenant_id) != NULL;
 }
 
 int64_t fq_tenant_budgets_wake(fq_tenant_budgets_t *self, int64_t now_us)

@@ -12,7 +12,11 @@
     handed out (fq_send_budget.h says why); each reservation is one
     statement on the scheduler's connection, one per block of a tenant's
     messages. Tenants without limits cost nothing here: they are never in
-    the map. */
+    the map.
+
+    An operator's hold of a tenant (0024, fq_tenant_budgets_operator_holds)
+    holds it out of the turns the same way: a tenant is let back in only
+    when neither its budget nor an operator holds it. */
 #ifndef FQ_TENANT_BUDGETS_H
 #define FQ_TENANT_BUDGETS_H
 
@@ -72,6 +76,15 @@ typedef struct {
     int64_t sent_today; //  Handed out today, less what came back
     bool held;          //  Out of the turns now
 } fq_tenant_budget_view_t;
+
+//  The tenants an operator holds now (count ids, as the scheduler read
+//  them): those newly named are held in every lane, those no longer named
+//  let back in unless their budget holds them. Returns 0 or FQ_ENOMEM
+//  (the set is then as it was).
+int fq_tenant_budgets_operator_holds(fq_tenant_budgets_t *self, const int64_t *ids, size_t count);
+
+//  Whether an operator holds tenant_id.
+bool fq_tenant_budgets_operator_held(fq_tenant_budgets_t *self, int64_t tenant_id);
 
 //  Calls each for every tenant with limits.
 void fq_tenant_budgets_each(fq_tenant_budgets_t *self,

@@ -9,12 +9,14 @@
     all: every field is checked here first, so that a refusal names the
     field; a domain another destination owns is the store's conflict. */
 #include "fq_api_internal.h"
+#include "fq_api_latency.h"
 #include "fq_domain.h"
 #include "fq_error.h"
 #include "fq_limits.h"
 #include "fq_rate.h"
 #include "fq_recipients.h"
 #include "fq_store_destinations.h"
+#include "fq_store_holds.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,8 +39,18 @@ static json_t *s_rate_json(double per_s)
     return per_s > 0 ? json_real(per_s) : json_null();
 }
 
-//  The destination object of API.md.
-static json_t *s_destination_json(fq_api_call_t *call, const fq_destination_t *d)
+//  Whether holds (fq_store_hold_list's) hold destination name.
+static bool s_held(const fq_hold_list_t *holds, const char *name)
+{
+    for (size_t i = 0; i < holds->count; i++)
+        if (holds->rows[i].scope == FQ_HOLD_DESTINATION && strcmp(holds->rows[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+//  The destination object of API.md; holds say whether it is held.
+static json_t *s_destination_json(fq_api_call_t *call, const fq_destination_t *d,
+                                  const fq_hold_list_t *holds)
 {
     fq_rate_t rate = {d->rate_count, d->rate_period_s};
     char rate_text[FQ_RATE_TEXT_SIZE];
@@ -58,11 +70,17 @@ static json_t *s_destination_json(fq_api_call_t *call, const fq_destination_t *d
                   (json_int_t)live.inflight, "sent", (json_int_t)live.sent, "deferred",
                   (json_int_t)live.deferred, "throttled", (json_int_t)live.throttled,
                   "suspended_for_ms", (json_int_t)live.suspended_for_ms);
-    return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "name", d->name, "rate",
+    //  Its delivery and end-to-end times, its channels together
+    fq_latency_view_t latency;
+    fq_metrics_destination_latency(call->server->metrics, d->name, &latency);
+    if (figures)
+        json_object_set_new(figures, "latency", fq_api_latency_json(&latency));
+    return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "name", d->name, "rate",
                      d->rate_count > 0 ? json_string(rate_text) : json_null(), "burst",
                      d->burst > 0 ? json_integer(d->burst) : json_null(), "max_inflight",
                      d->max_inflight > 0 ? json_integer(d->max_inflight) : json_null(), "domains",
-                     domains, "updated_at", fq_api_time(d->updated_at), "live", figures);
+                     domains, "updated_at", fq_api_time(d->updated_at), "live", figures, "held",
+                     s_held(holds, d->name));
 }
 
 //  The destination of the path, when its name is one; false after
@@ -85,7 +103,13 @@ static void s_reply_one(fq_api_call_t *call, const char *name, unsigned status)
         fq_api_fail_store(call, rc);
         return;
     }
-    fq_api_reply(call, status, s_destination_json(call, &destination));
+    fq_hold_list_t holds;
+    rc = fq_store_hold_list(call->store, &holds);
+    if (rc < 0)
+        fq_api_fail_store(call, rc);
+    else
+        fq_api_reply(call, status, s_destination_json(call, &destination, &holds));
+    fq_hold_list_free(&holds);
     fq_destination_free(&destination);
 }
 
@@ -99,9 +123,17 @@ void fq_api_destination_list(fq_api_call_t *call)
         fq_api_fail_store(call, rc);
         return;
     }
+    fq_hold_list_t holds;
+    rc = fq_store_hold_list(call->store, &holds);
+    if (rc < 0) {
+        fq_destination_list_free(&list);
+        fq_api_fail_store(call, rc);
+        return;
+    }
     json_t *rows = json_array();
     for (size_t i = 0; i < list.count; i++)
-        json_array_append_new(rows, s_destination_json(call, &list.rows[i]));
+        json_array_append_new(rows, s_destination_json(call, &list.rows[i], &holds));
+    fq_hold_list_free(&holds);
     fq_destination_list_free(&list);
     fq_api_reply(call, MHD_HTTP_OK, json_pack("{s:o}", "destinations", rows));
 }

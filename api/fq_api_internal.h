@@ -185,12 +185,28 @@ int fq_api_json_members(const char *text, size_t size, fq_api_member_fn *member,
 //  Whether the JSON value of size bytes at value is an empty array.
 bool fq_api_json_array_empty(const char *value, size_t size);
 
+//  Milliseconds of the monotonic clock, for timeouts and budgets.
+int64_t fq_api_now_ms(void);
+
 //  A time as RFC 3339 in UTC ("2026-11-21T10:04:05Z"), or JSON null for 0.
 json_t *fq_api_time(int64_t unix_s);
 
 //  Parses a time given as RFC 3339 with a zone, or as integer Unix
 //  seconds (>= 0). Returns false after answering 400 naming what.
 bool fq_api_parse_time(fq_api_call_t *call, json_t *value, const char *what, int64_t *unix_s);
+
+//  A submit's body, read and checked (fq_api_requests.c).
+typedef struct fq_api_submit fq_api_submit_t;
+
+//  Reads call->body as POST /v1/requests does, every check of a submit
+//  but the database's made. scheduled: a schedule's request, which names
+//  no tenant and no send_at (the schedule says whose and when) and reads
+//  no Idempotency-Key (tenant, send_at and idempotency_key are left for
+//  the caller). Its strings point into the body and into what it owns.
+//  NULL after answering.
+fq_api_submit_t *fq_api_submit_read(fq_api_call_t *call, bool scheduled);
+const fq_submit_t *fq_api_submit_of(const fq_api_submit_t *self);
+void fq_api_submit_destroy(fq_api_submit_t **self_p);
 
 //  The request object of API.md.
 json_t *fq_api_request_json(fq_api_call_t *call, const fq_request_info_t *request);
@@ -201,12 +217,16 @@ fq_api_handler_fn fq_api_request_submit, fq_api_request_list, fq_api_request_get
 fq_api_handler_fn fq_api_request_cancel, fq_api_request_pause, fq_api_request_resume;
 fq_api_handler_fn fq_api_request_patch, fq_api_request_rejects;
 fq_api_handler_fn fq_api_message_search, fq_api_message_get, fq_api_message_retry; //  messages
+fq_api_handler_fn fq_api_message_bulk;
+fq_api_handler_fn fq_api_shape; //  shape
 fq_api_handler_fn fq_api_error_summary;
 fq_api_handler_fn fq_api_event_list;                                        //  events
 fq_api_handler_fn fq_api_tenant_list, fq_api_tenant_get, fq_api_tenant_put; //  tenants
 fq_api_handler_fn fq_api_tenant_token, fq_api_tenant_tokens, fq_api_tenant_token_revoke;
 fq_api_handler_fn fq_api_destination_list, fq_api_destination_get; //  destinations
 fq_api_handler_fn fq_api_destination_put, fq_api_destination_delete;
+fq_api_handler_fn fq_api_hold_list, fq_api_hold_create; //  holds
+fq_api_handler_fn fq_api_hold_release, fq_api_hold_release_all;
 fq_api_handler_fn fq_api_suppression_list, fq_api_suppression_get; //  suppressions
 fq_api_handler_fn fq_api_suppression_put, fq_api_suppression_delete, fq_api_suppression_import;
 fq_api_handler_fn fq_api_global_suppression_list, fq_api_global_suppression_get;
@@ -214,6 +234,8 @@ fq_api_handler_fn fq_api_global_suppression_put, fq_api_global_suppression_delet
 fq_api_handler_fn fq_api_global_suppression_import;
 fq_api_handler_fn fq_api_webhook_list, fq_api_webhook_create, fq_api_webhook_get; //  webhooks
 fq_api_handler_fn fq_api_webhook_patch, fq_api_webhook_delete, fq_api_webhook_rotate;
+fq_api_handler_fn fq_api_schedule_list, fq_api_schedule_create, fq_api_schedule_get; //  schedules
+fq_api_handler_fn fq_api_schedule_patch, fq_api_schedule_delete;
 fq_api_handler_fn fq_api_feedback;                                  //  feedback
 fq_api_handler_fn fq_api_unsubscribe_page, fq_api_unsubscribe_post; //  unsubscribe (public)
 

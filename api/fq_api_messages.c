@@ -1,9 +1,11 @@
 /*  fq_api_messages.c — /v1/messages: search, one message, retry of a dead
-    one; /v1/errors: what the failed and dead ones met (api/API.md). A tenant's token searches its
-   own tenant only: the store's filter gets its tenant id whatever the query says. */
+    one, bulk actions by filter; /v1/errors: what the failed and dead ones
+    met (api/API.md). A tenant's token reaches its own tenant only: the
+    store's filter gets its tenant id whatever the query or body says. */
 #include "fq_api_internal.h"
 #include "fq_error.h"
 #include "fq_limits.h"
+#include <stdio.h>
 #include <string.h>
 
 //  Tenant names of a page's messages: one lookup per tenant, not per row.
@@ -48,27 +50,82 @@ static json_t *s_message_json(fq_api_call_t *call, s_names_t *names, const fq_me
                      m->last_error ? json_string(m->last_error) : json_null());
 }
 
-//  The filter of the query; false after answering 400 or 404.
-static bool s_filter(fq_api_call_t *call, fq_message_filter_t *filter)
+//  Room for an int64_t as text: 19 digits, a sign and the NUL.
+#define S_INT_TEXT 21
+
+//  Where a filter's fields are read from: the query of a search, or the
+//  body of a bulk action (where request and older_than are numbers, kept
+//  here as text so that both are checked by the same code).
+typedef struct {
+    json_t *body; //  NULL: the query
+    char request[S_INT_TEXT];
+    char older_than[S_INT_TEXT];
+} s_source_t;
+
+//  The field key of source, or NULL when absent.
+static const char *s_field(fq_api_call_t *call, s_source_t *source, const char *key)
+{
+    if (!source->body)
+        return fq_api_query(call, key);
+    json_t *value = json_object_get(source->body, key);
+    if (json_is_integer(value)) {
+        char *text = strcmp(key, "request") == 0 ? source->request : source->older_than;
+        snprintf(text, S_INT_TEXT, "%lld", (long long)json_integer_value(value));
+        return text;
+    }
+    return json_string_value(value);
+}
+
+//  In a body, the filter's text fields must be strings and its numbers
+//  integers; false after answering 400.
+static bool s_body_types(fq_api_call_t *call, json_t *body)
+{
+    static const char *const texts[] = {"tenant", "status", "to", "domain", "error", "code", NULL};
+    static const char *const numbers[] = {"request", "older_than", NULL};
+    for (size_t i = 0; texts[i]; i++) {
+        json_t *value = json_object_get(body, texts[i]);
+        if (value && !json_is_string(value)) {
+            fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "%s must be a string", texts[i]);
+            return false;
+        }
+    }
+    for (size_t i = 0; numbers[i]; i++) {
+        json_t *value = json_object_get(body, numbers[i]);
+        if (value && !json_is_integer(value)) {
+            fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "%s must be an integer", numbers[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+//  The filter of source (its strings stay source's or the call's); false
+//  after answering 400 or 404.
+static bool s_filter_from(fq_api_call_t *call, s_source_t *source, fq_message_filter_t *filter)
 {
     *filter = (fq_message_filter_t){.tenant_id = call->owner.tenant_id};
-    const char *status = fq_api_query(call, "status");
+    const char *status = s_field(call, source, "status");
     if (status && (fq_message_status_parse(status, &filter->status) != 0 ||
                    filter->status == FQ_MESSAGE_ANY)) {
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
                     "status must be pending, sent, failed, dead or cancelled");
         return false;
     }
-    const char *tenant = fq_api_query(call, "tenant");
+    const char *tenant = s_field(call, source, "tenant");
     if (tenant && !call->owner.admin && strcmp(tenant, call->owner.tenant) != 0) {
         fq_api_fail(call, MHD_HTTP_NOT_FOUND, "could not read tenant: \"%.*s\" does not exist",
                     FQ_TENANT_NAME_MAX, tenant);
         return false;
     }
     filter->tenant = tenant;
-    filter->recipient = fq_api_query(call, "to");
-    filter->domain = fq_api_query(call, "domain");
-    if (!fq_api_parse_id(call, fq_api_query(call, "request"), "request", true, &filter->request_id))
+    filter->recipient = s_field(call, source, "to");
+    filter->domain = s_field(call, source, "domain");
+    filter->error = s_field(call, source, "error");
+    filter->code = s_field(call, source, "code");
+    if (!fq_api_parse_int(call, s_field(call, source, "older_than"), "older_than", 0, FQ_AGE_MAX_S,
+                          0, &filter->older_than_s) ||
+        !fq_api_parse_id(call, s_field(call, source, "request"), "request", true,
+                         &filter->request_id))
         return false;
     //  Another tenant's request answers as an unknown one does
     if (filter->request_id && !call->owner.admin) {
@@ -87,6 +144,13 @@ static bool s_filter(fq_api_call_t *call, fq_message_filter_t *filter)
             return false;
     }
     return true;
+}
+
+//  The filter of the query; false after answering 400 or 404.
+static bool s_filter(fq_api_call_t *call, fq_message_filter_t *filter)
+{
+    s_source_t query = {0};
+    return s_filter_from(call, &query, filter);
 }
 
 //  Answers page's messages (the key of the list is key).
@@ -110,7 +174,8 @@ static void s_reply_page(fq_api_call_t *call, const fq_message_page_t *page, int
 void fq_api_message_search(fq_api_call_t *call)
 {
     static const char *const params[] = {"request", "tenant", "status", "to",
-                                         "domain",  "after",  "limit",  NULL};
+                                         "domain",  "error",  "code",   "older_than",
+                                         "after",   "limit",  NULL};
     fq_message_filter_t filter;
     int64_t after, limit;
     if (!fq_api_query_allowed(call, params) || !s_filter(call, &filter) ||
@@ -249,4 +314,90 @@ void fq_api_error_summary(fq_api_call_t *call)
         json_array_append_new(rows, s_error_json(&summary.rows[i]));
     fq_error_summary_free(&summary);
     fq_api_reply(call, MHD_HTTP_OK, json_pack("{s:o}", "errors", rows));
+}
+
+//  ---------------------------------------------------------------------
+//  Bulk actions
+
+//  How long one call runs batches before it answers with where it got to
+//  (next_after): a proxy or a client gives up on a call that says nothing
+//  for tens of seconds, and the caller can go on from there.
+#define S_BULK_CALL_MS 10000
+
+//  The action's settings from body; false after answering 400.
+static bool s_bulk_settings(fq_api_call_t *call, json_t *body, fq_bulk_t *bulk, int64_t *after)
+{
+    json_t *action = json_object_get(body, "action");
+    if (!json_is_string(action) || fq_bulk_action_parse(json_string_value(action), &bulk->action)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "action must be cancel, retry or reschedule");
+        return false;
+    }
+    json_t *dry_run = json_object_get(body, "dry_run");
+    if (dry_run && !json_is_boolean(dry_run)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "dry_run must be true or false");
+        return false;
+    }
+    bulk->dry_run = json_is_true(dry_run);
+    json_t *batch = json_object_get(body, "batch");
+    json_t *from = json_object_get(body, "after");
+    if ((batch && (!json_is_integer(batch) || json_integer_value(batch) < 1 ||
+                   json_integer_value(batch) > FQ_STORE_BULK_BATCH_MAX)) ||
+        (from && (!json_is_integer(from) || json_integer_value(from) < 0))) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "batch must be an integer within 1..%d, after one >= 0",
+                    FQ_STORE_BULK_BATCH_MAX);
+        return false;
+    }
+    bulk->batch = batch ? (int)json_integer_value(batch) : FQ_STORE_BULK_BATCH;
+    *after = from ? json_integer_value(from) : 0;
+    json_t *send_at = json_object_get(body, "send_at");
+    if ((bulk->action == FQ_BULK_RESCHEDULE) != (send_at != NULL)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "send_at goes with reschedule, and only with it");
+        return false;
+    }
+    return !send_at || fq_api_parse_time(call, send_at, "send_at", &bulk->send_at);
+}
+
+void fq_api_message_bulk(fq_api_call_t *call)
+{
+    static const char *const keys[] = {"action", "dry_run", "batch",      "after", "send_at",
+                                       "tenant", "request", "status",     "to",    "domain",
+                                       "error",  "code",    "older_than", NULL};
+    if (!fq_api_query_allowed(call, NULL))
+        return;
+    json_t *body = fq_api_body_fields(call, keys, NULL, NULL);
+    if (!body)
+        return;
+    fq_bulk_t bulk = {0};
+    fq_message_filter_t filter;
+    s_source_t source = {.body = body};
+    int64_t after;
+    if (!s_bulk_settings(call, body, &bulk, &after) || !s_body_types(call, body) ||
+        !s_filter_from(call, &source, &filter)) {
+        json_decref(body);
+        return;
+    }
+    int64_t matched = 0, changed = 0, batches = 0, deadline = fq_api_now_ms() + S_BULK_CALL_MS;
+    fq_bulk_batch_t batch = {0};
+    do {
+        int rc = fq_store_bulk_batch(call->store, &filter, &bulk, after, &batch);
+        if (rc) {
+            //  What the batches before changed stays changed; the same call
+            //  again goes on where they stopped
+            fq_api_fail_store(call, rc);
+            json_decref(body);
+            return;
+        }
+        batches++;
+        matched += batch.matched;
+        changed += batch.changed;
+        after = batch.last_id;
+    } while (!batch.done && fq_api_now_ms() < deadline);
+    fq_api_reply(call, MHD_HTTP_OK,
+                 json_pack("{s:s, s:b, s:I, s:I, s:I, s:b, s:o}", "action",
+                           fq_bulk_action_name(bulk.action), "dry_run", bulk.dry_run, "matched",
+                           (json_int_t)matched, "changed", (json_int_t)changed, "batches",
+                           (json_int_t)batches, "complete", batch.done, "next_after",
+                           batch.done ? json_null() : json_integer(after)));
+    json_decref(body);
 }

@@ -631,7 +631,34 @@ static bool s_unsubscribe(fq_api_call_t *call, json_t *body, bool email, const c
     return !clash;
 }
 
-void fq_api_request_submit(fq_api_call_t *call)
+//  A submit's body as read (fq_api_internal.h): the request and what
+//  holds its strings.
+struct fq_api_submit {
+    fq_submit_t submit;
+    json_t *body;
+    char *headers, *http_headers;
+    s_http_t http;
+};
+
+void fq_api_submit_destroy(fq_api_submit_t **self_p)
+{
+    fq_api_submit_t *self = *self_p;
+    if (!self)
+        return;
+    free(self->headers);
+    free(self->http_headers);
+    s_http_free(&self->http);
+    json_decref(self->body);
+    free(self);
+    *self_p = NULL;
+}
+
+const fq_submit_t *fq_api_submit_of(const fq_api_submit_t *self)
+{
+    return &self->submit;
+}
+
+fq_api_submit_t *fq_api_submit_read(fq_api_call_t *call, bool scheduled)
 {
     static const char *const keys[] = {"tenant",       "from",       "subject",     "body",
                                        "html",         "recipients", "send_at",     "priority",
@@ -647,68 +674,92 @@ void fq_api_request_submit(fq_api_call_t *call)
     static const char *const slice_keys[S_SLICES + 1] = {[S_SLICE_RECIPIENTS] = "recipients",
                                                          [S_SLICE_HEADERS] = "headers",
                                                          [S_SLICE_HTTP] = "http"};
-    if (!fq_api_query_allowed(call, NULL))
-        return;
+    fq_api_submit_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return NULL;
+    }
+    fq_submit_t *submit = &self->submit;
     fq_api_slice_t slices[S_SLICES];
-    json_t *body = fq_api_body_fields(call, keys, slice_keys, slices);
+    json_t *body = self->body = fq_api_body_fields(call, keys, slice_keys, slices);
     if (!body)
-        return;
+        goto fail;
     fq_api_slice_t recipients = slices[S_SLICE_RECIPIENTS];
-    char *headers = NULL, *http_headers = NULL;
-    s_http_t http = {0};
-    fq_submit_t submit = {0};
     json_t *html = json_object_get(body, "html");
     json_t *send_at = json_object_get(body, "send_at");
-    if (!s_channel(call, body, &submit.channel))
-        goto done;
-    bool email = fq_channel_is_email(submit.channel);
+    //  A schedule's request is its tenant's, sent when it fires
+    const char *scheduled_field = json_object_get(body, "tenant") ? "tenant" : "send_at";
+    if (scheduled && json_object_get(body, scheduled_field)) {
+        fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
+                    "%s: a schedule's request takes none (the schedule says whose and when)",
+                    scheduled_field);
+        goto fail;
+    }
+    if (!s_channel(call, body, &submit->channel))
+        goto fail;
+    bool email = fq_channel_is_email(submit->channel);
     if (!email) {
-        if (!s_channel_fields(call, body, slices, S_SLICE_HEADERS, S_SLICE_HTTP, &submit, &http,
-                              &http_headers))
-            goto done;
+        if (!s_channel_fields(call, body, slices, S_SLICE_HEADERS, S_SLICE_HTTP, submit,
+                              &self->http, &self->http_headers))
+            goto fail;
     } else if (slices[S_SLICE_HTTP].text) {
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
                     "http is for channel \"http\" only: this request is mail (channel "
                     "\"email\", the default)");
-        goto done;
-    } else if (!(submit.from = s_string(call, body, "from")) || !s_from(call, submit.from) ||
-               !(submit.subject = s_string(call, body, "subject")) ||
-               !(submit.body = s_string(call, body, "body")))
-        goto done;
+        goto fail;
+    } else if (!(submit->from = s_string(call, body, "from")) || !s_from(call, submit->from) ||
+               !(submit->subject = s_string(call, body, "subject")) ||
+               !(submit->body = s_string(call, body, "body")))
+        goto fail;
     if (email && html && !json_is_boolean(html)) {
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST, "html must be true or false");
-        goto done;
+        goto fail;
     }
-    submit.body_is_html = json_is_true(html);
-    if (email && (!s_template(call, submit.subject, FQ_TEMPLATE_HEADER, "subject") ||
-                  !s_template(call, submit.body,
-                              submit.body_is_html ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN, "body") ||
-                  !s_text_body(call, body, submit.body_is_html, &submit.text_body)))
-        goto done;
+    submit->body_is_html = json_is_true(html);
+    if (email &&
+        (!s_template(call, submit->subject, FQ_TEMPLATE_HEADER, "subject") ||
+         !s_template(call, submit->body,
+                     submit->body_is_html ? FQ_TEMPLATE_HTML : FQ_TEMPLATE_PLAIN, "body") ||
+         !s_text_body(call, body, submit->body_is_html, &submit->text_body)))
+        goto fail;
     if (!recipients.text || *recipients.text != '[' ||
         fq_api_json_array_empty(recipients.text, recipients.size)) {
         fq_api_fail(call, MHD_HTTP_BAD_REQUEST,
                     recipients.text ? "recipients must be a non-empty array"
                                     : "recipients is required");
-        goto done;
+        goto fail;
     }
     if (!s_recipients_shape(call, &recipients))
-        goto done;
-    if ((send_at && !fq_api_parse_time(call, send_at, "send_at", &submit.send_at)) ||
-        !s_int(call, body, "priority", FQ_PRIORITY_MIN, FQ_PRIORITY_MAX, &submit.priority) ||
+        goto fail;
+    if ((send_at && !fq_api_parse_time(call, send_at, "send_at", &submit->send_at)) ||
+        !s_int(call, body, "priority", FQ_PRIORITY_MIN, FQ_PRIORITY_MAX, &submit->priority) ||
         !s_int(call, body, "max_attempts", S_MAX_ATTEMPTS_MIN, S_MAX_ATTEMPTS_MAX,
-               &submit.max_attempts) ||
-        (email && (!s_headers(call, &slices[S_SLICE_HEADERS], &headers) ||
-                   !s_reply_to(call, body, &submit.reply_to))) ||
-        !s_unsubscribe(call, body, email, headers, &submit.unsubscribe) ||
-        !s_idempotency_key(call, &submit.idempotency_key) ||
-        !(submit.tenant = s_submit_tenant(call, body)))
-        goto done;
-    submit.headers_json = headers;
+               &submit->max_attempts) ||
+        (email && (!s_headers(call, &slices[S_SLICE_HEADERS], &self->headers) ||
+                   !s_reply_to(call, body, &submit->reply_to))) ||
+        !s_unsubscribe(call, body, email, self->headers, &submit->unsubscribe) ||
+        (!scheduled && (!s_idempotency_key(call, &submit->idempotency_key) ||
+                        !(submit->tenant = s_submit_tenant(call, body)))))
+        goto fail;
+    submit->headers_json = self->headers;
     //  Each recipient's values are checked by the splitter, which refuses
     //  a bad one alone (API.md)
-    submit.recipients_json = recipients.text;
-    submit.recipients_size = recipients.size;
+    submit->recipients_json = recipients.text;
+    submit->recipients_size = recipients.size;
+    return self;
+fail:
+    fq_api_submit_destroy(&self);
+    return NULL;
+}
+
+void fq_api_request_submit(fq_api_call_t *call)
+{
+    if (!fq_api_query_allowed(call, NULL))
+        return;
+    fq_api_submit_t *read = fq_api_submit_read(call, false);
+    if (!read)
+        return;
+    const fq_submit_t submit = read->submit;
     //  A client retrying with its key gets the first request, without
     //  spending its submit rate on it
     int64_t id = 0;
@@ -728,10 +779,7 @@ void fq_api_request_submit(fq_api_call_t *call)
         fq_api_fail_store(call, rc);
     s_rate_give_back(call);
 done:
-    free(headers);
-    free(http_headers);
-    s_http_free(&http);
-    json_decref(body);
+    fq_api_submit_destroy(&read);
 }
 
 //  ---------------------------------------------------------------------

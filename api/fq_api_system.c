@@ -1,6 +1,7 @@
 /*  fq_api_system.c — /healthz and /metrics (api/API.md). */
 #include "fq_api_internal.h"
 #include "fq_log.h"
+#include "fq_metrics_holds.h"
 #include <stdlib.h>
 
 #define S_PROMETHEUS_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -93,6 +94,11 @@ void fq_api_metrics(fq_api_call_t *call)
     char *text = fq_metrics_render(call->server->metrics, call->server->system,
                                    have_tenants ? &tenants : NULL);
     fq_tenant_list_free(&tenants);
+    //  The operators' holds, as every fairqd reads them (0024)
+    fq_hold_list_t holds = {0};
+    bool have_holds = have_tenants && fq_store_hold_list(call->store, &holds) >= 0;
+    text = fq_metrics_holds_render(text, have_holds ? &holds : NULL);
+    fq_hold_list_free(&holds);
     if (!text) {
         fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
         return;

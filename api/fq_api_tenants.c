@@ -9,6 +9,7 @@
     it as a number. The limit and the figure sit side by side as
     max_inflight and inflight do. */
 #include "fq_api_internal.h"
+#include "fq_api_latency.h"
 #include "fq_channel.h"
 #include "fq_error.h"
 #include "fq_limits.h"
@@ -62,6 +63,19 @@ static json_t *s_tenant_json(fq_api_call_t *call, const fq_tenant_info_t *t)
     //  Its requests' one-click unsubscribe default (0021)
     if (object)
         json_object_set_new(object, "unsubscribe", json_boolean(t->unsubscribe));
+    //  An operator's hold (0024), and the age of its oldest work due now:
+    //  oldest_pending_age_s counts paused and later work too
+    if (object) {
+        json_object_set_new(object, "held", json_boolean(t->held != 0));
+        json_object_set_new(object, "oldest_due_age_s", json_integer((json_int_t)t->oldest_due_s));
+    }
+    //  Its delivery and end-to-end times of the last minutes, as this
+    //  fairqd saw the acks (nothing on one that does not lead)
+    if (object) {
+        fq_latency_view_t latency;
+        fq_metrics_tenant_latency(call->server->metrics, t->name, &latency);
+        json_object_set_new(object, "latency", fq_api_latency_json(&latency));
+    }
     return object;
 }
 

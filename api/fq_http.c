@@ -92,9 +92,11 @@ static const s_route_t s_routes[] = {
     {"POST", "/v1/requests/{}/resume", fq_api_request_resume, S_AUTH_TOKEN},
     {"GET", "/v1/requests/{}/rejects", fq_api_request_rejects, S_AUTH_TOKEN},
     {"GET", "/v1/messages", fq_api_message_search, S_AUTH_TOKEN},
+    {"POST", "/v1/messages/bulk", fq_api_message_bulk, S_AUTH_TOKEN},
     {"GET", "/v1/messages/{}", fq_api_message_get, S_AUTH_TOKEN},
     {"POST", "/v1/messages/{}/retry", fq_api_message_retry, S_AUTH_TOKEN},
     {"GET", "/v1/errors", fq_api_error_summary, S_AUTH_TOKEN},
+    {"GET", "/v1/shape", fq_api_shape, S_AUTH_TOKEN},
     {"GET", "/v1/events", fq_api_event_list, S_AUTH_TOKEN},
     {"GET", "/v1/tenants", fq_api_tenant_list, S_AUTH_TOKEN},
     {"GET", "/v1/tenants/{}", fq_api_tenant_get, S_AUTH_TOKEN},
@@ -106,6 +108,10 @@ static const s_route_t s_routes[] = {
     {"GET", "/v1/destinations/{}", fq_api_destination_get, S_AUTH_ADMIN},
     {"PUT", "/v1/destinations/{}", fq_api_destination_put, S_AUTH_ADMIN},
     {"DELETE", "/v1/destinations/{}", fq_api_destination_delete, S_AUTH_ADMIN},
+    {"GET", "/v1/holds", fq_api_hold_list, S_AUTH_ADMIN},
+    {"POST", "/v1/holds", fq_api_hold_create, S_AUTH_ADMIN},
+    {"DELETE", "/v1/holds/{}", fq_api_hold_release_all, S_AUTH_ADMIN},
+    {"DELETE", "/v1/holds/{}/{}", fq_api_hold_release, S_AUTH_ADMIN},
     //  A tenant's list (a tenant token: its own), and the global one
     {"GET", "/v1/tenants/{}/suppressions", fq_api_suppression_list, S_AUTH_TOKEN},
     {"POST", "/v1/tenants/{}/suppressions/import", fq_api_suppression_import, S_AUTH_TOKEN},
@@ -119,6 +125,12 @@ static const s_route_t s_routes[] = {
     {"PATCH", "/v1/tenants/{}/webhooks/{}", fq_api_webhook_patch, S_AUTH_TOKEN},
     {"DELETE", "/v1/tenants/{}/webhooks/{}", fq_api_webhook_delete, S_AUTH_TOKEN},
     {"POST", "/v1/tenants/{}/webhooks/{}/rotate", fq_api_webhook_rotate, S_AUTH_TOKEN},
+    //  A tenant's schedules of recurring sends (a tenant token: its own)
+    {"GET", "/v1/tenants/{}/schedules", fq_api_schedule_list, S_AUTH_TOKEN},
+    {"POST", "/v1/tenants/{}/schedules", fq_api_schedule_create, S_AUTH_TOKEN},
+    {"GET", "/v1/tenants/{}/schedules/{}", fq_api_schedule_get, S_AUTH_TOKEN},
+    {"PATCH", "/v1/tenants/{}/schedules/{}", fq_api_schedule_patch, S_AUTH_TOKEN},
+    {"DELETE", "/v1/tenants/{}/schedules/{}", fq_api_schedule_delete, S_AUTH_TOKEN},
     {"GET", "/v1/suppressions", fq_api_global_suppression_list, S_AUTH_ADMIN},
     {"POST", "/v1/suppressions/import", fq_api_global_suppression_import, S_AUTH_ADMIN},
     {"GET", "/v1/suppressions/{}", fq_api_global_suppression_get, S_AUTH_ADMIN},
@@ -438,7 +450,7 @@ static void s_thread_free(void *thread)
     free(self);
 }
 
-static int64_t s_now_ms(void)
+int64_t fq_api_now_ms(void)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -453,7 +465,7 @@ static void s_failed(s_thread_t *thread, const char *reason)
 {
     if (!thread->failed_at_ms)
         fq_log(FQ_LOG_WARNING, "http: %s", reason);
-    thread->failed_at_ms = s_now_ms();
+    thread->failed_at_ms = fq_api_now_ms();
 }
 
 //  Notes that the thread is connected: others stop pausing before they
@@ -463,7 +475,7 @@ static void s_connected(fq_http_t *self, s_thread_t *thread)
     if (thread->failed_at_ms)
         fq_log(FQ_LOG_INFO, "http: connected to database again");
     thread->failed_at_ms = 0;
-    atomic_store(&self->connected_at_ms, s_now_ms());
+    atomic_store(&self->connected_at_ms, fq_api_now_ms());
 }
 
 //  Answers 503 for a database that cannot be reached.
@@ -482,7 +494,7 @@ static bool s_pausing(fq_http_t *self, s_thread_t *thread)
 {
     int64_t connected_at = atomic_load(&self->connected_at_ms);
     return thread->failed_at_ms && connected_at < thread->failed_at_ms &&
-           s_now_ms() - thread->failed_at_ms < S_RECONNECT_PAUSE_MS;
+           fq_api_now_ms() - thread->failed_at_ms < S_RECONNECT_PAUSE_MS;
 }
 
 fq_store_t *fq_api_store(fq_api_call_t *call)
@@ -1007,7 +1019,7 @@ static void s_mhd_log(void *cls, const char *format, va_list args)
 {
     fq_http_t *self = cls;
     pthread_mutex_lock(&self->log_lock);
-    int64_t second = s_now_ms() / S_MS_PER_S;
+    int64_t second = fq_api_now_ms() / S_MS_PER_S;
     if (second != self->log_second) {
         self->log_second = second;
         self->log_lines = 0;

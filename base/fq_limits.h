@@ -65,4 +65,12 @@ bool fq_destination_name_valid(const char *name);
 #define FQ_PRIORITY_MIN (-1000)
 #define FQ_PRIORITY_MAX 1000
 
+//  A bulk change by filter (POST /v1/messages/bulk): the most messages one
+//  batch, one transaction, takes; the store checks it and the CLI too.
+#define FQ_BULK_BATCH_MAX 10000
+
+//  The oldest age a filter may name (older_than): ten years, far past any
+//  retention, and well inside PostgreSQL's intervals.
+#define FQ_AGE_MAX_S (INT64_C(10) * 366 * 86400)
+
 #endif

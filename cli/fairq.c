@@ -96,6 +96,9 @@ static const fq_cli_command_t *const s_commands[] = {&fq_cli_cmd_submit,
                                                      &fq_cli_cmd_resume,
                                                      &fq_cli_cmd_reschedule,
                                                      &fq_cli_cmd_retry,
+                                                     &fq_cli_cmd_messages_cancel,
+                                                     &fq_cli_cmd_messages_retry,
+                                                     &fq_cli_cmd_messages_reschedule,
                                                      &fq_cli_cmd_rejects,
                                                      &fq_cli_cmd_events,
                                                      &fq_cli_cmd_errors,
@@ -109,6 +112,13 @@ static const fq_cli_command_t *const s_commands[] = {&fq_cli_cmd_submit,
                                                      &fq_cli_cmd_destinations_show,
                                                      &fq_cli_cmd_destinations_set,
                                                      &fq_cli_cmd_destinations_delete,
+                                                     &fq_cli_cmd_holds,
+                                                     &fq_cli_cmd_hold_tenant,
+                                                     &fq_cli_cmd_hold_destination,
+                                                     &fq_cli_cmd_hold_all,
+                                                     &fq_cli_cmd_release_tenant,
+                                                     &fq_cli_cmd_release_destination,
+                                                     &fq_cli_cmd_release_all,
                                                      &fq_cli_cmd_suppressions,
                                                      &fq_cli_cmd_suppressions_list,
                                                      &fq_cli_cmd_suppressions_add,
@@ -121,8 +131,16 @@ static const fq_cli_command_t *const s_commands[] = {&fq_cli_cmd_submit,
                                                      &fq_cli_cmd_webhooks_set,
                                                      &fq_cli_cmd_webhooks_rotate,
                                                      &fq_cli_cmd_webhooks_remove,
+                                                     &fq_cli_cmd_schedules,
+                                                     &fq_cli_cmd_schedules_list,
+                                                     &fq_cli_cmd_schedules_add,
+                                                     &fq_cli_cmd_schedules_show,
+                                                     &fq_cli_cmd_schedules_pause,
+                                                     &fq_cli_cmd_schedules_resume,
+                                                     &fq_cli_cmd_schedules_remove,
                                                      &fq_cli_cmd_feedback,
                                                      &fq_cli_cmd_top,
+                                                     &fq_cli_cmd_shape,
                                                      &fq_cli_cmd_health,
                                                      NULL};
 
@@ -387,6 +405,22 @@ static int s_run(int argc, char **argv)
     }
     int words = 0;
     const fq_cli_command_t *command = s_find(argc, argv, next, &words);
+    //  The first word of commands only ("hold" of "hold tenant"): their
+    //  list, on stdout when asked for with --help
+    const fq_cli_command_t group = {.name = argv[next], .usage = ""};
+    if (!command && s_has_subcommands(&group)) {
+        bool help = args.help;
+        for (int i = next + 1; i < argc && !help; i++)
+            help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+        if (!help && next + 1 < argc)
+            fq_cli_error("unknown command \"%s %s\"", argv[next], argv[next + 1]);
+        else if (!help)
+            fq_cli_error("\"%s\" needs a subcommand", argv[next]);
+        FILE *out = help ? stdout : stderr;
+        fprintf(out, "Usage: %s %s SUBCOMMAND [ARGS]\n", FQ_CLI_PROGRAM, group.name);
+        s_print_subcommands(out, &group);
+        return help ? FQ_CLI_EXIT_OK : FQ_CLI_EXIT_USAGE;
+    }
     if (!command) {
         fq_cli_error("unknown command \"%s\"", argv[next]);
         fprintf(stderr, "Try \"%s --help\" for the list of commands.\n", FQ_CLI_PROGRAM);

@@ -256,22 +256,44 @@ bool fq_cli_rfc3339_valid(const char *text)
            zone_hour <= S_HOUR_MAX && zone_minute <= S_MINUTE_MAX;
 }
 
+//  "N" and a unit (s, m, h, d; unit_required: or none, for seconds) of at
+//  most S_RELATIVE_MAX_S, as seconds into *seconds. False when it is not.
+static bool s_amount(const char *text, bool unit_required, int64_t *seconds)
+{
+    if (*text < '0' || *text > '9')
+        return false;
+    char *end;
+    errno = 0;
+    long long amount = strtoll(text, &end, 10);
+    int64_t unit = *end == 's'                   ? 1
+                   : *end == 'm'                 ? S_MINUTE_S
+                   : *end == 'h'                 ? S_HOUR_S
+                   : *end == 'd'                 ? S_DAY_S
+                   : *end == 0 && !unit_required ? 1
+                                                 : 0;
+    if (errno || !unit || (*end && end[1]) || amount > S_RELATIVE_MAX_S / unit)
+        return false;
+    *seconds = amount * unit;
+    return true;
+}
+
+int fq_cli_parse_duration(const char *text, const char *option, int64_t *seconds)
+{
+    if (s_amount(text, false, seconds))
+        return 0;
+    fq_cli_error("invalid value for %s: \"%s\" (N seconds, or N with s, m, h or d: 90m, 2d)",
+                 option, text);
+    return FQ_CLI_EXIT_USAGE;
+}
+
 int fq_cli_parse_time(const char *text, const char *option, int64_t now, json_t **value)
 {
     int64_t n;
     *value = NULL;
-    if (text[0] == '+' && text[1] >= '0' && text[1] <= '9') {
+    if (text[0] == '+') {
         //  "+N" and a unit
-        char *end;
-        errno = 0;
-        long long amount = strtoll(text + 1, &end, 10);
-        int64_t unit = *end == 's'   ? 1
-                       : *end == 'm' ? S_MINUTE_S
-                       : *end == 'h' ? S_HOUR_S
-                       : *end == 'd' ? S_DAY_S
-                                     : 0;
-        if (!errno && unit && end[1] == 0 && amount <= S_RELATIVE_MAX_S / unit)
-            *value = json_integer(now + amount * unit);
+        if (s_amount(text + 1, true, &n))
+            *value = json_integer(now + n);
     } else if (s_integer(text, false, &n) == 0)
         *value = json_integer(n);
     else if (fq_cli_rfc3339_valid(text))
@@ -294,6 +316,21 @@ int fq_cli_parse_tenant(const char *text, const char *what)
                      what, text, FQ_TENANT_NAME_MAX - 1);
         return FQ_CLI_EXIT_USAGE;
     }
+    return 0;
+}
+
+int fq_cli_tenant_path(const fq_cli_args_t *args, const char *resource, const char **tenant,
+                       char *path, size_t size)
+{
+    *tenant = fq_cli_arg(args, "tenant");
+    if (!*tenant) {
+        fq_cli_error("which tenant? give --tenant NAME (the API names the tenant in its path, "
+                     "and a token does not say which tenant it is)");
+        return FQ_CLI_EXIT_USAGE;
+    }
+    if (fq_cli_parse_tenant(*tenant, "tenant"))
+        return FQ_CLI_EXIT_USAGE;
+    snprintf(path, size, "/v1/tenants/%s/%s", *tenant, resource);
     return 0;
 }
 

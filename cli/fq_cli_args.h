@@ -73,12 +73,22 @@ int fq_cli_parse_seconds(const char *text, const char *option, double min, doubl
 //  from now, sent as Unix seconds). now is the current Unix time.
 int fq_cli_parse_time(const char *text, const char *option, int64_t now, json_t **value);
 
+//  A length of time: N seconds, or N with a unit s, m, h or d ("90m"),
+//  of at most ten years; as seconds into *seconds.
+int fq_cli_parse_duration(const char *text, const char *option, int64_t *seconds);
+
 //  True for a well-formed RFC 3339 date-time with a zone.
 bool fq_cli_rfc3339_valid(const char *text);
 
 //  A tenant name as the schema takes it: a lowercase letter or digit,
 //  then up to 63 of [a-z0-9_.-].
 int fq_cli_parse_tenant(const char *text, const char *what);
+
+//  The tenant --tenant NAME names (required: the API names the tenant in
+//  the paths of what it owns) and the path of its resource
+//  ("/v1/tenants/NAME/webhooks") into path, size bytes.
+int fq_cli_tenant_path(const fq_cli_args_t *args, const char *resource, const char **tenant,
+                       char *path, size_t size);
 
 //  One of the NULL-terminated words in choices.
 int fq_cli_parse_choice(const char *text, const char *option, const char *const *choices);

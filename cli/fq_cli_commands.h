@@ -42,12 +42,28 @@ extern const fq_cli_command_t fq_cli_cmd_destinations_show;
 extern const fq_cli_command_t fq_cli_cmd_destinations_set;
 extern const fq_cli_command_t fq_cli_cmd_destinations_delete;
 
+//  fq_cli_commands_holds.c
+extern const fq_cli_command_t fq_cli_cmd_holds;
+extern const fq_cli_command_t fq_cli_cmd_hold_tenant;
+extern const fq_cli_command_t fq_cli_cmd_hold_destination;
+extern const fq_cli_command_t fq_cli_cmd_hold_all;
+extern const fq_cli_command_t fq_cli_cmd_release_tenant;
+extern const fq_cli_command_t fq_cli_cmd_release_destination;
+extern const fq_cli_command_t fq_cli_cmd_release_all;
 //  fq_cli_commands_suppressions.c
 extern const fq_cli_command_t fq_cli_cmd_suppressions;
 extern const fq_cli_command_t fq_cli_cmd_suppressions_list;
 extern const fq_cli_command_t fq_cli_cmd_suppressions_add;
 extern const fq_cli_command_t fq_cli_cmd_suppressions_remove;
 extern const fq_cli_command_t fq_cli_cmd_suppressions_import;
+
+//  fq_cli_commands_shape.c
+extern const fq_cli_command_t fq_cli_cmd_shape;
+
+//  fq_cli_commands_bulk.c
+extern const fq_cli_command_t fq_cli_cmd_messages_cancel;
+extern const fq_cli_command_t fq_cli_cmd_messages_retry;
+extern const fq_cli_command_t fq_cli_cmd_messages_reschedule;
 
 //  fq_cli_commands_webhooks.c
 extern const fq_cli_command_t fq_cli_cmd_webhooks;
@@ -57,6 +73,15 @@ extern const fq_cli_command_t fq_cli_cmd_webhooks_show;
 extern const fq_cli_command_t fq_cli_cmd_webhooks_set;
 extern const fq_cli_command_t fq_cli_cmd_webhooks_rotate;
 extern const fq_cli_command_t fq_cli_cmd_webhooks_remove;
+
+//  fq_cli_commands_schedules.c
+extern const fq_cli_command_t fq_cli_cmd_schedules;
+extern const fq_cli_command_t fq_cli_cmd_schedules_list;
+extern const fq_cli_command_t fq_cli_cmd_schedules_add;
+extern const fq_cli_command_t fq_cli_cmd_schedules_show;
+extern const fq_cli_command_t fq_cli_cmd_schedules_pause;
+extern const fq_cli_command_t fq_cli_cmd_schedules_resume;
+extern const fq_cli_command_t fq_cli_cmd_schedules_remove;
 
 //  fq_cli_commands_feedback.c
 extern const fq_cli_command_t fq_cli_cmd_feedback;

@@ -13,6 +13,9 @@
 
 #define S_PATH_SIZE 128
 
+//  Room for an age in seconds as text
+#define S_AGE_TEXT 24
+
 //  ASCII DEL, a control character like those below ' '
 #define S_DEL 0x7F
 
@@ -60,6 +63,9 @@ static const fq_cli_option_t s_search_options[] = {
     {"status", "STATUS", "in this status (pending, sent, failed, dead, cancelled)"},
     {"to", "ADDR", "to this address (exact, any case)"},
     {"domain", "DOMAIN", "to addresses at this domain (the part after '@', any case)"},
+    {"error", "TEXT", "whose last error contains TEXT (any case)"},
+    {"code", "CODE", "whose last error has this reply code (550) or enhanced code (5.1.1)"},
+    {"older-than", "AGE", "created more than AGE ago (seconds, or 90m, 2h, 3d)"},
     {"limit", "N", "at most N per page (1..1000, default 100)"},
     {"after", "ID", "after message ID (the next page)"},
     {"all", NULL, "every page, following next_after (with --json: one document)"},
@@ -84,18 +90,27 @@ static int s_search(fq_cli_t *cli, const fq_cli_args_t *args)
     const char *request = fq_cli_arg(args, "request"), *tenant = fq_cli_arg(args, "tenant");
     const char *status = fq_cli_arg(args, "status"), *to = fq_cli_arg(args, "to");
     const char *domain = fq_cli_arg(args, "domain"), *limit = fq_cli_arg(args, "limit");
-    const char *after = fq_cli_arg(args, "after");
+    const char *after = fq_cli_arg(args, "after"), *error = fq_cli_arg(args, "error");
+    const char *code = fq_cli_arg(args, "code"), *older = fq_cli_arg(args, "older-than");
+    char older_s[S_AGE_TEXT] = "";
     int64_t n;
     if ((request && fq_cli_parse_id(request, "--request id", &n)) ||
         (tenant && fq_cli_parse_tenant(tenant, "tenant")) ||
         (status && fq_cli_parse_choice(status, "--status", s_message_statuses)) ||
         (to && s_parse_text(to, "--to")) || (domain && s_parse_text(domain, "--domain")) ||
         (limit && fq_cli_parse_int(limit, "--limit", 1, S_LIMIT_MAX, &n)) ||
-        (after && fq_cli_parse_int(after, "--after", 0, INT64_MAX, &n)))
+        (after && fq_cli_parse_int(after, "--after", 0, INT64_MAX, &n)) ||
+        (error && s_parse_text(error, "--error")) || (code && s_parse_text(code, "--code")) ||
+        (older && fq_cli_parse_duration(older, "--older-than", &n)))
         return FQ_CLI_EXIT_USAGE;
-    fq_cli_query_t query[] = {{"request", request}, {"tenant", tenant}, {"status", status},
-                              {"to", to},           {"domain", domain}, {"limit", limit},
-                              {"after", after},     {NULL, NULL}};
+    if (older)
+        snprintf(older_s, sizeof older_s, "%lld", (long long)n);
+    fq_cli_query_t query[] = {{"request", request}, {"tenant", tenant},
+                              {"status", status},   {"to", to},
+                              {"domain", domain},   {"error", error},
+                              {"code", code},       {"older_than", older ? older_s : NULL},
+                              {"limit", limit},     {"after", after},
+                              {NULL, NULL}};
     json_t *list = NULL;
     int rc = fq_cli_pages(cli, "/v1/messages", query, "messages", "next_after", "after",
                           fq_cli_flag(args, "all"), &list);
@@ -118,7 +133,8 @@ static int s_search(fq_cli_t *cli, const fq_cli_args_t *args)
 const fq_cli_command_t fq_cli_cmd_search = {.name = "search",
                                             .usage =
                                                 "[--request ID] [--tenant NAME] [--status STATUS] "
-                                                "[--to ADDR] [--domain DOMAIN] [--limit N] "
+                                                "[--to ADDR] [--domain DOMAIN] [--error TEXT] "
+                                                "[--code CODE] [--older-than AGE] [--limit N] "
                                                 "[--after ID] [--all]",
                                             .summary = "find messages, in id order",
                                             .options = s_search_options,

@@ -44,40 +44,24 @@ static char *s_tenant_path(const char *name, const char *suffix)
 
 static void s_print_tenant(const json_t *tenant)
 {
-    static const char *const fields[] = {"tenant",
-                                         "name",
-                                         "weight",
-                                         "weight",
-                                         "max in flight",
-                                         "max_inflight",
-                                         "submit rate",
-                                         "submit_rate",
-                                         "max send rate",
-                                         "max_send_rate",
-                                         "daily quota",
-                                         "daily_quota",
-                                         "sent today",
-                                         "sent_today",
-                                         "open requests",
-                                         "open_requests",
-                                         "depth",
-                                         "depth",
-                                         "failed",
-                                         "failed",
-                                         "unsplit",
-                                         "unsplit",
-                                         "in flight",
-                                         "inflight",
-                                         "send rate/s (1m)",
-                                         "send_rate",
-                                         "oldest",
-                                         "oldest",
-                                         NULL};
-    //  A copy with the age written for people under the key "oldest"
+    static const char *const fields[] = {
+        "tenant",        "name",        "weight",      "weight",        "max in flight",
+        "max_inflight",  "submit rate", "submit_rate", "max send rate", "max_send_rate",
+        "daily quota",   "daily_quota", "sent today",  "sent_today",    "open requests",
+        "open_requests", "depth",       "depth",       "failed",        "failed",
+        "unsplit",       "unsplit",     "in flight",   "inflight",      "send rate/s (1m)",
+        "send_rate",     "oldest",      "oldest",      "oldest due",    "oldest_due",
+        "held",          "held",        NULL};
+    //  A copy with the ages written for people under the keys "oldest"
+    //  (its oldest open request) and "oldest_due" (its oldest work due now)
     json_t *shown = json_copy((json_t *)tenant);
     char age[FQ_CLI_VALUE_SIZE];
     fq_cli_format_age_value(age, sizeof age, json_object_get(tenant, "oldest_pending_age_s"));
     json_object_set_new(shown, "oldest", json_string(age));
+    fq_cli_format_age_value(age, sizeof age, json_object_get(tenant, "oldest_due_age_s"));
+    json_object_set_new(shown, "oldest_due", json_string(age));
+    if (!json_object_get(tenant, "held"))
+        json_object_set_new(shown, "held", json_string("-"));
     fq_cli_print_fields(stdout, shown ? shown : tenant, fields);
     json_decref(shown);
 }
@@ -96,23 +80,29 @@ static int s_tenants(fq_cli_t *cli, const fq_cli_args_t *args)
         static const char *const headers[] = {
             "NAME",        "WEIGHT",      "MAX INFLIGHT", "SUBMIT RATE", "MAX SEND RATE",
             "DAILY QUOTA", "SENT TODAY",  "OPEN",         "DEPTH",       "FAILED",
-            "IN FLIGHT",   "RATE/S (1m)", "OLDEST"};
+            "IN FLIGHT",   "RATE/S (1m)", "OLDEST DUE",   "HELD"};
         static const char *const keys[] = {"name",        "weight",        "max_inflight",
                                            "submit_rate", "max_send_rate", "daily_quota",
                                            "sent_today",  "open_requests", "depth",
                                            "failed",      "inflight",      "send_rate"};
-        fq_cli_table_t *table = fq_cli_table_new(headers, "lrrrrrrrrrrrr");
+        fq_cli_table_t *table = fq_cli_table_new(headers, "lrrrrrrrrrrrrl");
         size_t i;
         json_t *tenant;
         json_array_foreach(json_object_get(answer.json, "tenants"), i, tenant)
         {
             for (size_t k = 0; table && k < sizeof keys / sizeof *keys; k++)
                 fq_cli_table_add_json(table, json_object_get(tenant, keys[k]));
+            //  Its oldest work due now (a fairqd before 0024: its oldest
+            //  open request)
+            const json_t *due = json_object_get(tenant, "oldest_due_age_s");
             char age[FQ_CLI_VALUE_SIZE];
             fq_cli_format_age_value(age, sizeof age,
-                                    json_object_get(tenant, "oldest_pending_age_s"));
-            if (table)
+                                    due ? due : json_object_get(tenant, "oldest_pending_age_s"));
+            if (table) {
                 fq_cli_table_add(table, age);
+                fq_cli_table_add(table,
+                                 json_is_true(json_object_get(tenant, "held")) ? "yes" : "-");
+            }
         }
         if (table)
             fq_cli_table_print(table, stdout, SIZE_MAX, "\n");
@@ -134,7 +124,9 @@ const fq_cli_command_t fq_cli_cmd_tenants = {
         "A tenant token sees only its own tenant. RATE/S (1m) is messages acked a second,\n"
         "fairqd's average over the last minute (\"fairq top\" shows the rate now); MAX SEND\n"
         "RATE and DAILY QUOTA are its send budget, SENT TODAY what the quota counted of\n"
-        "today (UTC) as the leading fairqd last recorded it.",
+        "today (UTC) as the leading fairqd last recorded it. OLDEST DUE is the age of its\n"
+        "oldest message due now and not sent (paused, held, scheduled and backing-off work\n"
+        "left out); HELD says an operator holds it (" FQ_CLI_PROGRAM " holds).",
     .min_args = 0,
     .max_args = 0,
     .run = s_tenants};

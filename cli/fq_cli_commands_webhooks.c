@@ -91,16 +91,7 @@ static const fq_cli_option_t s_rotate_options[] = {
 //  FQ_CLI_EXIT_USAGE (printed).
 static int s_tenant(const fq_cli_args_t *args, const char **tenant, char *path, size_t size)
 {
-    *tenant = fq_cli_arg(args, "tenant");
-    if (!*tenant) {
-        fq_cli_error("which tenant? give --tenant NAME (the API names the tenant in its path, "
-                     "and a token does not say which tenant it is)");
-        return FQ_CLI_EXIT_USAGE;
-    }
-    if (fq_cli_parse_tenant(*tenant, "tenant"))
-        return FQ_CLI_EXIT_USAGE;
-    snprintf(path, size, "/v1/tenants/%s/webhooks", *tenant);
-    return 0;
+    return fq_cli_tenant_path(args, "webhooks", tenant, path, size);
 }
 
 //  The tenant and the endpoint's id (the first positional argument), and

@@ -1,5 +1,5 @@
 /*  fq_cli_top.c — fairq top: a live per-tenant view of GET /v1/tenants
-    (depth, in flight, rate, oldest pending age), redrawn in the terminal
+    (depth, in flight, rate, oldest due age, holds), redrawn in the terminal
     every interval until q or Ctrl-C.
 
     Two rates, each labelled with its window. The tenants' send_rate is
@@ -16,7 +16,10 @@
     rates of the last 24 hours, marked when above what bulk senders must
     stay under (fq_cli_tenant_rates.h): those decide whether its mail
     lands. They come from the same /metrics, and --once reads it once for
-    them.
+    them. And each tenant's delivery times, end to end and in the sender,
+    median and 99th percentile, from its histograms' buckets between
+    readings a minute apart (fq_cli_latency.h): only the live view reads
+    twice, so --once leaves them out.
 
     At 100 columns the table fits with typical figures; on a terminal
     narrower than the table, WEIGHT and MAX (the tenant's settings, which
@@ -36,6 +39,7 @@
 #include "fq_cli_commands.h"
 #include "fq_cli_channels.h"
 #include "fq_cli_destinations.h"
+#include "fq_cli_latency.h"
 #include "fq_cli_rates.h"
 #include "fq_cli_table.h"
 #include "fq_cli_tenant_rates.h"
@@ -64,6 +68,17 @@
 //  the default 2 s): a few seconds show a change at once, and smooth out
 //  the acks that senders send in batches
 #define S_NOW_WINDOW_S 5.0
+
+//  The delivery times are over at least a minute, in whole refreshes: a
+//  p99 of a few seconds rests on too few deliveries of a quiet tenant.
+//  At most this many readings are kept (a refresh of 0.2 s would keep
+//  300): past them the window is shorter, and the help says so.
+#define S_LATENCY_WINDOW_S     60.0
+#define S_LATENCY_READINGS_MAX 60
+
+//  The quantiles shown: the median and the tail
+#define S_P50 0.5
+#define S_P99 0.99
 
 //  What the API's send_rate averages over (api/API.md)
 #define S_MINUTE_LABEL "1m"
@@ -141,6 +156,9 @@ typedef struct {
     fq_cli_tenant_rates_t *tenant_rates;
     size_t ntenant_rates;
     bool tenant_rates_read;
+    //  Each tenant's delivery histograms, from the same readings; NULL:
+    //  not shown (a snapshot, or no /metrics)
+    fq_cli_latency_t *latency;
 } s_now_t;
 
 //  Most columns of the table
@@ -186,9 +204,13 @@ static fq_cli_table_t *s_table(json_t *const *sorted, size_t count, const s_now_
     if (now->rates)
         s_column(headers, align, &n, now->header, 'r');
     s_column(headers, align, &n, "RATE/S (" S_MINUTE_LABEL ")", 'r');
-    s_column(headers, align, &n, "OLDEST", 'r');
+    s_column(headers, align, &n, "OLDEST DUE", 'r');
     s_column(headers, align, &n, "OPEN", 'r');
     s_column(headers, align, &n, "UNSPLIT", 'r');
+    if (now->latency) {
+        s_column(headers, align, &n, "E2E p50/p99", 'r');
+        s_column(headers, align, &n, "SEND p50/p99", 'r');
+    }
     if (now->tenant_rates_read) {
         s_column(headers, align, &n, "BOUNCE", 'r');
         s_column(headers, align, &n, "COMPL", 'r');
@@ -197,7 +219,13 @@ static fq_cli_table_t *s_table(json_t *const *sorted, size_t count, const s_now_
     for (size_t i = 0; table && i < count; i++) {
         const json_t *tenant = sorted[i];
         const char *name = json_string_value(json_object_get(tenant, "name"));
-        fq_cli_table_add_json(table, json_object_get(tenant, "name"));
+        char text[FQ_CLI_VALUE_SIZE];
+        //  An operator's hold (0024) shows at the name, where one looks
+        if (json_is_true(json_object_get(tenant, "held"))) {
+            snprintf(text, sizeof text, "%s (held)", name ? name : "?");
+            fq_cli_table_add(table, text);
+        } else
+            fq_cli_table_add_json(table, json_object_get(tenant, "name"));
         if (settings)
             fq_cli_table_add_json(table, json_object_get(tenant, "weight"));
         fq_cli_table_add_json(table, json_object_get(tenant, "depth"));
@@ -205,16 +233,29 @@ static fq_cli_table_t *s_table(json_t *const *sorted, size_t count, const s_now_
         if (settings)
             fq_cli_table_add_json(table, json_object_get(tenant, "max_inflight"));
         fq_cli_table_add_json(table, json_object_get(tenant, "failed"));
-        char text[FQ_CLI_VALUE_SIZE];
         if (now->rates) {
             s_format_rate(text, sizeof text, name ? fq_cli_rates_get(now->rates, name) : -1);
             fq_cli_table_add(table, text);
         }
         fq_cli_table_add_json(table, json_object_get(tenant, "send_rate"));
-        fq_cli_format_age_value(text, sizeof text, json_object_get(tenant, "oldest_pending_age_s"));
+        //  The work due now and not sent (a fairqd before 0024: the
+        //  oldest unfinished request, paused and later ones too)
+        const json_t *due = json_object_get(tenant, "oldest_due_age_s");
+        fq_cli_format_age_value(text, sizeof text,
+                                due ? due : json_object_get(tenant, "oldest_pending_age_s"));
         fq_cli_table_add(table, text);
         fq_cli_table_add_json(table, json_object_get(tenant, "open_requests"));
         fq_cli_table_add_json(table, json_object_get(tenant, "unsplit"));
+        if (now->latency) {
+            static const fq_cli_latency_of_t of[] = {FQ_CLI_LATENCY_OF_END_TO_END,
+                                                     FQ_CLI_LATENCY_OF_DELIVERY};
+            for (size_t k = 0; k < sizeof of / sizeof *of; k++) {
+                fq_cli_latency_format(text, sizeof text,
+                                      fq_cli_latency_get(now->latency, name, of[k], S_P50),
+                                      fq_cli_latency_get(now->latency, name, of[k], S_P99));
+                fq_cli_table_add(table, text);
+            }
+        }
         if (now->tenant_rates_read) {
             const fq_cli_tenant_rates_t *rates =
                 fq_cli_tenant_rates_find(now->tenant_rates, now->ntenant_rates, name);
@@ -463,8 +504,12 @@ static void s_read_rates(fq_cli_t *cli, s_now_t *now, const char **note)
         return;
     fq_cli_answer_t metrics = {0};
     int rc = fq_cli_call_text(cli, "/metrics", &metrics);
-    if (rc == FQ_CLI_EXIT_OK && fq_cli_rates_add(now->rates, s_monotonic(), metrics.body.data))
+    double at = s_monotonic();
+    if (rc == FQ_CLI_EXIT_OK && fq_cli_rates_add(now->rates, at, metrics.body.data))
         rc = FQ_CLI_EXIT_FAILED;
+    //  Out of memory: this reading is left out, the last ones stay
+    if (rc == FQ_CLI_EXIT_OK && now->latency)
+        fq_cli_latency_add(now->latency, at, metrics.body.data);
     if (rc == FQ_CLI_EXIT_OK) {
         now->nchannels =
             fq_cli_channels_parse(metrics.body.data, now->channels, FQ_CLI_CHANNELS_MAX);
@@ -477,6 +522,7 @@ static void s_read_rates(fq_cli_t *cli, s_now_t *now, const char **note)
     }
     if (rc != FQ_CLI_EXIT_OK && rc != FQ_CLI_EXIT_SERVER) {
         fq_cli_rates_destroy(&now->rates);
+        fq_cli_latency_destroy(&now->latency);
         now->tenant_rates_read = false;
         *note = "(rate now needs /metrics: an admin token, or metrics_public)";
     }
@@ -513,6 +559,12 @@ static int s_top(fq_cli_t *cli, const fq_cli_args_t *args)
     //  The rate now spans as many refreshes as make S_NOW_WINDOW_S
     double intervals = ceil(S_NOW_WINDOW_S / interval - S_ROUNDING);
     s_now_t now = {.rates = fq_cli_rates_new((size_t)intervals + 1)};
+    //  The delivery times span as many refreshes as make
+    //  S_LATENCY_WINDOW_S, at most S_LATENCY_READINGS_MAX
+    double latency_intervals = ceil(S_LATENCY_WINDOW_S / interval - S_ROUNDING);
+    if (latency_intervals > S_LATENCY_READINGS_MAX)
+        latency_intervals = S_LATENCY_READINGS_MAX;
+    now.latency = fq_cli_latency_new((size_t)latency_intervals + 1);
     snprintf(now.header, sizeof now.header, "RATE/S (%gs)", intervals * interval);
     const char *note = now.rates ? NULL : "(out of memory for the rate now)";
 
@@ -545,6 +597,7 @@ static int s_top(fq_cli_t *cli, const fq_cli_args_t *args)
         rc = FQ_CLI_EXIT_OK;
     fq_cli_answer_reset(&answer);
     fq_cli_rates_destroy(&now.rates);
+    fq_cli_latency_destroy(&now.latency);
     free(now.destinations);
     free(now.tenant_rates);
     return rc;
@@ -553,8 +606,8 @@ static int s_top(fq_cli_t *cli, const fq_cli_args_t *args)
 const fq_cli_command_t fq_cli_cmd_top = {
     .name = "top",
     .usage = "[--interval-s N] [--once]",
-    .summary = "live per-tenant view: depth, in flight, rate, oldest pending age, bounce and "
-               "complaint rates",
+    .summary = "live per-tenant view: depth, in flight, rate, oldest due age, holds, delivery "
+               "times, bounce and complaint rates",
     .description =
         "Refreshes every interval until q or Ctrl-C; any other key refreshes at once.\n"
         "Busiest tenants (deepest backlog) first. Two rates, of messages acked a second:\n"
@@ -569,7 +622,16 @@ const fq_cli_command_t fq_cli_cmd_top = {
         "mail of the last 24 hours, in percent (\"-\": nothing delivered in that time).\n"
         "\"!\" marks a rate above what bulk senders must stay under (complaints 0.3%, as\n"
         "Gmail and Yahoo require; bounces 2%), \"*\" complaints above the 0.1% they\n"
-        "recommend. On a terminal narrower than the table, WEIGHT and MAX are left out.\n"
+        "recommend. Also with /metrics, E2E p50/p99 and SEND p50/p99: each tenant's median\n"
+        "and 99th percentile of its delivered messages' times, end to end (from when its\n"
+        "request was due, accepted or its send_at, to the ack) and in the sender (from\n"
+        "the hand-off to the ack), over the last minute (the whole refreshes that make at\n"
+        "least 60 s, at most 60 of them; \"-\": nothing delivered in that time, or fewer\n"
+        "than two readings). OLDEST DUE is the age of the tenant's oldest message that is\n"
+        "due now and not sent: paused, held, scheduled and backing-off work is left out.\n"
+        "\"(held)\" after a name: an operator holds the tenant (" FQ_CLI_PROGRAM " holds).\n"
+        "On a terminal narrower than the table, WEIGHT and MAX are\n"
+        "left out.\n"
         "Without a terminal, with --once or with --json, prints one snapshot, with the\n"
         "minute's rate only.",
     .options = s_top_options,

@@ -14,6 +14,8 @@ PACKAGES=(
     python3-aiosmtpd python3-prometheus-client ca-certificates openssl procps
     python3-zmq python3-msgpack clang libclang-rt-14-dev
     pgbouncer
+    # promtool, which checks deploy/monitoring's rules (tests/deploy)
+    prometheus
 )
 # --packaging: also what deploy/build-packages.sh and deploy/package-check.sh
 # need (debhelper to build, a Debian 12 root booted under systemd-nspawn to try)

@@ -690,8 +690,8 @@ static int s_start_leading(s_daemon_t *self)
     if (rc)
         return rc;
     fq_log(FQ_LOG_INFO,
-           "pipeline started: scheduler, %d splitters, dispatcher, store, intake, reaper, webhooks "
-           "(epoch %lld)",
+           "pipeline started: scheduler, %d splitters, dispatcher, store, intake, reaper, "
+           "webhooks, schedules (epoch %lld)",
            pipeline.splitters, (long long)pipeline.epoch);
     return FQ_FAIRQD_EXIT_OK;
 }

@@ -121,6 +121,7 @@ typedef struct {
     s_histogram_t latency;
     int64_t rate_second[S_RATE_WINDOW_S]; //  The second each slot counts
     int64_t rate_count[S_RATE_WINDOW_S];  //  Acks in that second
+    fq_latency_t *delivered;              //  Made at its first delivery; NULL: none yet
 } s_tenant_t;
 
 typedef struct {
@@ -167,6 +168,20 @@ typedef struct {
     fq_metrics_destination_t figures;
 } s_destination_t;
 
+//  The delivery and end-to-end times of one channel's messages to one
+//  destination (a destination takes mail and http alike). As many as
+//  destinations are kept, S_DESTINATIONS_MAX; a delivery past them counts
+//  for its tenant only.
+typedef struct {
+    char destination[FQ_DESTINATION_NAME_SIZE];
+    char channel[S_LABEL_MAX + 1];
+    fq_latency_t latency;
+} s_route_t;
+
+//  A route's key: its destination, a tab (in no destination's name,
+//  0016), its channel.
+#define S_ROUTE_KEY_SIZE (FQ_DESTINATION_NAME_SIZE + S_LABEL_MAX + 2)
+
 struct fq_metrics {
     pthread_mutex_t lock;
     zhashx_t *tenants;      //  Tenant id -> s_tenant_t*, owned
@@ -182,6 +197,7 @@ struct fq_metrics {
     s_channel_t channels[S_CHANNELS_MAX];
     size_t nchannels;
     zhashx_t *destinations; //  Name -> s_destination_t*, owned
+    zhashx_t *routes;       //  Route key -> s_route_t*, owned
     //  The tenants' rates as last read (fq_metrics_tenant_rates), by name
     fq_tenant_rates_t *rates;
     size_t nrates;
@@ -200,7 +216,8 @@ typedef enum {
     S_SENDER,
     S_DB,
     S_SUPPRESSED, //  Recipients refused at split as suppressed (a)
-    S_BOUNCED     //  A hard bounce: a permanent failure of a suppress_bounces code
+    S_BOUNCED,    //  A hard bounce: a permanent failure of a suppress_bounces code
+    S_DELIVERED   //  Acked: its delivery and end-to-end times (a, b)
 } s_kind_t;
 
 //  One record of a batch; which fields count depends on kind.
@@ -210,8 +227,9 @@ typedef struct {
     int64_t tenant_id;
     int64_t request_id;
     uint64_t sender;
-    int64_t a, b; //  Recipients; split, rejected; inflight, credit; rows
+    int64_t a, b; //  Recipients; split, rejected; inflight, credit; rows; us, ms
     int64_t time; //  Latency in ms, or database time in us; < 0: none
+    const char *channel, *destination; //  Of a delivery (borrowed until the flush); NULL: none
 } s_event_t;
 
 struct fq_metrics_batch {
@@ -234,11 +252,20 @@ static void s_sender_free(void **item)
     }
 }
 
-//  A tenant's or a destination's: one allocation.
+//  A destination's or a route's: one allocation.
 static void s_tenant_free(void **item)
 {
     free(*item);
     *item = NULL;
+}
+
+//  A tenant's: its delivery times too.
+static void s_tenant_destroy(void **item)
+{
+    s_tenant_t *tenant = *item;
+    if (tenant)
+        free(tenant->delivered);
+    s_tenant_free(item);
 }
 
 static int64_t s_mono_ms(void *arg)
@@ -261,18 +288,20 @@ fq_metrics_t *fq_metrics_new(void)
     self->senders = zhashx_new();
     self->requests = zhashx_new();
     self->destinations = zhashx_new();
+    self->routes = zhashx_new();
     self->now_ms = s_mono_ms;
     if (!self->tenants || !self->tenant_names || !self->senders || !self->requests ||
-        !self->destinations) {
+        !self->destinations || !self->routes) {
         fq_metrics_destroy(&self);
         return NULL;
     }
     fq_intkeys_use(self->tenants);
-    zhashx_set_destructor(self->tenants, s_tenant_free);
+    zhashx_set_destructor(self->tenants, s_tenant_destroy);
     fq_intkeys_use(self->senders);
     zhashx_set_destructor(self->senders, s_sender_free);
     fq_intkeys_use(self->requests);
     zhashx_set_destructor(self->destinations, s_tenant_free);
+    zhashx_set_destructor(self->routes, s_tenant_free);
     return self;
 }
 
@@ -286,6 +315,7 @@ void fq_metrics_destroy(fq_metrics_t **self_p)
     zhashx_destroy(&self->senders);
     zhashx_destroy(&self->requests);
     zhashx_destroy(&self->destinations);
+    zhashx_destroy(&self->routes);
     free(self->rates);
     free(self->errors);
     pthread_mutex_destroy(&self->lock);
@@ -374,6 +404,47 @@ static void s_request_add(fq_metrics_t *self, int64_t request_id, int64_t delta)
         fq_intkey_delete(self->requests, request_id);
 }
 
+//  The route of destination and channel, made on first use; NULL when
+//  there are S_DESTINATIONS_MAX already, or out of memory.
+static s_route_t *s_route(fq_metrics_t *self, const char *destination, const char *channel)
+{
+    char key[S_ROUTE_KEY_SIZE];
+    snprintf(key, sizeof key, "%.*s\t%.*s", FQ_DESTINATION_NAME_MAX, destination, S_LABEL_MAX,
+             channel);
+    s_route_t *route = zhashx_lookup(self->routes, key);
+    if (route || zhashx_size(self->routes) >= S_DESTINATIONS_MAX)
+        return route;
+    route = calloc(1, sizeof *route);
+    if (!route)
+        return NULL;
+    snprintf(route->destination, sizeof route->destination, "%s", destination);
+    //  Not within a UTF-8 sequence: the channel is a label
+    size_t length = fq_utf8_prefix(channel, strnlen(channel, S_LABEL_MAX + 1), S_LABEL_MAX);
+    memcpy(route->channel, channel, length);
+    if (zhashx_insert(self->routes, key, route) != 0) {
+        free(route);
+        return NULL;
+    }
+    return route;
+}
+
+//  A delivery's times, into its tenant's figures and its route's.
+static void s_delivered(fq_metrics_t *self, s_tenant_t *tenant, const s_event_t *event,
+                        int64_t second)
+{
+    double delivery_s = event->a >= 0 ? (double)event->a / S_US_PER_S : -1;
+    double end_to_end_s = event->b >= 0 ? (double)event->b / S_MS_PER_S : -1;
+    if (tenant && !tenant->delivered)
+        tenant->delivered = calloc(1, sizeof *tenant->delivered);
+    if (tenant && tenant->delivered)
+        fq_latency_observe(tenant->delivered, second, delivery_s, end_to_end_s);
+    s_route_t *route = event->destination && event->channel
+                           ? s_route(self, event->destination, event->channel)
+                           : NULL;
+    if (route)
+        fq_latency_observe(&route->latency, second, delivery_s, end_to_end_s);
+}
+
 static void s_apply(fq_metrics_t *self, const s_event_t *event, int64_t second)
 {
     s_tenant_t *tenant = s_tenant(self, event->tenant_id);
@@ -427,6 +498,9 @@ static void s_apply(fq_metrics_t *self, const s_event_t *event, int64_t second)
     case S_BOUNCED:
         if (tenant)
             tenant->counts.bounced++;
+        break;
+    case S_DELIVERED:
+        s_delivered(self, tenant, event, second);
         break;
     case S_SENDER:
         if (sender && sender->counts.up) {
@@ -570,6 +644,37 @@ void fq_metrics_tenant_live(fq_metrics_t *self, const char *tenant, int64_t *inf
         *send_rate = rate;
 }
 
+void fq_metrics_tenant_latency(fq_metrics_t *self, const char *tenant, fq_latency_view_t *out)
+{
+    fq_latency_pair_t window = {0};
+    if (self && tenant) {
+        pthread_mutex_lock(&self->lock);
+        s_tenant_t *found = zhashx_lookup(self->tenant_names, tenant);
+        if (found && found->delivered)
+            fq_latency_window(found->delivered, s_second(self), &window);
+        pthread_mutex_unlock(&self->lock);
+    }
+    fq_latency_view(&window, out);
+}
+
+void fq_metrics_destination_latency(fq_metrics_t *self, const char *destination,
+                                    fq_latency_view_t *out)
+{
+    fq_latency_pair_t window = {0};
+    if (self && destination) {
+        pthread_mutex_lock(&self->lock);
+        int64_t second = s_second(self);
+        //  Its channels, one route each: a walk of as many routes as
+        //  destinations, for one API call
+        for (s_route_t *route = zhashx_first(self->routes); route;
+             route = zhashx_next(self->routes))
+            if (strcmp(route->destination, destination) == 0)
+                fq_latency_window(&route->latency, second, &window);
+        pthread_mutex_unlock(&self->lock);
+    }
+    fq_latency_view(&window, out);
+}
+
 //  ---------------------------------------------------------------------
 //  Batches
 
@@ -665,6 +770,18 @@ void fq_metrics_batch_settled(fq_metrics_batch_t *self, int64_t tenant_id, int64
         event->request_id = request_id;
         event->sender = sender;
         event->detail = (int)outcome;
+    }
+}
+
+void fq_metrics_batch_delivered(fq_metrics_batch_t *self, int64_t tenant_id, const char *channel,
+                                const char *destination, int64_t delivery_us, int64_t end_to_end_ms)
+{
+    if (self) {
+        s_event_t *event = s_event(self, S_DELIVERED, tenant_id);
+        event->channel = channel;
+        event->destination = destination;
+        event->a = delivery_us;
+        event->b = end_to_end_ms;
     }
 }
 
@@ -827,6 +944,11 @@ static const s_family_t s_tenant_db_families[] = {
      S_INFO_AT(open_requests)},
     {"fairq_tenant_oldest_pending_age_seconds", "gauge", "Age of the oldest unfinished request",
      S_INFO_AT(oldest_pending_s)},
+    {"fairq_tenant_oldest_due_age_seconds", "gauge",
+     "Age of the oldest message due now: not paused, held, scheduled later nor backing off",
+     S_INFO_AT(oldest_due_s)},
+    {"fairq_tenant_held", "gauge", "1 while an operator holds the tenant's messages",
+     S_INFO_AT(held)},
     {"fairq_tenant_daily_quota", "gauge", "Most messages sent a UTC day (0: no quota)",
      S_INFO_AT(daily_quota)},
 };
@@ -891,8 +1013,16 @@ typedef struct {
     char name[FQ_TENANT_NAME_SIZE];
     s_tenant_counts_t counts;
     s_histogram_t latency;
+    fq_latency_pair_t delivered;  //  Its delivery and end-to-end times since the start
     const fq_tenant_info_t *info; //  From the database, or NULL
 } s_tenant_row_t;
+
+//  A route's times since the start, as rendered.
+typedef struct {
+    char destination[FQ_DESTINATION_NAME_SIZE];
+    char channel[S_LABEL_MAX + 1];
+    fq_latency_pair_t delivered;
+} s_route_row_t;
 
 typedef struct {
     char *name, *address;
@@ -912,6 +1042,8 @@ typedef struct {
     size_t nchannels;
     s_destination_t *destinations; //  By name
     size_t ndestinations;
+    s_route_row_t *routes; //  By destination, then channel
+    size_t nroutes;
     fq_tenant_rates_t *rates; //  By name
     size_t nrates;
     double rates_age_s;    //  < 0: never read
@@ -961,6 +1093,29 @@ static void s_snapshot_destinations(s_snapshot_t *snap, fq_metrics_t *self)
     qsort(snap->destinations, snap->ndestinations, sizeof *snap->destinations, s_destination_order);
 }
 
+static int s_route_order(const void *a, const void *b)
+{
+    const s_route_row_t *x = a, *y = b;
+    int order = strcmp(x->destination, y->destination);
+    return order ? order : strcmp(x->channel, y->channel);
+}
+
+//  Copies the routes' times since the start (under the lock), in order.
+static void s_snapshot_routes(s_snapshot_t *snap, fq_metrics_t *self)
+{
+    snap->routes = calloc(zhashx_size(self->routes) + 1, sizeof *snap->routes);
+    snap->failed = snap->failed || !snap->routes;
+    for (s_route_t *route = snap->routes ? zhashx_first(self->routes) : NULL; route;
+         route = zhashx_next(self->routes)) {
+        s_route_row_t *row = &snap->routes[snap->nroutes++];
+        memcpy(row->destination, route->destination, sizeof row->destination);
+        memcpy(row->channel, route->channel, sizeof row->channel);
+        row->delivered = route->latency.total;
+    }
+    if (snap->nroutes > 1)
+        qsort(snap->routes, snap->nroutes, sizeof *snap->routes, s_route_order);
+}
+
 //  Copies the tenants' rates (under the lock) and says how old they are.
 static void s_snapshot_rates(s_snapshot_t *snap, fq_metrics_t *self)
 {
@@ -997,6 +1152,8 @@ static void s_snapshot_take(s_snapshot_t *snap, fq_metrics_t *self, size_t extra
         memcpy(row->name, tenant->name, sizeof row->name);
         row->counts = tenant->counts;
         row->latency = tenant->latency;
+        if (tenant->delivered)
+            row->delivered = tenant->delivered->total;
     }
     for (s_sender_t *sender = self && !snap->failed ? zhashx_first(self->senders) : NULL;
          sender && !snap->failed; sender = zhashx_next(self->senders)) {
@@ -1011,6 +1168,7 @@ static void s_snapshot_take(s_snapshot_t *snap, fq_metrics_t *self, size_t extra
         memcpy(snap->channels, self->channels, sizeof snap->channels);
         snap->nchannels = self->nchannels;
         s_snapshot_destinations(snap, self);
+        s_snapshot_routes(snap, self);
         s_snapshot_rates(snap, self);
         snap->requests = (int64_t)zhashx_size(self->requests);
         pthread_mutex_unlock(&self->lock);
@@ -1082,6 +1240,7 @@ static void s_snapshot_free(s_snapshot_t *snap)
     free(snap->tenants);
     free(snap->actors);
     free(snap->destinations);
+    free(snap->routes);
     free(snap->rates);
     free(snap->errors);
 }
@@ -1416,6 +1575,74 @@ static int s_render_destinations(fq_buf_t *out, const s_snapshot_t *snap)
     return rc;
 }
 
+//  Starts a sample of a delivery histogram: name suffix{first="value"
+//  and, for a route, ,channel="value"; the caller writes the rest.
+static int s_out_route(fq_buf_t *out, const char *name, const char *suffix, const char *label,
+                       const char *value, const char *channel)
+{
+    int rc = s_out_sample(out, name, suffix, label, value);
+    if (channel) {
+        rc |= fq_buf_add_str(out, ",channel=\"");
+        rc |= s_out_label(out, channel);
+        rc |= fq_buf_add_char(out, '"');
+    }
+    return rc;
+}
+
+static int s_out_delivered(fq_buf_t *out, const char *name, const char *label, const char *value,
+                           const char *channel, const fq_latency_histogram_t *histogram)
+{
+    int rc = 0;
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < FQ_LATENCY_BOUNDS; i++) {
+        cumulative += histogram->buckets[i];
+        rc |= s_out_route(out, name, "_bucket", label, value, channel);
+        rc |= fq_buf_add_str(out, ",le=\"");
+        rc |= s_out_double(out, fq_latency_bounds[i]);
+        rc |= fq_buf_printf(out, "\"} %" PRIu64 "\n", cumulative);
+    }
+    rc |= s_out_route(out, name, "_bucket", label, value, channel);
+    rc |= fq_buf_printf(out, ",le=\"+Inf\"} %" PRIu64 "\n", histogram->count);
+    rc |= s_out_route(out, name, "_sum", label, value, channel);
+    rc |= fq_buf_add_str(out, "} ");
+    rc |= s_out_double(out, histogram->sum);
+    rc |= fq_buf_add_char(out, '\n');
+    rc |= s_out_route(out, name, "_count", label, value, channel);
+    return rc | fq_buf_printf(out, "} %" PRIu64 "\n", histogram->count);
+}
+
+//  The times of delivered messages (fq_latency.h), by tenant and by
+//  destination and channel: four families, not two with either labels,
+//  so that a sum over one family counts each delivery once.
+static int s_render_delivered(fq_buf_t *out, const s_snapshot_t *snap)
+{
+    static const char *const tenant_delivery = "fairq_tenant_delivery_seconds",
+                             *tenant_end = "fairq_tenant_end_to_end_seconds",
+                             *route_delivery = "fairq_destination_delivery_seconds",
+                             *route_end = "fairq_destination_end_to_end_seconds";
+    static const char delivery_help[] =
+        "Seconds from a message's hand-off to a sender to its ack, of messages acked";
+    static const char end_help[] = "Seconds from when a message's request was due (accepted, or "
+                                   "its send_at if later) to its ack, of messages acked";
+    int rc = s_out_family(out, tenant_delivery, "histogram", delivery_help);
+    for (size_t i = 0; i < snap->ntenants; i++)
+        rc |= s_out_delivered(out, tenant_delivery, "tenant", snap->tenants[i].name, NULL,
+                              &snap->tenants[i].delivered.delivery);
+    rc |= s_out_family(out, tenant_end, "histogram", end_help);
+    for (size_t i = 0; i < snap->ntenants; i++)
+        rc |= s_out_delivered(out, tenant_end, "tenant", snap->tenants[i].name, NULL,
+                              &snap->tenants[i].delivered.end_to_end);
+    rc |= s_out_family(out, route_delivery, "histogram", delivery_help);
+    for (size_t i = 0; i < snap->nroutes; i++)
+        rc |= s_out_delivered(out, route_delivery, "destination", snap->routes[i].destination,
+                              snap->routes[i].channel, &snap->routes[i].delivered.delivery);
+    rc |= s_out_family(out, route_end, "histogram", end_help);
+    for (size_t i = 0; i < snap->nroutes; i++)
+        rc |= s_out_delivered(out, route_end, "destination", snap->routes[i].destination,
+                              snap->routes[i].channel, &snap->routes[i].delivered.end_to_end);
+    return rc;
+}
+
 //  Who leads, as this instance last read it, and whether it is this one.
 static int s_render_leadership(fq_buf_t *out, const fq_lease_t *lease)
 {
@@ -1570,6 +1797,19 @@ void fq_metrics_destination_forget(fq_metrics_t *self, const char *name)
         return;
     pthread_mutex_lock(&self->lock);
     zhashx_delete(self->destinations, name);
+    //  Its routes, a channel each: gathered first, a hash is not changed
+    //  while walked
+    zlistx_t *gone = zlistx_new();
+    for (s_route_t *route = gone ? zhashx_first(self->routes) : NULL; route;
+         route = zhashx_next(self->routes))
+        if (strcmp(route->destination, name) == 0)
+            zlistx_add_end(gone, (void *)zhashx_cursor(self->routes));
+    for (const char *key = gone ? zlistx_first(gone) : NULL; key; key = zlistx_next(gone)) {
+        char copy[S_ROUTE_KEY_SIZE];
+        snprintf(copy, sizeof copy, "%s", key);
+        zhashx_delete(self->routes, copy);
+    }
+    zlistx_destroy(&gone);
     pthread_mutex_unlock(&self->lock);
 }
 
@@ -1617,6 +1857,7 @@ char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_li
     rc |= s_render_senders(&out, &snap);
     rc |= s_render_channels(&out, &snap);
     rc |= s_render_destinations(&out, &snap);
+    rc |= s_render_delivered(&out, &snap);
     if (sys)
         rc |= s_render_actors(&out, &snap);
     rc |= s_render_db(&out, &snap);

@@ -22,6 +22,7 @@
 #ifndef FQ_METRICS_H
 #define FQ_METRICS_H
 
+#include "fq_latency.h"
 #include "fq_lease.h"
 #include "fq_store.h"
 #include "fq_store_rates.h"
@@ -58,6 +59,16 @@ int64_t fq_metrics_request_inflight(fq_metrics_t *self, int64_t request_id);
 //  second over the last 60 s (both 0 for a tenant never seen).
 void fq_metrics_tenant_live(fq_metrics_t *self, const char *tenant, int64_t *inflight,
                             double *send_rate);
+
+//  A tenant's delivery and end-to-end times over the last
+//  FQ_LATENCY_WINDOW_S (fq_latency.h) into out: nothing delivered (each
+//  quantile -1) for a tenant never seen, or on a fairqd that does not
+//  lead (only the leader dispatches and hears the acks).
+void fq_metrics_tenant_latency(fq_metrics_t *self, const char *tenant, fq_latency_view_t *out);
+
+//  The same of a destination, its channels together.
+void fq_metrics_destination_latency(fq_metrics_t *self, const char *destination,
+                                    fq_latency_view_t *out);
 
 //  The whole exposition as Prometheus text; the caller frees it. sys: each
 //  actor's mailbox depth, messages handled, restarts and failures (left out
@@ -153,7 +164,8 @@ typedef struct {
 void fq_metrics_destination(fq_metrics_t *self, const fq_metrics_destination_t *destination);
 
 //  Destination name is no longer configured (deleted): its figures leave
-//  /metrics and the API's live view. Nothing when it is not there.
+//  /metrics and the API's live view, its delivery and end-to-end times
+//  with them. Nothing when it is not there.
 void fq_metrics_destination_forget(fq_metrics_t *self, const char *name);
 
 //  Room for a destination's state and its NUL.
@@ -226,6 +238,18 @@ void fq_metrics_batch_dispatched(fq_metrics_batch_t *self, int64_t tenant_id, in
 //  A message recorded as dispatched left its sender's hands.
 void fq_metrics_batch_settled(fq_metrics_batch_t *self, int64_t tenant_id, int64_t request_id,
                               uint64_t sender, fq_metrics_outcome_t outcome);
+
+//  A message recorded as dispatched was acked (and settled as
+//  FQ_METRICS_SENT): delivery_us, microseconds from its hand-off to a
+//  sender to its ACK; end_to_end_ms, milliseconds from when its request
+//  was due (accepted, or its send_at if later) to its ACK (fq_latency.h);
+//  either < 0 when not known. channel and destination (borrowed until the
+//  batch flushes) say where it went: NULL for none, and then it counts for
+//  its tenant only. Nacks and deferrals are not recorded: a timeout would
+//  read as a slow delivery and a quick refusal as a quick one.
+void fq_metrics_batch_delivered(fq_metrics_batch_t *self, int64_t tenant_id, const char *channel,
+                                const char *destination, int64_t delivery_us,
+                                int64_t end_to_end_ms);
 
 //  A message that can never be rendered went dead without a sender.
 void fq_metrics_batch_unsendable(fq_metrics_batch_t *self, int64_t tenant_id);

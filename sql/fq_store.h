@@ -197,6 +197,10 @@ typedef struct {
     int64_t daily_quota;      //  Messages a UTC day; 0 = none
     int64_t sent_today;       //  Of its quota, used today (UTC) as the leader last wrote it
     bool unsubscribe;         //  Its requests' default of one-click unsubscribe (0021)
+    //  Age of its oldest message due now, not paused, held nor backing off
+    //  (0024's fairq.tenant_oldest_due); 0 = none
+    int64_t oldest_due_s;
+    int64_t held; //  1 while an operator's hold of it stands (0024), else 0
 } fq_tenant_info_t;
 
 //  One tenant by name. Returns 0, FQ_ENOTFOUND or FQ_EDB.
@@ -670,6 +674,7 @@ typedef struct {
     //  Its destination is a named one (0016), not "default": the scheduler
     //  adapts a named destination's budget to the receiver's deferrals
     bool named_destination;
+    const char *destination; //  Its destination's name ("default" too), for the metrics
 } fq_message_row_t;
 
 //  Rows and strings are one block, owned by the caller.
@@ -801,6 +806,11 @@ typedef struct {
     fq_message_status_t status; //  Alone it does not narrow a change enough
     const char *recipient;      //  Exact address, case-insensitive
     const char *domain;         //  The address's domain, case-insensitive
+    const char *error;          //  Text last_error contains, case-insensitive
+    //  A reply code ("550", an http status) or an RFC 3463 enhanced status
+    //  code ("5.1.1") of last_error, as the error summary reads them
+    const char *code;
+    int64_t older_than_s; //  Created more than this many seconds ago; 0: any age
 } fq_message_filter_t;
 
 typedef struct {
@@ -840,8 +850,9 @@ int fq_store_explain_search(fq_store_t *self, const fq_message_filter_t *filter,
                             int limit, char **plan);
 
 //  Cancels the pending and failed messages matching filter, which must
-//  name a message, request, tenant, recipient or domain (status may narrow
-//  it further; FQ_EINVAL otherwise). One transaction, with the counters. A
+//  name a message, request, tenant, recipient, domain, error or code
+//  (status and age may narrow it further; FQ_EINVAL otherwise). Every
+//  batch of fq_store_bulk_batch, each a transaction with the counters. A
 //  message already handed to a sender may still be delivered: its ack is
 //  then ignored. Returns how many were cancelled, or a negative code.
 int fq_store_cancel_messages(fq_store_t *self, const fq_message_filter_t *filter);
@@ -855,6 +866,59 @@ int fq_store_cancel_messages(fq_store_t *self, const fq_message_filter_t *filter
 //  narrowing field as for a cancel; status may be FQ_MESSAGE_ANY or
 //  FQ_MESSAGE_DEAD only. Returns how many were retried, or a negative code.
 int fq_store_retry_dead(fq_store_t *self, const fq_message_filter_t *filter);
+
+//  ---------------------------------------------------------------------
+//  Bulk actions by filter (fq_store_bulk.c): the same changes for as many
+//  messages as a filter selects, a batch at a time. A batch first reads
+//  the ids of at most batch messages past a cursor, in id order, with no
+//  lock (however many rows the filter must step over to find them), then
+//  changes those ids in one short transaction that locks only them; so a
+//  change of millions never holds a lock while it searches, and acks,
+//  nacks and the scheduler's paging go on between batches. The caller
+//  loops, passing the cursor back, until a batch reports done.
+
+typedef enum {
+    FQ_BULK_CANCEL = 1, //  Pending and failed messages become cancelled
+    FQ_BULK_RETRY,      //  Dead messages get one more attempt, now
+    FQ_BULK_RESCHEDULE  //  Failed messages' next attempt moves to send_at
+} fq_bulk_action_t;
+
+//  Most messages one batch takes; FQ_STORE_BULK_BATCH is the default: a
+//  thousand row locks are held for a few milliseconds, and a million
+//  messages take a thousand round trips.
+#define FQ_STORE_BULK_BATCH     1000
+#define FQ_STORE_BULK_BATCH_MAX FQ_BULK_BATCH_MAX
+
+typedef struct {
+    fq_bulk_action_t action;
+    bool dry_run;    //  Only count what would change; nothing is locked
+    int batch;       //  1..FQ_STORE_BULK_BATCH_MAX messages per batch
+    int64_t send_at; //  FQ_BULK_RESCHEDULE: Unix seconds, 0 = now
+} fq_bulk_t;
+
+typedef struct {
+    int64_t matched; //  Messages the action applies to (a dry run: would)
+    int64_t changed; //  Of them, changed (0 in a dry run)
+    int64_t last_id; //  The cursor: pass it as after_id for the next batch
+    bool done;       //  No message past last_id matches
+} fq_bulk_batch_t;
+
+//  The action's name as the API spells it ("cancel", "retry",
+//  "reschedule"), or NULL; and its parse (0 or FQ_EINVAL).
+const char *fq_bulk_action_name(fq_bulk_action_t action);
+int fq_bulk_action_parse(const char *name, fq_bulk_action_t *action);
+
+//  Runs one batch of bulk's action on the messages matching filter with
+//  an id above after_id: the batch messages of lowest id the action
+//  applies to (cancel: pending and failed; retry: dead, of a request
+//  neither cancelled nor expired; reschedule: failed), with the counters
+//  and events of the single changes above. filter must narrow as for
+//  fq_store_cancel_messages (or name an error or a code), and its status
+//  may only narrow the action's own. A message changed by someone else
+//  since the batch was read is left as it is now (its ack won). Returns 0
+//  and fills *out, or a negative code (then nothing changed).
+int fq_store_bulk_batch(fq_store_t *self, const fq_message_filter_t *filter, const fq_bulk_t *bulk,
+                        int64_t after_id, fq_bulk_batch_t *out);
 
 //  Makes every failed message matching filter due now: a retry claimed by
 //  a node that died is released, and a retry waiting out its backoff is

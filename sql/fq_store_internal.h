@@ -27,6 +27,13 @@
 //  numbers go to the server as parameters.
 #define FQ_STORE_INT_TEXT 24
 
+//  The channel of mail, the schema's default (FQ_CHANNEL_EMAIL of
+//  channels/fq_channel.h, which the store may not include).
+#define FQ_STORE_CHANNEL_EMAIL "email"
+
+//  Attempts a message gets when the request does not say (fq_submit_t).
+#define FQ_STORE_MAX_ATTEMPTS_DEFAULT 5
+
 //  Request statuses, as SQL lists. Unfinished is the predicate of
 //  requests_open_idx, finished that of requests_finished_idx (0003): a
 //  statement that repeats one word for word can use its partial index.
@@ -116,7 +123,7 @@ int fq_store_rows(fq_store_t *self, PGresult *res, size_t item_size, fq_store_ro
 //  (fq_store_statement.c): the searches and changes by filter, the events'
 //  pages. Start one zeroed; its text is freed by fq_statement_run.
 
-#define FQ_STATEMENT_PARAMS_MAX 12
+#define FQ_STATEMENT_PARAMS_MAX 16
 
 typedef struct {
     fq_buf_t sql;
@@ -142,6 +149,36 @@ int fq_statement_uint(fq_statement_t *q, uint64_t value);
 //  not be built).
 PGresult *fq_statement_run(fq_store_t *self, fq_statement_t *q, ExecStatusType wanted,
                            const char *what, int *rc);
+
+//  ---------------------------------------------------------------------
+//  Message filters (fq_store_operator.c), for the operator's queries and
+//  the bulk actions (fq_store_bulk.c)
+
+//  A status as a bit of the mask of statuses a query takes.
+#define FQ_STATUS_BIT(status) (1u << (status))
+
+//  A filter checked and resolved: the tenant name as its id.
+typedef struct {
+    const fq_message_filter_t *filter;
+    int64_t tenant_by_name;
+} fq_filter_resolved_t;
+
+//  Checks filter (statuses: the FQ_STATUS_BIT mask of the statuses the
+//  query accepts; change: it must narrow to a message, request, tenant,
+//  recipient, domain, error or code) and resolves the names it holds; one
+//  round trip at most. Returns 0 or a code, the store's error set.
+int fq_store_filter_prepare(fq_store_t *self, const fq_message_filter_t *filter, unsigned statuses,
+                            bool change, fq_filter_resolved_t *out, const char *what);
+
+//  Appends " AND ..." to q for each field of the filter set; the messages
+//  are "m".
+void fq_store_filter_where(fq_statement_t *q, const fq_filter_resolved_t *resolved);
+
+//  Cancels every pending and failed message a resolved filter selects, in
+//  one statement with the counters and the events (fq_store_bulk.c), in
+//  the caller's transaction: a request's cancel. Returns 0 with how many
+//  into *changed, or a negative code.
+int fq_store_cancel_all(fq_store_t *self, const fq_filter_resolved_t *resolved, int64_t *changed);
 
 //  A column as an integer, 0 when NULL.
 int64_t fq_store_int64(const PGresult *res, int row, int col);

@@ -620,6 +620,9 @@ int fq_store_claim_due_retries(fq_store_t *self, int limit, int lease_s, fq_due_
         //  A paused or cancelled request's retries wait where they are
         "       AND EXISTS (SELECT 1 FROM fairq.requests r WHERE r.id = request_id"
         "                   AND r.status IN ('splitting', 'active'))"
+        //  A held one too (0024): claimed, it would wait out its lease in
+        //  the scheduler's memory and come due again at the lease's end
+        "       AND NOT fairq.held(tenant_id, destination)"
         "       ORDER BY next_attempt_at LIMIT $1"
         "       FOR UPDATE SKIP LOCKED) due"
         " WHERE m.id = due.id AND (SELECT fairq.fence($3::bigint))"
@@ -769,7 +772,7 @@ int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
     PGresult *res = fq_store_query(
         self,
         "SELECT m.id, m.request_id, m.tenant_id, m.recipient, m.fields, m.try_count,"
-        " m.destination <> 'default'"
+        " m.destination <> 'default', m.destination"
         " FROM fairq.messages m WHERE m.id = ANY($1::bigint[])"
         //  A cancel makes its messages 'cancelled' in the same
         //  transaction, so a pick of a request cancelled since it was
@@ -789,7 +792,8 @@ int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
     //  One block: the rows, then their strings
     size_t strings = 0;
     for (int i = 0; i < n; i++)
-        strings += (size_t)PQgetlength(res, i, 3) + 1 + (size_t)PQgetlength(res, i, 4) + 1;
+        strings += (size_t)PQgetlength(res, i, 3) + 1 + (size_t)PQgetlength(res, i, 4) + 1 +
+                   (size_t)PQgetlength(res, i, 7) + 1;
     char *block = malloc(sizeof(fq_message_row_t) * (size_t)n + strings + 1);
     if (!block) {
         PQclear(res);
@@ -812,6 +816,10 @@ int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
                 rows[i].fields = text;
             text += len + 1;
         }
+        size_t len = (size_t)PQgetlength(res, i, 7);
+        memcpy(text, PQgetvalue(res, i, 7), len + 1);
+        rows[i].destination = text;
+        text += len + 1;
     }
     PQclear(res);
     *out = (fq_message_rows_t){rows, (size_t)n};

@@ -19,12 +19,13 @@
 #include "fq_store_internal.h"
 #include "fq_limits.h"
 #include "fq_error.h"
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-//  Parameters of one statement: a filter has at most seven (one per field)
-//  and the statements around it at most two more.
+//  Parameters of one statement: a filter has at most ten (one per field)
+//  and the statements around it at most three more.
 
 //  A request's priority within its tenant: the schema's check
 //  (0001_schema.sql).
@@ -41,9 +42,8 @@ static const char *const s_status_names[] = {"any",    "pending", "sent",
                                              "failed", "dead",    "cancelled"};
 #define S_STATUS_COUNT (sizeof s_status_names / sizeof s_status_names[0])
 
-//  Which statuses a filter may name, as bit masks of (1 << status).
-#define S_STATUS_BIT(status) (1u << (status))
-#define S_ALL_STATUSES       ((1u << S_STATUS_COUNT) - 1)
+//  Every status a filter may name, as a mask of FQ_STATUS_BIT.
+#define S_ALL_STATUSES ((1u << S_STATUS_COUNT) - 1)
 
 const char *fq_message_status_name(fq_message_status_t status)
 {
@@ -79,15 +79,48 @@ static int64_t s_run_count(fq_store_t *self, fq_statement_t *q, const char *what
 //  ---------------------------------------------------------------------
 //  Message filters
 
-//  A filter checked and resolved: the tenant name as its id.
-typedef struct {
-    const fq_message_filter_t *filter;
-    int64_t tenant_by_name;
-} s_filter_t;
-
+//  An error or a code narrows a change too: "retry every dead message
+//  that met 4.7.1" is what an operator asks after a receiver's incident,
+//  and a change goes in batches (fq_store_bulk.c). Status and age do not:
+//  every message has them.
 static bool s_narrows(const fq_message_filter_t *f)
 {
-    return f->message_id || f->request_id || f->tenant_id || f->tenant || f->recipient || f->domain;
+    return f->message_id || f->request_id || f->tenant_id || f->tenant || f->recipient ||
+           f->domain || f->error || f->code;
+}
+
+//  The reply code last_error starts with: an SMTP reply's, or an http
+//  status as the http transport words it ("HTTP 503: ...").
+#define S_CODE_PATTERN "'^(?:HTTP )?([0-9]{3})(?![0-9])'"
+//  The first RFC 3463 enhanced status code: class 2, 4 or 5, subject and
+//  detail of 1 to 3 digits each, not part of a longer dotted number (an
+//  IP address, a version).
+#define S_ENHANCED_PATTERN "'(?:^|[^0-9.])([245][.][0-9]{1,3}[.][0-9]{1,3})(?![0-9]|[.][0-9])'"
+
+//  Digits of one part of an enhanced status code (RFC 3463: 1 to 3).
+#define S_ENHANCED_PART_MAX 3
+
+//  Whether code is one the patterns above can read: three digits, or
+//  class.subject.detail with a class of 2, 4 or 5.
+static bool s_code_valid(const char *code)
+{
+    size_t n = strlen(code);
+    if (n == 3)
+        return isdigit((unsigned char)code[0]) && isdigit((unsigned char)code[1]) &&
+               isdigit((unsigned char)code[2]);
+    if (code[0] != '2' && code[0] != '4' && code[0] != '5')
+        return false;
+    const char *c = code + 1;
+    for (int part = 0; part < 2; part++) {
+        if (*c++ != '.')
+            return false;
+        size_t digits = 0;
+        while (isdigit((unsigned char)*c) && digits <= S_ENHANCED_PART_MAX)
+            c++, digits++;
+        if (digits < 1 || digits > S_ENHANCED_PART_MAX)
+            return false;
+    }
+    return *c == 0;
 }
 
 //  Checks a filter: statuses is the mask of statuses the query accepts;
@@ -100,27 +133,36 @@ static int s_filter_check(fq_store_t *self, const fq_message_filter_t *f, unsign
     if (f->message_id < 0 || f->request_id < 0 || f->tenant_id < 0)
         return fq_store_fail(self, FQ_EINVAL, "could not %s: an id is negative", what);
     if ((f->tenant && !*f->tenant) || (f->recipient && !*f->recipient) ||
-        (f->domain && !*f->domain))
+        (f->domain && !*f->domain) || (f->error && !*f->error) || (f->code && !*f->code))
         return fq_store_fail(self, FQ_EINVAL, "could not %s: a filter string is empty", what);
+    if (f->code && !s_code_valid(f->code))
+        return fq_store_fail(self, FQ_EINVAL,
+                             "could not %s: a code is three digits (550) or an enhanced status"
+                             " code (5.1.1)",
+                             what);
+    if (f->older_than_s < 0 || f->older_than_s > FQ_AGE_MAX_S)
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: an age is not within 0..%lld seconds",
+                             what, (long long)FQ_AGE_MAX_S);
     if ((unsigned)f->status >= S_STATUS_COUNT)
         return fq_store_fail(self, FQ_EINVAL, "could not %s: unknown message status %d", what,
                              (int)f->status);
-    if (!(statuses & S_STATUS_BIT(f->status)))
+    if (!(statuses & FQ_STATUS_BIT(f->status)))
         return fq_store_fail(self, FQ_EINVAL, "could not %s: it does not apply to %s messages",
                              what, s_status_names[f->status]);
     if (change && !s_narrows(f))
         return fq_store_fail(self, FQ_EINVAL,
-                             "could not %s: name a message, request, tenant, recipient or domain",
+                             "could not %s: name a message, request, tenant, recipient, domain,"
+                             " error or code",
                              what);
     return 0;
 }
 
 //  Checks that the message, request and tenant a filter names exist, and
 //  finds the id of the tenant named. One round trip, none if it names none.
-static int s_filter_resolve(fq_store_t *self, const fq_message_filter_t *f, s_filter_t *out,
-                            const char *what)
+static int s_filter_resolve(fq_store_t *self, const fq_message_filter_t *f,
+                            fq_filter_resolved_t *out, const char *what)
 {
-    *out = (s_filter_t){.filter = f};
+    *out = (fq_filter_resolved_t){.filter = f};
     if (!f->message_id && !f->request_id && !f->tenant_id && !f->tenant)
         return 0;
     char message[FQ_STORE_INT_TEXT], request[FQ_STORE_INT_TEXT], tenant[FQ_STORE_INT_TEXT];
@@ -156,8 +198,8 @@ static int s_filter_resolve(fq_store_t *self, const fq_message_filter_t *f, s_fi
     return rc;
 }
 
-static int s_filter_prepare(fq_store_t *self, const fq_message_filter_t *f, unsigned statuses,
-                            bool change, s_filter_t *out, const char *what)
+int fq_store_filter_prepare(fq_store_t *self, const fq_message_filter_t *f, unsigned statuses,
+                            bool change, fq_filter_resolved_t *out, const char *what)
 {
     int rc = s_filter_check(self, f, statuses, change, what);
     return rc ? rc : s_filter_resolve(self, f, out, what);
@@ -166,7 +208,7 @@ static int s_filter_prepare(fq_store_t *self, const fq_message_filter_t *f, unsi
 //  Appends " AND ..." for each field set; the messages are "m". Each
 //  fragment is one an index serves (request, tenant: (x, id); recipient,
 //  domain: expression indexes on exactly these expressions).
-static void s_filter_where(fq_statement_t *q, const s_filter_t *resolved)
+void fq_store_filter_where(fq_statement_t *q, const fq_filter_resolved_t *resolved)
 {
     const fq_message_filter_t *f = resolved->filter;
     if (f->message_id)
@@ -188,6 +230,22 @@ static void s_filter_where(fq_statement_t *q, const s_filter_t *resolved)
     if (f->domain)
         fq_statement_sql_param(q, " AND lower(split_part(m.recipient, '@', 2)) = lower(",
                                fq_statement_text(q, f->domain), "::text)");
+    //  The last three are read from the rows the others selected: no
+    //  index has them. strpos, not LIKE: what the operator typed matches
+    //  itself, % and _ included
+    if (f->error)
+        fq_statement_sql_param(q, " AND strpos(lower(m.last_error), lower(",
+                               fq_statement_text(q, f->error), "::text)) > 0");
+    if (f->code) {
+        int code = fq_statement_text(q, f->code);
+        fq_statement_sql_param(q, " AND (substring(m.last_error FROM " S_CODE_PATTERN ") = ", code,
+                               "::text");
+        fq_statement_sql_param(
+            q, " OR substring(m.last_error FROM " S_ENHANCED_PATTERN ") = ", code, "::text)");
+    }
+    if (f->older_than_s)
+        fq_statement_sql_param(q, " AND m.created_at < now() - make_interval(secs => ",
+                               fq_statement_int(q, f->older_than_s), "::double precision)");
 }
 
 //  ---------------------------------------------------------------------
@@ -199,8 +257,8 @@ static int s_search_build(fq_store_t *self, const fq_message_filter_t *filter, i
     if (limit < 1 || limit > FQ_STORE_PAGE_MAX)
         return fq_store_fail(self, FQ_EINVAL, "could not %s: limit %d is not within 1..%d", what,
                              limit, FQ_STORE_PAGE_MAX);
-    s_filter_t resolved;
-    int rc = s_filter_prepare(self, filter, S_ALL_STATUSES, false, &resolved, what);
+    fq_filter_resolved_t resolved;
+    int rc = fq_store_filter_prepare(self, filter, S_ALL_STATUSES, false, &resolved, what);
     if (rc)
         return rc;
     fq_statement_sql_param(
@@ -211,7 +269,7 @@ static int s_search_build(fq_store_t *self, const fq_message_filter_t *filter, i
         " m.last_error FROM fairq.messages m WHERE m.id > ",
         fq_statement_int(q, after_id > 0 ? after_id : 0), "");
     int limit_param = fq_statement_int(q, limit);
-    s_filter_where(q, &resolved);
+    fq_store_filter_where(q, &resolved);
     fq_statement_sql_param(q, " ORDER BY m.id LIMIT ", limit_param, "");
     return 0;
 }
@@ -300,118 +358,20 @@ int fq_store_explain_search(fq_store_t *self, const fq_message_filter_t *filter,
 }
 
 //  ---------------------------------------------------------------------
-//  Changes by filter
-
-//  Cancels the pending and failed messages a resolved filter selects, in
-//  one statement with the counters. The rows are locked first and their
-//  status read under the lock, so a message a concurrent nack has just
-//  failed is counted as failed. Returns the count or a negative code.
-static int s_cancel_matching(fq_store_t *self, const s_filter_t *resolved)
-{
-    fq_statement_t q = {0};
-    fq_statement_sql(&q, "WITH target AS MATERIALIZED (SELECT m.id, m.status FROM fairq.messages m"
-                         " WHERE m.status IN ('pending', 'failed')");
-    s_filter_where(&q, resolved);
-    //  next_attempt_at goes too: a cancelled message must leave the retry
-    //  index, or every claim would step over it
-    fq_statement_sql(&q,
-                     " FOR UPDATE),"
-                     " changed AS (UPDATE fairq.messages m SET status = 'cancelled',"
-                     "   next_attempt_at = NULL, updated_at = now()"
-                     "  FROM target t WHERE m.id = t.id"
-                     "  RETURNING m.id, m.request_id, m.tenant_id, m.recipient,"
-                     "   t.status = 'failed' AS was_failed),"
-                     //  None for a webhook's batch (0020): a batch reports nothing
-                     " evented AS (INSERT INTO fairq.events"
-                     "   (tenant_id, request_id, message_id, type, recipient)"
-                     "  SELECT c.tenant_id, c.request_id, c.id, 'message.cancelled', c.recipient"
-                     "  FROM changed c WHERE NOT EXISTS (SELECT 1 FROM fairq.requests r"
-                     "   WHERE r.id = c.request_id AND r.webhook_id IS NOT NULL)),"
-                     " counted AS (UPDATE fairq.requests r SET cancelled = r.cancelled + c.n,"
-                     "   failed = r.failed - c.failed, updated_at = now()"
-                     "  FROM (SELECT request_id, count(*) AS n,"
-                     "          count(*) FILTER (WHERE was_failed) AS failed"
-                     "        FROM changed GROUP BY request_id) c"
-                     "  WHERE r.id = c.request_id RETURNING c.n)"
-                     " SELECT coalesce(sum(n), 0) FROM counted");
-    return (int)s_run_count(self, &q, "cancel messages");
-}
-
-int fq_store_cancel_messages(fq_store_t *self, const fq_message_filter_t *filter)
-{
-    s_filter_t resolved;
-    unsigned statuses = S_STATUS_BIT(FQ_MESSAGE_ANY) | S_STATUS_BIT(FQ_MESSAGE_PENDING) |
-                        S_STATUS_BIT(FQ_MESSAGE_FAILED);
-    int rc = s_filter_prepare(self, filter, statuses, true, &resolved, "cancel messages");
-    return rc ? rc : s_cancel_matching(self, &resolved);
-}
-
-int fq_store_retry_dead(fq_store_t *self, const fq_message_filter_t *filter)
-{
-    s_filter_t resolved;
-    unsigned statuses = S_STATUS_BIT(FQ_MESSAGE_ANY) | S_STATUS_BIT(FQ_MESSAGE_DEAD);
-    int rc = s_filter_prepare(self, filter, statuses, true, &resolved, "retry dead messages");
-    if (rc)
-        return rc;
-    //  Only an attempt kills a message, so a dead one has try_count > 0 and
-    //  becomes failed: the invariant the ack relies on (try_count > 0 on a
-    //  message not final means failed) holds, and so does the counter.
-    //  First the requests, locked: not cancelled, not being pruned
-    fq_statement_t q = {0};
-    fq_statement_sql(&q,
-                     "SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM"
-                     " (SELECT r.id FROM fairq.requests r"
-                     "  WHERE r.status NOT IN ('cancelled', 'rejected') AND r.pruning_since IS NULL"
-                     "  AND r.id IN (SELECT m.request_id FROM fairq.messages m"
-                     "               WHERE m.status = 'dead' AND m.try_count > 0");
-    s_filter_where(&q, &resolved);
-    fq_statement_sql(&q, ") ORDER BY r.id FOR UPDATE OF r) locked");
-    rc = fq_store_exec(self, "BEGIN", "begin retry");
-    PGresult *res =
-        rc ? NULL : fq_statement_run(self, &q, PGRES_TUPLES_OK, "lock requests to retry", &rc);
-    fq_buf_free(&q.sql);
-    int64_t retried = 0;
-    if (res) {
-        q = (fq_statement_t){0};
-        fq_statement_sql_param(
-            &q,
-            "WITH changed AS (UPDATE fairq.messages m SET status = 'failed',"
-            "   next_attempt_at = now(), updated_at = now()"
-            "  WHERE m.status = 'dead' AND m.try_count > 0 AND m.request_id = ANY (",
-            fq_statement_text(&q, PQgetvalue(res, 0, 0)), "::bigint[])");
-        s_filter_where(&q, &resolved);
-        fq_statement_sql(
-            &q, "  RETURNING m.request_id),"
-                " counted AS (UPDATE fairq.requests r SET dead = r.dead - c.n,"
-                "   failed = r.failed + c.n, updated_at = now(),"
-                "   status = CASE WHEN r.status = 'done' THEN 'active' ELSE r.status END,"
-                "   finished_at = CASE WHEN r.status = 'done' THEN NULL ELSE r.finished_at END"
-                "  FROM (SELECT request_id, count(*) AS n FROM changed GROUP BY request_id) c"
-                "  WHERE r.id = c.request_id RETURNING c.n)"
-                " SELECT coalesce(sum(n), 0) FROM counted");
-        retried = s_run_count(self, &q, "retry dead messages");
-        PQclear(res);
-        rc = retried < 0 ? (int)retried : 0;
-    }
-    if (rc == 0)
-        rc = fq_store_exec(self, "COMMIT", "commit retry");
-    if (rc)
-        fq_store_rollback(self);
-    return rc ? rc : (int)retried;
-}
+//  Changes by filter (cancel and retry: fq_store_bulk.c)
 
 int fq_store_release_claims(fq_store_t *self, const fq_message_filter_t *filter)
 {
-    s_filter_t resolved;
-    unsigned statuses = S_STATUS_BIT(FQ_MESSAGE_ANY) | S_STATUS_BIT(FQ_MESSAGE_FAILED);
-    int rc = s_filter_prepare(self, filter, statuses, true, &resolved, "release claims");
+    fq_filter_resolved_t resolved;
+    unsigned statuses = FQ_STATUS_BIT(FQ_MESSAGE_ANY) | FQ_STATUS_BIT(FQ_MESSAGE_FAILED);
+    int rc = fq_store_filter_prepare(self, filter, statuses, true, &resolved, "release claims");
     if (rc)
         return rc;
     fq_statement_t q = {0};
     fq_statement_sql(&q, "WITH released AS (UPDATE fairq.messages m SET next_attempt_at = now(),"
                          "   claimed_epoch = NULL, updated_at = now()"
                          "  WHERE m.status = 'failed' AND m.next_attempt_at > now()");
-    s_filter_where(&q, &resolved);
+    fq_store_filter_where(&q, &resolved);
     fq_statement_sql(&q, " RETURNING 1) SELECT count(*) FROM released");
     return (int)s_run_count(self, &q, "release claims");
 }
@@ -507,8 +467,9 @@ int fq_store_request_cancel(fq_store_t *self, int64_t request_id)
     int cancelled = 0;
     if (rc == 0) {
         fq_message_filter_t filter = {.request_id = request_id};
-        cancelled = s_cancel_matching(self, &(s_filter_t){.filter = &filter});
-        rc = cancelled < 0 ? cancelled : 0;
+        int64_t changed = 0;
+        rc = fq_store_cancel_all(self, &(fq_filter_resolved_t){.filter = &filter}, &changed);
+        cancelled = (int)changed;
     }
     if (rc == 0) {
         int changed =
@@ -599,14 +560,6 @@ int fq_store_request_change(fq_store_t *self, int64_t request_id, const fq_reque
 //  ---------------------------------------------------------------------
 //  Error summary
 
-//  The reply code last_error starts with: an SMTP reply's, or an http
-//  status as the http transport words it ("HTTP 503: ...").
-#define S_CODE_PATTERN "'^(?:HTTP )?([0-9]{3})(?![0-9])'"
-//  The first RFC 3463 enhanced status code: class 2, 4 or 5, subject and
-//  detail of 1 to 3 digits each, not part of a longer dotted number (an
-//  IP address, a version).
-#define S_ENHANCED_PATTERN "'(?:^|[^0-9.])([245][.][0-9]{1,3}[.][0-9]{1,3})(?![0-9]|[.][0-9])'"
-
 //  The columns of a summary row, as fq_error_count_t lists them.
 enum { S_ERR_TENANT, S_ERR_DESTINATION, S_ERR_CODE, S_ERR_ENHANCED, S_ERR_EXAMPLE, S_ERR_STRINGS };
 
@@ -657,10 +610,10 @@ int fq_store_error_summary(fq_store_t *self, const fq_message_filter_t *filter,
                              FQ_STORE_PAGE_MAX);
     if (destination && !*destination)
         return fq_store_fail(self, FQ_EINVAL, "could not %s: a filter string is empty", what);
-    s_filter_t resolved;
-    unsigned statuses = S_STATUS_BIT(FQ_MESSAGE_ANY) | S_STATUS_BIT(FQ_MESSAGE_FAILED) |
-                        S_STATUS_BIT(FQ_MESSAGE_DEAD);
-    int rc = s_filter_prepare(self, filter, statuses, false, &resolved, what);
+    fq_filter_resolved_t resolved;
+    unsigned statuses = FQ_STATUS_BIT(FQ_MESSAGE_ANY) | FQ_STATUS_BIT(FQ_MESSAGE_FAILED) |
+                        FQ_STATUS_BIT(FQ_MESSAGE_DEAD);
+    int rc = fq_store_filter_prepare(self, filter, statuses, false, &resolved, what);
     if (rc)
         return rc;
     fq_statement_t q = {0};
@@ -673,7 +626,7 @@ int fq_store_error_summary(fq_store_t *self, const fq_message_filter_t *filter,
                          "  substring(m.last_error FROM " S_CODE_PATTERN ") AS code,"
                          "  substring(m.last_error FROM " S_ENHANCED_PATTERN ") AS enhanced"
                          "  FROM fairq.messages m WHERE m.status IN ('failed', 'dead')");
-    s_filter_where(&q, &resolved);
+    fq_store_filter_where(&q, &resolved);
     if (destination)
         fq_statement_sql_param(&q, " AND m.destination = ", fq_statement_text(&q, destination),
                                "::text");

@@ -22,12 +22,9 @@
 #define S_SUBMIT_PARAMS     22
 #define S_SUBMIT_RECIPIENTS 4
 
-//  The channel of mail, the schema's default (FQ_CHANNEL_EMAIL of
-//  channels/fq_channel.h, which the store may not include).
-#define S_CHANNEL_EMAIL "email"
-
-//  Attempts a message gets when the request does not say (fq_submit_t).
-#define S_MAX_ATTEMPTS_DEFAULT 5
+//  fq_store_internal.h's, shared with the schedules' stored requests.
+#define S_CHANNEL_EMAIL        FQ_STORE_CHANNEL_EMAIL
+#define S_MAX_ATTEMPTS_DEFAULT FQ_STORE_MAX_ATTEMPTS_DEFAULT
 
 //  A request's fingerprint: a BLAKE2b of 32 bytes (the schema's
 //  requests_fingerprint_check holds the same size), as a bytea literal in

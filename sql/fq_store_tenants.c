@@ -97,14 +97,17 @@ int fq_store_tenant_put(fq_store_t *self, const fq_tenant_spec_t *spec, int64_t 
     " coalesce(greatest(floor(extract(epoch FROM now() - s.oldest)), 0)::bigint, 0),"              \
     " t.signing_secret IS NOT NULL, coalesce(t.send_rate_count, 0),"                               \
     " coalesce(t.send_rate_period_s, 0), coalesce(t.daily_quota, 0), coalesce(d.used, 0),"         \
-    " t.unsubscribe"                                                                               \
+    " t.unsubscribe,"                                                                              \
+    " coalesce(greatest(floor(extract(epoch FROM now() - o.since)), 0)::bigint, 0),"               \
+    " EXISTS (SELECT 1 FROM fairq.holds h WHERE h.scope = 'tenant' AND h.tenant_id = t.id)"        \
     " FROM fairq.tenants t LEFT JOIN (SELECT tenant_id, count(*) AS open,"                         \
     "   sum(split - sent - dead - cancelled) AS depth, sum(failed) AS failed,"                     \
     "   sum(greatest(total - split - rejected, 0)) AS unsplit, min(created_at) AS oldest"          \
     "  FROM fairq.requests WHERE status IN " FQ_STORE_UNFINISHED " GROUP BY tenant_id) s"          \
     " ON s.tenant_id = t.id"                                                                       \
     " LEFT JOIN fairq.tenant_send_days d"                                                          \
-    " ON d.tenant_id = t.id AND d.day = (now() AT TIME ZONE 'UTC')::date"
+    " ON d.tenant_id = t.id AND d.day = (now() AT TIME ZONE 'UTC')::date"                          \
+    " LEFT JOIN fairq.tenant_oldest_due o ON o.tenant_id = t.id"
 
 static void s_tenant_row(const PGresult *res, int row, void *item)
 {
@@ -123,7 +126,9 @@ static void s_tenant_row(const PGresult *res, int row, void *item)
                               .send_rate_period_s = (int)fq_store_int64(res, row, 12),
                               .daily_quota = fq_store_int64(res, row, 13),
                               .sent_today = fq_store_int64(res, row, 14),
-                              .unsubscribe = PQgetvalue(res, row, 15)[0] == 't'};
+                              .unsubscribe = PQgetvalue(res, row, 15)[0] == 't',
+                              .oldest_due_s = fq_store_int64(res, row, 16),
+                              .held = PQgetvalue(res, row, 17)[0] == 't'};
     snprintf(out->name, sizeof out->name, "%s", PQgetvalue(res, row, 1));
 }
 

@@ -38,7 +38,9 @@ def all_routes(rid, mid, tenant):
             ("POST", f"/v1/tenants/{tenant}/tokens", None), ("GET", "/metrics", None),
             ("GET", "/v1/destinations", None), ("GET", "/v1/destinations/default", None),
             ("PUT", "/v1/destinations/google", {"rate": "1/s"}),
-            ("DELETE", "/v1/destinations/google", None)]
+            ("DELETE", "/v1/destinations/google", None), ("GET", "/v1/holds", None),
+            ("POST", "/v1/holds", {"scope": "tenant", "name": tenant}),
+            ("DELETE", f"/v1/holds/tenant/{tenant}", None)]
 
 
 class AuthErrorsTest(APITest):
@@ -386,7 +388,8 @@ class AuthErrorsTest(APITest):
                     ("GET", "/v1/tenants", None, acme),
                     ("GET", "/v1/messages", None, fq_api.ADMIN),
                     ("GET", "/v1/errors", None, fq_api.ADMIN),
-                    ("PUT", "/v1/tenants/acme", {"weight": 9}, fq_api.ADMIN)):
+                    ("PUT", "/v1/tenants/acme", {"weight": 9}, fq_api.ADMIN),
+                    ("POST", "/v1/holds", {"scope": "all"}, fq_api.ADMIN)):
                 started = time.monotonic()
                 answer = self.api(method, path, body, token=token, timeout=8)
                 took = time.monotonic() - started

@@ -22,9 +22,15 @@ import fq_api  # noqa: E402
 from fq_api import APITest  # noqa: E402
 
 FAIRQD = {"poll_ms": 200}
-DESTINATION_KEYS = {"name", "rate", "burst", "max_inflight", "domains", "updated_at", "live"}
+DESTINATION_KEYS = {"name", "rate", "burst", "max_inflight", "domains", "updated_at", "live",
+                    "held"}
 LIVE_KEYS = {"state", "effective_rate", "ready", "inflight", "sent", "deferred", "throttled",
-             "suspended_for_ms"}
+             "suspended_for_ms", "latency"}
+# The live delivery times (api/API.md, a tenant's "latency"): no sender
+# here, so nothing delivered and no quantile
+NO_LATENCY = {"window_s": 300, "delivered": 0,
+              "delivery_s": {"p50": None, "p95": None, "p99": None},
+              "end_to_end_s": {"p50": None, "p95": None, "p99": None}}
 STATES = {"open", "throttled", "suspended"}
 # fairqd's exit code for a configuration error (fairqd/fq_fairqd.h)
 EXIT_CONFIG = 2
@@ -42,14 +48,16 @@ class DestinationsTest(APITest):
         self.assertIsInstance(d["domains"], list, d)
         self.assertEqual(d["domains"], sorted(d["domains"]), f"domains not sorted: {d}")
         self.assertRegex(d["updated_at"], fq_api.RFC3339_UTC, d)
+        self.assertIs(type(d["held"]), bool, d)
         live = d["live"]
         self.assertEqual(set(live), LIVE_KEYS, d)
         self.assertIn(live["state"], STATES, d)
         self.assertTrue(live["effective_rate"] is None or
                         type(live["effective_rate"]) in (int, float), d)
-        for key in LIVE_KEYS - {"state", "effective_rate"}:
+        for key in LIVE_KEYS - {"state", "effective_rate", "latency"}:
             self.assertIs(type(live[key]), int, f"{key}: {d}")
             self.assertGreaterEqual(live[key], 0, d)
+        self.assertEqual(live["latency"], NO_LATENCY, d)
         return d
 
     def get(self, name, status=200):

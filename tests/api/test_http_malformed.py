@@ -499,6 +499,179 @@ class MalformedTest(APITest):
                          before, "a malformed PATCH changed the request")
         self.healthz_ok()
 
+    def test_schedules_refused(self):
+        """Bad schedules (api/API.md, "Schedules"): a bad cron expression
+        names its field and why, an unknown time zone, a request a submit
+        would refuse (named "request: ..."), a request with tenant or
+        send_at, names that are none or too long, unknown keys, malformed
+        JSON, more than 100 schedules: 400; a name taken 409; another
+        tenant's schedule or an unknown one 404. Nothing is stored by a
+        refused call; fairqd stays up."""
+        self.start(**FAIRQD)
+        self.put_tenant("acme")
+        self.put_tenant("bravo")
+        base = "/v1/tenants/acme/schedules"
+        request = submit_body("acme", drop=("tenant",))
+
+        def schedule(**fields):
+            body = {"name": "digest", "cron": "0 9 * * mon", "time_zone": "Europe/Berlin",
+                    "request": request}
+            body.update(fields)
+            return body
+        made = self.ok(self.api("POST", base, schedule()), 201, "a good schedule")
+        self.assertEqual(made["request"], request)
+        self.assertRegex(made["next_fire_at"], r"^\d{4}-\d\d-\d\dT0[78]:00:00Z$")
+        failures = []
+        for label, body, words in (
+                ("cron hour", schedule(name="a", cron="0 24 * * *"),
+                 "cron: hour: 24 is out of range 0..23"),
+                ("cron fields", schedule(name="a", cron="0 9 * *"), "cron: a cron expression has 5"),
+                ("cron name", schedule(name="a", cron="0 9 * * funday"), "cron: day-of-week"),
+                ("cron step", schedule(name="a", cron="*/0 * * * *"), "cron: minute: a step"),
+                ("cron never", schedule(name="a", cron="0 0 30 2 *"), "never fire"),
+                ("cron type", schedule(name="a", cron=5), "cron must be a string"),
+                ("time zone", schedule(name="a", time_zone="Mars/Olympus"),
+                 "time_zone: \"Mars/Olympus\" is not a time zone"),
+                ("time zone long", schedule(name="a", time_zone="x" * 65), "time_zone"),
+                ("no request", {"name": "a", "cron": "* * * * *", "time_zone": "UTC"},
+                 "request is required"),
+                ("request array", schedule(name="a", request=[]), "request must be an object"),
+                ("request from", schedule(name="a", request=dict(request, **{"from": "nope"})),
+                 "request: "),
+                ("request subject", schedule(name="a", request=dict(request, subject="{{x")),
+                 "request: "),
+                ("request tenant", schedule(name="a", request=dict(request, tenant="acme")),
+                 "request: tenant"),
+                ("request send_at", schedule(name="a", request=dict(request, send_at=1)),
+                 "request: send_at"),
+                ("request unknown", schedule(name="a", request=dict(request, colour="red")),
+                 "request: unknown field"),
+                ("request recipients", schedule(name="a", request=dict(request, recipients=[])),
+                 "request: recipients"),
+                ("name", schedule(name="9lives"), "name:"),
+                ("name long", schedule(name="a" * 65), "name:"),
+                ("name upper", schedule(name="Digest"), "name:"),
+                ("missed", schedule(name="a", missed="all"), "missed must be"),
+                ("paused", schedule(name="a", paused="yes"), "paused must be"),
+                ("unknown key", schedule(name="a", colour="red"), "unknown field")):
+            answer = self.api("POST", base, body)
+            try:
+                self.assert_error(answer, 400, label)
+                self.assertIn(words, answer[2]["detail"], label)
+            except AssertionError as error:
+                failures.append(str(error)[:400])
+        for label, data in (("truncated", b'{"name": "a", "cron"'), ("not an object", b"[1]"),
+                            ("empty", b""), ("nul", b'{"name": "a\x00"}')):
+            answer = self.api("POST", base, raw=data)
+            try:
+                self.assert_error(answer, 400, label)
+            except AssertionError as error:
+                failures.append(str(error)[:400])
+        self.assertFalse(failures, "\n".join(failures))
+        self.assertEqual(self.count("fairq.schedules"), 1, "a refused schedule was stored")
+        self.assertEqual(self.count("fairq.requests"), 0, "a trial submit was kept")
+        self.h.check_alive()
+        # A name taken; PATCH of a bad field; unknown and another tenant's
+        self.assert_error(self.api("POST", base, schedule()), 409, "name taken")
+        self.assert_error(self.api("PATCH", base + "/digest", {"cron": "61 * * * *"}), 400)
+        self.assert_error(self.api("PATCH", base + f"/{made['id']}", {"time_zone": "Nowhere"}),
+                          400)
+        self.assert_error(self.api("GET", base + "/nosuch"), 404)
+        self.assert_error(self.api("GET", base + "/987654"), 404)
+        self.assert_error(self.api("GET", base + "/Bad%20Name"), 400)
+        self.assert_error(self.api("GET", f"/v1/tenants/bravo/schedules/{made['id']}"), 404)
+        self.assert_error(self.api("DELETE", base + "/nosuch"), 404)
+        bravo = self.h.make_token("bravo")
+        self.assert_error(self.api("GET", base, token=bravo), 404, "another tenant's")
+        self.assert_error(self.api("POST", base, schedule(name="b"), token=bravo), 404)
+        # Paused and resumed by PATCH; the request kept
+        paused = self.ok(self.api("PATCH", base + "/digest", {"paused": True}))
+        self.assertEqual((paused["paused"], paused["next_fire_at"]), (True, None))
+        resumed = self.ok(self.api("PATCH", base + "/digest", {"paused": False}))
+        self.assertIsNotNone(resumed["next_fire_at"])
+        self.assertEqual(resumed["request"], request)
+        # A new request is checked as a new one is; a good one replaces it
+        answer = self.api("PATCH", base + "/digest", {"request": dict(request, subject="{{x")})
+        self.assert_error(answer, 400, "a bad new request")
+        self.assertIn("request: subject", answer[2]["detail"])
+        changed = self.ok(self.api("PATCH", base + "/digest",
+                                   {"request": dict(request, subject="New {{name}}"),
+                                    "cron": "@hourly", "missed": "skip"}))
+        self.assertEqual((changed["request"]["subject"], changed["cron"], changed["missed"]),
+                         ("New {{name}}", "@hourly", "skip"))
+        self.assertRegex(changed["next_fire_at"], r":00:00Z$")
+        # The most a tenant may have
+        for i in range(99):
+            self.ok(self.api("POST", base, schedule(name=f"s{i}")), 201, f"schedule {i}")
+        answer = self.api("POST", base, schedule(name="onemore"))
+        self.assert_error(answer, 400, "over the limit")
+        self.assertIn("at most 100 schedules", answer[2]["detail"])
+        self.assertEqual(self.api("DELETE", base + "/digest")[0], 204)
+        self.assertEqual(self.count("fairq.schedules"), 99)
+        self.healthz_ok()
+
+    def test_holds_corpus(self):
+        """Malformed POST /v1/holds bodies and DELETE paths: 400 (404 for
+        what does not exist or is not held), JSON error bodies, nothing
+        held; a tenant's token is refused (403)."""
+        self.start(**FAIRQD)
+        self.put_tenant("acme")
+        good = {"scope": "tenant", "name": "acme"}
+        corpus = [
+            ("empty body", b"", BAD),
+            ("truncated", b'{"scope": "tenant", "name": "ac', BAD),
+            ("an array", b"[]", BAD),
+            ("null", b"null", BAD),
+            ("an empty object", b"{}", BAD),
+            ("unknown field", json.dumps(dict(good, until="tomorrow")).encode(), BAD),
+            ("a field twice", b'{"scope": "tenant", "scope": "all"}', BAD),
+            ("unknown scope", json.dumps(dict(good, scope="everything")).encode(), BAD),
+            ("scope in capitals", json.dumps(dict(good, scope="Tenant")).encode(), BAD),
+            ("scope a number", json.dumps(dict(good, scope=1)).encode(), BAD),
+            ("scope null", json.dumps(dict(good, scope=None)).encode(), BAD),
+            ("no name", json.dumps({"scope": "tenant"}).encode(), BAD),
+            ("empty name", json.dumps(dict(good, name="")).encode(), BAD),
+            ("name a number", json.dumps(dict(good, name=5)).encode(), BAD),
+            ("name an array", json.dumps(dict(good, name=["acme"])).encode(), BAD),
+            ("overlong name", json.dumps(dict(good, name="a" * 65)).encode(), BAD),
+            ("name in capitals", json.dumps(dict(good, name="ACME")).encode(), BAD),
+            ("name with NUL", json.dumps(dict(good, name="ac\u0000me")).encode(), BAD),
+            ("a name with all", json.dumps({"scope": "all", "name": "acme"}).encode(), BAD),
+            ("overlong reason", json.dumps(dict(good, reason="r" * 501)).encode(), BAD),
+            ("reason a number", json.dumps(dict(good, reason=7)).encode(), BAD),
+            ("empty by", json.dumps(dict(good, by="")).encode(), BAD),
+            ("overlong by", json.dumps(dict(good, by="b" * 101)).encode(), BAD),
+            ("invalid UTF-8", b'{"scope": "tenant", "name": "acme", "reason": "\xff"}', BAD),
+            ("unknown tenant", json.dumps(dict(good, name="nobody")).encode(), (404,)),
+            ("unknown destination",
+             json.dumps({"scope": "destination", "name": "nowhere"}).encode(), (404,)),
+        ]
+        self.check_corpus("POST", "/v1/holds", corpus)
+        self.assertEqual(self.count("fairq.holds"), 0, "a malformed hold was stored")
+        failures = []
+        for path, statuses in (("/v1/holds/tenant/acme", (404,)), ("/v1/holds/all", (404,)),
+                               ("/v1/holds/everything", BAD), ("/v1/holds/everything/acme", BAD),
+                               ("/v1/holds/tenant/Bad%20Name", BAD),
+                               ("/v1/holds/all/acme", BAD), ("/v1/holds/tenant/" + "a" * 65, BAD),
+                               ("/v1/holds/destination/nowhere", (404,))):
+            try:
+                self.assert_error_in(self.api("DELETE", path), statuses, f"DELETE {path}")
+            except AssertionError as error:
+                failures.append(str(error)[:300])
+        self.assertFalse(failures, "\n".join(failures))
+        # A tenant may not hold, release or list
+        token = self.h.make_token("acme")
+        for method, path, body in (("GET", "/v1/holds", None), ("POST", "/v1/holds", good),
+                                   ("DELETE", "/v1/holds/tenant/acme", None)):
+            self.assert_error(self.api(method, path, body, token=token), 403, f"{method} {path}")
+        self.assertEqual(self.count("fairq.holds"), 0)
+        # The good one still holds, once
+        self.assertEqual(self.api("POST", "/v1/holds", good)[0], 201)
+        self.assertEqual(self.api("POST", "/v1/holds", good)[0], 200)
+        self.assertEqual(self.count("fairq.holds"), 1)
+        self.assertEqual(self.api("DELETE", "/v1/holds/tenant/acme")[0], 200)
+        self.healthz_ok()
+
     def test_odd_paths_and_query_parameters(self):
         """Ids that are not ids, paths that are not routes, query
         parameters out of range: 400 (or 404 for numbers no request can

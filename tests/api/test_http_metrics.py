@@ -30,7 +30,8 @@ TENANT_GAUGES = ["fairq_tenant_inflight", "fairq_tenant_depth", "fairq_tenant_fa
                  "fairq_tenant_unsplit", "fairq_tenant_open_requests",
                  "fairq_tenant_oldest_pending_age_seconds", "fairq_tenant_send_held",
                  "fairq_tenant_sent_today", "fairq_tenant_daily_quota",
-                 "fairq_tenant_max_send_rate_per_second"]
+                 "fairq_tenant_max_send_rate_per_second", "fairq_tenant_oldest_due_age_seconds",
+                 "fairq_tenant_held"]
 SENDER_COUNTERS = ["fairq_sender_dispatched", "fairq_sender_sent", "fairq_sender_failed",
                    "fairq_sender_dead", "fairq_sender_requeued"]
 SENDER_GAUGES = ["fairq_sender_up", "fairq_sender_inflight", "fairq_sender_credit"]
@@ -38,7 +39,8 @@ ACTOR_COUNTERS = ["fairq_actor_handled", "fairq_actor_restarts", "fairq_actor_fa
 HISTOGRAMS = {"fairq_dispatch_latency_seconds": "tenant", "fairq_db_batch_rows": "statement",
               "fairq_db_batch_seconds": "statement"}
 PLAIN = {"fairq_database_up": "gauge", "fairq_requests_inflight": "gauge",
-         "fairq_senders_connected": "gauge", "fairq_dead_letters": "counter"}
+         "fairq_senders_connected": "gauge", "fairq_dead_letters": "counter",
+         "fairq_held_all": "gauge"}
 
 METRIC_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\\\|\\"|\\n)*"'

@@ -899,6 +899,13 @@ class RequestRoutesTest(APITest):
                    " last_error = '550 5.1.1 <ann@example.org>: no such user'"
                    f" WHERE id = {messages[1]['id']}")
         self.assertEqual(len(answer("errors", "GET", "/v1/errors")["errors"]), 1)
+        # The bulk action's example body, taken as it is (a dry run)
+        bulk = [e for e in examples if e.section.startswith("POST /v1/messages/bulk")
+                and e.value is not None and "action" in e.value and "matched" not in e.value]
+        self.assertEqual(len(bulk), 1, "API.md's bulk action example")
+        self.assertTrue(bulk[0].value.get("dry_run"), "API.md's bulk example changes messages")
+        answer("bulk", "POST", "/v1/messages/bulk", bulk[0].value)
+        answer("shape", "GET", "/v1/shape")
         # The http request of "Channels": taken as it is, and shown as the
         # fragment there shows it
         channels = [e for e in examples if e.section.startswith("Channels")
@@ -923,10 +930,21 @@ class RequestRoutesTest(APITest):
         answer("destination", "GET", "/v1/destinations/google")
         answer("destinations", "GET", "/v1/destinations")
         answer("destination deleted", "DELETE", "/v1/destinations/google")
+        answer("hold", "POST", "/v1/holds",
+               {"scope": "tenant", "name": "acme", "reason": "abuse report #4411",
+                "by": "ops@admin-1"}, 201)
+        answer("holds", "GET", "/v1/holds")
+        answer("hold released", "DELETE", "/v1/holds/tenant/acme")
         answer("error", "GET", "/v1/requests/987654", status=404)
         answer("webhook", "POST", "/v1/tenants/acme/webhooks",
                {"url": "https://hooks.acme.example/fairq"}, 201)
         answer("webhooks", "GET", "/v1/tenants/acme/webhooks")
+        # The schedule's example body, taken as it is
+        made = [e for e in examples if e.section.startswith("Schedules")
+                and e.value is not None and "cron" in e.value and "id" not in e.value]
+        self.assertEqual(len(made), 1, "API.md's schedule example")
+        answer("schedule", "POST", "/v1/tenants/acme/schedules", made[0].value, 201)
+        answer("schedules", "GET", "/v1/tenants/acme/schedules")
         # An event of every field, written as the pipeline writes them
         self.h.sql("INSERT INTO fairq.events (tenant_id, request_id, message_id, type, recipient,"
                    f" detail) SELECT t.id, {bad}, {messages[0]['id']}, 'message.deferred',"
@@ -946,19 +964,25 @@ class RequestRoutesTest(APITest):
                 return "healthz" if example.status != 503 else "healthz 503"
             if example.section.startswith("POST /v1/requests"):
                 return "submit body"
+            if example.section.startswith("POST /v1/messages/bulk"):
+                return "bulk" if "matched" in keys else "bulk body"  # The body: sent above
             for name, wanted in (("request", {"status", "total", "pending"}),
                                  ("message", {"attempts", "last_error"}),
                                  ("tenant", {"weight", "send_rate"}),
                                  ("requests", {"requests"}), ("rejects", {"rejects"}),
                                  ("messages", {"messages"}), ("tenants", {"tenants"}),
-                                 ("errors", {"errors"}),
+                                 ("errors", {"errors"}), ("shape", {"edges_minutes", "shape"}),
                                  ("token", {"token"}), ("tokens", {"tokens"}),
                                  ("revoked", {"revoked"}), ("destination", {"live", "domains"}),
                                  ("destinations", {"destinations"}),
                                  ("destination deleted", {"deleted"}),
+                                 ("hold released", {"scope", "created_by", "released"}),
+                                 ("hold", {"scope", "created_by"}), ("holds", {"holds", "all"}),
                                  ("events", {"events", "next"}),
                                  ("webhooks", {"webhooks"}),
-                                 ("webhook", {"url", "secret", "backlog"})):
+                                 ("webhook", {"url", "secret", "backlog"}),
+                                 ("schedules", {"schedules"}),
+                                 ("schedule", {"cron", "next_fire_at"})):
                 if wanted <= keys:
                     return name
             return None
@@ -968,7 +992,8 @@ class RequestRoutesTest(APITest):
             name = which(example)
             if example.status is None and name not in ("error", "submit body", "request",
                                                        "message", "tenant", "healthz", "events",
-                                                       "webhook", "errors"):
+                                                       "webhook", "errors", "bulk", "shape",
+                                                       "schedule", "hold", "hold released"):
                 continue  # A body a client sends (PATCH, PUT): no answer to compare
             if name is None:
                 failures.append(f"line {example.line}: an example no answer is known for: "
@@ -1006,7 +1031,8 @@ class RequestRoutesTest(APITest):
                             f"{healthz[0].value.get('schema')}, the server answers {schema}")
         for name in ("healthz", "healthz 503", "submit body", "request", "message", "tenant",
                      "requests", "rejects", "messages", "errors", "tenants", "token", "tokens",
-                     "revoked", "events", "error", "webhooks", "webhook"):
+                     "revoked", "events", "error", "webhooks", "webhook", "hold", "holds",
+                     "hold released", "schedule", "schedules"):
             if name not in seen:
                 failures.append(f"API.md has no example of {name}")
         self.assertFalse(failures, "API.md's examples differ from the answers:\n" +

@@ -122,6 +122,28 @@ static void test_times(void **state)
     }
 }
 
+static void test_durations(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int64_t seconds;
+    } good[] = {{"0", 0}, {"90", 90}, {"90s", 90}, {"90m", 5400}, {"2h", 7200}, {"3d", 259200}};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        int64_t seconds = -1;
+        assert_int_equal(fq_cli_parse_duration(good[i].text, "--older-than", &seconds), 0);
+        assert_int_equal(seconds, good[i].seconds);
+    }
+    static const char *const bad[] = {"",  "-1",   "+5m", "5w",           "5mm",
+                                      "h", "1.5h", " 5",  "99999999999d", NULL};
+    for (size_t i = 0; bad[i]; i++) {
+        int64_t seconds = -1;
+        assert_int_equal(fq_cli_parse_duration(bad[i], "--older-than", &seconds),
+                         FQ_CLI_EXIT_USAGE);
+        assert_int_equal(seconds, -1);
+    }
+}
+
 static void test_tenant_names(void **state)
 {
     (void)state;
@@ -224,6 +246,7 @@ int main(void)
         cmocka_unit_test(test_seconds),
         cmocka_unit_test(test_rfc3339),
         cmocka_unit_test(test_times),
+        cmocka_unit_test(test_durations),
         cmocka_unit_test(test_tenant_names),
         cmocka_unit_test(test_choices_and_keys),
         cmocka_unit_test(test_flags_with_underscores),

@@ -457,6 +457,73 @@ class CliTest(E2ETest):
         self.assertRegex(done.stderr, r"^fairq: .+\(409 conflict\)\n$")
         self.assertIn("doomed@example.org", {r["to"][0] for r in self.sink.records()})
 
+    def test_bulk_actions(self):
+        """messages retry|cancel|reschedule: a dry run counts, the change
+        goes in batches and reports its totals, --json gives one document;
+        malformed arguments are usage errors before any call, and what
+        fairqd refuses is exit 1 with its reason."""
+        self.start(rules={"rules": [{"match": "doomed", "reply": "550 5.1.1 no such user"}]})
+        rcpts = recipients(2) + [{"to": f"doomed{i}@example.org", "fields": {"name": "D"}}
+                                 for i in range(3)]
+        rid = self.fairq_json("submit", self.json_file("b.json", body(rcpts=rcpts)))["id"]
+        self.fairq("status", str(rid), "--watch", "--interval-s", "0.2", expect=FAILED,
+                   timeout=DELIVERY_TIMEOUT_S * 2)
+        found = self.fairq_json("search", "--tenant", "shop", "--code", "5.1.1", "--older-than",
+                                "0", "--error", "no such")["messages"]
+        self.assertEqual(sorted(m["to"] for m in found),
+                         [f"doomed{i}@example.org" for i in range(3)])
+        dry = self.fairq("messages", "retry", "--tenant", "shop", "--code", "5.1.1",
+                         "--dry-run", "--batch", "2")
+        self.assertEqual(dry.stdout, "retry would change 3 messages (dry run, 3 batches)\n")
+        self.assertEqual(self.fairq_json("messages", "retry", "--request", str(rid), "--error",
+                                         "NO SUCH", "--dry-run"),
+                         {"action": "retry", "dry_run": True, "matched": 3, "changed": 0,
+                          "batches": 2, "complete": True, "next_after": None})
+        self.sink.set_rules({})
+        done = self.fairq("messages", "retry", "--tenant", "shop", "--code", "550", "--batch", "2")
+        self.assertEqual(done.stdout, "retry: 3 messages changed of 3 matched (3 batches)\n")
+        self.h.wait(lambda: self.fairq_json("status", str(rid))["sent"] == 5, DELIVERY_TIMEOUT_S,
+                    "the retried messages to be delivered", interval=0.2)
+        # Nothing left to change
+        self.assertEqual(self.fairq("messages", "cancel", "--request", str(rid)).stdout,
+                         "cancel: 0 messages changed of 0 matched (1 batches)\n")
+        self.assertEqual(self.fairq("messages", "reschedule", "--tenant", "shop",
+                                    "--older-than", "0", "--send-at", "+1h").stdout,
+                         "reschedule: 0 messages changed of 0 matched (1 batches)\n")
+        # The queue's shape: a request for in an hour waits as "later"
+        soon = self.fairq_json("submit", self.json_file("s.json", body(
+            rcpts=recipients(4), send_at=int(time.time()) + HOUR)))["id"]
+        table = self.fairq("shape").stdout.splitlines()
+        self.assertRegex(table[0], r"^TENANT +TOTAL +LATER +5 +10 +20 +40 +80 +160 +320 +640 "
+                                   r"+1280 +1280\+$")
+        self.assertRegex(table[1], r"^TOTAL +4 +4( +0){10}$")
+        self.assertRegex(table[2], r"^shop +4 +4( +0){10}$")
+        shape = self.fairq_json("shape", "--by-destination", "--tenant", "shop")
+        self.assertEqual(shape["shape"], [{"tenant": "shop", "destination": None, "total": 4,
+                                           "later": 4, "ages": [0] * 10}])
+        self.fairq("cancel", str(soon))
+        self.assertEqual(self.fairq_json("shape")["shape"], [])
+        self.fairq("shape", "--tenant", "Shop!", expect=USAGE)
+        # Usage errors, before any call
+        for args in (("messages", "reschedule", "--tenant", "shop"),
+                     ("messages", "cancel", "--tenant", "Shop!"),
+                     ("messages", "cancel", "--tenant", "shop", "--older-than", "5x"),
+                     ("messages", "cancel", "--tenant", "shop", "--older-than", "-1"),
+                     ("messages", "cancel", "--tenant", "shop", "--batch", "0"),
+                     ("messages", "cancel", "--tenant", "shop", "--status", "lost"),
+                     ("messages", "cancel", "--request", "x"),
+                     ("messages", "reschedule", "--tenant", "shop", "--send-at", "soon"),
+                     ("messages", "cancel", "extra")):
+            failed = self.fairq(*args, expect=USAGE)
+            self.assertRegex(failed.stderr, r"^fairq[ :]", args)
+            self.assertEqual(failed.stdout, "")
+        # fairqd's refusals
+        wide = self.fairq("messages", "cancel", expect=FAILED)
+        self.assertIn("name a message, request, tenant", wide.stderr)
+        self.assertIn("code", self.fairq("messages", "cancel", "--tenant", "shop", "--code", "55",
+                                         expect=FAILED).stderr)
+        self.fairq("messages", "cancel", "--tenant", "nobody", expect=NOT_FOUND)
+
     # -----------------------------------------------------------------
     # The lifecycle, lists and searches
 

@@ -859,6 +859,10 @@ static int s_exposition(void)
     s_record_google(metrics);
     fq_metrics_destination(metrics,
                            &(fq_metrics_destination_t){.name = "default", .state = "open"});
+    //  A delivery: 0.25 s in the sender, 1.5 s end to end
+    fq_metrics_batch_t *batch = fq_metrics_batch_new(metrics);
+    fq_metrics_batch_delivered(batch, S_ACME, "email", "google", 250000, 1500);
+    fq_metrics_batch_destroy(&batch);
     fq_metrics_tenant_rates(metrics, &s_rates);
     fq_metrics_errors(metrics, &s_errors);
     char *text = fq_metrics_render(metrics, sys, &s_tenants);

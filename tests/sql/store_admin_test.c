@@ -6,12 +6,16 @@
     request's counters against a COUNT(*) ... GROUP BY status of its
     messages. */
 #include "fq_store.h"
+#include "fq_store_shape.h"
 #include "fq_error.h"
 #include "fq_test_db.h"
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 static char s_conninfo[128];
@@ -788,6 +792,293 @@ static void test_retry_dead(void **unused)
     s_assert_counters();
 }
 
+//  Runs action on filter a batch of batch at a time from the start, as
+//  the API does; how many batches ran (the last one empty) into *batches,
+//  the matched and changed totals into the others.
+static int s_bulk(fq_bulk_action_t action, const fq_message_filter_t *filter, int batch,
+                  bool dry_run, int64_t send_at, int64_t *matched, int64_t *changed)
+{
+    fq_bulk_t bulk = {.action = action, .batch = batch, .dry_run = dry_run, .send_at = send_at};
+    int64_t after = 0;
+    *matched = *changed = 0;
+    for (int batches = 1;; batches++) {
+        fq_bulk_batch_t out;
+        int rc = fq_store_bulk_batch(s_store, filter, &bulk, after, &out);
+        if (rc)
+            fail_msg("bulk %s: %s", fq_bulk_action_name(action), fq_store_error(s_store));
+        if (out.done)
+            return batches;
+        assert_true(out.last_id > after);
+        assert_true(out.matched <= batch);
+        *matched += out.matched;
+        *changed += out.changed;
+        after = out.last_id;
+    }
+}
+
+static void test_bulk_actions(void **unused)
+{
+    (void)unused;
+    s_tenant("bulk");
+    s_tenant("bulk2");
+    //  25 recipients: 0..9 stay pending, 10..14 fail with a full mailbox
+    //  (4.2.2), 15..19 die of an unknown user (5.1.1), 20..24 are sent
+    int64_t request = s_request("bulk", NULL, 25, 0, S_SPLIT_ALL);
+    int64_t other = s_request("bulk2", NULL, 5, 0, S_SPLIT_ALL);
+    int64_t ids[25], others[5];
+    assert_int_equal(s_message_ids(request, ids, 25), 25);
+    assert_int_equal(s_message_ids(other, others, 5), 5);
+    for (int i = 10; i < 15; i++)
+        s_nack(ids[i], false, "452 4.2.2 Mailbox Full, try later");
+    for (int i = 15; i < 20; i++)
+        s_nack(ids[i], true, "550 5.1.1 <u@bulk.example>: No Such User");
+    for (int i = 20; i < 25; i++)
+        s_ack(ids[i]);
+    s_nack(others[0], true, "550 5.1.1 no such user");
+
+    //  A dry run counts, in batches, and changes nothing
+    int64_t matched, changed;
+    fq_message_filter_t tenant = {.tenant = "bulk"};
+    assert_int_equal(s_bulk(FQ_BULK_CANCEL, &tenant, 4, true, 0, &matched, &changed), 5);
+    assert_int_equal(matched, 15);
+    assert_int_equal(changed, 0);
+    assert_int_equal(
+        s_count(&(fq_message_filter_t){.tenant = "bulk", .status = FQ_MESSAGE_CANCELLED}), 0);
+    assert_int_equal(s_bulk(FQ_BULK_RETRY, &tenant, 100, true, 0, &matched, &changed), 2);
+    assert_int_equal(matched, 5);
+
+    //  Retry by enhanced code: the five dead of this tenant, in two
+    //  batches, not the other tenant's (the tenant narrows it)
+    fq_message_filter_t code = {.tenant = "bulk", .code = "5.1.1"};
+    assert_int_equal(s_bulk(FQ_BULK_RETRY, &code, 3, false, 0, &matched, &changed), 3);
+    assert_int_equal(matched, 5);
+    assert_int_equal(changed, 5);
+    assert_int_equal(s_count(&(fq_message_filter_t){.tenant = "bulk2", .status = FQ_MESSAGE_DEAD}),
+                     1);
+    s_assert_counters();
+    //  By the reply code and by the error text (any case)
+    assert_int_equal(s_count(&(fq_message_filter_t){.code = "550", .tenant = "bulk"}), 5);
+    assert_int_equal(s_count(&(fq_message_filter_t){.code = "550", .tenant = "bulk2"}), 1);
+    assert_int_equal(s_count(&(fq_message_filter_t){.error = "no such USER", .tenant = "bulk"}), 5);
+    assert_int_equal(s_count(&(fq_message_filter_t){.error = "mailbox full", .code = "452"}), 5);
+    assert_int_equal(s_count(&(fq_message_filter_t){.code = "4.2.2", .tenant = "bulk2"}), 0);
+
+    //  Reschedule the mailbox-full retries to tomorrow, then back to now
+    int64_t tomorrow = time(NULL) + 86400;
+    fq_message_filter_t full = {.error = "mailbox full", .tenant = "bulk"};
+    assert_int_equal(s_bulk(FQ_BULK_RESCHEDULE, &full, 2, false, tomorrow, &matched, &changed), 4);
+    assert_int_equal(changed, 5);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM fairq.messages WHERE strpos(last_error, 'Full') > 0"
+             " AND status = 'failed' AND extract(epoch FROM next_attempt_at)::bigint = %lld",
+             (long long)tomorrow);
+    assert_int_equal(s_sql_int(sql), 5);
+    assert_int_equal(s_bulk(FQ_BULK_RESCHEDULE, &full, 10, false, 0, &matched, &changed), 2);
+    assert_int_equal(changed, 5);
+    assert_int_equal(s_sql_int("SELECT count(*) FROM fairq.messages WHERE"
+                               " strpos(last_error, 'Full') > 0 AND next_attempt_at <= now()"),
+                     5);
+
+    //  Age: nothing is an hour old until the rows say so
+    fq_message_filter_t old = {.tenant = "bulk", .older_than_s = 3600};
+    assert_int_equal(s_bulk(FQ_BULK_CANCEL, &old, 10, true, 0, &matched, &changed), 1);
+    assert_int_equal(matched, 0);
+    s_sql_id("UPDATE fairq.messages SET created_at = now() - interval '2 hours'"
+             " WHERE request_id = %lld AND id % 2 = 0",
+             request);
+    //  Cancel the pending and failed ones of those: every other message of
+    //  0..19 (the retried ones are failed again), with counters and events
+    int64_t events =
+        s_sql_int("SELECT count(*) FROM fairq.events WHERE type = 'message.cancelled'");
+    assert_int_equal(s_bulk(FQ_BULK_CANCEL, &old, 3, false, 0, &matched, &changed), 5);
+    assert_int_equal(changed, 10);
+    assert_int_equal(matched, 10);
+    assert_int_equal(
+        s_sql_int("SELECT count(*) FROM fairq.events WHERE type = 'message.cancelled'"),
+        events + 10);
+    assert_int_equal(s_count(&(fq_message_filter_t){.tenant = "bulk", .status = FQ_MESSAGE_SENT}),
+                     5);
+    s_assert_counters();
+}
+
+//  A bulk cancel run on its own connection while another holds a message
+//  locked by an ack not yet committed.
+typedef struct {
+    const fq_message_filter_t *filter;
+    fq_bulk_batch_t batch;
+    int rc;
+} s_bulk_thread_t;
+
+static void *s_bulk_cancel_thread(void *arg)
+{
+    s_bulk_thread_t *run = arg;
+    char error[256];
+    fq_store_t *store = fq_store_new(s_conninfo, error, sizeof error);
+    fq_bulk_t cancel = {.action = FQ_BULK_CANCEL, .batch = 100};
+    run->rc = store ? fq_store_bulk_batch(store, run->filter, &cancel, 0, &run->batch) : -1;
+    fq_store_destroy(&store);
+    return NULL;
+}
+
+static void test_bulk_cancel_leaves_an_ack_alone(void **unused)
+{
+    (void)unused;
+    s_tenant("bulkrace");
+    int64_t request = s_request("bulkrace", NULL, 3, 0, S_SPLIT_ALL);
+    int64_t ids[3];
+    assert_int_equal(s_message_ids(request, ids, 3), 3);
+    //  An ack of the first message, as the ack batch writes it, held open
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "BEGIN; UPDATE fairq.messages SET status = 'sent', try_count = 1"
+             " WHERE id = %lld; UPDATE fairq.requests SET sent = sent + 1 WHERE id = %lld",
+             (long long)ids[0], (long long)request);
+    PGresult *res = PQexec(s_db, sql);
+    assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
+    PQclear(res);
+    fq_message_filter_t filter = {.request_id = request};
+    s_bulk_thread_t run = {.filter = &filter};
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, s_bulk_cancel_thread, &run), 0);
+    //  The cancel read the three as pending and waits for the first's lock
+    //  (a wait that shows in pg_locks); then the ack commits
+    for (int i = 0; i < 100 && !s_sql_int("SELECT count(*) FROM pg_locks WHERE NOT granted"); i++)
+        usleep(20000);
+    res = PQexec(s_db, "COMMIT");
+    assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
+    PQclear(res);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(run.rc, 0);
+    assert_int_equal(run.batch.matched, 3);
+    assert_int_equal(run.batch.changed, 2);
+    assert_int_equal(s_sql_id("SELECT count(*) FROM fairq.messages WHERE id = %lld"
+                              " AND status = 'sent'",
+                              ids[0]),
+                     1);
+    assert_int_equal(
+        s_count(&(fq_message_filter_t){.request_id = request, .status = FQ_MESSAGE_CANCELLED}), 2);
+    s_assert_counters();
+}
+
+static void test_bulk_bad_input(void **unused)
+{
+    (void)unused;
+    s_tenant("bulkbad");
+    fq_bulk_batch_t out;
+    fq_bulk_t cancel = {.action = FQ_BULK_CANCEL, .batch = 10};
+    fq_message_filter_t tenant = {.tenant = "bulkbad"};
+    //  Filters too wide, or malformed
+    const fq_message_filter_t wide[] = {
+        {0},
+        {.status = FQ_MESSAGE_PENDING},
+        {.older_than_s = 60},
+        {.tenant = "bulkbad", .code = "55"},
+        {.tenant = "bulkbad", .code = "5.1"},
+        {.tenant = "bulkbad", .code = "6.1.1"},
+        {.tenant = "bulkbad", .code = "5.1.1234"},
+        {.tenant = "bulkbad", .code = "550 "},
+        {.tenant = "bulkbad", .error = ""},
+        {.tenant = "bulkbad", .older_than_s = -1},
+        {.tenant = "bulkbad", .status = FQ_MESSAGE_SENT},
+    };
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+        s_assert_fails(fq_store_bulk_batch(s_store, &wide[i], &cancel, 0, &out), FQ_EINVAL);
+    s_assert_fails(
+        fq_store_bulk_batch(s_store, &(fq_message_filter_t){.tenant = "nobody"}, &cancel, 0, &out),
+        FQ_ENOTFOUND);
+    //  A retry applies to dead messages only, a reschedule to failed ones
+    fq_bulk_t retry = {.action = FQ_BULK_RETRY, .batch = 10};
+    fq_message_filter_t pending = {.tenant = "bulkbad", .status = FQ_MESSAGE_PENDING};
+    s_assert_fails(fq_store_bulk_batch(s_store, &pending, &retry, 0, &out), FQ_EINVAL);
+    fq_bulk_t reschedule = {.action = FQ_BULK_RESCHEDULE, .batch = 10};
+    s_assert_fails(fq_store_bulk_batch(s_store, &pending, &reschedule, 0, &out), FQ_EINVAL);
+    //  Batches, actions, cursors and times out of range
+    const fq_bulk_t bad[] = {
+        {.action = FQ_BULK_CANCEL, .batch = 0},
+        {.action = FQ_BULK_CANCEL, .batch = FQ_STORE_BULK_BATCH_MAX + 1},
+        {.action = (fq_bulk_action_t)0, .batch = 10},
+        {.action = (fq_bulk_action_t)99, .batch = 10},
+        {.action = FQ_BULK_RESCHEDULE, .batch = 10, .send_at = -5},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        s_assert_fails(fq_store_bulk_batch(s_store, &tenant, &bad[i], 0, &out), FQ_EINVAL);
+    s_assert_fails(fq_store_bulk_batch(s_store, &tenant, &cancel, -1, &out), FQ_EINVAL);
+    s_assert_fails(fq_store_bulk_batch(s_store, &tenant, NULL, 0, &out), FQ_EINVAL);
+    //  A code and an error narrow a change on their own
+    assert_int_equal(
+        fq_store_bulk_batch(s_store, &(fq_message_filter_t){.code = "5.7.1"}, &cancel, 0, &out), 0);
+    assert_true(out.done);
+    //  Names
+    fq_bulk_action_t action;
+    assert_int_equal(fq_bulk_action_parse("retry", &action), 0);
+    assert_int_equal(action, FQ_BULK_RETRY);
+    assert_int_equal(fq_bulk_action_parse("Retry", &action), FQ_EINVAL);
+    assert_int_equal(fq_bulk_action_parse(NULL, &action), FQ_EINVAL);
+    assert_string_equal(fq_bulk_action_name(FQ_BULK_RESCHEDULE), "reschedule");
+    assert_null(fq_bulk_action_name((fq_bulk_action_t)7));
+}
+
+static void test_shape(void **unused)
+{
+    (void)unused;
+    s_tenant("shape");
+    s_tenant("shape2");
+    //  shape: 6 waiting now (one of them failed), 2 sent; 3 for tomorrow.
+    //  shape2: 4 waiting for 30 minutes, 1 for 3 days
+    int64_t now = s_request("shape", NULL, 8, 0, S_SPLIT_ALL);
+    int64_t ids[8];
+    assert_int_equal(s_message_ids(now, ids, 8), 8);
+    s_ack(ids[0]);
+    s_ack(ids[1]);
+    s_nack(ids[2], false, "451 later");
+    int64_t later = s_request("shape", NULL, 3, 0, S_SPLIT_ALL);
+    s_sql_id("UPDATE fairq.requests SET send_at = now() + interval '1 day' WHERE id = %lld", later);
+    //  Two recipients of a request not split yet: they wait too
+    int64_t unsplit = s_request("shape", NULL, 2, 0, S_NO_SPLIT);
+    s_sql_id("UPDATE fairq.requests SET send_at = now() + interval '1 hour' WHERE id = %lld",
+             unsplit);
+    int64_t old = s_request("shape2", NULL, 4, 0, S_SPLIT_ALL);
+    s_sql_id("UPDATE fairq.requests SET created_at = now() - interval '30 minutes',"
+             " send_at = now() - interval '30 minutes' WHERE id = %lld",
+             old);
+    int64_t older = s_request("shape2", NULL, 1, 0, S_SPLIT_ALL);
+    s_sql_id("UPDATE fairq.requests SET created_at = now() - interval '3 days',"
+             " send_at = now() - interval '3 days' WHERE id = %lld",
+             older);
+    s_sql_id("UPDATE fairq.messages SET destination = 'slow' WHERE request_id = %lld", older);
+
+    fq_shape_t shape;
+    int64_t shape_id = s_sql_int("SELECT id FROM fairq.tenants WHERE name = 'shape'");
+    assert_int_equal(fq_store_shape(s_store, shape_id, false, &shape), 1);
+    assert_string_equal(shape.rows[0].tenant, "shape");
+    assert_string_equal(shape.rows[0].destination, "");
+    assert_int_equal(shape.rows[0].total, 11);
+    assert_int_equal(shape.rows[0].later, 5);
+    assert_int_equal(shape.rows[0].ages[0], 6);
+    fq_shape_free(&shape);
+
+    int64_t shape2_id = s_sql_int("SELECT id FROM fairq.tenants WHERE name = 'shape2'");
+    assert_int_equal(fq_store_shape(s_store, shape2_id, true, &shape), 2);
+    //  Most first: the default destination's 4, 30 minutes old (20..40)
+    assert_string_equal(shape.rows[0].destination, "default");
+    assert_int_equal(shape.rows[0].total, 4);
+    assert_int_equal(shape.rows[0].ages[3], 4);
+    assert_string_equal(shape.rows[1].destination, "slow");
+    assert_int_equal(shape.rows[1].ages[FQ_SHAPE_BUCKETS - 1], 1);
+    fq_shape_free(&shape);
+
+    //  Everyone's: a finished request is not read, a cancelled one neither
+    assert_int_equal(fq_store_request_cancel(s_store, later), 3);
+    assert_true(fq_store_shape(s_store, 0, false, &shape) >= 2);
+    for (size_t i = 0; i < shape.count; i++)
+        if (strcmp(shape.rows[i].tenant, "shape") == 0)
+            assert_int_equal(shape.rows[i].total, 8);
+    fq_shape_free(&shape);
+    assert_int_equal(fq_store_shape(s_store, 987654, false, &shape), 0);
+    assert_null(shape.rows);
+}
+
 static void test_release_claims(void **unused)
 {
     (void)unused;
@@ -1270,6 +1561,10 @@ int main(void)
         cmocka_unit_test(test_change_request),
         cmocka_unit_test(test_retry_dead),
         cmocka_unit_test(test_release_claims),
+        cmocka_unit_test(test_bulk_actions),
+        cmocka_unit_test(test_bulk_bad_input),
+        cmocka_unit_test(test_bulk_cancel_leaves_an_ack_alone),
+        cmocka_unit_test(test_shape),
         cmocka_unit_test(test_error_summary),
         cmocka_unit_test(test_finish_and_prune),
         cmocka_unit_test(test_tenants),

@@ -17,9 +17,10 @@
 #include <czmq.h>
 #include <stdlib.h>
 
-//  Schedules fired in one pass at most: a pass is one transaction, kept
+//  Schedules fired in one pass at most: a pass is one transaction that
+//  holds them locked (and the leader row shared, by its fence), kept
 //  short; more due at once (a restart after downtime) wait a poll_ms.
-#define S_FIRE_LIMIT 100
+#define S_FIRE_LIMIT 10
 
 //  A firing found this much later than its time was missed (fairqd was
 //  down, or no fairqd led): a leader's failover or a restart takes less,
@@ -27,9 +28,11 @@
 //  cost it.
 #define S_MISSED_GRACE_S 300
 
-//  Missed firings counted one by one at most (a minutely schedule after
-//  a week down is 10,080): past that the count is a lower bound.
-#define S_MISSED_COUNTED 10000
+//  Missed firings counted one by one at most: each is a step of the
+//  schedule's next-firing walk, so a minutely schedule after a week down
+//  (10,080 of them) would hold its pass for long; past this many the walk
+//  jumps to the latest, and the count logged is a lower bound.
+#define S_MISSED_COUNTED 100
 
 typedef struct {
     fq_pipeline_config_t *config;
@@ -42,8 +45,9 @@ static void s_report(const fq_schedule_firing_t *f)
 {
     if (f->skipped > 0)
         fq_log(FQ_LOG_WARNING,
-               "schedules: tenant %s schedule %s (%lld): %lld missed firing%s skipped%s", f->tenant,
-               f->name, (long long)f->schedule_id, (long long)f->skipped,
+               "schedules: tenant %s schedule %s (%lld): %s%lld missed firing%s skipped%s",
+               f->tenant, f->name, (long long)f->schedule_id,
+               f->skipped > S_MISSED_COUNTED ? "at least " : "", (long long)f->skipped,
                f->skipped == 1 ? "" : "s", f->fire_at ? ", the latest fired" : "");
     if (f->error)
         fq_log(FQ_LOG_WARNING, "schedules: tenant %s schedule %s (%lld): could not submit: %s",

@@ -897,9 +897,11 @@ static void s_poll_now(fq_ctx_t *ctx, s_self_t *self, bool full)
                    released);
         self->claims_released = released >= 0;
     }
-    int claimed;
-    do {
-        claimed = fq_store_claim_due_retries(store, S_RETRY_BATCH, S_RETRY_LEASE_S, self->retries);
+    //  Under a hold of all nothing is claimed: the claim would step over
+    //  every due retry, all of them held, at each poll
+    while (!self->held_all) {
+        int claimed =
+            fq_store_claim_due_retries(store, S_RETRY_BATCH, S_RETRY_LEASE_S, self->retries);
         if (claimed < 0) {
             fq_db_failed(self->db, claimed);
             break;
@@ -916,7 +918,9 @@ static void s_poll_now(fq_ctx_t *ctx, s_self_t *self, bool full)
             }
         }
         self->retries_claimed += (uint64_t)claimed;
-    } while (claimed == S_RETRY_BATCH);
+        if (claimed < S_RETRY_BATCH)
+            break;
+    }
     s_pump(ctx, self);
 }
 

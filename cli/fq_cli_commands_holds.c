@@ -30,10 +30,10 @@ static void s_print_hold(const json_t *hold, const char *verb)
     const char *scope = json_string_value(json_object_get(hold, "scope"));
     const char *name = json_string_value(json_object_get(hold, "name"));
     const char *reason = json_string_value(json_object_get(hold, "reason"));
+    const char *by = json_string_value(json_object_get(hold, "created_by"));
+    const char *at = json_string_value(json_object_get(hold, "created_at"));
     printf("%s%s%s %s (by %s at %s)%s%s\n", scope ? scope : "?", name ? " " : "", name ? name : "",
-           verb, json_string_value(json_object_get(hold, "created_by")),
-           json_string_value(json_object_get(hold, "created_at")), reason && *reason ? ": " : "",
-           reason ? reason : "");
+           verb, by ? by : "?", at ? at : "?", reason && *reason ? ": " : "", reason ? reason : "");
 }
 
 //  ---------------------------------------------------------------------

@@ -85,7 +85,11 @@ static int s_schedule(const fq_cli_args_t *args, const char **tenant, char *path
     }
     if (s_tenant(args, tenant, base, sizeof base))
         return FQ_CLI_EXIT_USAGE;
-    snprintf(path, size, "%s/%s", base, which);
+    int n = snprintf(path, size, "%s/%s", base, which);
+    if (n < 0 || (size_t)n >= size) {
+        fq_cli_error("invalid schedule: its path is too long");
+        return FQ_CLI_EXIT_USAGE;
+    }
     return 0;
 }
 

@@ -230,7 +230,10 @@ BEGIN
             RAISE EXCEPTION 'trial submit' USING ERRCODE = 'FQ250';
         EXCEPTION
             WHEN SQLSTATE 'FQ250' THEN NULL;
-            WHEN OTHERS THEN v_problem := SQLERRM;
+            -- fairq's own refusals (22023) say what is wrong in fairq's
+            -- words; the server's (a constraint's name) are not for tenants
+            WHEN OTHERS THEN v_problem := CASE WHEN SQLSTATE = '22023' THEN SQLERRM
+                ELSE format('the database refused it (SQLSTATE %s)', SQLSTATE) END;
         END;
         IF v_problem IS NOT NULL THEN
             RAISE EXCEPTION 'request: %', v_problem USING ERRCODE = '22023';
@@ -300,8 +303,8 @@ END $$;
 -- moved on to its next firing after now, in this one transaction. A
 -- firing counts as missed when it is found more than p_grace_s late.
 -- Counting skipped firings walks them, up to p_counted; past that the
--- walk jumps to the last hour, day, month or year (skipped is then at
--- least what it says). A request submit_keyed refuses (a tenant deleted
+-- walk jumps to the last hour, day, month or year (skipped is then a
+-- lower bound: at least p_counted + 1). A request submit_keyed refuses (a tenant deleted
 -- meanwhile cannot be: its schedules go with it) is the schedule's
 -- last_error and stops nothing else. Answers a row per schedule fired or
 -- skipped.
@@ -369,7 +372,9 @@ BEGIN
                        (s.row).http_headers, (s.row).http_body, (s.row).http_body_format,
                        (s.row).signing_secret, (s.row).unsubscribe) AS k;
             EXCEPTION WHEN OTHERS THEN
-                v_error := left(SQLERRM, 2000);
+                -- Shown to the tenant: fairq's own words only, as above
+                v_error := CASE WHEN SQLSTATE = '22023' THEN left(SQLERRM, 2000)
+                    ELSE format('the database refused the submit (SQLSTATE %s)', SQLSTATE) END;
             END;
         END IF;
         UPDATE fairq.schedules sc SET

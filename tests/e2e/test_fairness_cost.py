@@ -67,8 +67,15 @@ class FairnessCostTest(E2ETest):
                   f"{small_bytes} in a window of {len(window)} deliveries; the big tenant's "
                   f"share of the bytes {share:.3f} (equal weights: 0.5; by message count it "
                   f"would have been {big_bytes / (big_bytes + small_bytes):.3f})")
-        self.assertGreater(h.request(big_id)["total"] - h.request(big_id)["sent"], 0,
-                           "the big tenant ran out: the window was not backlogged")
+        # Backlogged throughout: big still had mail to deliver after small's
+        # last (read from the sink's order, not from a status read later, by
+        # which time big may have finished)
+        h.wait_request(big_id, "done", 120)
+        tenant_of = h.message_tenants()
+        order = [tenant_of[message_id_of(r)] for r in self.sink.records()]
+        last_small = max(i for i, t in enumerate(order) if t == "small")
+        self.assertIn("big", order[last_small + 1:],
+                      "the big tenant ran out: the window was not backlogged")
         self.assertAlmostEqual(share, 0.5, delta=0.1)
 
     def test_time(self):

@@ -110,7 +110,10 @@ int fq_pipeline_start(fq_system_t *sys, const fq_pipeline_config_t *config)
     if (config->splitters < 1 || config->splitters > FQ_SPLITTERS_MAX)
         return FQ_EINVAL;
     //  Those that others talk to first: the store, the splitters and the
-    //  scheduler exist before their first message can come
+    //  scheduler exist before their first message can come. Each spawn
+    //  waits for its actor's database connection, so only what a dispatch
+    //  needs starts here: the rest comes after the gateway (a takeover's
+    //  first message waits for the senders, which join the gateway)
     int rc = s_spawn(sys, "store", &fq_store_writer_behaviour, config);
     for (int i = 1; rc == 0 && i <= config->splitters; i++) {
         char name[32];
@@ -121,8 +124,12 @@ int fq_pipeline_start(fq_system_t *sys, const fq_pipeline_config_t *config)
         rc = s_spawn(sys, "scheduler", &fq_scheduler_behaviour, config);
     if (rc == 0)
         rc = s_spawn(sys, "dispatcher", &fq_dispatcher_behaviour, config);
-    if (rc == 0)
-        rc = s_spawn(sys, "intake", &fq_intake_behaviour, config);
+    return rc;
+}
+
+int fq_pipeline_start_rest(fq_system_t *sys, const fq_pipeline_config_t *config)
+{
+    int rc = s_spawn(sys, "intake", &fq_intake_behaviour, config);
     if (rc == 0)
         rc = s_spawn(sys, "reaper", &fq_reaper_behaviour, config);
     if (rc == 0)

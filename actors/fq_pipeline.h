@@ -83,9 +83,12 @@ typedef struct {
     unsigned char unsubscribe_key[FQ_UNSUBSCRIBE_KEY_SIZE];
 } fq_pipeline_config_t;
 
-//  Spawns the actors under /user. Returns 0 or the code of the first
-//  spawn that failed.
+//  Spawns the actors under /user that a dispatch needs (store, splitters,
+//  scheduler, dispatcher); then, once the gateway lets senders in,
+//  fq_pipeline_start_rest spawns the others (intake, reaper, webhooks,
+//  schedules). Each returns 0 or the code of the first spawn that failed.
 int fq_pipeline_start(fq_system_t *sys, const fq_pipeline_config_t *config);
+int fq_pipeline_start_rest(fq_system_t *sys, const fq_pipeline_config_t *config);
 
 //  Asks the dispatcher to stop handing out messages and waits, up to
 //  timeout_ms, until every message in flight is acked or nacked (and those

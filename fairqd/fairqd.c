@@ -641,11 +641,13 @@ static fq_fairness_cost_t s_fairness_cost(const char *word)
     return FQ_FAIRNESS_COST_MESSAGES;
 }
 
-//  This fairqd has just taken the lease over: the pipeline starts, its
-//  writes carrying the lease's epoch, then the gateway. In that order: a
-//  sender that joins the moment the gateway is bound finds the dispatcher
-//  there to answer its HELLO (else the HELLO is lost, and the sender waits
-//  for its answer until it times out).
+//  This fairqd has just taken the lease over: the pipeline's actors a
+//  dispatch needs start, their writes carrying the lease's epoch, then the
+//  gateway, then the other actors. In that order: a sender that joins the
+//  moment the gateway is bound finds the dispatcher there to answer its
+//  HELLO (else the HELLO is lost, and the sender waits for its answer
+//  until it times out), and the first message of a takeover does not wait
+//  for the database connections of actors that take no part in it.
 static int s_start_leading(s_daemon_t *self)
 {
     //  The pipeline (docs/architecture.md); each actor opens its own connection
@@ -682,13 +684,18 @@ static int s_start_leading(s_daemon_t *self)
         .unsubscribe_mailto = fq_config_str(self->config, FQ_FAIRQD_KEY_UNSUBSCRIBE_MAILTO)};
     memcpy(pipeline.unsubscribe_key, self->unsubscribe_key, sizeof pipeline.unsubscribe_key);
     int started = fq_pipeline_start(self->system, &pipeline);
-    sodium_memzero(pipeline.unsubscribe_key, sizeof pipeline.unsubscribe_key);
-    if (started != 0)
+    if (started != 0) {
+        sodium_memzero(pipeline.unsubscribe_key, sizeof pipeline.unsubscribe_key);
         return FQ_FAIRQD_EXIT_FAILURE;
+    }
     self->leading = true;
     int rc = s_start_gateway(self);
+    started = rc ? 0 : fq_pipeline_start_rest(self->system, &pipeline);
+    sodium_memzero(pipeline.unsubscribe_key, sizeof pipeline.unsubscribe_key);
     if (rc)
         return rc;
+    if (started != 0)
+        return FQ_FAIRQD_EXIT_FAILURE;
     fq_log(FQ_LOG_INFO,
            "pipeline started: scheduler, %d splitters, dispatcher, store, intake, reaper, "
            "webhooks, schedules (epoch %lld)",

@@ -102,7 +102,7 @@ typedef struct {
 //  Longest wait between two rounds of a connect list's endpoints: a new
 //  leader binds a few seconds after the old one died, and should be found
 //  within a fraction of a second.
-#define FQ_GATEWAY_ROUND_DELAY_MAX_MS 250
+#define FQ_GATEWAY_ROUND_DELAY_MAX_MS 100
 //  Most endpoints in a connect list: the instances of one service.
 #define FQ_GATEWAY_ENDPOINTS_MAX 16
 //  What separates a connect list's endpoints.

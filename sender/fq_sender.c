@@ -52,7 +52,7 @@
 //  after a back-off grown while the cluster changed leaders.
 #define S_HELLO_TIMEOUT_MS 2000
 #define S_HELLO_RETRY_MIN  100
-#define S_HELLO_RETRY_MAX  250
+#define S_HELLO_RETRY_MAX  100
 
 //  Room for a delivery error.
 #define S_ERROR_MAX 512

@@ -56,7 +56,8 @@ static int s_setup(void **state)
                                      .retry = {100, 1000},
                                      .retention_s = 3600,
                                      .metrics = self->metrics};
-    if (!self->sys || !self->metrics || fq_pipeline_start(self->sys, &pipeline) != 0)
+    if (!self->sys || !self->metrics || fq_pipeline_start(self->sys, &pipeline) != 0 ||
+        fq_pipeline_start_rest(self->sys, &pipeline) != 0)
         return -1;
     self->sender = fq_client_new(self->sys);
     self->store = fq_test_store(self->conninfo);

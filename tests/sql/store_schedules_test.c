@@ -205,9 +205,14 @@ static int64_t s_requests(PGconn *conn, const char *tenant)
 
 //  Moves schedule id's next firing ago back from now, whole minutes, as
 //  downtime would have left it.
+//  Makes schedule id due, ago before this minute, and the only schedule:
+//  the earlier ones fire every minute too, and once a minute turns a pass
+//  would fire them with it.
 static void s_due(PGconn *conn, int64_t id, const char *ago)
 {
     char text[24];
+    fq_test_exec(conn, "DELETE FROM fairq.schedules WHERE id <> $1", 1,
+                 fq_test_param(text, sizeof text, id));
     fq_test_exec(conn,
                  "UPDATE fairq.schedules SET next_fire_at ="
                  " date_trunc('minute', now()) - $2::interval WHERE id = $1",

@@ -10,12 +10,9 @@
     never fire one firing twice (the pass skips schedules another one
     holds, and the key answers a repeat with the first request), and only
     the leader fires. */
-#include "fq_db.h"
+#include "fq_leader_pass.h"
 #include "fq_log.h"
-#include "fq_pipeline.h"
 #include "fq_store_schedules.h"
-#include <czmq.h>
-#include <stdlib.h>
 
 //  Schedules fired in one pass at most: a pass is one transaction that
 //  holds them locked (and the leader row shared, by its fence), kept
@@ -33,11 +30,6 @@
 //  (10,080 of them) would hold its pass for long; past this many the walk
 //  jumps to the latest, and the count logged is a lower bound.
 #define S_MISSED_COUNTED 100
-
-typedef struct {
-    fq_pipeline_config_t *config;
-    fq_db_t *db;
-} s_self_t;
 
 //  What a pass did, a line each: firings at info, what went wrong or was
 //  skipped at warning, so an operator sees a missed firing in the log.
@@ -63,57 +55,38 @@ static void s_report(const fq_schedule_firing_t *f)
                f->tenant, f->name, (long long)f->schedule_id, (long long)f->request_id);
 }
 
-static void s_fire(s_self_t *self)
+static int s_fire(fq_store_t *store, const fq_pipeline_config_t *config)
 {
-    if (!fq_pipeline_may_dispatch(self->config))
-        return;
-    fq_store_t *store = fq_db_store(self->db);
-    if (!store)
-        return;
+    (void)config;
     fq_schedule_fire_t fire = {
         .limit = S_FIRE_LIMIT, .grace_s = S_MISSED_GRACE_S, .counted = S_MISSED_COUNTED};
     fq_schedule_firing_list_t done;
     int rc = fq_store_schedules_fire(store, &fire, &done);
-    if (rc < 0) {
-        fq_db_failed(self->db, rc);
-        return;
-    }
+    if (rc < 0)
+        return rc;
     for (size_t i = 0; i < done.count; i++)
         s_report(&done.rows[i]);
     fq_schedule_firing_list_free(&done);
+    return 0;
 }
 
 static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
 {
-    s_self_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return FQ_ENOMEM;
-    self->config = args;
-    self->db = fq_pipeline_db(self->config, "schedules");
-    fq_tick_t tick = {.what = FQ_TICK_POLL};
-    if (!self->db || fq_timer_every(ctx, self->config->poll_ms, &fq_tick_desc, &tick) < 0) {
-        fq_db_destroy(&self->db);
-        free(self);
-        return FQ_ENOMEM;
-    }
-    *state_p = self;
-    return 0;
+    return fq_leader_pass_start(ctx, args, "schedules", state_p);
 }
 
 static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
 {
     (void)ctx;
     if (msg->type == FQ_MSG_TICK)
-        s_fire(state);
+        fq_leader_pass_run(state, s_fire);
     return 0;
 }
 
 static void s_stop(fq_ctx_t *ctx, void *state)
 {
     (void)ctx;
-    s_self_t *self = state;
-    fq_db_destroy(&self->db);
-    free(self);
+    fq_leader_pass_stop(state);
 }
 
 const fq_behaviour_t fq_schedule_firer_behaviour = {

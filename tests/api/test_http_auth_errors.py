@@ -40,7 +40,9 @@ def all_routes(rid, mid, tenant):
             ("PUT", "/v1/destinations/google", {"rate": "1/s"}),
             ("DELETE", "/v1/destinations/google", None), ("GET", "/v1/holds", None),
             ("POST", "/v1/holds", {"scope": "tenant", "name": tenant}),
-            ("DELETE", f"/v1/holds/tenant/{tenant}", None)]
+            ("DELETE", f"/v1/holds/tenant/{tenant}", None),
+            ("POST", "/v1/messages/bulk", {"action": "cancel", "tenant": tenant, "dry_run": True}),
+            ("GET", "/v1/shape", None), ("GET", f"/v1/tenants/{tenant}/schedules", None)]
 
 
 class AuthErrorsTest(APITest):
@@ -389,7 +391,10 @@ class AuthErrorsTest(APITest):
                     ("GET", "/v1/messages", None, fq_api.ADMIN),
                     ("GET", "/v1/errors", None, fq_api.ADMIN),
                     ("PUT", "/v1/tenants/acme", {"weight": 9}, fq_api.ADMIN),
-                    ("POST", "/v1/holds", {"scope": "all"}, fq_api.ADMIN)):
+                    ("POST", "/v1/holds", {"scope": "all"}, fq_api.ADMIN),
+                    ("POST", "/v1/messages/bulk", {"action": "cancel", "tenant": "acme",
+                                                   "dry_run": True}, fq_api.ADMIN),
+                    ("GET", "/v1/shape", None, acme)):
                 started = time.monotonic()
                 answer = self.api(method, path, body, token=token, timeout=8)
                 took = time.monotonic() - started

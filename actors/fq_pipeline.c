@@ -109,17 +109,9 @@ int fq_pipeline_start(fq_system_t *sys, const fq_pipeline_config_t *config)
 {
     if (config->splitters < 1 || config->splitters > FQ_SPLITTERS_MAX)
         return FQ_EINVAL;
-    //  Those that others talk to first: the store, the splitters and the
-    //  scheduler exist before their first message can come. Each spawn
-    //  waits for its actor's database connection, so only what a dispatch
-    //  needs starts here: the rest comes after the gateway (a takeover's
-    //  first message waits for the senders, which join the gateway)
+    //  Those that others talk to first: the store and the scheduler exist
+    //  before the dispatcher's first message to them can come
     int rc = s_spawn(sys, "store", &fq_store_writer_behaviour, config);
-    for (int i = 1; rc == 0 && i <= config->splitters; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "splitter-%d", i);
-        rc = s_spawn(sys, name, &fq_splitter_behaviour, config);
-    }
     if (rc == 0)
         rc = s_spawn(sys, "scheduler", &fq_scheduler_behaviour, config);
     if (rc == 0)
@@ -127,9 +119,39 @@ int fq_pipeline_start(fq_system_t *sys, const fq_pipeline_config_t *config)
     return rc;
 }
 
+int fq_pipeline_wait_ready(fq_system_t *sys, int timeout_ms)
+{
+    //  An actor reads its mailbox only once its start, which opens its
+    //  connection, has returned: an answer says it is done
+    static const char *const paths[] = {FQ_PATH_STORE, FQ_PATH_SCHEDULER, FQ_PATH_DISPATCHER};
+    fq_client_t *client = fq_client_new(sys);
+    if (!client)
+        return FQ_ENOMEM;
+    int64_t deadline = zclock_mono() + timeout_ms;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof paths / sizeof paths[0]; i++) {
+        int64_t left = deadline - zclock_mono();
+        fq_msg_t reply;
+        rc = left > 0 ? fq_client_ask(client, paths[i], &fq_stats_query_desc,
+                                      &(fq_stats_query_t){0}, (int)left, &reply)
+                      : FQ_ETIMEDOUT;
+    }
+    fq_client_destroy(&client);
+    return rc;
+}
+
 int fq_pipeline_start_rest(fq_system_t *sys, const fq_pipeline_config_t *config)
 {
-    int rc = s_spawn(sys, "intake", &fq_intake_behaviour, config);
+    //  The scheduler gives a splitter work only when its tell arrives: one
+    //  not there yet is tried again at the scheduler's next poll
+    int rc = 0;
+    for (int i = 1; rc == 0 && i <= config->splitters; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "splitter-%d", i);
+        rc = s_spawn(sys, name, &fq_splitter_behaviour, config);
+    }
+    if (rc == 0)
+        rc = s_spawn(sys, "intake", &fq_intake_behaviour, config);
     if (rc == 0)
         rc = s_spawn(sys, "reaper", &fq_reaper_behaviour, config);
     if (rc == 0)

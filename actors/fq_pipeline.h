@@ -83,11 +83,23 @@ typedef struct {
     unsigned char unsubscribe_key[FQ_UNSUBSCRIBE_KEY_SIZE];
 } fq_pipeline_config_t;
 
-//  Spawns the actors under /user that a dispatch needs (store, splitters,
-//  scheduler, dispatcher); then, once the gateway lets senders in,
-//  fq_pipeline_start_rest spawns the others (intake, reaper, webhooks,
-//  schedules). Each returns 0 or the code of the first spawn that failed.
+//  A new leader starts in three steps, so that the first message after a
+//  takeover waits for as little as it can. fq_pipeline_start spawns the
+//  actors under /user that a dispatch needs (store, scheduler,
+//  dispatcher). fairqd then starts the gateway, and senders may come in
+//  while those actors connect to the database (each opens its connection
+//  as it starts; a HELLO waits in the dispatcher's mailbox meanwhile).
+//  fq_pipeline_wait_ready waits, up to timeout_ms, until the three have
+//  connected (or found the database away and will retry): 0, or
+//  FQ_ETIMEDOUT. Only then fq_pipeline_start_rest spawns the others
+//  (splitters, intake, reaper, webhooks, schedules): opening their five or
+//  more connections at the same time took the CPU the dispatcher's needed
+//  (a connection is a TLS handshake and a password exchange; under load
+//  on two cores the dispatcher's took 170 to 310 ms, most of a takeover's
+//  time after the lease). The start functions return 0 or the code of the
+//  first spawn that failed.
 int fq_pipeline_start(fq_system_t *sys, const fq_pipeline_config_t *config);
+int fq_pipeline_wait_ready(fq_system_t *sys, int timeout_ms);
 int fq_pipeline_start_rest(fq_system_t *sys, const fq_pipeline_config_t *config);
 
 //  Asks the dispatcher to stop handing out messages and waits, up to

@@ -108,6 +108,12 @@
 //  well within this; fairqd looks for that every S_GATEWAY_POLL_MS.
 #define S_GATEWAY_BIND_TIMEOUT_MS 10000
 #define S_GATEWAY_POLL_MS         100
+//  How long a new leader's other actors wait for the store, scheduler and
+//  dispatcher to connect (fq_pipeline.h). The main thread waits, and it
+//  renews the lease: the next renewal is due half a lease after the
+//  takeover whatever the start took (s_lease_step), and a slow start must
+//  leave it time before the lease the leader trusts itself with ends.
+#define S_PIPELINE_READY_MS 1000
 
 #define S_NS_PER_MS 1000000L
 #define S_NS_PER_S  1000000000LL
@@ -643,11 +649,12 @@ static fq_fairness_cost_t s_fairness_cost(const char *word)
 
 //  This fairqd has just taken the lease over: the pipeline's actors a
 //  dispatch needs start, their writes carrying the lease's epoch, then the
-//  gateway, then the other actors. In that order: a sender that joins the
-//  moment the gateway is bound finds the dispatcher there to answer its
-//  HELLO (else the HELLO is lost, and the sender waits for its answer
-//  until it times out), and the first message of a takeover does not wait
-//  for the database connections of actors that take no part in it.
+//  gateway, then (once the first have connected to the database) the other
+//  actors. In that order: a sender that joins the moment the gateway is
+//  bound finds the dispatcher there to answer its HELLO (else the HELLO is
+//  lost, and the sender waits for its answer until it times out), and the
+//  first message of a takeover does not wait for the database connections
+//  of actors that take no part in it (fq_pipeline.h).
 static int s_start_leading(s_daemon_t *self)
 {
     //  The pipeline (docs/architecture.md); each actor opens its own connection
@@ -690,6 +697,11 @@ static int s_start_leading(s_daemon_t *self)
     }
     self->leading = true;
     int rc = s_start_gateway(self);
+    if (rc == 0 && fq_pipeline_wait_ready(self->system, S_PIPELINE_READY_MS) != 0)
+        fq_log(FQ_LOG_WARNING,
+               "the store, scheduler and dispatcher took over %d ms to start; starting the "
+               "other actors anyway",
+               S_PIPELINE_READY_MS);
     started = rc ? 0 : fq_pipeline_start_rest(self->system, &pipeline);
     sodium_memzero(pipeline.unsubscribe_key, sizeof pipeline.unsubscribe_key);
     if (rc)
@@ -808,8 +820,15 @@ static int s_start_unsubscribe(s_daemon_t *self)
 static int s_lease_step(s_daemon_t *self, int *next_ms)
 {
     switch (fq_lease_keeper_step(self->keeper, next_ms)) {
-    case FQ_LEASE_ELECTED:
-        return s_start_leading(self);
+    case FQ_LEASE_ELECTED: {
+        //  The next renewal is due when the step said, counted from the
+        //  takeover: the time the start took comes off it
+        int64_t began = fq_lease_now_ms();
+        int rc = s_start_leading(self);
+        int64_t spent = fq_lease_now_ms() - began;
+        *next_ms = spent >= *next_ms ? 0 : *next_ms - (int)spent;
+        return rc;
+    }
     case FQ_LEASE_DEPOSED: {
         fq_lease_view_t view;
         fq_lease_view(self->lease, &view);

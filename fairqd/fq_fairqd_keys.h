@@ -38,8 +38,8 @@
       readable during a long outage and bounds how long fairqd lags behind
       a database that is back.
     * lease_ms 3000: a failover takes about a lease (docs/operations.md,
-      "Several fairqd"): a standby takes over 2 to 3 s after a leader died
-      (it renews every second). Shorter makes a slow statement or a short
+      "Several fairqd"): a standby takes over 1.5 to 3 s after a leader
+      died (it renews every 1.5 s). Shorter makes a slow statement or a short
       network hiccup of the leader pause dispatch more often; longer makes
       every failover slower.
     * heartbeat_ms, heartbeat_timeout_ms: the gateway's defaults.

@@ -1,7 +1,7 @@
 /*  fq_lease_keeper.h — keeps, or waits for, the leader's lease.
 
     fairqd's main thread calls fq_lease_keeper_step whenever the step says
-    to: a leader renews its lease every third of its length; a standby
+    to: a leader renews its lease at half its length; a standby
     looks at it often enough to take over soon after it ran out (or at
     once after a leader resigned). What it learns goes into the shared
     fq_lease_t (who leads, and whether this instance may dispatch) and the

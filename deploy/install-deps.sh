@@ -13,6 +13,8 @@ PACKAGES=(
     postgresql-15 postgresql-common postgresql-client-15
     python3-aiosmtpd python3-prometheus-client ca-certificates openssl procps
     python3-zmq python3-msgpack clang libclang-rt-14-dev
+    # The API tests check every answer against api/openapi.yaml (tests/api)
+    python3-jsonschema python3-yaml
     pgbouncer
     # promtool, which checks deploy/monitoring's rules (tests/deploy)
     prometheus

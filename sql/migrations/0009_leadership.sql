@@ -3,7 +3,7 @@
 -- Any number of fairqd may run against one database; exactly one of them,
 -- the leader, splits, schedules and dispatches (docs/operations.md, "Several
 -- fairqd"). Leadership is a lease on the one row of fairq.leader, renewed
--- by the leader every third of its length, and taken over by a standby
+-- by the leader at half its length, and taken over by a standby
 -- once it has run out. A session advisory lock alone would not do: a
 -- leader frozen by SIGSTOP, or cut off behind a network partition, keeps
 -- its session (and so its lock) while it no longer works, and a lock says

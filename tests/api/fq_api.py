@@ -8,7 +8,8 @@ the real fairqd, fairq-sender and SMTP sink. This module adds:
   * APITest, an E2ETest whose start() runs fairqd, waits for its schema and
     its /healthz, and makes an admin token (self.admin);
   * api(), one request through the harness's http(), with the admin token
-    unless told otherwise, failing clearly when no HTTP answer comes;
+    unless told otherwise, failing clearly when no HTTP answer comes, and
+    its answer checked against api/openapi.yaml (fq_openapi.py);
   * assert_error(), the one shape of every error of API.md's table;
   * raw(), bytes written on a socket of our own, for what urllib will not
     send (broken request lines, lying Content-Length, a chunked body);
@@ -29,6 +30,7 @@ sys.dont_write_bytecode = True  # No __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 import fq_e2e  # noqa: E402
+import fq_openapi  # noqa: E402
 from fq_e2e import E2ETest, wait_for  # noqa: E402, F401
 
 # API.md's table of errors
@@ -143,12 +145,16 @@ class APITest(E2ETest):
         if token is ADMIN:
             token = self.admin
         try:
-            return self.h.http(method, path, body=body, token=token, headers=headers, raw=raw,
-                               timeout=timeout)
+            answer = self.h.http(method, path, body=body, token=token, headers=headers, raw=raw,
+                                 timeout=timeout)
         except (urllib.error.URLError, ConnectionError, http.client.HTTPException,
                 OSError) as error:
             self.h.check_alive()
             raise AssertionError(f"{method} {path[:200]}: no HTTP answer ({error!r})")
+        problem = fq_openapi.spec().check(method, path, answer[0], answer[2])
+        if problem:
+            raise AssertionError(f"the answer disagrees with api/openapi.yaml: {problem}")
+        return answer
 
     def assert_error(self, answer, status, what="", code=None):
         """answer (status, headers, payload) is the error status of API.md:
@@ -441,4 +447,5 @@ def _dechunk(body):
 
 
 def main():
+    fq_openapi.note_program(os.path.basename(sys.argv[0]))
     fq_e2e.main()

@@ -19,10 +19,13 @@ import os
 import re
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 
 sys.dont_write_bytecode = True  # No __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "api"))
 import fq_e2e  # noqa: E402
+import fq_openapi  # noqa: E402
 from fq_e2e import E2ETest  # noqa: E402
 
 FAIRQD = {"poll_ms": 200, "retry_base_ms": 100, "retry_cap_ms": 200}
@@ -54,15 +57,21 @@ class UnsubscribeTest(E2ETest):
         self.token = h.make_token("shop")
 
     def page(self, method, url, body=None, content_type="application/x-www-form-urlencoded"):
-        """One call to the unsubscribe listener: (status, headers, text)."""
+        """One call to the unsubscribe listener: (status, headers, text).
+        An answer about a link is checked against api/openapi.yaml."""
         request = urllib.request.Request(url, data=body, method=method)
         if body is not None:
             request.add_header("Content-Type", content_type)
         try:
             with urllib.request.urlopen(request, timeout=30) as answer:
-                return answer.status, answer.headers, answer.read().decode()
+                status, headers, text = answer.status, answer.headers, answer.read().decode()
         except urllib.error.HTTPError as error:
-            return error.code, error.headers, error.read().decode()
+            status, headers, text = error.code, error.headers, error.read().decode()
+        path = urllib.parse.urlsplit(url).path
+        if path.startswith("/u/"):
+            problem = fq_openapi.spec().check(method, path, status, text)
+            self.assertIsNone(problem, "the answer disagrees with api/openapi.yaml")
+        return status, headers, text
 
     def submit(self, recipients, **fields):
         status, _, body = self.h.http("POST", "/v1/requests", token=self.token, body=dict({
@@ -240,4 +249,5 @@ class UnsubscribeTest(E2ETest):
 
 
 if __name__ == "__main__":
+    fq_openapi.note_program(os.path.basename(sys.argv[0]))
     fq_e2e.main()

@@ -560,8 +560,14 @@ static void s_split_feed(fq_ctx_t *ctx, s_self_t *self)
             char path[64];
             snprintf(path, sizeof path, FQ_PATH_SPLITTER_PREFIX "%d", i + 1);
             fq_split_t split = {.request = request_id};
-            if (fq_tell(ctx, path, &fq_split_desc, &split) != 0)
-                return; //  The splitter is away: the next poll queues it again
+            if (fq_tell(ctx, path, &fq_split_desc, &split) != 0) {
+                //  The splitter is away (not started yet, after a takeover,
+                //  or restarting): the request stays first in line, for the
+                //  next feed
+                known->queued = true;
+                zlistx_add_start(from, item);
+                return;
+            }
             known->splitter = i;
             self->splitting[i] = (int64_t)request_id;
         }

@@ -109,11 +109,13 @@
 #define S_GATEWAY_BIND_TIMEOUT_MS 10000
 #define S_GATEWAY_POLL_MS         100
 //  How long a new leader's other actors wait for the store, scheduler and
-//  dispatcher to connect (fq_pipeline.h). The main thread waits, and it
-//  renews the lease: the next renewal is due half a lease after the
-//  takeover whatever the start took (s_lease_step), and a slow start must
-//  leave it time before the lease the leader trusts itself with ends.
-#define S_PIPELINE_READY_MS 1000
+//  dispatcher to connect (fq_pipeline.h): at most this, and at most this
+//  part of the lease. The main thread waits, and it renews the lease: the
+//  next renewal is due half a lease after the takeover whatever the start
+//  took (s_lease_step), and a slow start must leave it time before the
+//  lease the leader trusts itself with ends (nine tenths of it).
+#define S_PIPELINE_READY_MS        1000
+#define S_PIPELINE_READY_PER_LEASE 3
 
 #define S_NS_PER_MS 1000000L
 #define S_NS_PER_S  1000000000LL
@@ -697,11 +699,21 @@ static int s_start_leading(s_daemon_t *self)
     }
     self->leading = true;
     int rc = s_start_gateway(self);
-    if (rc == 0 && fq_pipeline_wait_ready(self->system, S_PIPELINE_READY_MS) != 0)
+    int ready_ms = fq_config_int(self->config, FQ_FAIRQD_KEY_LEASE_MS) / S_PIPELINE_READY_PER_LEASE;
+    if (ready_ms > S_PIPELINE_READY_MS)
+        ready_ms = S_PIPELINE_READY_MS;
+    int ready = rc ? 0 : fq_pipeline_wait_ready(self->system, ready_ms);
+    if (ready)
         fq_log(FQ_LOG_WARNING,
-               "the store, scheduler and dispatcher took over %d ms to start; starting the "
-               "other actors anyway",
-               S_PIPELINE_READY_MS);
+               "the store, scheduler and dispatcher did not all answer within %d ms (%s); "
+               "starting the other actors anyway",
+               ready_ms, fq_strerror(ready));
+    char reason[FQ_FAIRQD_ERROR_MAX];
+    if (rc == 0 && fq_system_failed(self->system, reason, sizeof reason)) {
+        //  One of them failed to start and took the system down with it
+        fq_log(FQ_LOG_FATAL, "could not start the pipeline: %s", reason);
+        rc = FQ_FAIRQD_EXIT_FAILURE;
+    }
     started = rc ? 0 : fq_pipeline_start_rest(self->system, &pipeline);
     sodium_memzero(pipeline.unsubscribe_key, sizeof pipeline.unsubscribe_key);
     if (rc)

@@ -53,9 +53,12 @@
 //  message to the gateway and its answer: it is said again soonest, so
 //  that the HELLO follows the join by a few ms (at 100 ms it came 50 ms
 //  after it on average, a sixth of a takeover's time after the lease).
+//  After S_HELLO_UNJOINED_FAST_MS with none joined (longer than any
+//  failover: fairqd is down) the wait is the longer one again.
 #define S_HELLO_TIMEOUT_MS        2000
 #define S_HELLO_RETRY_MS          100
 #define S_HELLO_RETRY_UNJOINED_MS 10
+#define S_HELLO_UNJOINED_FAST_MS  10000
 
 //  Room for a delivery error.
 #define S_ERROR_MAX 512
@@ -122,8 +125,9 @@ typedef struct {
     s_worker_t *workers;                    //  Every pool's, nworkers of them
     int nworkers;
     bool welcomed;
-    bool hello_pending; //  A HELLO ask or its retry timer is under way
-    uint64_t session;   //  Counts WELCOMEs
+    bool hello_pending;     //  A HELLO ask or its retry timer is under way
+    int64_t unjoined_since; //  When a HELLO first found no fairqd joined, or 0
+    uint64_t session;       //  Counts WELCOMEs
     bool stopping;
     zlistx_t *held;            //  s_outcome_t*, while not welcomed
     bool acks_batched;         //  fairqd's WELCOME said protocol 2 or later: ACKS
@@ -590,7 +594,14 @@ static void s_on_welcome(fq_ctx_t *ctx, void *state, int status, const fq_msg_t 
         //  No fairqd joined: the gateway logs its attempts, and this would
         //  be a hundred lines a second
         bool unjoined = status == FQ_EPEER;
-        int delay_ms = unjoined ? S_HELLO_RETRY_UNJOINED_MS : S_HELLO_RETRY_MS;
+        int64_t now = zclock_mono();
+        if (!unjoined)
+            self->unjoined_since = 0;
+        else if (!self->unjoined_since)
+            self->unjoined_since = now;
+        int delay_ms = unjoined && now - self->unjoined_since < S_HELLO_UNJOINED_FAST_MS
+                           ? S_HELLO_RETRY_UNJOINED_MS
+                           : S_HELLO_RETRY_MS;
         if (!unjoined)
             fq_log(FQ_LOG_DEBUG, "sender: no WELCOME from %s (%s); trying again in %d ms",
                    self->config->dispatcher, fq_strerror(status), delay_ms);
@@ -604,6 +615,7 @@ static void s_on_welcome(fq_ctx_t *ctx, void *state, int status, const fq_msg_t 
     //  fairqd takes
     s_acks_flush(ctx, self);
     self->session++;
+    self->unjoined_since = 0;
     //  Watched anew at each WELCOME: the address stays the same, but the
     //  gateway places the watch at the fairqd it joined now (after a change
     //  of leader, the new one), and forgot the old watch with the old one

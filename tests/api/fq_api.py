@@ -151,7 +151,8 @@ class APITest(E2ETest):
                 OSError) as error:
             self.h.check_alive()
             raise AssertionError(f"{method} {path[:200]}: no HTTP answer ({error!r})")
-        problem = fq_openapi.spec().check(method, path, answer[0], answer[2])
+        problem = fq_openapi.spec().check(method, path, answer[0], answer[2],
+                                          answer[1].get("Content-Type", ""))
         if problem:
             raise AssertionError(f"the answer disagrees with api/openapi.yaml: {problem}")
         return answer

@@ -31,6 +31,11 @@ SPEC_PATH = os.path.join(HERE, "..", "..", "api", "openapi.yaml")
 METHODS = ("get", "put", "post", "delete", "patch")
 # Where each test program appends the answers it checked, one per line
 ANSWERS_ENV = "FQ_OPENAPI_ANSWERS"
+# format: date-time as the API writes times (RFC 3339 in UTC); jsonschema
+# checks no format by itself
+DATE_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
+FORMATS = jsonschema.FormatChecker(formats=())
+FORMATS.checks("date-time")(lambda value: not isinstance(value, str) or bool(DATE_TIME.match(value)))
 
 
 class Spec:
@@ -69,7 +74,7 @@ class Spec:
         components go along, so that its references resolve."""
         root = dict(schema)
         root["components"] = self.doc.get("components", {})
-        validator = jsonschema.Draft202012Validator(root)
+        validator = jsonschema.Draft202012Validator(root, format_checker=FORMATS)
         errors = sorted(validator.iter_errors(payload), key=lambda e: list(e.absolute_path))
         if not errors:
             return None
@@ -91,8 +96,9 @@ class Spec:
                 return template, item
         return matches[0] if matches else (None, None)
 
-    def check(self, method, path, status, payload):
-        """None when the answer agrees with the document, else what does not."""
+    def check(self, method, path, status, payload, content_type=None):
+        """None when the answer agrees with the document, else what does not.
+        content_type, when given, is the answer's Content-Type header."""
         template, item = self.route(method, path)
         operation = item.get(method.lower()) if item else None
         self._note(method, template if operation else None, status)
@@ -118,11 +124,17 @@ class Spec:
             if not json_types:
                 return (f"{method} {template} {status}: a JSON body, where the document "
                         f"gives {', '.join(content) or 'no body'}")
-            problem = self._validate(self._resolve(content[json_types[0]].get("schema", {})),
-                                     payload)
+            if content_type is not None and not content_type.startswith("application/json"):
+                return (f"{method} {template} {status}: a JSON body sent as "
+                        f"{content_type!r}")
+            media = content[json_types[0]]
+            if "schema" not in media:
+                return f"{method} {template} {status}: the document gives JSON with no schema"
+            problem = self._validate(self._resolve(media["schema"]), payload)
             return f"{method} {template} {status}: {problem}" if problem else None
-        if payload not in ("", None) and json_types and len(json_types) == len(content):
-            return f"{method} {template} {status}: not JSON, where the document gives JSON"
+        if json_types and len(json_types) == len(content) and method != "HEAD":
+            what = "no body" if payload in ("", None) else "not a JSON object or array"
+            return f"{method} {template} {status}: {what}, where the document gives JSON"
         return None
 
     def _check_error(self, what, payload):

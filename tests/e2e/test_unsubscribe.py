@@ -15,6 +15,7 @@ campaign refuses the address at split. fairqd refuses to start with a
 secret file others may read.
 """
 
+import json
 import os
 import re
 import sys
@@ -69,7 +70,9 @@ class UnsubscribeTest(E2ETest):
             status, headers, text = error.code, error.headers, error.read().decode()
         path = urllib.parse.urlsplit(url).path
         if path.startswith("/u/"):
-            problem = fq_openapi.spec().check(method, path, status, text)
+            content_type = headers.get("Content-Type", "")
+            payload = json.loads(text) if content_type.startswith("application/json") else text
+            problem = fq_openapi.spec().check(method, path, status, payload, content_type)
             self.assertIsNone(problem, "the answer disagrees with api/openapi.yaml")
         return status, headers, text
 

@@ -142,8 +142,8 @@ int fq_pipeline_wait_ready(fq_system_t *sys, int timeout_ms)
 
 int fq_pipeline_start_rest(fq_system_t *sys, const fq_pipeline_config_t *config)
 {
-    //  The scheduler gives a splitter work only when its tell arrives: one
-    //  not there yet is tried again at the scheduler's next poll
+    //  The scheduler's tell to a splitter not there yet fails, and the
+    //  request stays first in line for its next feed (fq_scheduler.c)
     int rc = 0;
     for (int i = 1; rc == 0 && i <= config->splitters; i++) {
         char name[32];

@@ -90,8 +90,9 @@ typedef struct {
 //  while those actors connect to the database (each opens its connection
 //  as it starts; a HELLO waits in the dispatcher's mailbox meanwhile).
 //  fq_pipeline_wait_ready waits, up to timeout_ms, until the three have
-//  connected (or found the database away and will retry): 0, or
-//  FQ_ETIMEDOUT. Only then fq_pipeline_start_rest spawns the others
+//  connected (or found the database away and will retry): 0, or the code
+//  of the first that did not answer (FQ_ETIMEDOUT; FQ_ENOACTOR for one
+//  that failed to start). Only then fq_pipeline_start_rest spawns the others
 //  (splitters, intake, reaper, webhooks, schedules): opening their five or
 //  more connections at the same time took the CPU the dispatcher's needed
 //  (a connection is a TLS handshake and a password exchange; under load

@@ -55,6 +55,11 @@ struct fq_http {
     int log_dropped;    //  Lines left out since the last one logged
 };
 
+//  A header an answer carries besides those every answer gets.
+typedef struct {
+    const char *name, *value;
+} fq_api_header_t;
+
 typedef struct {
     fq_http_t *server;
     struct MHD_Connection *connection;
@@ -73,11 +78,12 @@ typedef struct {
     json_t *json; //  Owned; or
     char *text;   //  Owned, with text_type
     const char *text_type;
-    char retry_after[16]; //  For 429: a Retry-After header, when set
-    char allow[64];       //  For 405: the Allow header
-    bool replayed;        //  The answer of an earlier submit with the same
-                          //  Idempotency-Key: an Idempotent-Replayed header
-    bool close;           //  Close the connection after the answer
+    char retry_after[16];           //  For 429: a Retry-After header, when set
+    char allow[64];                 //  For 405: the Allow header
+    bool replayed;                  //  The answer of an earlier submit with the same
+                                    //  Idempotency-Key: an Idempotent-Replayed header
+    bool close;                     //  Close the connection after the answer
+    const fq_api_header_t *headers; //  More headers, ended by a NULL name; or NULL
 } fq_api_call_t;
 
 //  A value of a JSON body left where it is, in the body (the recipients of
@@ -211,8 +217,15 @@ void fq_api_submit_destroy(fq_api_submit_t **self_p);
 //  The request object of API.md.
 json_t *fq_api_request_json(fq_api_call_t *call, const fq_request_info_t *request);
 
+//  Reads the tenants' rates of the last day and the error summary into
+//  the metrics when they are due (at most once a minute,
+//  fq_metrics_tenant_rates_due), for /metrics and the tenant object; a
+//  failed read is logged and keeps the last figures. Needs call->store.
+void fq_api_rates_refresh(fq_api_call_t *call);
+
 //  The routes' handlers, by file.
-fq_api_handler_fn fq_api_healthz, fq_api_metrics;                                 //  system
+fq_api_handler_fn fq_api_healthz, fq_api_metrics, fq_api_whoami;                  //  system
+fq_api_handler_fn fq_api_sender_list, fq_api_share;                               //  live
 fq_api_handler_fn fq_api_request_submit, fq_api_request_list, fq_api_request_get; //  requests
 fq_api_handler_fn fq_api_request_cancel, fq_api_request_pause, fq_api_request_resume;
 fq_api_handler_fn fq_api_request_patch, fq_api_request_rejects;
@@ -238,5 +251,6 @@ fq_api_handler_fn fq_api_schedule_list, fq_api_schedule_create, fq_api_schedule_
 fq_api_handler_fn fq_api_schedule_patch, fq_api_schedule_delete;
 fq_api_handler_fn fq_api_feedback;                                  //  feedback
 fq_api_handler_fn fq_api_unsubscribe_page, fq_api_unsubscribe_post; //  unsubscribe (public)
+fq_api_handler_fn fq_api_console_page, fq_api_console_file;         //  console (public files)
 
 #endif

@@ -1,7 +1,9 @@
 /*  fq_api_tenants.c — /v1/tenants: the tenants with their limits and live
     figures, creating and changing them, issuing their tokens (api/API.md).
     Depth and age come from the database's counters; what is in flight and
-    the send rate from the dispatcher's metrics.
+    the send rate from the dispatcher's metrics; the bounce and complaint
+    rates of the last day from the figures /metrics reads from the
+    database at most once a minute (fq_api_rates_refresh).
 
     A tenant's send budget (migration 0017) is "max_send_rate", not
     "send_rate": that name was the live figure, messages acked a second,
@@ -32,6 +34,13 @@ _Static_assert(FQ_RATE_COUNT_MAX <= FQ_TENANT_SEND_RATE_COUNT_MAX, "send rate co
 static json_t *s_nullable(int64_t value)
 {
     return value > 0 ? json_integer((json_int_t)value) : json_null();
+}
+
+//  A rate of the last day (fq_metrics_tenant_rates_of), or null when not
+//  known.
+static json_t *s_rate_json(double rate)
+{
+    return rate >= 0 ? json_real(rate) : json_null();
 }
 
 //  Its send rate as operators write it ("100/s"), or null.
@@ -68,6 +77,14 @@ static json_t *s_tenant_json(fq_api_call_t *call, const fq_tenant_info_t *t)
     if (object) {
         json_object_set_new(object, "held", json_boolean(t->held != 0));
         json_object_set_new(object, "oldest_due_age_s", json_integer((json_int_t)t->oldest_due_s));
+    }
+    //  Its hard-bounce and complaint rates of the last day, as /metrics
+    //  shows them (read at most once a minute: fq_api_rates_refresh)
+    if (object) {
+        double bounce_rate, complaint_rate;
+        fq_metrics_tenant_rates_of(call->server->metrics, t->name, &bounce_rate, &complaint_rate);
+        json_object_set_new(object, "bounce_rate", s_rate_json(bounce_rate));
+        json_object_set_new(object, "complaint_rate", s_rate_json(complaint_rate));
     }
     //  Its delivery and end-to-end times of the last minutes, as this
     //  fairqd saw the acks (nothing on one that does not lead)
@@ -135,6 +152,7 @@ void fq_api_tenant_list(fq_api_call_t *call)
             fq_api_fail_store(call, rc);
             return;
         }
+        fq_api_rates_refresh(call);
         json_array_append_new(rows, s_tenant_json(call, &tenant));
     } else {
         fq_tenant_list_t list;
@@ -144,6 +162,7 @@ void fq_api_tenant_list(fq_api_call_t *call)
             fq_api_fail_store(call, rc);
             return;
         }
+        fq_api_rates_refresh(call);
         for (size_t i = 0; i < list.count; i++)
             json_array_append_new(rows, s_tenant_json(call, &list.rows[i]));
         fq_tenant_list_free(&list);
@@ -154,8 +173,10 @@ void fq_api_tenant_list(fq_api_call_t *call)
 void fq_api_tenant_get(fq_api_call_t *call)
 {
     fq_tenant_info_t tenant;
-    if (fq_api_query_allowed(call, NULL) && s_load(call, &tenant))
-        fq_api_reply(call, MHD_HTTP_OK, s_tenant_json(call, &tenant));
+    if (!fq_api_query_allowed(call, NULL) || !s_load(call, &tenant))
+        return;
+    fq_api_rates_refresh(call);
+    fq_api_reply(call, MHD_HTTP_OK, s_tenant_json(call, &tenant));
 }
 
 //  An optional positive integer field up to max; null allowed when

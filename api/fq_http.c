@@ -82,6 +82,9 @@ typedef struct {
 
 static const s_route_t s_routes[] = {
     {"GET", "/healthz", fq_api_healthz, S_AUTH_NONE},
+    {"GET", "/console", fq_api_console_page, S_AUTH_NONE},
+    {"GET", "/console/", fq_api_console_page, S_AUTH_NONE},
+    {"GET", "/console/{}", fq_api_console_file, S_AUTH_NONE},
     {"GET", "/metrics", fq_api_metrics, S_AUTH_METRICS},
     {"POST", "/v1/requests", fq_api_request_submit, S_AUTH_TOKEN},
     {"GET", "/v1/requests", fq_api_request_list, S_AUTH_TOKEN},
@@ -98,6 +101,10 @@ static const s_route_t s_routes[] = {
     {"GET", "/v1/errors", fq_api_error_summary, S_AUTH_TOKEN},
     {"GET", "/v1/shape", fq_api_shape, S_AUTH_TOKEN},
     {"GET", "/v1/events", fq_api_event_list, S_AUTH_TOKEN},
+    //  Who calls, and the leader's live figures (a web console's views)
+    {"GET", "/v1/whoami", fq_api_whoami, S_AUTH_TOKEN},
+    {"GET", "/v1/senders", fq_api_sender_list, S_AUTH_ADMIN},
+    {"GET", "/v1/share", fq_api_share, S_AUTH_TOKEN},
     {"GET", "/v1/tenants", fq_api_tenant_list, S_AUTH_TOKEN},
     {"GET", "/v1/tenants/{}", fq_api_tenant_get, S_AUTH_TOKEN},
     {"PUT", "/v1/tenants/{}", fq_api_tenant_put, S_AUTH_ADMIN},
@@ -177,7 +184,9 @@ typedef struct {
 
 //  Matches the segments of path against pattern; "{}" takes any
 //  non-empty segment, written into params. An empty segment (a doubled or
-//  trailing '/') matches nothing.
+//  trailing '/') matches nothing but an empty segment of the pattern
+//  ("/console/", the address a browser's user types as often as
+//  "/console").
 static bool s_route_matches(const char *pattern, const s_path_t *path, const char **params)
 {
     const char *segment = path->segments;
@@ -187,7 +196,7 @@ static bool s_route_matches(const char *pattern, const s_path_t *path, const cha
     while (*p) {
         p++; //  The pattern's '/'
         size_t p_len = strcspn(p, "/");
-        if (matched == path->count || !*segment)
+        if (matched == path->count || (!*segment && p_len > 0))
             return false;
         if (p_len == 2 && strncmp(p, "{}", 2) == 0) {
             if (nparams == FQ_API_PARAMS_MAX)
@@ -428,6 +437,8 @@ static enum MHD_Result s_send(fq_api_call_t *call)
         MHD_add_response_header(response, MHD_HTTP_HEADER_RETRY_AFTER, call->retry_after);
     if (call->replayed)
         MHD_add_response_header(response, S_HEADER_REPLAYED, "true");
+    for (const fq_api_header_t *header = call->headers; header && header->name; header++)
+        MHD_add_response_header(response, header->name, header->value);
     for (size_t i = 0; call->server->unsubscribe_pages &&
                        i < sizeof s_unsubscribe_headers / sizeof s_unsubscribe_headers[0];
          i++)
@@ -926,6 +937,7 @@ static void s_run(fq_api_call_t *call, s_upload_t *upload)
         call->status = 0;
         call->allow[0] = call->retry_after[0] = '\0';
         call->replayed = false;
+        call->headers = NULL;
     }
 }
 

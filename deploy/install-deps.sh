@@ -18,6 +18,9 @@ PACKAGES=(
     pgbouncer
     # promtool, which checks deploy/monitoring's rules (tests/deploy)
     prometheus
+    # The web console's end-to-end test drives it in headless Chromium
+    # through chromedriver (tests/e2e/test_console.py; skipped without them)
+    chromium chromium-driver python3-selenium
 )
 # --packaging: also what deploy/build-packages.sh and deploy/package-check.sh
 # need (debhelper to build, a Debian 12 root booted under systemd-nspawn to try)

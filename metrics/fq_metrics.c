@@ -34,7 +34,10 @@
 
 //  A sender's name and address are its remote peer's choice and appear in
 //  every scrape, on every sender series: they are cut to this many bytes.
-#define S_LABEL_MAX 128
+#define S_LABEL_MAX FQ_METRICS_LABEL_MAX
+
+//  Milliseconds of a slot of the tenants' share of dispatch.
+#define S_SHARE_SLOT_MS (FQ_METRICS_SHARE_SLOT_S * 1000)
 
 //  Shown in place of a byte of a label that is not UTF-8 (the exposition
 //  must be UTF-8): U+FFFD, the replacement character.
@@ -122,6 +125,10 @@ typedef struct {
     int64_t rate_second[S_RATE_WINDOW_S]; //  The second each slot counts
     int64_t rate_count[S_RATE_WINDOW_S];  //  Acks in that second
     fq_latency_t *delivered;              //  Made at its first delivery; NULL: none yet
+    //  Its share of dispatch: the slot (S_SHARE_SLOT_MS of the clock) each
+    //  ring entry counts, and the messages handed to senders in it
+    int64_t share_slot[FQ_METRICS_SHARE_SLOTS];
+    int64_t share_count[FQ_METRICS_SHARE_SLOTS];
 } s_tenant_t;
 
 typedef struct {
@@ -370,6 +377,31 @@ static size_t s_rate_slot(int64_t second)
     return (size_t)(((second % S_RATE_WINDOW_S) + S_RATE_WINDOW_S) % S_RATE_WINDOW_S);
 }
 
+//  The share slot of a time of the clock: floored, so that a test's clock
+//  may start anywhere.
+static int64_t s_share_slot(int64_t ms)
+{
+    return ms >= 0 ? ms / S_SHARE_SLOT_MS : -((-ms + S_SHARE_SLOT_MS - 1) / S_SHARE_SLOT_MS);
+}
+
+static size_t s_share_index(int64_t slot)
+{
+    return (size_t)(((slot % FQ_METRICS_SHARE_SLOTS) + FQ_METRICS_SHARE_SLOTS) %
+                    FQ_METRICS_SHARE_SLOTS);
+}
+
+//  One message more handed to a sender in slot; an entry of the ring that
+//  counted a slot a full ring ago starts again.
+static void s_share_add(s_tenant_t *tenant, int64_t slot)
+{
+    size_t at = s_share_index(slot);
+    if (tenant->share_slot[at] != slot) {
+        tenant->share_slot[at] = slot;
+        tenant->share_count[at] = 0;
+    }
+    tenant->share_count[at]++;
+}
+
 static void s_rate_add(s_tenant_t *tenant, int64_t second)
 {
     size_t slot = s_rate_slot(second);
@@ -445,7 +477,9 @@ static void s_delivered(fq_metrics_t *self, s_tenant_t *tenant, const s_event_t 
         fq_latency_observe(&route->latency, second, delivery_s, end_to_end_s);
 }
 
-static void s_apply(fq_metrics_t *self, const s_event_t *event, int64_t second)
+//  Applies one record; second and share_slot are the clock's at the
+//  flush, read once for the whole batch.
+static void s_apply(fq_metrics_t *self, const s_event_t *event, int64_t second, int64_t share_slot)
 {
     s_tenant_t *tenant = s_tenant(self, event->tenant_id);
     s_sender_t *sender = event->sender ? fq_intkey_lookup(self->senders, event->sender) : NULL;
@@ -464,6 +498,7 @@ static void s_apply(fq_metrics_t *self, const s_event_t *event, int64_t second)
         if (tenant) {
             tenant->counts.dispatched++;
             tenant->counts.inflight++;
+            s_share_add(tenant, share_slot);
             if (event->time >= 0)
                 s_observe(&tenant->latency, s_latency_bounds, S_COUNT(s_latency_bounds),
                           (double)event->time / S_MS_PER_S);
@@ -675,6 +710,109 @@ void fq_metrics_destination_latency(fq_metrics_t *self, const char *destination,
     fq_latency_view(&window, out);
 }
 
+static int s_sender_view_order(const void *a, const void *b)
+{
+    const fq_metrics_sender_view_t *x = a, *y = b;
+    int order = strcmp(x->name, y->name);
+    return order ? order : strcmp(x->address, y->address);
+}
+
+int fq_metrics_senders(fq_metrics_t *self, fq_metrics_sender_list_t *list)
+{
+    *list = (fq_metrics_sender_list_t){0};
+    if (!self)
+        return 0;
+    //  Copied under the lock, into rows of fixed size (no allocation per
+    //  sender); sorted after it
+    pthread_mutex_lock(&self->lock);
+    list->rows = calloc(zhashx_size(self->senders) + 1, sizeof *list->rows);
+    for (s_sender_t *sender = list->rows ? zhashx_first(self->senders) : NULL; sender;
+         sender = zhashx_next(self->senders)) {
+        fq_metrics_sender_view_t *row = &list->rows[list->count++];
+        snprintf(row->name, sizeof row->name, "%s", sender->name);
+        snprintf(row->address, sizeof row->address, "%s", sender->address);
+        const s_sender_counts_t *counts = &sender->counts;
+        row->connected = counts->up != 0;
+        row->credit = counts->credit;
+        row->inflight = counts->inflight;
+        row->dispatched = counts->dispatched;
+        row->sent = counts->outcomes[FQ_METRICS_SENT];
+        row->failed = counts->outcomes[FQ_METRICS_FAILED];
+        row->dead = counts->outcomes[FQ_METRICS_DEAD];
+        row->requeued = counts->outcomes[FQ_METRICS_REQUEUED];
+    }
+    pthread_mutex_unlock(&self->lock);
+    if (!list->rows)
+        return -1;
+    qsort(list->rows, list->count, sizeof *list->rows, s_sender_view_order);
+    return 0;
+}
+
+void fq_metrics_sender_list_free(fq_metrics_sender_list_t *list)
+{
+    free(list->rows);
+    *list = (fq_metrics_sender_list_t){0};
+}
+
+static int s_share_order(const void *a, const void *b)
+{
+    return strcmp(((const fq_metrics_share_t *)a)->name, ((const fq_metrics_share_t *)b)->name);
+}
+
+//  Copies tenant's counts of the window of slots that ends with newest
+//  into row, oldest first; returns their sum.
+static int64_t s_share_copy(const s_tenant_t *tenant, int64_t newest, size_t slots,
+                            fq_metrics_share_t *row)
+{
+    int64_t sum = 0;
+    for (size_t i = 0; i < slots; i++) {
+        int64_t slot = newest - (int64_t)(slots - 1 - i);
+        size_t at = s_share_index(slot);
+        row->dispatched[i] = tenant->share_slot[at] == slot ? tenant->share_count[at] : 0;
+        sum += row->dispatched[i];
+    }
+    return sum;
+}
+
+int fq_metrics_share(fq_metrics_t *self, size_t slots, const char *tenant,
+                     fq_metrics_share_list_t *list)
+{
+    if (slots < 1)
+        slots = 1;
+    if (slots > FQ_METRICS_SHARE_SLOTS)
+        slots = FQ_METRICS_SHARE_SLOTS;
+    *list = (fq_metrics_share_list_t){.slots = slots, .until_in_ms = S_SHARE_SLOT_MS};
+    if (!self)
+        return 0;
+    pthread_mutex_lock(&self->lock);
+    int64_t now_ms = self->now_ms(self->clock_arg), newest = s_share_slot(now_ms);
+    list->until_in_ms = (newest + 1) * S_SHARE_SLOT_MS - now_ms;
+    list->rows = calloc(zhashx_size(self->tenants) + 1, sizeof *list->rows);
+    for (s_tenant_t *found = list->rows ? zhashx_first(self->tenants) : NULL; found;
+         found = zhashx_next(self->tenants)) {
+        //  A tenant without a name yet, or whose name went to another id
+        //  (made again), has no entry: one row per name
+        if (!*found->name || (tenant && strcmp(found->name, tenant) != 0))
+            continue;
+        fq_metrics_share_t *row = &list->rows[list->count];
+        if (s_share_copy(found, newest, slots, row) > 0) {
+            memcpy(row->name, found->name, sizeof row->name);
+            list->count++;
+        }
+    }
+    pthread_mutex_unlock(&self->lock);
+    if (!list->rows)
+        return -1;
+    qsort(list->rows, list->count, sizeof *list->rows, s_share_order);
+    return 0;
+}
+
+void fq_metrics_share_list_free(fq_metrics_share_list_t *list)
+{
+    free(list->rows);
+    *list = (fq_metrics_share_list_t){0};
+}
+
 //  ---------------------------------------------------------------------
 //  Batches
 
@@ -706,9 +844,10 @@ void fq_metrics_batch_flush(fq_metrics_batch_t *self)
         return;
     fq_metrics_t *metrics = self->metrics;
     pthread_mutex_lock(&metrics->lock);
-    int64_t second = s_second(metrics);
+    int64_t now_ms = metrics->now_ms(metrics->clock_arg);
+    int64_t second = now_ms / (int64_t)S_MS_PER_S, share_slot = s_share_slot(now_ms);
     for (size_t i = 0; i < self->count; i++)
-        s_apply(metrics, &self->events[i], second);
+        s_apply(metrics, &self->events[i], second, share_slot);
     pthread_mutex_unlock(&metrics->lock);
     self->count = 0;
 }
@@ -1717,14 +1856,23 @@ bool fq_metrics_tenant_rates_due(fq_metrics_t *self)
     return due;
 }
 
+static int s_rates_order(const void *a, const void *b)
+{
+    return strcmp(((const fq_tenant_rates_t *)a)->name, ((const fq_tenant_rates_t *)b)->name);
+}
+
 void fq_metrics_tenant_rates(fq_metrics_t *self, const fq_tenant_rates_list_t *rates)
 {
     if (!self)
         return;
-    //  Copied before the lock: a scrape never waits for an allocation
+    //  Copied before the lock: a scrape never waits for an allocation.
+    //  Sorted by the bytes of the names (the database's collation may
+    //  order them otherwise), for fq_metrics_tenant_rates_of's search
     fq_tenant_rates_t *copy = NULL;
-    if (rates && (copy = calloc(rates->count + 1, sizeof *copy)) && rates->count)
+    if (rates && (copy = calloc(rates->count + 1, sizeof *copy)) && rates->count) {
         memcpy(copy, rates->rows, rates->count * sizeof *copy);
+        qsort(copy, rates->count, sizeof *copy, s_rates_order);
+    }
     pthread_mutex_lock(&self->lock);
     self->rates_reading = false;
     if (copy) {
@@ -1735,6 +1883,29 @@ void fq_metrics_tenant_rates(fq_metrics_t *self, const fq_tenant_rates_list_t *r
         self->rates_read = true;
     }
     pthread_mutex_unlock(&self->lock);
+}
+
+void fq_metrics_tenant_rates_of(fq_metrics_t *self, const char *tenant, double *bounce_rate,
+                                double *complaint_rate)
+{
+    double bounce = -1, complaint = -1;
+    if (self && tenant) {
+        fq_tenant_rates_t key = {0};
+        snprintf(key.name, sizeof key.name, "%s", tenant);
+        pthread_mutex_lock(&self->lock);
+        const fq_tenant_rates_t *found =
+            self->rates ? bsearch(&key, self->rates, self->nrates, sizeof key, s_rates_order)
+                        : NULL;
+        if (found) {
+            bounce = fq_tenant_bounce_rate(found);
+            complaint = fq_tenant_complaint_rate(found);
+        }
+        pthread_mutex_unlock(&self->lock);
+    }
+    if (bounce_rate)
+        *bounce_rate = bounce;
+    if (complaint_rate)
+        *complaint_rate = complaint;
 }
 
 void fq_metrics_errors(fq_metrics_t *self, const fq_error_summary_t *errors)

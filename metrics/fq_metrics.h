@@ -70,6 +70,65 @@ void fq_metrics_tenant_latency(fq_metrics_t *self, const char *tenant, fq_latenc
 void fq_metrics_destination_latency(fq_metrics_t *self, const char *destination,
                                     fq_latency_view_t *out);
 
+//  ---------------------------------------------------------------------
+//  The senders and the tenants' share, for the web console (HTTP threads)
+
+//  Most bytes of a sender's name and of its address kept: they are its
+//  remote peer's choice, shown in every scrape.
+#define FQ_METRICS_LABEL_MAX 128
+
+//  A sender as this fairqd knows it (senders connect to the leader only:
+//  a fairqd that does not lead knows none). The counters run since it
+//  first said HELLO to this fairqd.
+typedef struct {
+    char name[FQ_METRICS_LABEL_MAX + 1];
+    char address[FQ_METRICS_LABEL_MAX + 1];
+    bool connected;           //  false: it left, its counters kept on show
+    int64_t credit, inflight; //  Now (0 once it left)
+    int64_t dispatched, sent, failed, dead, requeued;
+} fq_metrics_sender_view_t;
+
+typedef struct {
+    fq_metrics_sender_view_t *rows; //  Owned: fq_metrics_sender_list_free
+    size_t count;
+} fq_metrics_sender_list_t;
+
+//  Every sender of fq_metrics_sender_join, connected or departed (the
+//  departed until too many have left), sorted by name then address.
+//  Returns 0, or -1 when out of memory (list then empty).
+int fq_metrics_senders(fq_metrics_t *self, fq_metrics_sender_list_t *list);
+void fq_metrics_sender_list_free(fq_metrics_sender_list_t *list);
+
+//  The tenants' share of dispatch: messages handed to senders, counted per
+//  tenant in slots of FQ_METRICS_SHARE_SLOT_S seconds of the monotonic
+//  clock (fq_metrics_set_clock's), the last FQ_METRICS_SHARE_SLOTS of
+//  them (10 minutes) kept in a ring per tenant.
+#define FQ_METRICS_SHARE_SLOT_S 10
+#define FQ_METRICS_SHARE_SLOTS  60
+
+typedef struct {
+    char name[FQ_TENANT_NAME_SIZE];
+    int64_t dispatched[FQ_METRICS_SHARE_SLOTS]; //  Oldest first; slots of the list used
+} fq_metrics_share_t;
+
+typedef struct {
+    fq_metrics_share_t *rows; //  By name; owned: fq_metrics_share_list_free
+    size_t count;
+    size_t slots; //  Of each row: the window asked for
+    //  Milliseconds from now to the end of the newest slot, the current
+    //  one, still filling (1..FQ_METRICS_SHARE_SLOT_S * 1000): the caller
+    //  maps it to wall time
+    int64_t until_in_ms;
+} fq_metrics_share_list_t;
+
+//  The share of the last slots (1..FQ_METRICS_SHARE_SLOTS; more are cut)
+//  slots, the newest the current one: a row per named tenant that was
+//  handed a message in the window, only tenant's when tenant is not NULL.
+//  Returns 0, or -1 when out of memory (list then empty).
+int fq_metrics_share(fq_metrics_t *self, size_t slots, const char *tenant,
+                     fq_metrics_share_list_t *list);
+void fq_metrics_share_list_free(fq_metrics_share_list_t *list);
+
 //  The whole exposition as Prometheus text; the caller frees it. sys: each
 //  actor's mailbox depth, messages handled, restarts and failures (left out
 //  when NULL). tenants: each tenant's depth, failed messages waiting for a
@@ -82,12 +141,12 @@ char *fq_metrics_render(fq_metrics_t *self, fq_system_t *sys, const fq_tenant_li
 //  ---------------------------------------------------------------------
 //  The tenants' bounce and complaint rates (HTTP threads)
 //
-//  Read from the database (fq_store_rates.h) by whoever serves /metrics,
-//  at most once a minute, not at every scrape: the figures cover a day
-//  (FQ_STORE_RATES_WINDOW_S), so a minute more or less changes little,
-//  and several Prometheus servers scraping every few seconds must not
-//  each pay the count. Kept here between two reads, and shown with their
-//  age (fairq_tenant_rates_age_seconds).
+//  Read from the database (fq_store_rates.h) by whoever serves /metrics
+//  or the API's tenant objects, at most once a minute, not at every call:
+//  the figures cover a day (FQ_STORE_RATES_WINDOW_S), so a minute more or
+//  less changes little, and several Prometheus servers scraping every few
+//  seconds must not each pay the count. Kept here between two reads, and
+//  shown with their age (fairq_tenant_rates_age_seconds).
 
 //  How often the rates are read again, in milliseconds.
 #define FQ_METRICS_RATES_REFRESH_MS 60000
@@ -101,6 +160,14 @@ bool fq_metrics_tenant_rates_due(fq_metrics_t *self);
 //  The rates read (rows copied; borrowed list), or NULL when the read
 //  failed: the last figures then stay, and the next scrape tries again.
 void fq_metrics_tenant_rates(fq_metrics_t *self, const fq_tenant_rates_list_t *rates);
+
+//  A tenant's bounce and complaint rates, 0..1 (fq_tenant_bounce_rate,
+//  fq_tenant_complaint_rate: what fairq_tenant_bounce_rate and
+//  fairq_tenant_complaint_rate show), as last read: each < 0 when not
+//  known (never read, the tenant not in the read, or nothing to divide
+//  by in the window).
+void fq_metrics_tenant_rates_of(fq_metrics_t *self, const char *tenant, double *bounce_rate,
+                                double *complaint_rate);
 
 //  How many error groups /metrics shows (fairq_message_errors): the most
 //  frequent ones only, so that many distinct replies cannot swell every

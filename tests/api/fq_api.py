@@ -49,7 +49,8 @@ MESSAGE_KEYS = {"id", "request", "tenant", "to", "status", "attempts", "next_att
 MESSAGE_STATUSES = {"pending", "sent", "failed", "dead", "cancelled"}
 TENANT_KEYS = {"name", "weight", "max_inflight", "submit_rate", "max_send_rate", "daily_quota",
                "sent_today", "open_requests", "depth", "failed", "unsplit", "inflight",
-               "send_rate", "oldest_pending_age_s", "oldest_due_age_s", "held"}
+               "send_rate", "oldest_pending_age_s", "oldest_due_age_s", "held", "bounce_rate",
+               "complaint_rate"}
 
 RFC3339_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 TOKEN = re.compile(r"^fq_[A-Za-z0-9_-]{43}$")
@@ -346,6 +347,9 @@ class APITest(E2ETest):
         self.assertIs(type(t["oldest_due_age_s"]), int, t)
         self.assertGreaterEqual(t["oldest_due_age_s"], 0, t)
         self.assertIs(type(t["held"]), bool, t)
+        for key in ("bounce_rate", "complaint_rate"):  # null: not known
+            self.assertTrue(t[key] is None or (type(t[key]) in (int, float) and
+                                               0 <= t[key] <= 1), f"{key}: {t}")
 
     # -----------------------------------------------------------------
     # Raw sockets

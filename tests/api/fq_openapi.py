@@ -211,7 +211,7 @@ MD_ROUTE = re.compile(r"`(?:(GET|POST|PUT|PATCH|DELETE) )?((?:/|\.\.\./)[^`\s?]*
 # What `...` stands for in API.md's suppression routes: a tenant's list, or
 # the global one
 MD_ELLIPSIS = ("/v1/tenants/{name}", "/v1")
-MD_TOP = ("/v1/", "/u/", "/healthz", "/metrics")
+MD_TOP = ("/v1/", "/u/", "/healthz", "/metrics", "/console")
 
 
 def api_md_routes(path):

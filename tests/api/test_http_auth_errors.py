@@ -42,7 +42,8 @@ def all_routes(rid, mid, tenant):
             ("POST", "/v1/holds", {"scope": "tenant", "name": tenant}),
             ("DELETE", f"/v1/holds/tenant/{tenant}", None),
             ("POST", "/v1/messages/bulk", {"action": "cancel", "tenant": tenant, "dry_run": True}),
-            ("GET", "/v1/shape", None), ("GET", f"/v1/tenants/{tenant}/schedules", None)]
+            ("GET", "/v1/shape", None), ("GET", f"/v1/tenants/{tenant}/schedules", None),
+            ("GET", "/v1/whoami", None), ("GET", "/v1/senders", None), ("GET", "/v1/share", None)]
 
 
 class AuthErrorsTest(APITest):

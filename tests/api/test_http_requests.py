@@ -921,6 +921,9 @@ class RequestRoutesTest(APITest):
         self.assertFalse(channel_failures, "\n".join(channel_failures))
         answer("tenant", "GET", "/v1/tenants/acme")
         answer("tenants", "GET", "/v1/tenants")
+        answer("whoami", "GET", "/v1/whoami")
+        answer("senders", "GET", "/v1/senders")
+        answer("share", "GET", "/v1/share")
         token = answer("token", "POST", "/v1/tenants/acme/tokens", status=201)
         answer("tokens", "GET", "/v1/tenants/acme/tokens")
         answer("revoked", "DELETE", f"/v1/tenants/acme/tokens/{token['id']}")
@@ -966,7 +969,9 @@ class RequestRoutesTest(APITest):
                 return "submit body"
             if example.section.startswith("POST /v1/messages/bulk"):
                 return "bulk" if "matched" in keys else "bulk body"  # The body: sent above
-            for name, wanted in (("request", {"status", "total", "pending"}),
+            for name, wanted in (("whoami", {"admin", "tenant"}), ("senders", {"senders"}),
+                                 ("share", {"slot_s", "until", "tenants"}),
+                                 ("request", {"status", "total", "pending"}),
                                  ("message", {"attempts", "last_error"}),
                                  ("tenant", {"weight", "send_rate"}),
                                  ("requests", {"requests"}), ("rejects", {"rejects"}),
@@ -993,7 +998,8 @@ class RequestRoutesTest(APITest):
             if example.status is None and name not in ("error", "submit body", "request",
                                                        "message", "tenant", "healthz", "events",
                                                        "webhook", "errors", "bulk", "shape",
-                                                       "schedule", "hold", "hold released"):
+                                                       "schedule", "hold", "hold released",
+                                                       "whoami", "senders", "share"):
                 continue  # A body a client sends (PATCH, PUT): no answer to compare
             if name is None:
                 failures.append(f"line {example.line}: an example no answer is known for: "
@@ -1032,7 +1038,7 @@ class RequestRoutesTest(APITest):
         for name in ("healthz", "healthz 503", "submit body", "request", "message", "tenant",
                      "requests", "rejects", "messages", "errors", "tenants", "token", "tokens",
                      "revoked", "events", "error", "webhooks", "webhook", "hold", "holds",
-                     "hold released", "schedule", "schedules"):
+                     "hold released", "schedule", "schedules", "whoami", "senders", "share"):
             if name not in seen:
                 failures.append(f"API.md has no example of {name}")
         self.assertFalse(failures, "API.md's examples differ from the answers:\n" +

@@ -1,0 +1,27 @@
+# Writes OUT, a C file that holds each of FILES (names in DIR) as an array
+# of its bytes with a NUL after them, and the table fq_console.c searches:
+# name, media type, bytes, size. Run by console/CMakeLists.txt at build
+# time (cmake -P), so that an edit of a file rebuilds fairqd.
+file(WRITE ${OUT} "/* Written by console/fq_console_embed.cmake from the files of console/. */\n")
+file(APPEND ${OUT} "#include \"fq_console.h\"\n\n")
+set(index 0)
+set(table "")
+foreach(name ${FILES})
+    file(READ ${DIR}/${name} hex HEX)
+    string(LENGTH "${hex}" hex_length)
+    math(EXPR size "${hex_length} / 2")
+    string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+    if(name MATCHES "\\.html$")
+        set(type "text/html; charset=utf-8")
+    elseif(name MATCHES "\\.css$")
+        set(type "text/css; charset=utf-8")
+    elseif(name MATCHES "\\.js$")
+        set(type "text/javascript; charset=utf-8")
+    else()
+        message(FATAL_ERROR "console: no media type known for ${name}")
+    endif()
+    file(APPEND ${OUT} "static const char s_file_${index}[] = {${bytes} 0};\n")
+    string(APPEND table "    {\"${name}\", \"${type}\", s_file_${index}, ${size}},\n")
+    math(EXPR index "${index} + 1")
+endforeach()
+file(APPEND ${OUT} "\nconst fq_console_file_t fq_console_files[] = {\n${table}    {0},\n};\n")

@@ -76,7 +76,11 @@ typedef struct {
     //  The answer
     unsigned status;
     json_t *json; //  Owned; or
-    char *text;   //  Owned, with text_type
+    char *text;   //  Owned, with text_type; or
+    //  Bytes that outlive every call (the console's files, built into
+    //  fairqd), sent as they are without a copy, with text_type
+    const char *static_text;
+    size_t static_size;
     const char *text_type;
     char retry_after[16];           //  For 429: a Retry-After header, when set
     char allow[64];                 //  For 405: the Allow header
@@ -217,14 +221,16 @@ void fq_api_submit_destroy(fq_api_submit_t **self_p);
 //  The request object of API.md.
 json_t *fq_api_request_json(fq_api_call_t *call, const fq_request_info_t *request);
 
-//  Reads the tenants' rates of the last day and the error summary into
-//  the metrics when they are due (at most once a minute,
+//  Reads the tenants' bounce and complaint rates of the last day into the
+//  metrics when they are due (at most once a minute,
 //  fq_metrics_tenant_rates_due), for /metrics and the tenant object; a
-//  failed read is logged and keeps the last figures. Needs call->store.
+//  failed read is logged and keeps the last figures. Needs call->store
+//  (fq_api_rates.c).
 void fq_api_rates_refresh(fq_api_call_t *call);
 
 //  The routes' handlers, by file.
-fq_api_handler_fn fq_api_healthz, fq_api_metrics, fq_api_whoami;                  //  system
+fq_api_handler_fn fq_api_healthz, fq_api_metrics;                                 //  system
+fq_api_handler_fn fq_api_whoami;                                                  //  whoami
 fq_api_handler_fn fq_api_sender_list, fq_api_share;                               //  live
 fq_api_handler_fn fq_api_request_submit, fq_api_request_list, fq_api_request_get; //  requests
 fq_api_handler_fn fq_api_request_cancel, fq_api_request_pause, fq_api_request_resume;

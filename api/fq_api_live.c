@@ -18,6 +18,28 @@
 #define S_SHARE_MINUTES_MAX (FQ_METRICS_SHARE_SLOTS * FQ_METRICS_SHARE_SLOT_S / S_SECONDS_PER_M)
 #define S_SLOTS_PER_MINUTE  (S_SECONDS_PER_M / FQ_METRICS_SHARE_SLOT_S)
 
+//  A minute is whole slots, and the longest window asked for is no more
+//  slots than the ring keeps: else minutes * S_SLOTS_PER_MINUTE would ask
+//  fq_metrics_share for a window other than the one API.md promises
+_Static_assert(S_SECONDS_PER_M % FQ_METRICS_SHARE_SLOT_S == 0,
+               "a minute is a whole number of share slots");
+_Static_assert(S_SHARE_MINUTES_MAX >= 1 &&
+                   S_SHARE_MINUTES_MAX * S_SLOTS_PER_MINUTE <= FQ_METRICS_SHARE_SLOTS,
+               "the longest /v1/share window fits the metrics' ring of slots");
+
+//  Answers 200 with body, built by jansson: NULL (out of memory somewhere
+//  in it, which jansson says only by a NULL) is a 500, never an empty
+//  object in place of the figures.
+static void s_reply(fq_api_call_t *call, json_t *body)
+{
+    if (!body) {
+        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                    "the answer could not be written as JSON (out of memory)");
+        return;
+    }
+    fq_api_reply(call, MHD_HTTP_OK, body);
+}
+
 //  Milliseconds of the wall clock: the share is kept on the monotonic one,
 //  and only its "until" is told as a time.
 static int64_t s_wall_ms(void)
@@ -43,16 +65,21 @@ void fq_api_sender_list(fq_api_call_t *call)
         //  be UTF-8
         fq_utf8_replace_invalid(s->name, strlen(s->name), '?');
         fq_utf8_replace_invalid(s->address, strlen(s->address), '?');
-        json_array_append_new(
-            rows, json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name", s->name,
-                            "address", s->address, "connected", s->connected, "credit",
-                            (json_int_t)s->credit, "inflight", (json_int_t)s->inflight,
-                            "dispatched", (json_int_t)s->dispatched, "sent", (json_int_t)s->sent,
-                            "failed", (json_int_t)s->failed, "dead", (json_int_t)s->dead,
-                            "requeued", (json_int_t)s->requeued));
+        //  Never a sender left out of the list: the whole answer fails
+        if (json_array_append_new(
+                rows, json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name",
+                                s->name, "address", s->address, "connected", s->connected, "credit",
+                                (json_int_t)s->credit, "inflight", (json_int_t)s->inflight,
+                                "dispatched", (json_int_t)s->dispatched, "sent",
+                                (json_int_t)s->sent, "failed", (json_int_t)s->failed, "dead",
+                                (json_int_t)s->dead, "requeued", (json_int_t)s->requeued)) != 0) {
+            json_decref(rows);
+            rows = NULL;
+        }
     }
     fq_metrics_sender_list_free(&list);
-    fq_api_reply(call, MHD_HTTP_OK, json_pack("{s:o}", "senders", rows));
+    //  "o" takes rows even when the pack fails (jansson 2.11 and later)
+    s_reply(call, rows ? json_pack("{s:o}", "senders", rows) : NULL);
 }
 
 void fq_api_share(fq_api_call_t *call)
@@ -77,12 +104,22 @@ void fq_api_share(fq_api_call_t *call)
     for (size_t i = 0; tenants && i < list.count; i++) {
         json_t *counts = json_array();
         for (size_t k = 0; counts && k < list.slots; k++)
-            json_array_append_new(counts, json_integer((json_int_t)list.rows[i].dispatched[k]));
-        json_array_append_new(
-            tenants, json_pack("{s:s, s:o}", "name", list.rows[i].name, "dispatched", counts));
+            if (json_array_append_new(counts,
+                                      json_integer((json_int_t)list.rows[i].dispatched[k])) != 0) {
+                json_decref(counts);
+                counts = NULL;
+            }
+        //  A tenant or a slot left out would misdraw the share: the whole
+        //  answer fails instead ("o" takes counts even when the pack fails)
+        if (!counts ||
+            json_array_append_new(tenants, json_pack("{s:s, s:o}", "name", list.rows[i].name,
+                                                     "dispatched", counts)) != 0) {
+            json_decref(tenants);
+            tenants = NULL;
+        }
     }
     fq_metrics_share_list_free(&list);
-    fq_api_reply(call, MHD_HTTP_OK,
-                 json_pack("{s:i, s:o, s:o}", "slot_s", FQ_METRICS_SHARE_SLOT_S, "until",
-                           fq_api_time(until_s), "tenants", tenants));
+    s_reply(call, tenants ? json_pack("{s:i, s:o, s:o}", "slot_s", FQ_METRICS_SHARE_SLOT_S, "until",
+                                      fq_api_time(until_s), "tenants", tenants)
+                          : NULL);
 }

@@ -1,6 +1,6 @@
-/*  fq_api_system.c — /healthz, /metrics and /v1/whoami (api/API.md), and
-    the tenants' rates of the last day that /metrics and the tenant object
-    show. */
+/*  fq_api_system.c — /healthz and /metrics (api/API.md), with the error
+    summary only /metrics shows (the tenants' rates it shows too are
+    fq_api_rates.c's). */
 #include "fq_api_internal.h"
 #include "fq_log.h"
 #include "fq_metrics_holds.h"
@@ -61,18 +61,14 @@ void fq_api_healthz(fq_api_call_t *call)
                            "the database cannot be reached; fairqd keeps trying"));
 }
 
-void fq_api_rates_refresh(fq_api_call_t *call)
+//  The errors of the failed and dead messages, which /metrics alone shows
+//  (fairq_message_errors): read at most once a minute, as the rates are
+//  (fq_metrics.h says why), and on their own clock, so that a GET of the
+//  tenants never pays for them.
+static void s_errors_refresh(fq_api_call_t *call)
 {
-    //  At most once a minute (fq_metrics.h says why): with the pattern of
-    //  hard bounces the nack batch suppresses by, and the error summary
-    if (!call->store || !fq_metrics_tenant_rates_due(call->server->metrics))
+    if (!call->store || !fq_metrics_errors_due(call->server->metrics))
         return;
-    fq_tenant_rates_list_t rates;
-    int read = fq_store_tenant_rates(call->store, call->server->bounce_pattern,
-                                     FQ_STORE_RATES_WINDOW_S, &rates);
-    if (read < 0)
-        fq_log(FQ_LOG_WARNING, "http: tenant rates: %s", fq_store_error(call->store));
-    //  The errors of the failed and dead messages, as often
     fq_error_summary_t errors;
     int summed = fq_store_error_summary(call->store, &(fq_message_filter_t){0}, NULL,
                                         FQ_METRICS_ERRORS_TOP, &errors);
@@ -81,19 +77,6 @@ void fq_api_rates_refresh(fq_api_call_t *call)
     //  A failed read keeps the last figures (and leaves them due)
     fq_metrics_errors(call->server->metrics, summed >= 0 ? &errors : NULL);
     fq_error_summary_free(&errors);
-    fq_metrics_tenant_rates(call->server->metrics, read >= 0 ? &rates : NULL);
-    fq_tenant_rates_free(&rates);
-}
-
-void fq_api_whoami(fq_api_call_t *call)
-{
-    if (!fq_api_query_allowed(call, NULL))
-        return;
-    //  What a console shows and offers: an admin token sees every tenant,
-    //  a tenant's only its own
-    fq_api_reply(call, MHD_HTTP_OK,
-                 json_pack("{s:b, s:o}", "admin", call->owner.admin, "tenant",
-                           call->owner.admin ? json_null() : json_string(call->owner.tenant)));
 }
 
 void fq_api_metrics(fq_api_call_t *call)
@@ -107,8 +90,10 @@ void fq_api_metrics(fq_api_call_t *call)
     if (rc < 0 && call->store && fq_api_reconnect(call))
         rc = fq_store_tenant_list(call->store, &tenants);
     bool have_tenants = rc >= 0;
-    if (have_tenants)
+    if (have_tenants) {
         fq_api_rates_refresh(call);
+        s_errors_refresh(call);
+    }
     char *text = fq_metrics_render(call->server->metrics, call->server->system,
                                    have_tenants ? &tenants : NULL);
     fq_tenant_list_free(&tenants);

@@ -165,13 +165,14 @@ static const s_route_t s_unsubscribe_routes[] = {
 //  their form only to themselves, are framed by no one (clickjacking),
 //  leak no token in a Referer, and are kept by no cache (a token is a
 //  capability).
-static const char *const s_unsubscribe_headers[][2] = {
+static const fq_api_header_t s_unsubscribe_headers[] = {
     {"Content-Security-Policy",
      "default-src 'none'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"},
     {"X-Frame-Options", "DENY"},
     {"X-Content-Type-Options", "nosniff"},
     {"Referrer-Policy", "no-referrer"},
     {"Cache-Control", "no-store"},
+    {NULL, NULL},
 };
 
 //  A path cut into its segments, each decoded: the segments one after the
@@ -408,26 +409,33 @@ bool fq_api_require_admin(fq_api_call_t *call)
 //  Queues the call's answer on its connection.
 static enum MHD_Result s_send(fq_api_call_t *call)
 {
-    char *text;
-    size_t size;
+    struct MHD_Response *response;
     const char *type;
     if (call->text) {
-        text = call->text;
+        char *text = call->text;
         call->text = NULL;
         type = call->text_type;
+        response = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+        if (!response)
+            free(text);
+    } else if (call->static_text) {
+        //  Static bytes: libmicrohttpd reads them where they are, and
+        //  never writes or frees them (the cast only fits its signature)
+        type = call->text_type;
+        response = MHD_create_response_from_buffer(call->static_size, (void *)call->static_text,
+                                                   MHD_RESPMEM_PERSISTENT);
     } else {
         if (!call->json)
             fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR, "no answer");
-        text = json_dumps(call->json, JSON_COMPACT);
+        char *text = json_dumps(call->json, JSON_COMPACT);
         type = S_CONTENT_JSON;
+        response = text ? MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE)
+                        : NULL;
+        if (!response)
+            free(text);
     }
-    size = text ? strlen(text) : 0;
-    struct MHD_Response *response =
-        text ? MHD_create_response_from_buffer(size, text, MHD_RESPMEM_MUST_FREE) : NULL;
-    if (!response) {
-        free(text);
+    if (!response)
         return MHD_NO;
-    }
     MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     if (call->status == MHD_HTTP_UNAUTHORIZED)
         MHD_add_response_header(response, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
@@ -437,12 +445,12 @@ static enum MHD_Result s_send(fq_api_call_t *call)
         MHD_add_response_header(response, MHD_HTTP_HEADER_RETRY_AFTER, call->retry_after);
     if (call->replayed)
         MHD_add_response_header(response, S_HEADER_REPLAYED, "true");
-    for (const fq_api_header_t *header = call->headers; header && header->name; header++)
+    //  Every answer of the unsubscribe listener, its errors too, carries
+    //  the headers of a page facing the internet (its handlers set none)
+    const fq_api_header_t *headers =
+        call->server->unsubscribe_pages ? s_unsubscribe_headers : call->headers;
+    for (const fq_api_header_t *header = headers; header && header->name; header++)
         MHD_add_response_header(response, header->name, header->value);
-    for (size_t i = 0; call->server->unsubscribe_pages &&
-                       i < sizeof s_unsubscribe_headers / sizeof s_unsubscribe_headers[0];
-         i++)
-        MHD_add_response_header(response, s_unsubscribe_headers[i][0], s_unsubscribe_headers[i][1]);
     //  libmicrohttpd closes the connection after an answer that says so
     if (call->close)
         MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -906,6 +914,24 @@ static bool s_safe_method(const char *method)
     return strcmp(method, MHD_HTTP_METHOD_GET) == 0 || strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
 }
 
+//  Forgets the answer a handler gave, before it runs again: every field
+//  of "The answer" in fq_api_call_t but close, which the framing of the
+//  call set, not the handler.
+static void s_answer_reset(fq_api_call_t *call)
+{
+    json_decref(call->json);
+    call->json = NULL;
+    free(call->text);
+    call->text = NULL;
+    call->static_text = NULL;
+    call->static_size = 0;
+    call->text_type = NULL;
+    call->status = 0;
+    call->allow[0] = call->retry_after[0] = '\0';
+    call->replayed = false;
+    call->headers = NULL;
+}
+
 //  Runs the admitted call's handler, once its body is complete. A read
 //  whose database connection was cut under it (and made again) runs once
 //  more; a change answers 503, as it may or may not have been made.
@@ -930,14 +956,7 @@ static void s_run(fq_api_call_t *call, s_upload_t *upload)
         upload->route->handler(call);
         if (!call->lost || attempt > 0 || !s_safe_method(call->method))
             return;
-        json_decref(call->json);
-        call->json = NULL;
-        free(call->text);
-        call->text = NULL;
-        call->status = 0;
-        call->allow[0] = call->retry_after[0] = '\0';
-        call->replayed = false;
-        call->headers = NULL;
+        s_answer_reset(call);
     }
 }
 

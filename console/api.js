@@ -7,6 +7,11 @@
 
 const TOKEN_KEY = "fairq.token";
 
+// Counts tokens set and forgotten: a call answered after the token it
+// was made with was forgotten or replaced is dropped (SignedOut), so that
+// one session's data never shows in the next.
+let epoch = 0;
+
 export class ApiError extends Error {
   constructor(status, code, detail) {
     super(detail || code || `HTTP ${status}`);
@@ -15,15 +20,25 @@ export class ApiError extends Error {
   }
 }
 
+// Thrown by a call whose session ended while it was out; not an error to
+// show, only the end of what the call was for.
+export class SignedOut extends Error {
+  constructor() {
+    super("signed out");
+  }
+}
+
 export function token() {
   return sessionStorage.getItem(TOKEN_KEY);
 }
 
 export function setToken(value) {
+  epoch++;
   sessionStorage.setItem(TOKEN_KEY, value);
 }
 
 export function forgetToken() {
+  epoch++;
   sessionStorage.removeItem(TOKEN_KEY);
 }
 
@@ -38,8 +53,10 @@ export function withQuery(path, query) {
 
 // Calls method path (a body is sent as JSON); resolves to the answer's
 // JSON, or rejects with an ApiError holding fairqd's error and detail
-// (status 0: fairqd could not be reached).
+// (status 0: fairqd could not be reached), or with SignedOut when the
+// token changed meanwhile.
 export async function call(method, path, body) {
+  const calledIn = epoch;
   const headers = { Authorization: `Bearer ${token()}` };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let answer;
@@ -52,9 +69,11 @@ export async function call(method, path, body) {
       credentials: "omit",
     });
   } catch (error) {
+    if (epoch !== calledIn) throw new SignedOut();
     throw new ApiError(0, "unreachable", `fairqd cannot be reached (${error.message})`);
   }
   const text = await answer.text();
+  if (epoch !== calledIn) throw new SignedOut();
   let json = null;
   try {
     json = text ? JSON.parse(text) : null;

@@ -2,7 +2,7 @@
 // refresh. What each view shows is in its own view_*.js; docs/console.md
 // describes the console as its users see it.
 
-import { ApiError, call, forgetToken, setToken, token } from "./api.js";
+import { ApiError, SignedOut, call, forgetToken, setToken, token } from "./api.js";
 import * as tenants from "./view_tenants.js";
 import * as requests from "./view_requests.js";
 import * as messages from "./view_messages.js";
@@ -10,15 +10,22 @@ import * as destinations from "./view_destinations.js";
 import * as senders from "./view_senders.js";
 
 // As fairq top: quick enough to watch a backlog drain, and a trifle for
-// fairqd (its in-memory figures, and a few indexed reads).
+// fairqd (its in-memory figures, and a few indexed reads). The next
+// refresh is timed from the end of the last, so a slow fairqd is asked
+// less often, never more.
 const REFRESH_MS = 2000;
+
+// A tab reloaded while fairqd is away (restarting, failing over) keeps
+// its token and tries again this often.
+const RESUME_MS = 5000;
 
 const VIEWS = { tenants, requests, messages, destinations, senders };
 
 const state = {
   session: null, // {admin, tenant} from GET /v1/whoami; null: signed out
   view: "tenants",
-  timer: null,
+  timer: null, // the next live refresh
+  resumeTimer: null, // the next try to resume a reloaded tab's session
   refreshing: false,
   again: false, // a refresh was asked for while one ran
 };
@@ -29,6 +36,14 @@ function showError(error) {
   const banner = $("#error");
   banner.textContent = error ? error.message : "";
   banner.hidden = !error;
+}
+
+// What a failed call means: a token revoked while the console ran signs
+// it out; a call of an ended session is dropped; anything else is shown.
+function fail(error) {
+  if (error instanceof SignedOut) return;
+  if (error instanceof ApiError && error.status === 401) signOut("The token is no longer valid.");
+  else showError(error);
 }
 
 // Shows what the session may see: admin-only tabs and fields are hidden
@@ -47,12 +62,37 @@ function showSignedIn(session) {
   }
 }
 
+// Empties everything a session showed and the filters it typed: the next
+// one, perhaps another tenant's, starts from a blank page.
+function clearViews() {
+  for (const id of Object.keys(VIEWS))
+    for (const body of document.querySelectorAll(`#view-${id} tbody`)) body.replaceChildren();
+  $("#share").replaceChildren();
+  $("#share-legend").replaceChildren();
+  $("#messages-count").textContent = "";
+  $("#message-search").reset();
+  $("#requests-status").selectedIndex = 0;
+  $("#requests-tenant").value = "";
+  $("#updated").textContent = "";
+}
+
 function showView(name) {
   state.view = name;
   for (const id of Object.keys(VIEWS)) $(`#view-${id}`).hidden = id !== name;
   for (const button of document.querySelectorAll("nav button"))
     button.setAttribute("aria-current", String(button.dataset.view === name));
   refresh();
+}
+
+// The next live refresh, REFRESH_MS after the last ended. A hidden tab
+// is not refreshed (nobody looks); it is again as soon as it shows.
+function scheduleRefresh() {
+  clearTimeout(state.timer);
+  state.timer = setTimeout(() => {
+    state.timer = null;
+    if (VIEWS[state.view].live && !document.hidden) refresh();
+    else scheduleRefresh();
+  }, REFRESH_MS);
 }
 
 // Refreshes the view shown; one refresh at a time (a slow fairqd must
@@ -66,23 +106,25 @@ async function refresh() {
   }
   state.refreshing = true;
   state.again = false;
+  clearTimeout(state.timer);
   try {
     await VIEWS[state.view].refresh(state.session);
     showError(null);
     document.body.dataset.refreshes = String(Number(document.body.dataset.refreshes) + 1);
     $("#updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
   } catch (error) {
-    // A token revoked while the console ran signs it out
-    if (error instanceof ApiError && error.status === 401) signOut("The token is no longer valid.");
-    else showError(error);
+    fail(error);
   } finally {
     state.refreshing = false;
   }
+  if (!state.session) return;
   if (state.again) refresh();
+  else scheduleRefresh();
 }
 
 async function signIn(event) {
   event.preventDefault();
+  clearTimeout(state.resumeTimer);
   const input = $("#token");
   const value = input.value.trim();
   input.value = "";
@@ -91,6 +133,7 @@ async function signIn(event) {
   try {
     await start();
   } catch (error) {
+    if (error instanceof SignedOut) return;
     forgetToken();
     $("#signin-error").textContent =
       error instanceof ApiError && error.status === 401
@@ -101,9 +144,11 @@ async function signIn(event) {
 
 function signOut(reason) {
   forgetToken();
-  clearInterval(state.timer);
+  clearTimeout(state.timer);
+  clearTimeout(state.resumeTimer);
   state.timer = null;
   state.session = null;
+  clearViews();
   showSignedIn(null);
   $("#signin-error").textContent = reason || "";
   $("#token").focus();
@@ -113,13 +158,27 @@ function signOut(reason) {
 async function start() {
   const session = await call("GET", "/v1/whoami");
   state.session = session;
+  clearViews();
   showSignedIn(session);
   if (!session.admin && VIEWS[state.view].adminOnly) state.view = "tenants";
   showView(state.view);
-  clearInterval(state.timer);
-  state.timer = setInterval(() => {
-    if (VIEWS[state.view].live) refresh();
-  }, REFRESH_MS);
+}
+
+// A reloaded tab's token: signed in again, unless fairqd says the token
+// is no longer valid. fairqd away keeps the token and tries again.
+async function resume() {
+  try {
+    await start();
+  } catch (error) {
+    if (error instanceof SignedOut) return;
+    if (error instanceof ApiError && error.status === 401) {
+      signOut("The token is no longer valid.");
+      return;
+    }
+    $("#signin-error").textContent =
+      `${error.message}; trying again in ${RESUME_MS / 1000} s.`;
+    state.resumeTimer = setTimeout(resume, RESUME_MS);
+  }
 }
 
 function main() {
@@ -127,10 +186,13 @@ function main() {
   $("#signout").addEventListener("click", () => signOut(""));
   for (const button of document.querySelectorAll("nav button"))
     button.addEventListener("click", () => showView(button.dataset.view));
-  for (const view of Object.values(VIEWS)) view.setup({ refresh, showError });
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden && state.session && VIEWS[state.view].live) refresh();
+  });
+  for (const view of Object.values(VIEWS)) view.setup({ refresh, showError: fail });
   showSignedIn(null);
   // A reload of the tab keeps its token, as the tab's session does
-  if (token()) start().catch(() => signOut(""));
+  if (token()) resume();
 }
 
 main();

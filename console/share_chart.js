@@ -28,16 +28,17 @@ function x(i, n) {
   return (i / n) * WIDTH;
 }
 
-// Draws share (GET /v1/share's answer) into box, and its legend.
-export function drawShare(box, legend, share) {
+// Draws share (GET /v1/share's answer) into box, and its legend, for
+// session (GET /v1/whoami's answer).
+export function drawShare(box, legend, share, session) {
   const tenants = share.tenants;
   const slots = tenants.length ? tenants[0].dispatched.length : 0;
   const totals = Array.from({ length: slots }, (_, i) =>
     tenants.reduce((sum, t) => sum + t.dispatched[i], 0));
-  // With several tenants each column is split by share (100 % high);
-  // with one (a tenant's own token) the column is its count, against the
-  // busiest slot, so that its own pace shows
-  const shared = tenants.length > 1;
+  // For the admin each column is split by share (100 % high), even while
+  // only one tenant sends; for a tenant's own token (its series only) the
+  // column is its count, against the busiest slot, so its own pace shows
+  const shared = session.admin;
   const busiest = Math.max(1, ...totals);
   const chart = svg("svg", {
     viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img",

@@ -13,7 +13,7 @@ export function setup() {}
 function row(sender) {
   return el(
     "tr",
-    { "data-sender": sender.name, "data-connected": sender.connected },
+    { "data-sender": sender.name, "data-connected": String(sender.connected) },
     el("th", { scope: "row" }, sender.name),
     cell("address", sender.address),
     cell("connected", sender.connected ? "yes" : "no"),

@@ -47,12 +47,13 @@ function row(tenant) {
   );
 }
 
-export async function refresh() {
+export async function refresh(session) {
   const [list, share] = await Promise.all([
     call("GET", "/v1/tenants"),
     call("GET", "/v1/share?minutes=10"),
   ]);
   const table = document.querySelector("#tenants");
   fillTable(table, list.tenants.map(row), "No tenants yet.");
-  drawShare(document.querySelector("#share"), document.querySelector("#share-legend"), share);
+  drawShare(document.querySelector("#share"), document.querySelector("#share-legend"), share,
+    session);
 }

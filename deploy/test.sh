@@ -32,6 +32,8 @@ cmake --build "$ROOT/build/release" -j"$(nproc)" \
 # Sanitizer findings must fail the test, not just print.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# install-deps.sh installed Chromium: e2e.console must run, not skip.
+export FQ_REQUIRE_BROWSER=1
 
 # -t: temporary cluster dir even as root, so a crashed earlier run can't leave a
 # "cluster exists" behind. pg_virtualenv exports PGHOST/PGPORT/PGUSER/PGPASSWORD/PGDATABASE.

@@ -189,6 +189,15 @@ typedef struct {
 //  0016), its channel.
 #define S_ROUTE_KEY_SIZE (FQ_DESTINATION_NAME_SIZE + S_LABEL_MAX + 2)
 
+//  A figure read from the database by the HTTP threads at most once each
+//  FQ_METRICS_RATES_REFRESH_MS (fq_metrics.h says why), and by one caller
+//  at a time.
+typedef struct {
+    int64_t at;   //  now_ms() of the last read
+    bool read;    //  Once read at all
+    bool reading; //  A caller was told to read it, and has not said
+} s_refresh_t;
+
 struct fq_metrics {
     pthread_mutex_t lock;
     zhashx_t *tenants;      //  Tenant id -> s_tenant_t*, owned
@@ -208,10 +217,9 @@ struct fq_metrics {
     //  The tenants' rates as last read (fq_metrics_tenant_rates), by name
     fq_tenant_rates_t *rates;
     size_t nrates;
-    int64_t rates_at;   //  now_ms() of that read
-    bool rates_read;    //  Once read at all
-    bool rates_reading; //  A caller was told to read them, and has not said
-    char *errors;       //  fairq_message_errors' samples as last read; NULL: none yet
+    s_refresh_t rates_refresh;
+    char *errors; //  fairq_message_errors' samples as last read; NULL: none yet
+    s_refresh_t errors_refresh;
 };
 
 typedef enum {
@@ -717,16 +725,51 @@ static int s_sender_view_order(const void *a, const void *b)
     return order ? order : strcmp(x->address, y->address);
 }
 
+//  How often a copy allocates again for a table that grew between its
+//  count and its copy before it copies what fits: tenants and senders come
+//  rarely, so a second try all but always has room.
+#define S_COPY_TRIES 3
+
+//  Rows of size bytes, one for each entry of table and at least one,
+//  allocated outside the lock (a pipeline thread recording must never
+//  wait on an allocation of an HTTP thread's), then the lock taken: a
+//  table that grew in between is counted again, S_COPY_TRIES times at
+//  most. Returns the rows (the caller frees them) with the lock held, and
+//  in *room how many rows there are, the most to copy; NULL when out of
+//  memory, the lock not held.
+static void *s_rows_locked(fq_metrics_t *self, zhashx_t *table, size_t size, size_t *room)
+{
+    pthread_mutex_lock(&self->lock);
+    size_t want = zhashx_size(table);
+    pthread_mutex_unlock(&self->lock);
+    for (int tries = 1;; tries++) {
+        void *rows = calloc(want ? want : 1, size);
+        if (!rows)
+            return NULL;
+        pthread_mutex_lock(&self->lock);
+        size_t now = zhashx_size(table);
+        if (now <= want || tries == S_COPY_TRIES) {
+            *room = want ? want : 1;
+            return rows;
+        }
+        pthread_mutex_unlock(&self->lock);
+        free(rows);
+        want = now;
+    }
+}
+
 int fq_metrics_senders(fq_metrics_t *self, fq_metrics_sender_list_t *list)
 {
     *list = (fq_metrics_sender_list_t){0};
     if (!self)
         return 0;
-    //  Copied under the lock, into rows of fixed size (no allocation per
-    //  sender); sorted after it
-    pthread_mutex_lock(&self->lock);
-    list->rows = calloc(zhashx_size(self->senders) + 1, sizeof *list->rows);
-    for (s_sender_t *sender = list->rows ? zhashx_first(self->senders) : NULL; sender;
+    //  Copied under the lock into rows of fixed size, allocated before it;
+    //  sorted after it
+    size_t room;
+    list->rows = s_rows_locked(self, self->senders, sizeof *list->rows, &room);
+    if (!list->rows)
+        return -1;
+    for (s_sender_t *sender = zhashx_first(self->senders); sender && list->count < room;
          sender = zhashx_next(self->senders)) {
         fq_metrics_sender_view_t *row = &list->rows[list->count++];
         snprintf(row->name, sizeof row->name, "%s", sender->name);
@@ -742,8 +785,6 @@ int fq_metrics_senders(fq_metrics_t *self, fq_metrics_sender_list_t *list)
         row->requeued = counts->outcomes[FQ_METRICS_REQUEUED];
     }
     pthread_mutex_unlock(&self->lock);
-    if (!list->rows)
-        return -1;
     qsort(list->rows, list->count, sizeof *list->rows, s_sender_view_order);
     return 0;
 }
@@ -774,6 +815,19 @@ static int64_t s_share_copy(const s_tenant_t *tenant, int64_t newest, size_t slo
     return sum;
 }
 
+//  Adds tenant's row to list when it was handed a message in the window
+//  of list->slots that ends with newest; a tenant without a name yet, or
+//  whose name went to another id (made again), has none: one row per
+//  name. There is room for it.
+static void s_share_row(fq_metrics_share_list_t *list, const s_tenant_t *tenant, int64_t newest)
+{
+    fq_metrics_share_t *row = &list->rows[list->count];
+    if (*tenant->name && s_share_copy(tenant, newest, list->slots, row) > 0) {
+        memcpy(row->name, tenant->name, sizeof row->name);
+        list->count++;
+    }
+}
+
 int fq_metrics_share(fq_metrics_t *self, size_t slots, const char *tenant,
                      fq_metrics_share_list_t *list)
 {
@@ -784,25 +838,28 @@ int fq_metrics_share(fq_metrics_t *self, size_t slots, const char *tenant,
     *list = (fq_metrics_share_list_t){.slots = slots, .until_in_ms = S_SHARE_SLOT_MS};
     if (!self)
         return 0;
-    pthread_mutex_lock(&self->lock);
-    int64_t now_ms = self->now_ms(self->clock_arg), newest = s_share_slot(now_ms);
-    list->until_in_ms = (newest + 1) * S_SHARE_SLOT_MS - now_ms;
-    list->rows = calloc(zhashx_size(self->tenants) + 1, sizeof *list->rows);
-    for (s_tenant_t *found = list->rows ? zhashx_first(self->tenants) : NULL; found;
-         found = zhashx_next(self->tenants)) {
-        //  A tenant without a name yet, or whose name went to another id
-        //  (made again), has no entry: one row per name
-        if (!*found->name || (tenant && strcmp(found->name, tenant) != 0))
-            continue;
-        fq_metrics_share_t *row = &list->rows[list->count];
-        if (s_share_copy(found, newest, slots, row) > 0) {
-            memcpy(row->name, found->name, sizeof row->name);
-            list->count++;
-        }
-    }
-    pthread_mutex_unlock(&self->lock);
+    //  One tenant's row is looked up by its name; every tenant's are
+    //  copied into rows allocated before the lock (s_rows_locked)
+    size_t room = 1;
+    if (tenant) {
+        list->rows = calloc(room, sizeof *list->rows);
+        if (list->rows)
+            pthread_mutex_lock(&self->lock);
+    } else
+        list->rows = s_rows_locked(self, self->tenants, sizeof *list->rows, &room);
     if (!list->rows)
         return -1;
+    int64_t now_ms = self->now_ms(self->clock_arg), newest = s_share_slot(now_ms);
+    list->until_in_ms = (newest + 1) * S_SHARE_SLOT_MS - now_ms;
+    if (tenant) {
+        const s_tenant_t *found = zhashx_lookup(self->tenant_names, tenant);
+        if (found)
+            s_share_row(list, found, newest);
+    } else
+        for (s_tenant_t *found = zhashx_first(self->tenants); found && list->count < room;
+             found = zhashx_next(self->tenants))
+            s_share_row(list, found, newest);
+    pthread_mutex_unlock(&self->lock);
     qsort(list->rows, list->count, sizeof *list->rows, s_share_order);
     return 0;
 }
@@ -1263,9 +1320,10 @@ static void s_snapshot_rates(s_snapshot_t *snap, fq_metrics_t *self)
         snap->errors = strdup(self->errors);
         snap->failed = snap->failed || !snap->errors;
     }
-    if (!self->rates_read)
+    if (!self->rates_refresh.read)
         return;
-    snap->rates_age_s = (double)(self->now_ms(self->clock_arg) - self->rates_at) / S_MS_PER_S;
+    snap->rates_age_s =
+        (double)(self->now_ms(self->clock_arg) - self->rates_refresh.at) / S_MS_PER_S;
     snap->rates = calloc(self->nrates + 1, sizeof *snap->rates);
     snap->failed = snap->failed || !snap->rates;
     if (snap->rates && self->nrates) {
@@ -1842,18 +1900,40 @@ void fq_metrics_tenant_budget(fq_metrics_t *self, int64_t tenant_id, bool held, 
     pthread_mutex_unlock(&self->lock);
 }
 
-bool fq_metrics_tenant_rates_due(fq_metrics_t *self)
+//  Whether refresh is due, handing the read to the caller when it is.
+static bool s_refresh_due(fq_metrics_t *self, s_refresh_t *refresh)
 {
     if (!self)
         return false;
     pthread_mutex_lock(&self->lock);
-    bool due = !self->rates_reading &&
-               (!self->rates_read ||
-                self->now_ms(self->clock_arg) - self->rates_at >= FQ_METRICS_RATES_REFRESH_MS);
+    bool due = !refresh->reading &&
+               (!refresh->read ||
+                self->now_ms(self->clock_arg) - refresh->at >= FQ_METRICS_RATES_REFRESH_MS);
     if (due)
-        self->rates_reading = true;
+        refresh->reading = true;
     pthread_mutex_unlock(&self->lock);
     return due;
+}
+
+//  The caller told to read says it did: read (now), or failed (still due).
+//  Under the lock.
+static void s_refresh_done(fq_metrics_t *self, s_refresh_t *refresh, bool read)
+{
+    refresh->reading = false;
+    if (read) {
+        refresh->at = self->now_ms(self->clock_arg);
+        refresh->read = true;
+    }
+}
+
+bool fq_metrics_tenant_rates_due(fq_metrics_t *self)
+{
+    return s_refresh_due(self, self ? &self->rates_refresh : NULL);
+}
+
+bool fq_metrics_errors_due(fq_metrics_t *self)
+{
+    return s_refresh_due(self, self ? &self->errors_refresh : NULL);
 }
 
 static int s_rates_order(const void *a, const void *b)
@@ -1874,13 +1954,11 @@ void fq_metrics_tenant_rates(fq_metrics_t *self, const fq_tenant_rates_list_t *r
         qsort(copy, rates->count, sizeof *copy, s_rates_order);
     }
     pthread_mutex_lock(&self->lock);
-    self->rates_reading = false;
+    s_refresh_done(self, &self->rates_refresh, copy != NULL);
     if (copy) {
         free(self->rates);
         self->rates = copy;
         self->nrates = rates->count;
-        self->rates_at = self->now_ms(self->clock_arg);
-        self->rates_read = true;
     }
     pthread_mutex_unlock(&self->lock);
 }
@@ -1910,12 +1988,12 @@ void fq_metrics_tenant_rates_of(fq_metrics_t *self, const char *tenant, double *
 
 void fq_metrics_errors(fq_metrics_t *self, const fq_error_summary_t *errors)
 {
-    if (!self || !errors)
+    if (!self)
         return;
     //  Written before the lock: a scrape never waits for it
     fq_buf_t out = {0};
-    int rc = 0;
-    for (size_t i = 0; i < errors->count; i++) {
+    int rc = errors ? 0 : -1;
+    for (size_t i = 0; errors && i < errors->count; i++) {
         const fq_error_count_t *e = &errors->rows[i];
         rc |= s_out_sample(&out, "fairq_message_errors", "", "tenant", e->tenant);
         rc |= fq_buf_add_str(&out, ",destination=\"");
@@ -1926,14 +2004,15 @@ void fq_metrics_errors(fq_metrics_t *self, const fq_error_summary_t *errors)
         rc |= s_out_label(&out, e->enhanced ? e->enhanced : "");
         rc |= fq_buf_printf(&out, "\"} %" PRId64 "\n", e->count);
     }
+    //  A failed read, or out of memory: the last figures stay, still due
     char *text = rc ? NULL : fq_buf_take(&out);
-    if (!text) {
-        fq_buf_free(&out);
-        return; //  Out of memory: the last figures stay
-    }
+    fq_buf_free(&out);
     pthread_mutex_lock(&self->lock);
-    free(self->errors);
-    self->errors = text;
+    s_refresh_done(self, &self->errors_refresh, text != NULL);
+    if (text) {
+        free(self->errors);
+        self->errors = text;
+    }
     pthread_mutex_unlock(&self->lock);
 }
 

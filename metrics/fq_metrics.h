@@ -121,10 +121,13 @@ typedef struct {
     int64_t until_in_ms;
 } fq_metrics_share_list_t;
 
-//  The share of the last slots (1..FQ_METRICS_SHARE_SLOTS; more are cut)
-//  slots, the newest the current one: a row per named tenant that was
-//  handed a message in the window, only tenant's when tenant is not NULL.
-//  Returns 0, or -1 when out of memory (list then empty).
+//  The share over a window of the last `slots` slots (taken as 1 when
+//  fewer, as FQ_METRICS_SHARE_SLOTS when more), the newest the current
+//  one, still filling: a row per named tenant that was handed a message
+//  in the window, by name; when tenant is not NULL, that tenant's row
+//  alone (none when it was handed nothing). The rows are allocated
+//  outside the lock. Returns 0, or -1 when out of memory (list then
+//  empty).
 int fq_metrics_share(fq_metrics_t *self, size_t slots, const char *tenant,
                      fq_metrics_share_list_t *list);
 void fq_metrics_share_list_free(fq_metrics_share_list_t *list);
@@ -174,10 +177,15 @@ void fq_metrics_tenant_rates_of(fq_metrics_t *self, const char *tenant, double *
 //  scrape with series.
 #define FQ_METRICS_ERRORS_TOP 100
 
-//  The errors of the failed and dead messages, read with the rates
-//  (fq_store_error_summary over every tenant, FQ_METRICS_ERRORS_TOP
-//  groups; borrowed), or NULL when the read failed: the last figures then
-//  stay. Call it before fq_metrics_tenant_rates.
+//  Whether the errors below are due to be read again, as the rates are
+//  (fq_metrics_tenant_rates_due) but on their own clock: only /metrics
+//  shows them, so only it reads them. True hands the read to the caller,
+//  who must then call fq_metrics_errors.
+bool fq_metrics_errors_due(fq_metrics_t *self);
+
+//  The errors of the failed and dead messages (fq_store_error_summary
+//  over every tenant, FQ_METRICS_ERRORS_TOP groups; borrowed), or NULL
+//  when the read failed: the last figures then stay, and they stay due.
 void fq_metrics_errors(fq_metrics_t *self, const fq_error_summary_t *errors);
 
 //  ---------------------------------------------------------------------

@@ -2,11 +2,12 @@
 """test_http_console.py: the web console's files as fairqd serves them
 (docs/console.md): the page at /console and /console/, each file it loads
 with its media type, and on every answer the headers that keep the page
-safe: a Content-Security-Policy with no inline script and no framing, no
-cookie, no caching of an old version. A file the console lacks, a deeper
-path and another method get the router's errors; the token a browser may
-send does not matter, the files being public. What the page does in a
-browser is e2e.console's.
+safe: a Content-Security-Policy with no inline script, no framing and
+Trusted Types with no policy, no cookie, no caching of an old version. A
+file the console lacks, a deeper path, an empty segment (a doubled or
+trailing '/') and another method get the router's errors; the token a
+browser may send does not matter, the files being public. What the page
+does in a browser is e2e.console's.
 """
 
 import html.parser
@@ -59,6 +60,10 @@ class ConsoleFilesTest(APITest):
         self.assertEqual(directives.get("script-src"), ["'self'"], f"{what}: {policy}")
         self.assertEqual(directives.get("connect-src"), ["'self'"], f"{what}: {policy}")
         self.assertEqual(directives.get("frame-ancestors"), ["'none'"], f"{what}: {policy}")
+        # Trusted Types with no policy: no HTML string ever reaches a DOM sink
+        self.assertEqual(directives.get("require-trusted-types-for"), ["'script'"],
+                         f"{what}: {policy}")
+        self.assertEqual(directives.get("trusted-types"), ["'none'"], f"{what}: {policy}")
         self.assertNotIn("unsafe-inline", policy, what)
         self.assertNotIn("unsafe-eval", policy, what)
         self.assertEqual(headers.get("X-Frame-Options"), "DENY", what)
@@ -124,6 +129,18 @@ class ConsoleFilesTest(APITest):
                           "an escaped '/'")
         # The API itself still wants its token
         self.assert_error(self.api("GET", "/v1/tenants", token=None), 401, "the API")
+
+    def test_empty_segments_route_nowhere(self):
+        """A trailing or doubled '/' is an empty segment, which only
+        /console/ has a route for: /console//, /v1/tenants/ and
+        /v1//tenants are 404s, never the page, the list or a tenant named
+        ""; the token is good, so it is the router that answers."""
+        self.start()
+        for path in ("/console//", "/v1/tenants/", "/v1//tenants"):
+            self.assert_error(self.api("GET", path), 404, f"GET {path}")
+        # Their neighbours without the extra '/' still answer
+        self.assertEqual(self.api("GET", "/console/", token=None)[0], 200)
+        self.assertEqual(self.api("GET", "/v1/tenants")[0], 200)
 
 
 if __name__ == "__main__":

@@ -153,6 +153,12 @@ class LiveTest(APITest):
         self.assertEqual({t["name"]: sum(t["dispatched"]) for t in minute["tenants"]},
                          {"acme": 12, "bravo": 5}, minute)
 
+        # The longest window, asked for: as many slots as the default
+        longest = self.share(f"?minutes={SHARE_MINUTES}")
+        self.assertEqual({t["name"]: len(t["dispatched"]) for t in longest["tenants"]},
+                         {"acme": SHARE_MINUTES * SLOTS_PER_MINUTE,
+                          "bravo": SHARE_MINUTES * SLOTS_PER_MINUTE}, longest)
+
         # A tenant token: its own entry only, none for a tenant with none
         bravo = self.new_token("bravo")
         mine = self.share("?minutes=5", token=bravo)

@@ -31,7 +31,10 @@ One fairqd run, what a user sees, in order:
   7. A tenant's token sees its own tenant and requests only, its message
      search finds no other tenant's message, and the admin-only views
      (destinations, senders) are hidden from it.
-  8. No token is ever in the page's address, nor in fairqd's log.
+  8. A reload while fairqd's database is down (fairqd answers 503) keeps
+     the token and says it tries again; once the database is back the tab
+     is signed in again.
+  9. No token is ever in the page's address, nor in fairqd's log.
 
 Screenshots (PNG) go to $FQ_CONSOLE_SCREENSHOTS (CMake sets it to
 build/.../tests/e2e/console-screenshots), else into the harness's directory:
@@ -43,7 +46,10 @@ that its share chart shows minutes of sending (the README's pictures).
 
 Without a browser (chromium, chromedriver or python3-selenium missing, or
 no browser session can be made) the test says why and exits 77, which
-CTest counts as skipped (SKIP_RETURN_CODE). Whatever else goes wrong fails.
+CTest counts as skipped (SKIP_RETURN_CODE); with FQ_REQUIRE_BROWSER=1
+(deploy/test.sh sets it, as it installs the browser) it fails instead, so
+a browser broken by an upgrade cannot turn the test into a silent skip.
+Whatever else goes wrong fails.
 """
 
 import base64
@@ -52,6 +58,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -80,6 +87,10 @@ FAIRQD = {"poll_ms": 200}
 # The console refreshes about every 2 s; a look waits a few of those
 # (sanitizer builds on 2 cores, a browser besides)
 LOOK_S = 15
+
+# How long PostgreSQL is down while the browser reloads (step 8): long
+# enough for the reload and the page's first answer, a 503
+DB_DOWN_S = 6
 # The browser's own deadlines: a page load, a script
 PAGE_LOAD_S = 30
 
@@ -445,7 +456,7 @@ class ConsoleTest(E2ETest):
                 pass
             raise
 
-        # 8. No token in fairqd's log
+        # 9. No token in fairqd's log
         log = self.fairqd.text()
         for name, token in (("admin", admin), ("tenant", tenant_token), ("refused", wrong)):
             self.assertNotIn(token, log, f"the {name} token is in fairqd's log")
@@ -656,6 +667,14 @@ class ConsoleTest(E2ETest):
         for view in ("tenants", "requests", "messages", "destinations", "senders"):
             self.assertIs(self.is_hidden(f"section#view-{view}"), True,
                           f"the {view} view shows after signing out")
+            # Nothing of the admin's session is left for the next one
+            self.assertEqual(self.count(f"section#view-{view} tbody tr"), 0,
+                             f"the {view} view kept its rows after signing out")
+        self.assertEqual(self.count("#share svg, #share-legend li"), 0,
+                         "the share chart kept after signing out")
+        self.assertEqual(self.js("return document.querySelector(arguments[0]).value;",
+                                 'form#message-search input[name="to"]'), "",
+                         "the message search kept its address after signing out")
         driver.refresh()
         self.until(lambda: driver.find_element("css selector", "form#signin").is_displayed(),
                    "the sign-in form after a reload, signed out")
@@ -696,6 +715,27 @@ class ConsoleTest(E2ETest):
         self.assertEqual(self.count("table#messages tbody tr[data-message]"), 0,
                          "small's search found acme's message")
         self.url_has_no_token(*tokens)
+
+        # 8. A reload while fairqd's database is away (a restart, a
+        # failover) keeps the token and signs in again once it is back:
+        # fairqd answers 503, which must not sign every console out
+        restart = threading.Thread(target=h.restart_postgres, kwargs={"down_s": DB_DOWN_S})
+        restart.start()
+        try:
+            self.until(lambda: h._run(["psql", "-X", "-At", "-d", h.dbname, "-c", "SELECT 1"])
+                       .returncode != 0, "PostgreSQL to go down")
+            driver.refresh()
+            self.until(lambda: "trying again" in (self.text("#signin-error") or ""),
+                       "the sign-in page to say it tries again",
+                       describe=lambda: f"#signin-error says {self.text('#signin-error')!r}")
+            self.assertNotEqual(self.storage()[0], {},
+                                "the token forgotten while the database was away")
+        finally:
+            restart.join()
+        self.until(lambda: self.text("#who") == "tenant small", "signed in again as small",
+                   timeout=LOOK_S + 10,
+                   describe=lambda: f"#who {self.text('#who')!r}, "
+                                    f"#signin-error {self.text('#signin-error')!r}")
         self.sign_out()
         self.assertEqual(self.storage()[0], {}, "sessionStorage not empty after signing out")
 
@@ -714,6 +754,10 @@ if __name__ == "__main__":
     # Only a missing or broken browser skips; the harness's own checks
     # (programs, psql) come after, in fq_e2e.main
     reason = probe_browser()
+    if reason and os.environ.get("FQ_REQUIRE_BROWSER") == "1":
+        print(f"test_console: FAILED: FQ_REQUIRE_BROWSER=1 and {reason}",
+              file=sys.stderr, flush=True)
+        sys.exit(1)
     if reason:
         print(f"test_console: skipped: {reason}", file=sys.stderr, flush=True)
         sys.exit(SKIP)

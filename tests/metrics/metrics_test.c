@@ -847,6 +847,36 @@ static void test_message_errors(void **state)
     fq_metrics_destroy(&metrics);
 }
 
+//  The errors are read on their own clock, not the rates': a GET of the
+//  tenants reads the rates alone, and /metrics the errors as well
+static void test_message_errors_due(void **state)
+{
+    (void)state;
+    fq_metrics_t *metrics = fq_metrics_new();
+    int64_t now = 5 * S_SECOND_MS;
+    fq_metrics_set_clock(metrics, s_fake_now, &now);
+    //  The rates read does not make the errors read, nor the other way
+    assert_true(fq_metrics_tenant_rates_due(metrics));
+    fq_metrics_tenant_rates(metrics, &s_rates);
+    assert_true(fq_metrics_errors_due(metrics));
+    //  Handed to one caller: a second scrape at the same time reads none
+    assert_false(fq_metrics_errors_due(metrics));
+    //  A failed read leaves them due, the rates not
+    fq_metrics_errors(metrics, NULL);
+    assert_true(fq_metrics_errors_due(metrics));
+    fq_metrics_errors(metrics, &s_errors);
+    assert_false(fq_metrics_errors_due(metrics));
+    assert_false(fq_metrics_tenant_rates_due(metrics));
+    //  A minute on, both are due again
+    now += FQ_METRICS_RATES_REFRESH_MS;
+    assert_true(fq_metrics_errors_due(metrics));
+    assert_true(fq_metrics_tenant_rates_due(metrics));
+    fq_metrics_errors(metrics, &s_errors);
+    fq_metrics_tenant_rates(metrics, &s_rates);
+    assert_false(fq_metrics_errors_due(NULL));
+    fq_metrics_destroy(&metrics);
+}
+
 //  ---------------------------------------------------------------------
 
 //  Prints an exposition with every family filled, for the format check.
@@ -891,6 +921,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_destinations),
         cmocka_unit_test(test_tenant_rates),
         cmocka_unit_test(test_message_errors),
+        cmocka_unit_test(test_message_errors_due),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,8 +26,8 @@ One fairqd run, what a user sees, in order:
   5. A reload of the tab keeps the session (the token is in sessionStorage);
      the destinations and senders views list what fairqd has.
   6. Signing out forgets the token (sessionStorage empty, nothing in
-     localStorage or cookies) and shows the sign-in form, also after a
-     reload.
+     localStorage or cookies), empties every view, the share chart and the
+     message search, and shows the sign-in form, also after a reload.
   7. A tenant's token sees its own tenant and requests only, its message
      search finds no other tenant's message, and the admin-only views
      (destinations, senders) are hidden from it.

@@ -10,7 +10,7 @@
 -- any tenant has a webhook or not. The pipeline benchmark saw it as half a
 -- PostgreSQL backend busy with the pass during a million-message load.
 -- Here each endpoint with a batch reads its message through a LATERAL
--- lookup by request_id (messages_request_idx): a pass with no batch reads
+-- lookup on an index of request_id: a pass with no batch reads
 -- no message at all. The rest of the function is 0020's, unchanged.
 
 CREATE OR REPLACE FUNCTION fairq.webhooks_feed(p_batch integer, p_bytes integer, p_scan integer,

@@ -109,7 +109,8 @@ fq_store_t *fq_api_store(fq_api_call_t *call);
 //  the matter, or it cannot be made (the thread then pauses before trying).
 bool fq_api_reconnect(fq_api_call_t *call);
 
-//  Answers status with json (taken over; NULL answers {}).
+//  Answers status with json (taken over). NULL, jansson's out of memory,
+//  answers 500.
 void fq_api_reply(fq_api_call_t *call, unsigned status, json_t *json);
 
 //  Answers 204 with no body (a delete done).

@@ -27,19 +27,6 @@ _Static_assert(S_SHARE_MINUTES_MAX >= 1 &&
                    S_SHARE_MINUTES_MAX * S_SLOTS_PER_MINUTE <= FQ_METRICS_SHARE_SLOTS,
                "the longest /v1/share window fits the metrics' ring of slots");
 
-//  Answers 200 with body, built by jansson: NULL (out of memory somewhere
-//  in it, which jansson says only by a NULL) is a 500, never an empty
-//  object in place of the figures.
-static void s_reply(fq_api_call_t *call, json_t *body)
-{
-    if (!body) {
-        fq_api_fail(call, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                    "the answer could not be written as JSON (out of memory)");
-        return;
-    }
-    fq_api_reply(call, MHD_HTTP_OK, body);
-}
-
 //  Milliseconds of the wall clock: the share is kept on the monotonic one,
 //  and only its "until" is told as a time.
 static int64_t s_wall_ms(void)
@@ -79,7 +66,7 @@ void fq_api_sender_list(fq_api_call_t *call)
     }
     fq_metrics_sender_list_free(&list);
     //  "o" takes rows even when the pack fails (jansson 2.11 and later)
-    s_reply(call, rows ? json_pack("{s:o}", "senders", rows) : NULL);
+    fq_api_reply(call, MHD_HTTP_OK, rows ? json_pack("{s:o}", "senders", rows) : NULL);
 }
 
 void fq_api_share(fq_api_call_t *call)
@@ -119,7 +106,8 @@ void fq_api_share(fq_api_call_t *call)
         }
     }
     fq_metrics_share_list_free(&list);
-    s_reply(call, tenants ? json_pack("{s:i, s:o, s:o}", "slot_s", FQ_METRICS_SHARE_SLOT_S, "until",
-                                      fq_api_time(until_s), "tenants", tenants)
-                          : NULL);
+    fq_api_reply(call, MHD_HTTP_OK,
+                 tenants ? json_pack("{s:i, s:o, s:o}", "slot_s", FQ_METRICS_SHARE_SLOT_S, "until",
+                                     fq_api_time(until_s), "tenants", tenants)
+                         : NULL);
 }

@@ -255,8 +255,16 @@ static const char *s_error_code(unsigned status)
 void fq_api_reply(fq_api_call_t *call, unsigned status, json_t *json)
 {
     json_decref(call->json);
+    //  jansson tells of out of memory anywhere in a body only by a NULL: a
+    //  500, never an answer with the figures missing (and should even that
+    //  fail, s_send answers the NULL with its own 500)
+    if (!json) {
+        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+        json = json_pack("{s:s, s:s}", "error", s_error_code(status), "detail",
+                         "the answer could not be written as JSON (out of memory)");
+    }
     call->status = status;
-    call->json = json ? json : json_object();
+    call->json = json;
 }
 
 void fq_api_reply_empty(fq_api_call_t *call)

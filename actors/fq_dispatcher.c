@@ -199,6 +199,8 @@ typedef struct {
     zhashx_t *inflight;  //  message id -> s_flight_t*, owned
     zhashx_t *templates; //  request id -> s_templates_t*, owned
     size_t template_bytes;
+    //  A DISPATCH's requests whose templates are not cached (s_dispatch)
+    int64_t wanted[FQ_STORE_TEMPLATES_MAX];
     s_lane_t **lanes; //  Per channel, each its own allocation: flights point to it
     size_t nlanes, lanes_capacity;
     uint64_t *acks; //  Acks gathered for the store
@@ -1057,6 +1059,20 @@ static s_templates_t *s_templates_take(s_self_t *self, fq_request_templates_t *t
     return templates;
 }
 
+//  Adds request_id to the nwanted requests of wanted (room for
+//  FQ_STORE_TEMPLATES_MAX) unless its templates are cached or it is
+//  there already. Returns how many are wanted now.
+static size_t s_want_templates(s_self_t *self, int64_t *wanted, size_t nwanted, int64_t request_id)
+{
+    if (nwanted == FQ_STORE_TEMPLATES_MAX || fq_intkey_lookup(self->templates, request_id))
+        return nwanted;
+    for (size_t i = 0; i < nwanted; i++)
+        if (wanted[i] == request_id)
+            return nwanted;
+    wanted[nwanted] = request_id;
+    return nwanted + 1;
+}
+
 //  Loads the templates of ids (not cached, maybe with repeats) into the
 //  cache.
 static void s_templates_load(s_self_t *self, fq_store_t *store, int64_t *ids, size_t n)
@@ -1525,6 +1541,7 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     }
     fq_intkeys_use(batch);
     uint32_t nids = 0;
+    size_t nwanted = 0;
     for (uint32_t i = 0; i < n; i++) {
         //  Already in flight (its request was paged again), or twice in this
         //  batch (a retry claimed again): sent once is enough
@@ -1534,12 +1551,26 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
         else {
             fq_intkey_insert(batch, messages[i], (void *)(uintptr_t)(i + 1));
             ids[nids++] = (int64_t)messages[i];
+            nwanted = s_want_templates(self, self->wanted, nwanted, (int64_t)requests[i]);
         }
     }
     fq_store_t *store = self->draining ? NULL : fq_db_store(self->db);
     fq_message_rows_t rows = {0};
     int64_t started = zclock_usecs();
-    int loaded = store ? fq_store_load_messages(store, ids, nids, &rows) : FQ_EDB;
+    //  A new request's templates come with its first messages, in the
+    //  same round trip
+    fq_templates_ask_t ask = {.ids = self->wanted,
+                              .count = nwanted,
+                              .out = nwanted ? calloc(nwanted, sizeof *ask.out) : NULL};
+    int loaded =
+        store ? fq_store_load_with(store, ids, nids, ask.out ? &ask : NULL, &rows) : FQ_EDB;
+    for (int i = 0; loaded >= 0 && i < ask.loaded; i++) {
+        int rc;
+        char error[S_ERROR_MAX];
+        //  One that does not parse is loaded again alone to say why
+        s_templates_take(self, &ask.out[i], &rc, error, sizeof error);
+    }
+    free(ask.out);
     if (store && nids > 0)
         fq_metrics_batch_db(self->metrics, FQ_METRICS_DB_LOAD, nids, zclock_usecs() - started,
                             loaded >= 0);

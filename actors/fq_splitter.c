@@ -16,10 +16,13 @@
 
     Each message is stamped with its destination as it is written (0016):
     the destination naming its recipient's domain, or an http request's
-    URL host, or "default". The domains are read again at most every
-    S_DOMAINS_MS, so a change of a destination's domains reaches the
-    messages split from then on; the scheduler hears which destinations
-    each chunk went to in SPLIT_DONE. */
+    URL host, or "default". The domains are read again between splits,
+    every S_DOMAINS_MS / 2, so a change of a destination's domains reaches
+    the messages split from a second after it at the latest; the
+    scheduler hears which destinations each chunk went to in SPLIT_DONE.
+
+    The request's templates are read in the split's first round trip
+    (fq_store_split_chunk_with), and worked out there (s_prepare). */
 #include "fq_channel.h"
 #include "fq_db.h"
 #include "fq_log.h"
@@ -30,8 +33,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-//  How old the splitter's copy of the destinations' domains may grow.
+//  How old the splitter's copy of the destinations' domains may be at a
+//  split. A timer reads them again every half of it, between splits, so
+//  that a split seldom waits for that query too: under load each round
+//  trip to a busy server is a wait, and a new tenant's request waits for
+//  its split.
 #define S_DOMAINS_MS 1000
+
+//  Room for why a split failed: the store's message, which may quote a
+//  template's error.
+#define S_ERROR_SIZE 1024
 
 typedef struct {
     fq_pipeline_config_t *config;
@@ -57,13 +68,13 @@ static void s_string_free(void **item)
     *item = NULL;
 }
 
-//  Reads the named domains again when the copy is older than
-//  S_DOMAINS_MS; keeps the old copy when the database fails (the split
-//  itself then fails too, and is tried again).
-static void s_domains_refresh(s_self_t *self, fq_store_t *store)
+//  Reads the named domains again when the copy is max_age_ms old or
+//  older; keeps the old copy when the database fails (a split then fails
+//  too, and is tried again).
+static void s_domains_refresh(s_self_t *self, fq_store_t *store, int64_t max_age_ms)
 {
     int64_t now = zclock_mono();
-    if (self->domains_read && now - self->domains_read < S_DOMAINS_MS)
+    if (self->domains_read && now - self->domains_read < max_age_ms)
         return;
     zhashx_t *domains = zhashx_new();
     if (!domains)
@@ -178,45 +189,69 @@ static int s_required_fields(uint64_t request_id, const fq_request_templates_t *
     return 0;
 }
 
+//  What one split works out from its request's templates
+//  (fq_split_prepare_fn), which lasts until the split is told.
+typedef struct {
+    s_self_t *self;
+    uint64_t request_id;
+    s_parsed_t parsed;
+    const char **names; //  The required fields (into parsed); free()
+    char host[256];     //  An http request's URL host
+    int64_t tenant_id;  //  For the metrics, with its name (free())
+    char *tenant;
+} s_split_t;
+
+//  The fields every recipient must have, by the templates, and where the
+//  messages go: mail by each recipient's domain, an http request's
+//  messages all to its URL's host, another channel's to "default".
+static int s_prepare(const fq_request_templates_t *templates, fq_split_fields_t *fields,
+                     char *error, size_t error_size, void *arg)
+{
+    s_split_t *split = arg;
+    s_self_t *self = split->self;
+    split->tenant_id = templates->tenant_id;
+    free(split->tenant);
+    split->tenant = strdup(templates->tenant);
+    size_t count = 0, nheader = 0;
+    int rc = s_required_fields(split->request_id, templates, &split->parsed, &split->names, &count,
+                               &nheader, error, error_size);
+    if (rc)
+        return rc;
+    *fields = (fq_split_fields_t){split->names, count, nheader};
+    self->destinations.fixed = NULL;
+    if (strcmp(templates->channel, FQ_CHANNEL_HTTP) == 0) {
+        fq_http_url_host(templates->http_url, split->host, sizeof split->host);
+        const char *name = split->host[0] ? s_of_domain(split->host, self) : NULL;
+        self->destinations.fixed = name ? name : FQ_STORE_DESTINATION_DEFAULT;
+    }
+    return 0;
+}
+
 //  Splits one chunk of request; tells the scheduler what happened.
 static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
 {
     fq_split_done_t done = {.request = request_id, .error = ""};
-    char error[FQ_TEMPLATE_ERROR_SIZE + 64] = "";
+    char error[S_ERROR_SIZE] = "";
     fq_store_t *store = fq_db_store(self->db);
-    fq_request_templates_t templates = {0};
-    s_parsed_t parsed = {0};
-    const char **names = NULL;
-    size_t count = 0, nheader = 0;
-    int rc = store ? fq_store_request_templates(store, (int64_t)request_id, &templates) : FQ_EDB;
-    if (rc == 0)
-        rc = s_required_fields(request_id, &templates, &parsed, &names, &count, &nheader, error,
-                               sizeof error);
+    s_split_t split = {.self = self, .request_id = request_id};
     fq_split_result_t result = {0};
     int64_t started = zclock_usecs();
-    if (rc == 0) {
-        //  Mail goes by each recipient's domain; an http request's
-        //  messages all go to its URL's host; another channel's to
-        //  "default"
-        s_domains_refresh(self, store);
-        char host[256];
-        self->destinations.fixed = NULL;
-        if (strcmp(templates.channel, FQ_CHANNEL_HTTP) == 0) {
-            fq_http_url_host(templates.http_url, host, sizeof host);
-            const char *name = host[0] ? s_of_domain(host, self) : NULL;
-            self->destinations.fixed = name ? name : FQ_STORE_DESTINATION_DEFAULT;
-        }
-        rc = fq_store_split_chunk_to(store, (int64_t)request_id, names, count, nheader,
-                                     &self->destinations, &result);
-        if (rc != 0)
+    int rc = FQ_EDB;
+    if (store) {
+        //  Only when the timer could not keep it fresh (s_receive)
+        s_domains_refresh(self, store, S_DOMAINS_MS);
+        rc = fq_store_split_chunk_with(store, (int64_t)request_id, s_prepare, &split,
+                                       &self->destinations, &result);
+        if (rc != 0 && rc != FQ_EINVAL && rc != FQ_ENOTFOUND)
             fq_metrics_batch_db(self->metrics, FQ_METRICS_DB_SPLIT,
                                 rc > 0 ? (size_t)(result.split + result.rejected) : 0,
                                 zclock_usecs() - started, rc > 0);
     }
     if (rc > 0) {
-        fq_metrics_tenant_name(self->config->metrics, templates.tenant_id, templates.tenant);
-        fq_metrics_batch_split(self->metrics, templates.tenant_id, result.split, result.rejected);
-        fq_metrics_batch_suppressed(self->metrics, templates.tenant_id, result.suppressed);
+        if (split.tenant)
+            fq_metrics_tenant_name(self->config->metrics, split.tenant_id, split.tenant);
+        fq_metrics_batch_split(self->metrics, split.tenant_id, result.split, result.rejected);
+        fq_metrics_batch_suppressed(self->metrics, split.tenant_id, result.suppressed);
     }
     if (rc >= 0) {
         done.split = (uint32_t)result.split;
@@ -228,19 +263,17 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
         self->rejected += (uint64_t)result.rejected;
         rc = 0;
     }
-    free(names);
+    free(split.names);
+    free(split.tenant);
     if (rc < 0) {
-        if (!error[0])
-            snprintf(error, sizeof error, "%s",
-                     store ? fq_store_error(store) : "database unreachable");
+        snprintf(error, sizeof error, "%s", store ? fq_store_error(store) : "database unreachable");
         if (store && rc != FQ_EINVAL)
             fq_db_failed(self->db, rc);
         fq_log(FQ_LOG_WARNING, "%s: could not split request %llu: %s", fq_self(ctx),
                (unsigned long long)request_id, error);
         done.error = error;
     }
-    s_parsed_destroy(&parsed);
-    fq_request_templates_free(&templates);
+    s_parsed_destroy(&split.parsed);
     fq_metrics_batch_flush(self->metrics);
     fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_split_done_desc, &done);
 }
@@ -254,7 +287,9 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->db = fq_pipeline_db(self->config, fq_self(ctx));
     self->metrics = fq_metrics_batch_new(self->config->metrics);
     self->destinations = (fq_split_destinations_t){.of_domain = s_of_domain, .arg = self};
-    if (!self->db || (self->config->metrics && !self->metrics)) {
+    fq_tick_t tick = {.what = FQ_TICK_POLL};
+    if (!self->db || (self->config->metrics && !self->metrics) ||
+        fq_timer_every(ctx, S_DOMAINS_MS / 2, &fq_tick_desc, &tick) < 0) {
         fq_db_destroy(&self->db);
         fq_metrics_batch_destroy(&self->metrics);
         free(self);
@@ -267,7 +302,11 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
 static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
 {
     s_self_t *self = state;
-    if (msg->type == FQ_MSG_SPLIT) {
+    if (msg->type == FQ_MSG_TICK) {
+        fq_store_t *store = fq_db_store(self->db);
+        if (store)
+            s_domains_refresh(self, store, S_DOMAINS_MS / 2);
+    } else if (msg->type == FQ_MSG_SPLIT) {
         fq_split_t split;
         if (fq_msg_decode(msg, &fq_split_desc, &split) == 0 && split.request > 0)
             s_split(ctx, self, split.request);

@@ -142,21 +142,23 @@ PGresult *fq_store_query_ids(fq_store_t *self, const char *sql, const int64_t *i
     return res;
 }
 
-PGresult *fq_store_query_after(fq_store_t *self, const char *setup, const char *sql, int nparams,
-                               const char *const *params, ExecStatusType wanted, const char *what,
-                               int *rc)
+int fq_store_pipeline(fq_store_t *self, fq_store_step_t *steps, size_t count)
 {
-    //  Both statements, then one Sync: the server runs them in one
-    //  transaction (an implicit one, or the block already open), and a
-    //  pooler lends one server connection for all of it
+    if (count > FQ_STORE_PIPELINE_MAX)
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: %zu statements in one pipeline",
+                             steps[0].what, count);
+    for (size_t i = 0; i < count; i++)
+        steps[i].res = NULL;
     PGconn *conn = self->conn;
-    bool sent =
-        PQenterPipelineMode(conn) && PQsendQueryParams(conn, setup, 0, NULL, NULL, NULL, NULL, 0) &&
-        PQsendQueryParams(conn, sql, nparams, NULL, params, NULL, NULL, 0) && PQpipelineSync(conn);
+    bool sent = PQenterPipelineMode(conn);
+    for (size_t i = 0; sent && i < count; i++)
+        sent = PQsendQueryParams(conn, steps[i].sql, steps[i].nparams, NULL, steps[i].params, NULL,
+                                 NULL, 0);
+    sent = sent && PQpipelineSync(conn);
     //  Each statement's results end with a NULL; the last one counts (a
     //  statement after a failed one answers PGRES_PIPELINE_ABORTED)
-    PGresult *results[2] = {NULL, NULL};
-    for (int i = 0; sent && i < 2; i++) {
+    PGresult *results[FQ_STORE_PIPELINE_MAX] = {NULL};
+    for (size_t i = 0; sent && i < count; i++) {
         PGresult *res;
         while ((res = PQgetResult(conn)) != NULL) {
             PQclear(results[i]);
@@ -169,24 +171,46 @@ PGresult *fq_store_query_after(fq_store_t *self, const char *setup, const char *
     //  Out of step with the server (a send failed halfway, the Sync never
     //  came): only a new connection is sure to be in step again
     bool out_of_step = !synced || !PQexitPipelineMode(conn);
-    *rc = fq_store_check(self, results[0], PGRES_TUPLES_OK, what);
-    if (*rc == 0)
-        PQclear(results[0]);
-    PGresult *res = NULL;
-    if (*rc == 0) {
-        *rc = fq_store_check(self, results[1], wanted, what);
-        res = *rc ? NULL : results[1];
-    } else
-        PQclear(results[1]);
+    int rc = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (rc == 0) {
+            //  fq_store_check clears what fails
+            rc = fq_store_check(self, results[i], steps[i].wanted, steps[i].what);
+            if (rc == 0)
+                steps[i].res = results[i];
+        } else
+            PQclear(results[i]);
+    }
     if (out_of_step) {
         self->lost = true;
-        if (*rc == 0) {
-            PQclear(res);
-            res = NULL;
-            *rc = fq_store_fail(self, FQ_EDB, "could not %s: %s", what, PQerrorMessage(conn));
-        }
+        if (rc == 0)
+            rc = fq_store_fail(self, FQ_EDB, "could not %s: %s", count ? steps[0].what : "",
+                               PQerrorMessage(conn));
     }
-    return res;
+    for (size_t i = 0; i < count; i++)
+        if (rc != 0 || !steps[i].keep) {
+            PQclear(steps[i].res);
+            steps[i].res = NULL;
+        }
+    return rc;
+}
+
+PGresult *fq_store_query_after(fq_store_t *self, const char *setup, const char *sql, int nparams,
+                               const char *const *params, ExecStatusType wanted, const char *what,
+                               int *rc)
+{
+    //  Both statements, then one Sync: the server runs them in one
+    //  transaction (an implicit one, or the block already open), and a
+    //  pooler lends one server connection for all of it
+    fq_store_step_t steps[] = {{.sql = setup, .wanted = PGRES_TUPLES_OK, .what = what},
+                               {.sql = sql,
+                                .nparams = nparams,
+                                .params = params,
+                                .wanted = wanted,
+                                .what = what,
+                                .keep = true}};
+    *rc = fq_store_pipeline(self, steps, 2);
+    return steps[1].res;
 }
 
 void fq_store_rollback(fq_store_t *self)

@@ -14,10 +14,10 @@
     The sections below follow the store's files, one topic each:
     connection and notifications (fq_store.c), migrations
     (fq_store_migrate.c), tenants and API tokens (fq_store_tenants.c),
-    requests (fq_store_requests.c), messages: splitting, paging, loading
-    (fq_store_messages.c), acks and nacks (fq_store_acks.c), operator
-    queries (fq_store_operator.c) and background jobs
-    (fq_store_maintenance.c).
+    requests (fq_store_requests.c), messages: splitting
+    (fq_store_split.c), paging and loading (fq_store_messages.c), acks
+    and nacks (fq_store_acks.c), operator queries (fq_store_operator.c)
+    and background jobs (fq_store_maintenance.c).
 */
 #ifndef FQ_STORE_H
 #define FQ_STORE_H
@@ -563,6 +563,28 @@ int fq_store_split_chunk_to(fq_store_t *self, int64_t request_id,
                             const char *const *required_fields, size_t nrequired, size_t nheader,
                             fq_split_destinations_t *destinations, fq_split_result_t *result);
 
+//  The fields every recipient of a request must have, the first nheader
+//  of them going into a header (fq_store_split_chunk's required_fields).
+typedef struct {
+    const char *const *names;
+    size_t count, nheader;
+} fq_split_fields_t;
+
+//  Works out a request's fields from its templates for
+//  fq_store_split_chunk_with, and may set destinations->fixed; what it
+//  points to must last until the split returns. Returns 0, or a negative
+//  code with why in error (FQ_EINVAL: a template that does not parse).
+typedef int fq_split_prepare_fn(const fq_request_templates_t *templates, fq_split_fields_t *fields,
+                                char *error, size_t error_size, void *arg);
+
+//  fq_store_split_chunk_to with the fields worked out by prepare from the
+//  request's templates, which the split reads in its first round trip
+//  with the chunk (rather than in one of their own before it). A request
+//  that does not exist is FQ_ENOTFOUND; prepare's failure is the split's.
+int fq_store_split_chunk_with(fq_store_t *self, int64_t request_id, fq_split_prepare_fn *prepare,
+                              void *arg, fq_split_destinations_t *destinations,
+                              fq_split_result_t *result);
+
 //  Ids of up to limit pending messages of a request after after_id, in id
 //  order. Returns how many were written to ids. Call fq_store_tune_paging
 //  once per connection first (see there).
@@ -691,6 +713,25 @@ typedef struct {
 #define FQ_STORE_LOAD_MAX 10000
 int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
                            fq_message_rows_t *out);
+
+//  The templates a load asks for with its messages (fq_store_load_with):
+//  of the requests among ids (at most FQ_STORE_TEMPLATES_MAX, each once),
+//  as fq_store_request_templates_many loads them into out (room for
+//  count), *loaded of them, each owned by the caller.
+typedef struct {
+    const int64_t *ids;
+    size_t count;
+    fq_request_templates_t *out;
+    int loaded;
+} fq_templates_ask_t;
+
+//  fq_store_load_messages, and the templates of ask (NULL: none) in the
+//  same round trip: the dispatcher's first load of a new request's
+//  messages needs its templates too, and under a busy server each round
+//  trip is a wait of its own. Returns as fq_store_load_messages does;
+//  ask->loaded is set when it is not negative.
+int fq_store_load_with(fq_store_t *self, const int64_t *ids, size_t count, fq_templates_ask_t *ask,
+                       fq_message_rows_t *out);
 void fq_message_rows_free(fq_message_rows_t *rows);
 
 //  ---------------------------------------------------------------------
@@ -1028,9 +1069,10 @@ int fq_store_finish_requests(fq_store_t *self, int limit);
 int fq_store_advance_scan(fq_store_t *self, int limit, int window);
 
 //  Keeps the planner's statistics of fairq.messages current: ANALYZEs it
-//  when more rows changed since the last analysis than it holds (at least
-//  FQ_STORE_ANALYZE_MIN_ROWS), so the statistics are redone each time the
-//  table doubles, O(log n) times while a campaign is split. A table that
+//  when it holds more than twice the rows of the last analysis (and at
+//  least FQ_STORE_ANALYZE_MIN_ROWS), so the statistics are redone each
+//  time the table doubles, O(log n) times while a campaign is split (a
+//  table's churn, its acks, is autovacuum's to analyze). A table that
 //  grew from nothing to a million rows in seconds is otherwise planned as
 //  nearly empty until autovacuum comes by, a minute later: due retries
 //  were then claimed by a sequential scan (120 ms each instead of 0.03 ms)

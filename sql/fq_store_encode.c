@@ -33,7 +33,11 @@ int fq_store_array_text(fq_buf_t *buf, const char *text)
 {
     if (!text)
         return fq_buf_add_str(buf, "NULL");
-    size_t size = strlen(text);
+    return fq_store_array_text_n(buf, text, strlen(text));
+}
+
+int fq_store_array_text_n(fq_buf_t *buf, const char *text, size_t size)
+{
     if (fq_buf_reserve(buf, 2 * size + 3))
         return -1;
     char *out = buf->data + buf->size;

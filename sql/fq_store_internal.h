@@ -85,6 +85,40 @@ PGresult *fq_store_query(fq_store_t *self, const char *sql, int nparams, const c
 PGresult *fq_store_query_ids(fq_store_t *self, const char *sql, const int64_t *ids, size_t count,
                              ExecStatusType wanted, const char *what, int *rc);
 
+//  Most statements one pipeline sends.
+#define FQ_STORE_PIPELINE_MAX 8
+
+//  One statement of a pipeline (fq_store_pipeline): text parameters, the
+//  status it must answer, what it does (for the error), and its result,
+//  which the caller clears when keep is set (else it is cleared).
+typedef struct {
+    const char *sql;
+    int nparams;
+    const char *const *params;
+    ExecStatusType wanted;
+    const char *what;
+    bool keep;
+    PGresult *res; //  Out: with keep, when every statement succeeded
+} fq_store_step_t;
+
+//  Runs count statements in one round trip: all sent, then one Sync. In
+//  a transaction block each runs in it; else they run as one implicit
+//  transaction. A failure skips the statements after it, and leaves an
+//  open block failed (fq_store_rollback). Returns 0, or the first failing
+//  statement's code with its message recorded (no result kept then).
+int fq_store_pipeline(fq_store_t *self, fq_store_step_t *steps, size_t count);
+
+//  The statement of fq_store_request_templates_many for count ids (at
+//  most FQ_STORE_TEMPLATES_MAX) as step, to go in a pipeline: its one
+//  parameter, *param, is the array of ids written to array (the caller
+//  frees it after the pipeline ran). Returns 0 or a code.
+int fq_store_templates_step(fq_store_t *self, const int64_t *ids, size_t count, fq_buf_t *array,
+                            const char **param, fq_store_step_t *step);
+
+//  Reads the templates step's result res (and clears it) into out, as
+//  fq_store_request_templates_many does. Returns how many, or FQ_ENOMEM.
+int fq_store_templates_read(fq_store_t *self, PGresult *res, fq_request_templates_t *out);
+
 //  Runs setup, a SELECT without parameters (set_config(name, value, true),
 //  say), then sql as fq_store_query does, in one round trip and one
 //  transaction: what setup sets for its transaction holds for sql and
@@ -199,6 +233,9 @@ int fq_store_copy_text(fq_buf_t *buf, const char *text, size_t size);
 
 //  text as one quoted element of an array literal; NULL becomes NULL.
 int fq_store_array_text(fq_buf_t *buf, const char *text);
+
+//  The same of text's first size bytes (none of them NUL).
+int fq_store_array_text_n(fq_buf_t *buf, const char *text, size_t size);
 
 //  ids as a bigint array literal ("{1,2,3}"); stride is the distance in
 //  bytes between two ids (sizeof a struct whose first field is the id).

@@ -1,492 +1,11 @@
-/*  fq_store_messages.c — messages: split from a request's recipients,
-    paged for the scheduler, loaded for the dispatcher (see fq_store.h).
-
-    Splitting takes one stored chunk of recipients at a time. Each
-    recipient is read and checked alone (recipients/): a good one becomes a
-    message row, streamed with COPY, a bad one a reject with its reason,
-    and the chunk's deletion and the request's counters go in the same
-    transaction, so a crash leaves either all of a chunk split or none.
+/*  fq_store_messages.c — messages: paged for the scheduler, loaded for
+    the dispatcher (see fq_store.h; splitting is fq_store_split.c).
 */
 #include "fq_store_internal.h"
 #include "fq_error.h"
-#include "fq_domain.h"
-#include "fq_recipients.h"
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-//  COPY data is handed to libpq in pieces of about this size.
-#define S_COPY_FLUSH_BYTES (256 * 1024)
-
-//  Room for the first columns of a message's COPY row: the request's and
-//  the tenant's ids, each followed by a tab.
-#define S_ROW_PREFIX_SIZE (2 * FQ_STORE_INT_TEXT)
-
-//  ---------------------------------------------------------------------
-//  Splitting
-
-typedef struct {
-    int64_t chunk_no;
-    int64_t first_position;
-    int64_t tenant_id;
-    bool cancelled;
-    bool key_only; //  The request is not mail: its recipients have keys, not addresses
-    //  The chunk's row; its column S_CHUNK_RECIPIENTS is the recipients, a
-    //  JSON array as the server stores it; owned
-    PGresult *recipients;
-} s_chunk_t;
-
-//  The column of a chunk's row holding its recipients.
-#define S_CHUNK_RECIPIENTS 4
-
-//  The recipients of a chunk that were refused, as array literals for one
-//  INSERT into fairq.rejects.
-typedef struct {
-    fq_buf_t positions; //  int[]: where each stood in the submitted array
-    fq_buf_t addresses; //  text[]: its "to", NULL when it had no "to" string
-    fq_buf_t reasons;   //  text[]
-    int count;
-} s_rejects_t;
-
-//  Adds a refused recipient. Returns 0, or -1 when memory runs out.
-static int s_rejects_add(s_rejects_t *self, int64_t position, const char *address,
-                         const char *reason)
-{
-    const char *separator = self->count ? "," : "{";
-    self->count++;
-    return fq_buf_printf(&self->positions, "%s%lld", separator, (long long)position) |
-           fq_buf_add_str(&self->addresses, separator) |
-           fq_store_array_text(&self->addresses, address) |
-           fq_buf_add_str(&self->reasons, separator) | fq_store_array_text(&self->reasons, reason);
-}
-
-//  Records the refused recipients of request_id, in the open transaction.
-static int s_rejects_insert(fq_store_t *store, const char *request_id, s_rejects_t *self)
-{
-    if (fq_buf_add_char(&self->positions, '}') | fq_buf_add_char(&self->addresses, '}') |
-        fq_buf_add_char(&self->reasons, '}'))
-        return fq_store_fail(store, FQ_ENOMEM, "out of memory");
-    const char *params[] = {request_id, self->positions.data, self->addresses.data,
-                            self->reasons.data};
-    int rc;
-    //  Each with its event (0018), in the split's transaction
-    PGresult *res = fq_store_query(
-        store,
-        "WITH refused AS (INSERT INTO fairq.rejects (request_id, position, recipient, reason)"
-        "  SELECT $1, p, a, r FROM unnest($2::int[], $3::text[], $4::text[]) AS u(p, a, r)"
-        "  RETURNING request_id, recipient, reason)"
-        " INSERT INTO fairq.events (tenant_id, request_id, type, recipient, detail)"
-        " SELECT q.tenant_id, f.request_id, CASE WHEN f.reason = '" FQ_STORE_REJECT_SUPPRESSED "'"
-        "  THEN 'message.suppressed' ELSE 'message.rejected' END::fairq.event_type,"
-        "  f.recipient, left(f.reason, 2000)"
-        " FROM refused f JOIN fairq.requests q ON q.id = f.request_id"
-        " WHERE q.webhook_id IS NULL",
-        4, params, PGRES_COMMAND_OK, "record rejected recipients", &rc);
-    PQclear(res);
-    return rc;
-}
-
-static void s_rejects_free(s_rejects_t *self)
-{
-    fq_buf_free(&self->positions);
-    fq_buf_free(&self->addresses);
-    fq_buf_free(&self->reasons);
-}
-
-//  Locks and reads the first chunk left, in the open transaction. Returns 1
-//  with it, 0 if none is left.
-static int s_take_chunk(fq_store_t *self, const char *request_id, s_chunk_t *chunk)
-{
-    const char *params[] = {request_id};
-    int rc;
-    PGresult *res = fq_store_query(self,
-                                   "SELECT c.chunk_no, c.first_position, r.tenant_id,"
-                                   " r.status = 'cancelled', c.recipients, r.channel <> 'email'"
-                                   " FROM fairq.recipient_chunks c"
-                                   " JOIN fairq.requests r ON r.id = c.request_id"
-                                   " WHERE c.request_id = $1 ORDER BY c.chunk_no LIMIT 1"
-                                   " FOR UPDATE OF c",
-                                   1, params, PGRES_TUPLES_OK, "read recipients", &rc);
-    if (!res)
-        return rc;
-    if (PQntuples(res) == 0) {
-        PQclear(res);
-        return 0;
-    }
-    chunk->chunk_no = fq_store_int64(res, 0, 0);
-    chunk->first_position = fq_store_int64(res, 0, 1);
-    chunk->tenant_id = fq_store_int64(res, 0, 2);
-    chunk->cancelled = PQgetvalue(res, 0, 3)[0] == 't';
-    chunk->key_only = PQgetvalue(res, 0, 5)[0] == 't';
-    //  Each recipient's "fields" is copied as the server's own text (see
-    //  s_copy_messages); the chunk is read whole, as one value, which
-    //  costs the server less than cutting it into rows
-    chunk->recipients = res;
-    return 1;
-}
-
-//  Appends the COPY row of a good recipient (text, size bytes, as read
-//  into recipient): prefix (the ids), its destination, its address and its
-//  fields as the server wrote them, "{}" when it has none. Returns 0 or -1 when memory
-//  runs out; *bad is set when its fields cannot be found in its text.
-static int s_message_row(fq_buf_t *rows, const char *prefix, size_t prefix_size,
-                         const char *destination, json_t *recipient, const char *text, size_t size,
-                         bool *bad)
-{
-    size_t to_size = 0;
-    const char *to = fq_recipient_to(recipient, &to_size);
-    //  A destination's name needs no COPY escaping (0016: a-z 0-9 _ . -)
-    int mem = fq_buf_add(rows, prefix, prefix_size) | fq_buf_add_str(rows, destination) |
-              fq_buf_add_char(rows, '\t') | fq_store_copy_text(rows, to, to_size) |
-              fq_buf_add_char(rows, '\t');
-    json_t *fields = json_object_get(recipient, "fields");
-    size_t fields_size = 0;
-    const char *fields_text =
-        json_is_object(fields) ? fq_recipient_fields_text(text, size, &fields_size) : NULL;
-    if (fields_text)
-        mem |= fq_store_copy_text(rows, fields_text, fields_size);
-    else if (json_is_object(fields)) //  Not in jsonb output text: cannot happen
-        *bad = true;
-    else
-        mem |= fq_buf_add_str(rows, "{}");
-    return mem | fq_buf_add_char(rows, '\n');
-}
-
-//  The distinct destinations of one chunk, as the resolver's pointers:
-//  a handful (the named destinations a list reaches, and "default"), so
-//  a linear search by pointer costs less than hashing each message's.
-typedef struct {
-    const char **names;
-    size_t count, capacity;
-} s_seen_t;
-
-//  Adds name if not seen yet. Returns 0, or -1 when memory runs out.
-static int s_seen_add(s_seen_t *seen, const char *name)
-{
-    for (size_t i = 0; i < seen->count; i++)
-        if (seen->names[i] == name || strcmp(seen->names[i], name) == 0)
-            return 0;
-    if (seen->count == seen->capacity) {
-        size_t capacity = seen->capacity ? 2 * seen->capacity : 8;
-        const char **grown = realloc(seen->names, capacity * sizeof *grown);
-        if (!grown)
-            return -1;
-        seen->names = grown;
-        seen->capacity = capacity;
-    }
-    seen->names[seen->count++] = name;
-    return 0;
-}
-
-//  The destination of a mail recipient: its domain's by the resolver.
-static const char *s_destination_of(const fq_split_destinations_t *destinations, json_t *recipient)
-{
-    if (!destinations)
-        return FQ_STORE_DESTINATION_DEFAULT;
-    if (destinations->fixed)
-        return destinations->fixed;
-    const char *to = destinations->of_domain ? fq_recipient_to(recipient, NULL) : NULL;
-    const char *at = to ? strrchr(to, '@') : NULL;
-    char domain[FQ_DOMAIN_SIZE]; //  A longer one is named by no destination
-    size_t size = at ? strlen(at + 1) : 0;
-    if (size == 0 || size >= sizeof domain)
-        return FQ_STORE_DESTINATION_DEFAULT;
-    memcpy(domain, at + 1, size + 1);
-    fq_domain_lower(domain);
-    const char *name = destinations->of_domain(domain, destinations->arg);
-    return name ? name : FQ_STORE_DESTINATION_DEFAULT;
-}
-
-//  The addresses of a chunk that its tenant's suppression list or the
-//  global one holds (0019), lowercased and sorted for bsearch.
-typedef struct {
-    PGresult *res; //  Owns the strings
-    const char **addresses;
-    int count;
-} s_suppressed_t;
-
-static int s_compare_text(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-//  Reads which of the chunk's recipients are suppressed: one index probe
-//  per recipient, and none at all (the first EXISTS, evaluated once) when
-//  neither list has an entry. Returns 0 or a negative code.
-static int s_suppressed_read(fq_store_t *self, const char *request_id, const s_chunk_t *chunk,
-                             s_suppressed_t *out)
-{
-    char chunk_no[FQ_STORE_INT_TEXT], tenant[FQ_STORE_INT_TEXT];
-    snprintf(chunk_no, sizeof chunk_no, "%lld", (long long)chunk->chunk_no);
-    snprintf(tenant, sizeof tenant, "%lld", (long long)chunk->tenant_id);
-    const char *params[] = {request_id, chunk_no, tenant};
-    int rc;
-    PGresult *res =
-        fq_store_query(self,
-                       "SELECT DISTINCT lower(r->>'to') FROM fairq.recipient_chunks c,"
-                       " json_array_elements(c.recipients) AS r"
-                       " WHERE c.request_id = $1 AND c.chunk_no = $2"
-                       "  AND EXISTS (SELECT 1 FROM fairq.suppressions s"
-                       "              WHERE coalesce(s.tenant_id, 0) IN (0, $3::bigint))"
-                       "  AND EXISTS (SELECT 1 FROM fairq.suppressions s"
-                       "              WHERE coalesce(s.tenant_id, 0) IN (0, $3::bigint)"
-                       "              AND s.address = lower(r->>'to'))",
-                       3, params, PGRES_TUPLES_OK, "read suppressed recipients", &rc);
-    if (!res)
-        return rc;
-    int n = PQntuples(res);
-    out->res = res;
-    out->count = 0;
-    out->addresses = n ? malloc((size_t)n * sizeof *out->addresses) : NULL;
-    if (n && !out->addresses)
-        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
-    for (int i = 0; i < n; i++)
-        if (!PQgetisnull(res, i, 0))
-            out->addresses[out->count++] = PQgetvalue(res, i, 0);
-    if (out->count > 1)
-        qsort(out->addresses, (size_t)out->count, sizeof *out->addresses, s_compare_text);
-    return 0;
-}
-
-//  Whether the address to (as the recipient wrote it) is suppressed.
-static bool s_is_suppressed(const s_suppressed_t *suppressed, const char *to)
-{
-    if (!to || suppressed->count == 0)
-        return false;
-    char lowered[FQ_RECIPIENT_ADDRESS_MAX + 1];
-    size_t length = strlen(to);
-    if (length >= sizeof lowered)
-        return false; //  Too long to be an address: refused as one anyway
-    for (size_t i = 0; i <= length; i++)
-        lowered[i] = (char)tolower((unsigned char)to[i]);
-    const char *key = lowered;
-    return bsearch(&key, suppressed->addresses, (size_t)suppressed->count,
-                   sizeof *suppressed->addresses, s_compare_text) != NULL;
-}
-
-static void s_suppressed_free(s_suppressed_t *suppressed)
-{
-    free(suppressed->addresses);
-    PQclear(suppressed->res);
-    *suppressed = (s_suppressed_t){0};
-}
-
-//  Streams the good recipients as COPY rows, each with its destination
-//  (noted in seen); collects the others as rejects, the suppressed ones
-//  among them (reason "suppressed").
-static int s_copy_messages(fq_store_t *self, const char *request_id, const s_chunk_t *chunk,
-                           const fq_recipient_rules_t *rules,
-                           const fq_split_destinations_t *destinations,
-                           const s_suppressed_t *suppressed, s_seen_t *seen, s_rejects_t *rejects,
-                           fq_split_result_t *result)
-{
-    PGresult *res = PQexec(self->conn, "COPY fairq.messages (request_id, tenant_id, destination,"
-                                       " recipient, fields) FROM STDIN");
-    int rc = fq_store_check(self, res, PGRES_COPY_IN, "start COPY of messages");
-    if (rc)
-        return rc;
-    PQclear(res);
-    fq_buf_t rows = {0};
-    int mem = 0; //  -1 once a buffer could not grow
-    char prefix[S_ROW_PREFIX_SIZE];
-    int prefix_len =
-        snprintf(prefix, sizeof prefix, "%s\t%lld\t", request_id, (long long)chunk->tenant_id);
-    bool bad_chunk = false;
-    fq_recipients_scan_t scan;
-    fq_recipients_scan_start(&scan, PQgetvalue(chunk->recipients, 0, S_CHUNK_RECIPIENTS),
-                             (size_t)PQgetlength(chunk->recipients, 0, S_CHUNK_RECIPIENTS));
-    const char *element;
-    size_t size;
-    for (int64_t position = chunk->first_position;
-         !bad_chunk && (element = fq_recipients_scan_next(&scan, &size)); position++) {
-        char reason[FQ_RECIPIENT_REASON_SIZE];
-        json_t *recipient;
-        const char *problem =
-            fq_recipient_read(element, size, rules, &recipient, reason, sizeof reason);
-        if (problem) {
-            mem |= s_rejects_add(rejects, position, fq_recipient_to(recipient, NULL), problem);
-            result->rejected++;
-        } else if (!rules->key_only &&
-                   s_is_suppressed(suppressed, fq_recipient_to(recipient, NULL))) {
-            mem |= s_rejects_add(rejects, position, fq_recipient_to(recipient, NULL),
-                                 FQ_STORE_REJECT_SUPPRESSED);
-            result->rejected++;
-            result->suppressed++;
-        } else {
-            //  A key is no address: another channel's messages go to the
-            //  request's one destination (fixed) or "default"
-            const char *destination = rules->key_only && !(destinations && destinations->fixed)
-                                          ? FQ_STORE_DESTINATION_DEFAULT
-                                          : s_destination_of(destinations, recipient);
-            mem |= s_seen_add(seen, destination) |
-                   s_message_row(&rows, prefix, (size_t)prefix_len, destination, recipient, element,
-                                 size, &bad_chunk);
-            result->split++;
-        }
-        json_decref(recipient);
-        if (mem == 0 && rows.size >= S_COPY_FLUSH_BYTES) {
-            if (PQputCopyData(self->conn, rows.data, (int)rows.size) != 1)
-                rc = FQ_EDB;
-            rows.size = 0;
-        }
-        if (rc || mem)
-            break;
-    }
-    if (scan.malformed)
-        bad_chunk = true;
-    if (bad_chunk && rc == 0)
-        rc = FQ_EINVAL;
-    if (mem)
-        rc = FQ_ENOMEM;
-    if (rc == 0 && rows.size && PQputCopyData(self->conn, rows.data, (int)rows.size) != 1)
-        rc = FQ_EDB;
-    fq_buf_free(&rows);
-    //  End the COPY either way, so the connection is usable again
-    if (PQputCopyEnd(self->conn, rc ? "fairq split failed" : NULL) != 1)
-        rc = rc ? rc : FQ_EDB;
-    res = PQgetResult(self->conn);
-    int end = fq_store_check(self, res, PGRES_COMMAND_OK, "COPY messages");
-    if (end == 0)
-        PQclear(res);
-    while ((res = PQgetResult(self->conn)))
-        PQclear(res);
-    if (rc == FQ_ENOMEM)
-        return fq_store_fail(self, rc, "out of memory");
-    if (rc == FQ_EINVAL)
-        return fq_store_fail(self, rc, "could not read recipients of request %s: not a JSON array",
-                             request_id);
-    return rc ? (end ? end
-                     : fq_store_fail(self, rc, "could not COPY messages: %s",
-                                     PQerrorMessage(self->conn)))
-              : end;
-}
-
-//  Records that request_id has messages in the destinations seen, in the
-//  open transaction (the scheduler's list of lanes to page it in after a
-//  restart); written, when not NULL, gets them comma-separated.
-static int s_destinations_record(fq_store_t *self, const char *request_id, const s_seen_t *seen,
-                                 fq_buf_t *written)
-{
-    fq_buf_t names = {0};
-    int mem = fq_buf_add_char(&names, '{');
-    for (size_t i = 0; i < seen->count; i++)
-        mem |= fq_buf_add_str(&names, i ? "," : "") | fq_store_array_text(&names, seen->names[i]);
-    mem |= fq_buf_add_char(&names, '}');
-    for (size_t i = 0; written && i < seen->count; i++)
-        mem |= fq_buf_add_str(written, written->size ? "," : "") |
-               fq_buf_add_str(written, seen->names[i]);
-    if (mem) {
-        fq_buf_free(&names);
-        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
-    }
-    const char *params[] = {request_id, names.data};
-    int rc;
-    PGresult *res =
-        fq_store_query(self,
-                       "INSERT INTO fairq.request_destinations (request_id, destination)"
-                       " SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING",
-                       2, params, PGRES_COMMAND_OK, "record request destinations", &rc);
-    PQclear(res);
-    fq_buf_free(&names);
-    return rc;
-}
-
-int fq_store_split_chunk(fq_store_t *self, int64_t request_id, const char *const *required_fields,
-                         size_t nrequired, size_t nheader, fq_split_result_t *result)
-{
-    return fq_store_split_chunk_to(self, request_id, required_fields, nrequired, nheader, NULL,
-                                   result);
-}
-
-int fq_store_split_chunk_to(fq_store_t *self, int64_t request_id,
-                            const char *const *required_fields, size_t nrequired, size_t nheader,
-                            fq_split_destinations_t *destinations, fq_split_result_t *result)
-{
-    *result = (fq_split_result_t){0};
-    s_seen_t seen = {0};
-    if (destinations)
-        destinations->written.size = 0;
-    char id[FQ_STORE_INT_TEXT];
-    snprintf(id, sizeof id, "%lld", (long long)request_id);
-    fq_recipient_rules_t rules = {required_fields, nrequired, nheader, false};
-    s_chunk_t chunk = {0};
-    s_rejects_t rejects = {0};
-    int rc = fq_store_exec(self, "BEGIN", "begin split");
-    if (rc == 0)
-        rc = fq_store_fence_transaction(self);
-    int taken = rc ? rc : s_take_chunk(self, id, &chunk);
-    if (taken < 0)
-        rc = taken;
-    //  A channel other than mail names its recipients by keys
-    rules.key_only = chunk.key_only;
-    s_suppressed_t suppressed = {0};
-    if (rc == 0 && taken && !chunk.cancelled && !chunk.key_only)
-        rc = s_suppressed_read(self, id, &chunk, &suppressed);
-    if (rc == 0 && taken && !chunk.cancelled)
-        rc = s_copy_messages(self, id, &chunk, &rules, destinations, &suppressed, &seen, &rejects,
-                             result);
-    s_suppressed_free(&suppressed);
-    if (rc == 0 && result->rejected)
-        rc = s_rejects_insert(self, id, &rejects);
-    if (rc == 0 && seen.count)
-        rc = s_destinations_record(self, id, &seen, destinations ? &destinations->written : NULL);
-    if (rc == 0) {
-        char chunk_no[FQ_STORE_INT_TEXT], split[FQ_STORE_INT_TEXT], rejected[FQ_STORE_INT_TEXT];
-        snprintf(chunk_no, sizeof chunk_no, "%lld", (long long)chunk.chunk_no);
-        snprintf(split, sizeof split, "%d", result->split);
-        snprintf(rejected, sizeof rejected, "%d", result->rejected);
-        const char *params[] = {id, chunk_no, split, rejected, taken ? "true" : "false"};
-        //  The chunk goes in the same transaction as its messages: a crash
-        //  leaves either both or neither
-        PGresult *res = fq_store_query(
-            self,
-            "WITH gone AS (DELETE FROM fairq.recipient_chunks"
-            "              WHERE request_id = $1 AND chunk_no = $2 AND $5::boolean RETURNING 1),"
-            " left_over AS (SELECT count(*) - (SELECT count(*) FROM gone) AS n"
-            "               FROM fairq.recipient_chunks WHERE request_id = $1),"
-            " updated AS (UPDATE fairq.requests r SET split = split + $3::int,"
-            "  rejected = rejected + $4::int, updated_at = now(),"
-            "  status = CASE WHEN r.status IN ('accepted', 'splitting')"
-            "                THEN (CASE WHEN (SELECT n FROM left_over) > 0 THEN 'splitting'"
-            "                           WHEN split + $3::int = 0 THEN 'done'"
-            "                           ELSE 'active' END)::fairq.request_status"
-            "                ELSE r.status END,"
-            //  A request that ends here (every recipient rejected) is
-            //  finished now, so that retention finds it
-            "  finished_at = CASE WHEN r.status IN ('accepted', 'splitting')"
-            "                      AND (SELECT n FROM left_over) = 0 AND split + $3::int = 0"
-            "                     THEN now() ELSE r.finished_at END"
-            " WHERE r.id = $1"
-            " RETURNING r.id, r.tenant_id, r.status, r.webhook_id,"
-            "  (SELECT n FROM left_over) AS n),"
-            //  This split its last chunk: the request's events (0018), with
-            //  it (done too when every recipient was rejected)
-            " evented AS (INSERT INTO fairq.events (tenant_id, request_id, type)"
-            "  SELECT tenant_id, id, e.type FROM updated,"
-            "   unnest(ARRAY['request.split', 'request.done']::fairq.event_type[]) AS e(type)"
-            "  WHERE n = 0 AND EXISTS (SELECT 1 FROM gone) AND webhook_id IS NULL"
-            "   AND (e.type = 'request.split' OR status = 'done'))"
-            " SELECT n FROM updated",
-            5, params, PGRES_TUPLES_OK, "update request after split", &rc);
-        if (res)
-            result->last = PQntuples(res) == 1 && fq_store_int64(res, 0, 0) == 0;
-        PQclear(res);
-    }
-    if (rc == 0)
-        rc = fq_store_exec(self, "COMMIT", "commit split");
-    if (rc)
-        fq_store_rollback(self);
-    PQclear(chunk.recipients);
-    s_rejects_free(&rejects);
-    free(seen.names);
-    if (rc) {
-        *result = (fq_split_result_t){0};
-        if (destinations)
-            destinations->written.size = 0;
-    }
-    return rc ? rc : taken;
-}
 
 //  ---------------------------------------------------------------------
 //  Paging for the scheduler
@@ -751,17 +270,34 @@ int fq_store_tune_paging(fq_store_t *self)
 int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
                            fq_message_rows_t *out)
 {
+    return fq_store_load_with(self, ids, count, NULL, out);
+}
+
+int fq_store_load_with(fq_store_t *self, const int64_t *ids, size_t count, fq_templates_ask_t *ask,
+                       fq_message_rows_t *out)
+{
     *out = (fq_message_rows_t){0};
+    if (ask)
+        ask->loaded = 0;
     if (count == 0)
         return 0;
     if (count > FQ_STORE_LOAD_MAX)
         return fq_store_fail(self, FQ_EINVAL, "could not load messages: %zu ids (at most %d)",
                              count, FQ_STORE_LOAD_MAX);
-    int rc;
-    fq_buf_t array = {0};
-    if (fq_store_id_array(&array, ids, count, sizeof *ids)) {
+    fq_buf_t array = {0}, requests = {0};
+    const char *request_param;
+    fq_store_step_t steps[2];
+    size_t nsteps = 1;
+    int rc = fq_store_id_array(&array, ids, count, sizeof *ids)
+                 ? fq_store_fail(self, FQ_ENOMEM, "out of memory")
+                 : 0;
+    if (rc == 0 && ask && ask->count)
+        rc = fq_store_templates_step(self, ask->ids, ask->count, &requests, &request_param,
+                                     &steps[nsteps++]);
+    if (rc) {
         fq_buf_free(&array);
-        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+        fq_buf_free(&requests);
+        return rc;
     }
     //  Loading is how the leader hands messages out, so it checks its epoch
     //  too (without the fence's lock: migration 0009 says why): once a
@@ -769,25 +305,39 @@ int fq_store_load_messages(fq_store_t *self, const int64_t *ids, size_t count,
     //  cannot load, so cannot send, anything more than what it had loaded
     //  before, whatever its own clock says
     const char *params[] = {array.data, fq_store_fence(self)};
-    PGresult *res = fq_store_query(
-        self,
-        "SELECT m.id, m.request_id, m.tenant_id, m.recipient, m.fields, m.try_count,"
-        " m.destination <> 'default', m.destination"
-        " FROM fairq.messages m WHERE m.id = ANY($1::bigint[])"
-        //  A cancel makes its messages 'cancelled' in the same
-        //  transaction, so a pick of a request cancelled since it was
-        //  paged is not handed out. A pause or a later send_at takes
-        //  effect at the scheduler's next poll instead (milliseconds
-        //  after its NOTIFY), not here: checking the request of every
-        //  row cost a third of the pipeline's throughput, as the rows
-        //  of open requests are rewritten by every ack batch
-        //  (fq_bench_pipeline: 28,400 msgs/s without the check, 18,500
-        //  with it, on one machine in one hour).
-        " AND m.status IN ('pending', 'failed') AND (SELECT fairq.check_epoch($2::bigint))",
-        2, params, PGRES_TUPLES_OK, "load messages", &rc);
+    steps[0] = (fq_store_step_t){
+        .sql = "SELECT m.id, m.request_id, m.tenant_id, m.recipient, m.fields, m.try_count,"
+               " m.destination <> 'default', m.destination"
+               " FROM fairq.messages m WHERE m.id = ANY($1::bigint[])"
+               //  A cancel makes its messages 'cancelled' in the same
+               //  transaction, so a pick of a request cancelled since it was
+               //  paged is not handed out. A pause or a later send_at takes
+               //  effect at the scheduler's next poll instead (milliseconds
+               //  after its NOTIFY), not here: checking the request of every
+               //  row cost a third of the pipeline's throughput, as the rows
+               //  of open requests are rewritten by every ack batch
+               //  (fq_bench_pipeline: 28,400 msgs/s without the check, 18,500
+               //  with it, on one machine in one hour).
+               " AND m.status IN ('pending', 'failed') AND (SELECT fairq.check_epoch($2::bigint))",
+        .nparams = 2,
+        .params = params,
+        .wanted = PGRES_TUPLES_OK,
+        .what = "load messages",
+        .keep = true};
+    rc = fq_store_pipeline(self, steps, nsteps);
     fq_buf_free(&array);
-    if (!res)
+    fq_buf_free(&requests);
+    if (rc)
         return rc;
+    if (nsteps > 1) {
+        int loaded = fq_store_templates_read(self, steps[1].res, ask->out);
+        if (loaded < 0) {
+            PQclear(steps[0].res);
+            return loaded;
+        }
+        ask->loaded = loaded;
+    }
+    PGresult *res = steps[0].res;
     int n = PQntuples(res);
     //  One block: the rows, then their strings
     size_t strings = 0;

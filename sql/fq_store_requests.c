@@ -295,63 +295,64 @@ static int s_template_of(const PGresult *res, int first, int end, fq_request_tem
     return 0;
 }
 
-int fq_store_request_templates_many(fq_store_t *self, const int64_t *ids, size_t count,
-                                    fq_request_templates_t *out)
+//  One row for each extra header (its reply_to last, as Reply-To), or
+//  one without any: the request's own columns repeat in each, and a
+//  request's rows come together. The name 'Reply-To' is
+//  FQ_MAIL_HEADER_REPLY_TO (mailheaders/fq_mail_headers.h), written
+//  here rather than passed: the store may not include mailheaders/
+//  (docs/code-map.md), and fairq-sender checks the headers it carries
+//  against that constant. An http request's headers are its
+//  http_headers (it has no mail headers); its secret is its own, else
+//  its tenant's as it is now; a webhook's batch is signed by its
+//  endpoint's secrets as they are now (0020). A request whose mail
+//  carries fairq's one-click unsubscribe (its own unsubscribe, else its
+//  tenant's default now: 0021) leaves its own List-Unsubscribe and
+//  List-Unsubscribe-Post out, which fairq writes for it (the names are
+//  FQ_MAIL_HEADER_LIST_UNSUBSCRIBE and _POST of mailheaders/, spelt
+//  here as Reply-To is; a tenant that turned its default on after the
+//  submit made them two)
+#define S_TEMPLATES_SQL                                                                            \
+    "SELECT r.id, r.tenant_id, r.subject, r.body, r.body_is_html,"                                 \
+    " r.max_attempts, coalesce(r.from_addr, ''), t.name,"                                          \
+    " (extract(epoch FROM greatest(r.created_at, r.send_at))"                                      \
+    "  * 1000)::bigint, h.name, h.value, r.text_body, r.channel, r.http_method, r.http_url,"       \
+    " r.http_body, r.http_body_format,"                                                            \
+    " CASE WHEN r.channel = 'http'"                                                                \
+    "  THEN coalesce(r.signing_secret, w.secret, t.signing_secret) END,"                           \
+    " CASE WHEN w.previous_until > now() THEN w.previous_secret END,"                              \
+    " u.unsubscribe"                                                                               \
+    " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"                            \
+    " LEFT JOIN fairq.webhooks w ON w.id = r.webhook_id"                                           \
+    " CROSS JOIN LATERAL (SELECT r.channel = 'email'"                                              \
+    "  AND coalesce(r.unsubscribe, t.unsubscribe)) AS u(unsubscribe)"                              \
+    " LEFT JOIN LATERAL (SELECT e.key, e.value, 0 FROM jsonb_each_text(CASE"                       \
+    "   WHEN r.channel = 'email' THEN r.headers ELSE r.http_headers END) e"                        \
+    "   WHERE NOT (u.unsubscribe AND lower(e.key) IN ('list-unsubscribe', "                        \
+    "'list-unsubscribe-post'))"                                                                    \
+    "  UNION ALL SELECT 'Reply-To', r.reply_to, 1 WHERE r.reply_to IS NOT NULL)"                   \
+    "  AS h(name, value, last) ON true"                                                            \
+    " WHERE r.id = ANY($1::bigint[]) ORDER BY r.id, h.last, h.name"
+
+int fq_store_templates_step(fq_store_t *self, const int64_t *ids, size_t count, fq_buf_t *array,
+                            const char **param, fq_store_step_t *step)
 {
-    if (count == 0)
-        return 0;
     if (count > FQ_STORE_TEMPLATES_MAX)
         return fq_store_fail(self, FQ_EINVAL, "could not load templates: %zu requests (at most %d)",
                              count, FQ_STORE_TEMPLATES_MAX);
-    fq_buf_t array = {0};
-    if (fq_store_id_array(&array, ids, count, sizeof *ids)) {
-        fq_buf_free(&array);
+    if (fq_store_id_array(array, ids, count, sizeof *ids))
         return fq_store_fail(self, FQ_ENOMEM, "out of memory");
-    }
-    const char *params[] = {array.data};
-    int rc;
-    //  One row for each extra header (its reply_to last, as Reply-To), or
-    //  one without any: the request's own columns repeat in each, and a
-    //  request's rows come together. The name 'Reply-To' is
-    //  FQ_MAIL_HEADER_REPLY_TO (mailheaders/fq_mail_headers.h), written
-    //  here rather than passed: the store may not include mailheaders/
-    //  (docs/code-map.md), and fairq-sender checks the headers it carries
-    //  against that constant. An http request's headers are its
-    //  http_headers (it has no mail headers); its secret is its own, else
-    //  its tenant's as it is now; a webhook's batch is signed by its
-    //  endpoint's secrets as they are now (0020). A request whose mail
-    //  carries fairq's one-click unsubscribe (its own unsubscribe, else its
-    //  tenant's default now: 0021) leaves its own List-Unsubscribe and
-    //  List-Unsubscribe-Post out, which fairq writes for it (the names are
-    //  FQ_MAIL_HEADER_LIST_UNSUBSCRIBE and _POST of mailheaders/, spelt
-    //  here as Reply-To is; a tenant that turned its default on after the
-    //  submit made them two)
-    PGresult *res = fq_store_query(
-        self,
-        "SELECT r.id, r.tenant_id, r.subject, r.body, r.body_is_html,"
-        " r.max_attempts, coalesce(r.from_addr, ''), t.name,"
-        " (extract(epoch FROM greatest(r.created_at, r.send_at))"
-        "  * 1000)::bigint, h.name, h.value, r.text_body, r.channel, r.http_method, r.http_url,"
-        " r.http_body, r.http_body_format,"
-        " CASE WHEN r.channel = 'http'"
-        "  THEN coalesce(r.signing_secret, w.secret, t.signing_secret) END,"
-        " CASE WHEN w.previous_until > now() THEN w.previous_secret END,"
-        " u.unsubscribe"
-        " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"
-        " LEFT JOIN fairq.webhooks w ON w.id = r.webhook_id"
-        " CROSS JOIN LATERAL (SELECT r.channel = 'email'"
-        "  AND coalesce(r.unsubscribe, t.unsubscribe)) AS u(unsubscribe)"
-        " LEFT JOIN LATERAL (SELECT e.key, e.value, 0 FROM jsonb_each_text(CASE"
-        "   WHEN r.channel = 'email' THEN r.headers ELSE r.http_headers END) e"
-        "   WHERE NOT (u.unsubscribe AND lower(e.key) IN ('list-unsubscribe', "
-        "'list-unsubscribe-post'))"
-        "  UNION ALL SELECT 'Reply-To', r.reply_to, 1 WHERE r.reply_to IS NOT NULL)"
-        "  AS h(name, value, last) ON true"
-        " WHERE r.id = ANY($1::bigint[]) ORDER BY r.id, h.last, h.name",
-        1, params, PGRES_TUPLES_OK, "load requests", &rc);
-    fq_buf_free(&array);
-    if (!res)
-        return rc;
+    *param = array->data;
+    *step = (fq_store_step_t){.sql = S_TEMPLATES_SQL,
+                              .nparams = 1,
+                              .params = param,
+                              .wanted = PGRES_TUPLES_OK,
+                              .what = "load requests",
+                              .keep = true};
+    return 0;
+}
+
+int fq_store_templates_read(fq_store_t *self, PGresult *res, fq_request_templates_t *out)
+{
     int rows = PQntuples(res), n = 0;
     for (int first = 0; first < rows;) {
         int end = first + 1;
@@ -368,6 +369,21 @@ int fq_store_request_templates_many(fq_store_t *self, const int64_t *ids, size_t
     }
     PQclear(res);
     return n;
+}
+
+int fq_store_request_templates_many(fq_store_t *self, const int64_t *ids, size_t count,
+                                    fq_request_templates_t *out)
+{
+    if (count == 0)
+        return 0;
+    fq_buf_t array = {0};
+    const char *param;
+    fq_store_step_t step;
+    int rc = fq_store_templates_step(self, ids, count, &array, &param, &step);
+    if (rc == 0)
+        rc = fq_store_pipeline(self, &step, 1);
+    fq_buf_free(&array);
+    return rc ? rc : fq_store_templates_read(self, step.res, out);
 }
 
 int fq_store_request_templates(fq_store_t *self, int64_t request_id, fq_request_templates_t *out)

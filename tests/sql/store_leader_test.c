@@ -168,6 +168,16 @@ static void test_a_deposed_leaders_writes_are_refused(void **state)
     fq_store_t *a = fq_test_store(s_conninfo), *b = fq_test_store(s_conninfo);
     int64_t ids[4];
     int64_t request = s_lead_with_request(a, 4, ids);
+    //  And one not split yet
+    char *recipients = fq_test_recipients("later", 3);
+    fq_submit_t req = {.tenant = "acme",
+                       .from = "news@acme.example",
+                       .subject = "Hello {{name}}",
+                       .body = "Dear {{ name }}",
+                       .recipients_json = recipients};
+    int64_t unsplit;
+    assert_int_equal(fq_store_submit(a, &req, &unsplit), 0);
+    free(recipients);
 
     //  While a leads, its loads and fenced writes go through
     fq_message_rows_t loaded;
@@ -196,6 +206,10 @@ static void test_a_deposed_leaders_writes_are_refused(void **state)
     assert_int_equal(fq_store_advance_scan(a, 10, 100), FQ_EDEPOSED);
     fq_prune_result_t pruned;
     assert_int_equal(fq_store_prune(a, 0, 100, &pruned), FQ_EDEPOSED);
+    //  Its split is refused in its first round trip, and rolled back
+    fq_split_result_t split;
+    assert_int_equal(fq_store_split_chunk(a, unsplit, NULL, 0, 0, &split), FQ_EDEPOSED);
+    assert_int_equal(split.split, 0);
     //  Still connected: a refusal is not a lost connection
     assert_true(fq_store_connected(a));
 
@@ -213,9 +227,13 @@ static void test_a_deposed_leaders_writes_are_refused(void **state)
     //  The new leader's writes, with its epoch, go through
     fq_store_set_epoch(b, taken.epoch);
     assert_int_equal(fq_store_ack_batch(b, ids + 1, 3), 3);
-    //  And writes that carry no epoch (tools, tests) are not fenced
+    //  And writes that carry no epoch (tools, tests) are not fenced: the
+    //  refused split left its chunk, and a's session no transaction open
     fq_store_set_epoch(a, 0);
     assert_int_equal(fq_store_ack_batch(a, ids, 1), 0); //  Sent already: nothing to change
+    assert_int_equal(fq_store_split_chunk(a, unsplit, NULL, 0, 0, &split), 1);
+    assert_int_equal(split.split, 3);
+    assert_true(split.last);
     PQfinish(conn);
     fq_store_destroy(&a);
     fq_store_destroy(&b);

@@ -18,6 +18,10 @@
 //  The big request of these tests: three chunks, the last one partial.
 #define S_BIG 25000
 
+//  A small request of these tests: the most recipients a split writes
+//  with one INSERT (fq_store_split.c).
+#define S_SMALL 1000
+
 //  The row at which the injected fault stops a split.
 #define S_FAULT_ROW 5000
 
@@ -85,6 +89,41 @@ static void s_expect_status(PGconn *conn, const char *id, const char *wanted)
 
 static const char *const S_NAME[] = {"name"};
 
+//  Message k of request id_text (in id order) is recipient k of
+//  recipients (n of them), with equal fields, pending and untried, under
+//  the request's tenant.
+static void s_expect_messages_match(PGconn *conn, const char *id_text, const char *recipients,
+                                    int n)
+{
+    //  A hash join: the planner cannot know how many elements the JSON
+    //  array has
+    fq_test_exec(conn, "SET enable_nestloop = off", 0);
+    PGresult *res = fq_test_query(conn,
+                                  "WITH m AS (SELECT row_number() OVER (ORDER BY id) AS ord,"
+                                  "   recipient, fields, status, try_count, tenant_id"
+                                  "   FROM fairq.messages WHERE request_id = $1)"
+                                  " SELECT e.ord, e.elem::text, m.recipient, m.fields::text"
+                                  " FROM m"
+                                  " JOIN jsonb_array_elements($2::jsonb) WITH ORDINALITY"
+                                  "   AS e(elem, ord) USING (ord)"
+                                  " JOIN fairq.requests r ON r.id = $1"
+                                  " WHERE m.recipient IS DISTINCT FROM e.elem->>'to'"
+                                  "   OR m.fields <> e.elem->'fields'"
+                                  "   OR m.status <> 'pending' OR m.try_count <> 0"
+                                  "   OR m.tenant_id <> r.tenant_id"
+                                  " ORDER BY e.ord LIMIT 3",
+                                  2, id_text, recipients);
+    for (int i = 0; i < PQntuples(res); i++)
+        print_message("recipient %s %s became %s %s\n", PQgetvalue(res, i, 0),
+                      PQgetvalue(res, i, 1), PQgetvalue(res, i, 2), PQgetvalue(res, i, 3));
+    assert_int_equal(PQntuples(res), 0);
+    PQclear(res);
+    fq_test_exec(conn, "RESET enable_nestloop", 0);
+    assert_int_equal(
+        fq_test_int(conn, "SELECT count(*) FROM fairq.messages WHERE request_id = $1", 1, id_text),
+        n);
+}
+
 //  25,000 recipients become 25,000 pending messages, in submit order, with
 //  their fields intact; the request goes accepted -> splitting -> active,
 //  and its first messages can be dispatched before the split ends.
@@ -133,34 +172,7 @@ static void test_split_keeps_order_and_fields(void **unused)
                                  1, id_text),
                      0);
 
-    //  Message k (in id order) is recipient k, with equal fields, pending
-    //  and untried, under the request's tenant (a hash join: the planner
-    //  cannot know how many elements the JSON array has)
-    fq_test_exec(conn, "SET enable_nestloop = off", 0);
-    PGresult *res = fq_test_query(conn,
-                                  "WITH m AS (SELECT row_number() OVER (ORDER BY id) AS ord,"
-                                  "   recipient, fields, status, try_count, tenant_id"
-                                  "   FROM fairq.messages WHERE request_id = $1)"
-                                  " SELECT e.ord, e.elem::text, m.recipient, m.fields::text"
-                                  " FROM m"
-                                  " JOIN jsonb_array_elements($2::jsonb) WITH ORDINALITY"
-                                  "   AS e(elem, ord) USING (ord)"
-                                  " JOIN fairq.requests r ON r.id = $1"
-                                  " WHERE m.recipient IS DISTINCT FROM e.elem->>'to'"
-                                  "   OR m.fields <> e.elem->'fields'"
-                                  "   OR m.status <> 'pending' OR m.try_count <> 0"
-                                  "   OR m.tenant_id <> r.tenant_id"
-                                  " ORDER BY e.ord LIMIT 3",
-                                  2, id_text, recipients);
-    for (int i = 0; i < PQntuples(res); i++)
-        print_message("recipient %s %s became %s %s\n", PQgetvalue(res, i, 0),
-                      PQgetvalue(res, i, 1), PQgetvalue(res, i, 2), PQgetvalue(res, i, 3));
-    assert_int_equal(PQntuples(res), 0);
-    PQclear(res);
-    fq_test_exec(conn, "RESET enable_nestloop", 0);
-    assert_int_equal(
-        fq_test_int(conn, "SELECT count(*) FROM fairq.messages WHERE request_id = $1", 1, id_text),
-        S_BIG);
+    s_expect_messages_match(conn, id_text, recipients, S_BIG);
     //  The numbers read back as the application wrote them
     char *price = fq_test_text(conn,
                                "SELECT fields->>'price' FROM fairq.messages WHERE request_id = $1"
@@ -168,6 +180,49 @@ static void test_split_keeps_order_and_fields(void **unused)
                                1, id_text);
     assert_string_equal(price, "3.1");
     free(price);
+    free(recipients);
+    PQfinish(conn);
+    fq_store_destroy(&store);
+}
+
+//  A small request (S_SMALL recipients, the most that are written with
+//  one INSERT rather than COPY) becomes its messages in one split, in
+//  submit order, with fields holding quotes, backslashes, tabs and
+//  non-ASCII intact, exactly as a big request's do.
+static void test_small_split_keeps_order_and_fields(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    PGconn *conn = fq_test_connect(s_conninfo);
+    char *recipients = s_rich_recipients("small", S_SMALL);
+    int64_t id = s_submit(store, recipients);
+    char id_text[32];
+    fq_test_param(id_text, sizeof id_text, id);
+    fq_split_result_t split;
+    int rc = fq_store_split_chunk(store, id, S_NAME, 1, 0, &split);
+    if (rc != 1)
+        fail_msg("split: %d %s", rc, fq_store_error(store));
+    assert_int_equal(split.split, S_SMALL);
+    assert_int_equal(split.rejected, 0);
+    assert_true(split.last);
+    //  The store's session is idle, no transaction left open by the
+    //  pipelines, and its last statement was the split's COMMIT
+    char *last = fq_test_text(conn,
+                              "SELECT state || ': ' || query FROM pg_stat_activity"
+                              " WHERE datname = current_database() AND application_name = 'fairq'",
+                              0);
+    assert_non_null(last);
+    assert_string_equal(last, "idle: COMMIT");
+    free(last);
+    s_expect_status(conn, id_text, "active");
+    s_expect_messages_match(conn, id_text, recipients, S_SMALL);
+    int64_t ids[S_SMALL];
+    assert_int_equal(fq_store_next_ready(store, id, 0, S_SMALL, ids), S_SMALL);
+    for (int i = 1; i < S_SMALL; i++)
+        assert_true(ids[i] > ids[i - 1]);
+    //  Nothing left
+    assert_int_equal(fq_store_split_chunk(store, id, S_NAME, 1, 0, &split), 0);
+    assert_true(split.last);
     free(recipients);
     PQfinish(conn);
     fq_store_destroy(&store);
@@ -605,6 +660,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split_keeps_order_and_fields),
+        cmocka_unit_test(test_small_split_keeps_order_and_fields),
         cmocka_unit_test(test_bad_recipients_are_rejected_alone),
         cmocka_unit_test(test_all_bad_request_is_done),
         cmocka_unit_test(test_cancelled_request_splits_into_nothing),

@@ -1575,8 +1575,8 @@ static int s_load(s_bench_t *self, const s_options_t *opts, s_run_t *run)
         }
         if (out && probe_sent > 0)
             self->probes[probe++].seen_ns = now;
-        else if (out && now - self->probes[probe].commit_ns >
-                            (uint64_t)S_PROBE_TIMEOUT_MS * S_NS_PER_MS) {
+        else if (out &&
+                 now - self->probes[probe].commit_ns > (uint64_t)S_PROBE_TIMEOUT_MS * S_NS_PER_MS) {
             //  Its delivery may still be in the senders' logs
             fprintf(stderr, S_PROGRAM ": probe %d was not acked within %d ms\n", probe,
                     S_PROBE_TIMEOUT_MS);

@@ -1073,31 +1073,6 @@ static size_t s_want_templates(s_self_t *self, int64_t *wanted, size_t nwanted, 
     return nwanted + 1;
 }
 
-//  Loads the templates of ids (not cached, maybe with repeats) into the
-//  cache.
-static void s_templates_load(s_self_t *self, fq_store_t *store, int64_t *ids, size_t n)
-{
-    //  Each once: the store takes distinct ids
-    size_t distinct = 0;
-    for (size_t i = 0; i < n; i++) {
-        bool seen = fq_intkey_lookup(self->templates, ids[i]) != NULL;
-        for (size_t k = 0; k < distinct && !seen; k++)
-            seen = ids[k] == ids[i];
-        if (!seen)
-            ids[distinct++] = ids[i];
-    }
-    if (distinct < 2)
-        return; //  One is loaded alone as it is rendered
-    fq_request_templates_t *loaded = calloc(distinct, sizeof *loaded);
-    int got = loaded ? fq_store_request_templates_many(store, ids, distinct, loaded) : -1;
-    for (int i = 0; i < got; i++) {
-        int rc;
-        char error[S_ERROR_MAX];
-        s_templates_take(self, &loaded[i], &rc, error, sizeof error);
-    }
-    free(loaded);
-}
-
 //  The parsed templates of request_id, from the cache or loaded alone.
 //  NULL with *rc and why in error: FQ_EDB, FQ_ENOTFOUND, FQ_EINVAL (they
 //  cannot be parsed) or FQ_ENOMEM.
@@ -1114,27 +1089,6 @@ static s_templates_t *s_templates(s_self_t *self, fq_store_t *store, int64_t req
         return NULL;
     }
     return s_templates_take(self, &loaded, rc, error, error_size);
-}
-
-//  Loads the templates of the rows' requests not cached yet, in one query
-//  per FQ_STORE_TEMPLATES_MAX requests: messages of 100,000 requests of a
-//  few recipients each came one query per request, the dispatcher's main
-//  cost (fq_bench_pipeline --scale). A request whose templates fail to
-//  parse, or a query that fails, is left to s_templates, which says why.
-static void s_templates_prefetch(s_self_t *self, fq_store_t *store, const fq_message_rows_t *rows)
-{
-    int64_t ids[FQ_STORE_TEMPLATES_MAX];
-    size_t n = 0;
-    for (size_t i = 0; i < rows->count; i++) {
-        if (fq_intkey_lookup(self->templates, rows->rows[i].request_id))
-            continue;
-        ids[n++] = rows->rows[i].request_id;
-        if (n == FQ_STORE_TEMPLATES_MAX) {
-            s_templates_load(self, store, ids, n);
-            n = 0;
-        }
-    }
-    s_templates_load(self, store, ids, n);
 }
 
 //  Keeps one pick's credit back while the database fails, or the leader's
@@ -1557,8 +1511,13 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     fq_store_t *store = self->draining ? NULL : fq_db_store(self->db);
     fq_message_rows_t rows = {0};
     int64_t started = zclock_usecs();
-    //  A new request's templates come with its first messages, in the
-    //  same round trip
+    //  The templates of the requests not cached come with their messages,
+    //  in the same round trip: messages of 100,000 requests of a few
+    //  recipients each came one query per request, the dispatcher's main
+    //  cost (fq_bench_pipeline --scale), and a new tenant's first message
+    //  waited for a round trip of its own. One whose templates do not
+    //  parse, or beyond FQ_STORE_TEMPLATES_MAX, is left to s_templates,
+    //  which loads it alone and says why.
     fq_templates_ask_t ask = {.ids = self->wanted,
                               .count = nwanted,
                               .out = nwanted ? calloc(nwanted, sizeof *ask.out) : NULL};
@@ -1567,7 +1526,6 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     for (int i = 0; loaded >= 0 && i < ask.loaded; i++) {
         int rc;
         char error[S_ERROR_MAX];
-        //  One that does not parse is loaded again alone to say why
         s_templates_take(self, &ask.out[i], &rc, error, sizeof error);
     }
     free(ask.out);
@@ -1576,8 +1534,6 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
                             loaded >= 0);
     if (loaded < 0 && store)
         fq_db_failed(self->db, loaded);
-    if (loaded > 0)
-        s_templates_prefetch(self, store, &rows);
     int64_t now_ms = zclock_time();
     for (int i = 0; i < loaded; i++)
         if (fq_intkey_lookup(batch, rows.rows[i].id)) {

@@ -196,7 +196,7 @@ typedef struct {
     uint64_t request_id;
     s_parsed_t parsed;
     const char **names; //  The required fields (into parsed); free()
-    char host[256];     //  An http request's URL host
+    bool prepared;      //  The templates were read and parsed
     int64_t tenant_id;  //  For the metrics, with its name (free())
     char *tenant;
 } s_split_t;
@@ -220,10 +220,12 @@ static int s_prepare(const fq_request_templates_t *templates, fq_split_fields_t 
     *fields = (fq_split_fields_t){split->names, count, nheader};
     self->destinations.fixed = NULL;
     if (strcmp(templates->channel, FQ_CHANNEL_HTTP) == 0) {
-        fq_http_url_host(templates->http_url, split->host, sizeof split->host);
-        const char *name = split->host[0] ? s_of_domain(split->host, self) : NULL;
+        char host[256];
+        fq_http_url_host(templates->http_url, host, sizeof host);
+        const char *name = host[0] ? s_of_domain(host, self) : NULL;
         self->destinations.fixed = name ? name : FQ_STORE_DESTINATION_DEFAULT;
     }
+    split->prepared = true;
     return 0;
 }
 
@@ -242,7 +244,9 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
         s_domains_refresh(self, store, S_DOMAINS_MS);
         rc = fq_store_split_chunk_with(store, (int64_t)request_id, s_prepare, &split,
                                        &self->destinations, &result);
-        if (rc != 0 && rc != FQ_EINVAL && rc != FQ_ENOTFOUND)
+        //  The split's own statements, as before the templates were read
+        //  with them: not a request gone, nor templates that do not parse
+        if (rc != 0 && split.prepared)
             fq_metrics_batch_db(self->metrics, FQ_METRICS_DB_SPLIT,
                                 rc > 0 ? (size_t)(result.split + result.rejected) : 0,
                                 zclock_usecs() - started, rc > 0);

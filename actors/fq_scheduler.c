@@ -1050,17 +1050,51 @@ static void s_settled(s_self_t *self, const fq_settled_t *settled)
     self->pump_wanted = true; //  In s_idle, once the mailbox is empty
 }
 
+//  Whether destination is among names (comma-separated).
+static bool s_destination_named(const char *names, const char *destination)
+{
+    size_t size = strlen(destination);
+    while (*names) {
+        size_t length = strcspn(names, ",");
+        if (length == size && memcmp(names, destination, size) == 0)
+            return true;
+        names += length + (names[length] == ',');
+    }
+    return false;
+}
+
+//  Whether done names its request's messages, id_counts[k] of them for
+//  its k-th destination (those of a request split whole).
+static bool s_split_ids_named(const fq_split_done_t *done)
+{
+    if (done->ids.count == 0 || !*done->destinations)
+        return false;
+    size_t ndestinations = 1, sum = 0;
+    for (const char *c = done->destinations; *c; c++)
+        ndestinations += *c == ',';
+    if (done->id_counts.count != ndestinations)
+        return false;
+    for (uint32_t k = 0; k < done->id_counts.count; k++)
+        sum += done->id_counts.items[k];
+    return sum == done->ids.count;
+}
+
 //  The lanes a chunk's messages went to take part in its request; each is
-//  paged again. After the last chunk every lane of it knows no more come.
+//  paged again, unless the splitter named every message of the request
+//  (fq_fairness_request_split_all: a newcomer's small request waits for
+//  no page query). After the last chunk every lane of it knows no more
+//  come.
 static void s_split_lanes(s_self_t *self, const fq_split_done_t *done, s_known_t *known)
 {
     int64_t request_id = (int64_t)done->request;
-    const char *names = done->destinations ? done->destinations : "";
-    //  A chunk that names none but wrote messages (an older splitter's):
-    //  they are the default destination's
+    const char *names = done->destinations;
+    //  A chunk that names none but wrote messages: they are the default
+    //  destination's
     if (!*names && done->split > 0)
         names = FQ_STORE_DESTINATION_DEFAULT;
-    while (*names) {
+    bool named = done->last && s_split_ids_named(done);
+    const uint64_t *ids = done->ids.items;
+    for (uint32_t k = 0; *names; k++) {
         size_t length = strcspn(names, ",");
         char name[FQ_STORE_DESTINATION_SIZE];
         if (length > 0 && length < sizeof name) {
@@ -1068,13 +1102,23 @@ static void s_split_lanes(s_self_t *self, const fq_split_done_t *done, s_known_t
             name[length] = 0;
             s_join_one(request_id, name, self);
             fq_lane_t *lane = fq_lanes_get(self->lanes, known->channel, name);
-            if (lane)
+            uint64_t count = named ? done->id_counts.items[k] : 0;
+            //  uint64_t and int64_t may alias each other
+            if (lane && !(named && count <= (uint64_t)self->config->prefetch &&
+                          fq_fairness_request_split_all(lane->fairness, request_id,
+                                                        (const int64_t *)ids, (int)count) == 0))
                 fq_fairness_request_split(lane->fairness, request_id, done->last);
-        }
+            ids += count;
+        } else
+            ids += named ? done->id_counts.items[k] : 0;
         names += length + (names[length] == ',');
     }
+    //  The lanes this chunk did not reach learn that no more come (those
+    //  it reached were told above: told again, a request whose ids were
+    //  named would be paged after all)
     for (size_t i = 0; done->last && i < known->nlanes; i++)
-        fq_fairness_request_split(known->lanes[i]->fairness, request_id, true);
+        if (!s_destination_named(done->destinations, known->lanes[i]->destination))
+            fq_fairness_request_split(known->lanes[i]->fairness, request_id, true);
 }
 
 static void s_split_done(fq_ctx_t *ctx, s_self_t *self, const fq_split_done_t *done)

@@ -232,7 +232,8 @@ static int s_prepare(const fq_request_templates_t *templates, fq_split_fields_t 
 //  Splits one chunk of request; tells the scheduler what happened.
 static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
 {
-    fq_split_done_t done = {.request = request_id, .error = ""};
+    fq_split_done_t done = {.request = request_id, .error = "", .destinations = ""};
+    uint64_t ids[FQ_STORE_SPLIT_IDS_MAX], id_counts[FQ_STORE_SPLIT_IDS_MAX];
     char error[S_ERROR_SIZE] = "";
     fq_store_t *store = fq_db_store(self->db);
     s_split_t split = {.self = self, .request_id = request_id};
@@ -262,6 +263,19 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
         done.rejected = (uint32_t)result.rejected;
         done.destinations = self->destinations.written.size ? self->destinations.written.data : "";
         done.last = rc == 0 || result.last;
+        //  A request split whole: its messages go to the scheduler with
+        //  this answer, one destination's after another
+        size_t ndestinations = *done.destinations ? 1 : 0;
+        for (const char *c = done.destinations; *c; c++)
+            ndestinations += *c == ',';
+        if (result.nids > 0 && ndestinations <= FQ_STORE_SPLIT_IDS_MAX) {
+            for (int i = 0; i < result.nids; i++)
+                ids[i] = (uint64_t)result.ids[i];
+            for (size_t k = 0; k < ndestinations; k++)
+                id_counts[k] = (uint64_t)result.id_counts[k];
+            done.ids = (fq_u64list_t){(uint32_t)result.nids, ids};
+            done.id_counts = (fq_u64list_t){(uint32_t)ndestinations, id_counts};
+        }
         self->chunks += rc > 0;
         self->split += (uint64_t)result.split;
         self->rejected += (uint64_t)result.rejected;

@@ -528,6 +528,24 @@ void fq_fairness_request_split(fq_fairness_t *self, int64_t request_id, bool spl
         s_queue_refill(self, request);
 }
 
+int fq_fairness_request_split_all(fq_fairness_t *self, int64_t request_id, const int64_t *ids,
+                                  int count)
+{
+    s_request_t *request = s_request_find(self, request_id);
+    if (!request)
+        return FQ_ENOTFOUND;
+    if (request->refilling || request->count > 0 || count < 0)
+        return FQ_ECONFLICT;
+    //  As if a page had been asked for and came back short: every row
+    //  exists, so the request is exhausted once these are sent
+    s_unqueue_refill(self, request);
+    request->split_done = true;
+    request->exhausted = request->resplit = false;
+    request->refilling = true;
+    request->asked = count + 1;
+    return fq_fairness_request_fill(self, request_id, ids, count);
+}
+
 int fq_fairness_next_refill(fq_fairness_t *self, int64_t *request_id, int64_t *after_id, int *limit)
 {
     s_request_t *request = self->refill_head;

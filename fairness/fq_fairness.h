@@ -61,6 +61,15 @@ void fq_fairness_request_remove(fq_fairness_t *self, int64_t request_id);
 //  an exhausted request is paged again.
 void fq_fairness_request_split(fq_fairness_t *self, int64_t request_id, bool split_done);
 
+//  The splitter wrote every message row of a request at once and knows
+//  their ids (count, ascending, after the request's cursor): they are its
+//  whole page, and it is paged no more. A newcomer's one-chunk request
+//  then waits for no page query. Returns 0, FQ_ECONFLICT when the request
+//  has ids buffered or a page coming (page it as after
+//  fq_fairness_request_split), FQ_ENOTFOUND or FQ_ENOMEM.
+int fq_fairness_request_split_all(fq_fairness_t *self, int64_t request_id, const int64_t *ids,
+                                  int count);
+
 //  Takes the next request that needs a page: 1 with its id, cursor and
 //  how many ids to fetch (the request is then marked as being refilled),
 //  or 0 when none needs one.

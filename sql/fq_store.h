@@ -516,11 +516,23 @@ void fq_reject_page_free(fq_reject_page_t *page);
 //  (0019): its event is message.suppressed, not message.rejected.
 #define FQ_STORE_REJECT_SUPPRESSED "suppressed"
 
+//  Most message ids a split hands back (fq_split_result_t).
+#define FQ_STORE_SPLIT_IDS_MAX 256
+
 typedef struct {
     int split;      //  Message rows written
     int rejected;   //  Recipients refused (listed in fairq.rejects), suppressed ones too
     int suppressed; //  Of them, refused because a suppression list holds them
     bool last;      //  No chunk left: the request is fully split
+    //  A request split whole by this one chunk (a small one, written by
+    //  INSERT) of at most FQ_STORE_SPLIT_IDS_MAX messages: the ids of all
+    //  its message rows, grouped by destination in the order of
+    //  destinations->written (the first id_counts[0] ids are the first
+    //  destination's, and so on), ascending within each, so that they
+    //  need not be paged. nids is 0 for any other split.
+    int nids;
+    int64_t ids[FQ_STORE_SPLIT_IDS_MAX];
+    int id_counts[FQ_STORE_SPLIT_IDS_MAX];
 } fq_split_result_t;
 
 //  Splits the next stored chunk of a request into message rows with COPY,

@@ -10,9 +10,12 @@
     A split is a few round trips, not one per statement: the reads go in
     one pipeline (BEGIN, the leader's fence, the request's templates, the
     chunk, its suppressed addresses), the writes and the COMMIT in
-    another. A big request's rows go in between with COPY (two round
-    trips of its own, and the cheapest way in for 10,000 rows); a small
-    request's go with one INSERT in the writes' pipeline. On a busy
+    another: the rejects, then one statement for everything else (each
+    statement is parsed and planned anew, and on a busy server each is a
+    wait). A big request's rows go in between with COPY (two round trips
+    of its own, and the cheapest way in for 10,000 rows); a small
+    request's go with an INSERT in that statement, which answers their
+    ids, so that the scheduler need not page them. On a busy
     server each round trip waits for the backend to be scheduled again,
     and a new tenant's first message waits for its request's split: its
     eleven round trips were 10 to 120 ms of that wait under the pipeline
@@ -116,12 +119,13 @@ typedef struct {
     size_t count, capacity;
 } s_seen_t;
 
-//  Adds name if not seen yet. Returns 0, or -1 when memory runs out.
+//  Adds name if not seen yet. Returns its place among those seen, or -1
+//  when memory runs out.
 static int s_seen_add(s_seen_t *seen, const char *name)
 {
     for (size_t i = 0; i < seen->count; i++)
         if (seen->names[i] == name || strcmp(seen->names[i], name) == 0)
-            return 0;
+            return (int)i;
     if (seen->count == seen->capacity) {
         size_t capacity = seen->capacity ? 2 * seen->capacity : 8;
         const char **grown = realloc(seen->names, capacity * sizeof *grown);
@@ -130,8 +134,8 @@ static int s_seen_add(s_seen_t *seen, const char *name)
         seen->names = grown;
         seen->capacity = capacity;
     }
-    seen->names[seen->count++] = name;
-    return 0;
+    seen->names[seen->count] = name;
+    return (int)seen->count++;
 }
 
 //  The destination of a mail recipient: its domain's by the resolver.
@@ -167,12 +171,6 @@ static int s_seen_names(const s_seen_t *seen, fq_buf_t *names, fq_buf_t *written
                fq_buf_add_str(written, seen->names[i]);
     return mem;
 }
-
-//  Records that request $1 has messages in the destinations $2 (the
-//  scheduler's list of lanes to page it in after a restart).
-#define S_DESTINATIONS_SQL                                                                         \
-    "INSERT INTO fairq.request_destinations (request_id, destination)"                             \
-    " SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING"
 
 //  ---------------------------------------------------------------------
 //  Suppressed addresses
@@ -355,6 +353,9 @@ typedef struct {
     size_t prefix_size;                        //
     fq_buf_t destinations, recipients, fields; //  The INSERT's arrays
     int count;
+    //  The INSERT's rows' destinations, as places among those seen: the
+    //  ids it returns are grouped by them
+    int seen_of[S_INSERT_TOTAL_MAX];
 } s_rows_t;
 
 //  Starts the rows of chunk of request_id: COPY begins now unless they go
@@ -375,13 +376,15 @@ static int s_rows_start(s_rows_t *rows, fq_store_t *store, const char *request_i
     return rc;
 }
 
-//  Adds a message row: its destination, its address (to, to_size bytes)
-//  and its fields as the server wrote them (fields, fields_size bytes).
-//  Returns 0, -1 when memory runs out, or FQ_EDB when COPY data could
-//  not be sent.
-static int s_rows_add(s_rows_t *rows, const char *destination, const char *to, size_t to_size,
-                      const char *fields, size_t fields_size)
+//  Adds a message row: its destination (seen_index: its place among
+//  those seen), its address (to, to_size bytes) and its fields as the
+//  server wrote them (fields, fields_size bytes). Returns 0, -1 when
+//  memory runs out, or FQ_EDB when COPY data could not be sent.
+static int s_rows_add(s_rows_t *rows, const char *destination, int seen_index, const char *to,
+                      size_t to_size, const char *fields, size_t fields_size)
 {
+    if (rows->insert && rows->count < S_INSERT_TOTAL_MAX)
+        rows->seen_of[rows->count] = seen_index;
     const char *separator = rows->count++ ? "," : "{";
     if (rows->insert)
         return fq_buf_add_str(&rows->destinations, separator) |
@@ -449,13 +452,6 @@ static void s_rows_free(s_rows_t *rows)
     fq_buf_free(&rows->fields);
 }
 
-//  A small request's rows: $1 the request, $2 its tenant, $3 to $5 the
-//  arrays, in the recipients' order (ids follow it, as with COPY).
-#define S_INSERT_SQL                                                                               \
-    "INSERT INTO fairq.messages (request_id, tenant_id, destination, recipient, fields)"           \
-    " SELECT $1, $2, d, r, f::jsonb FROM unnest($3::text[], $4::text[], $5::text[])"               \
-    "  WITH ORDINALITY AS u(d, r, f, n) ORDER BY n"
-
 //  Writes each good recipient of chunk as a message row, with its
 //  destination (noted in seen); collects the others as rejects, the
 //  suppressed ones among them (reason "suppressed"). Returns 0 or a code.
@@ -499,12 +495,14 @@ static int s_write_rows(s_rows_t *rows, const char *request_id, const s_chunk_t 
             const char *fields_text = json_is_object(fields)
                                           ? fq_recipient_fields_text(element, size, &fields_size)
                                           : "{}";
+            int seen_index = fields_text ? s_seen_add(seen, destination) : -1;
             if (!fields_text)
                 bad_chunk = true; //  Not in jsonb output text: cannot happen
-            else if (s_seen_add(seen, destination))
+            else if (seen_index < 0)
                 rc = -1;
             else
-                rc = s_rows_add(rows, destination, to, to_size, fields_text, fields_size);
+                rc = s_rows_add(rows, destination, seen_index, to, to_size, fields_text,
+                                fields_size);
             result->split++;
         }
         json_decref(recipient);
@@ -528,12 +526,25 @@ static int s_write_rows(s_rows_t *rows, const char *request_id, const s_chunk_t 
 //  ---------------------------------------------------------------------
 //  The writes and the commit: one round trip
 
-//  The chunk goes in the same transaction as its messages, and the
-//  request's counters and status with them: $1 the request, $2 the
-//  chunk, $3 and $4 the rows split and rejected, $5 whether a chunk was
-//  taken. Answers the chunks left.
-#define S_UPDATE_SQL                                                                               \
-    "WITH gone AS (DELETE FROM fairq.recipient_chunks"                                             \
+//  Every write of a split but its rejects, in one statement (each
+//  statement is parsed and planned anew, and on a busy server each is a
+//  wait): a small request's message rows ($6 its tenant, $7 to $9 the
+//  arrays of their destinations, recipients and fields in the recipients'
+//  order, which their ids follow as with COPY; NULL when they went by
+//  COPY), the destinations the chunk reached ($10: the scheduler's list
+//  of lanes to page the request in after a restart), and the chunk's
+//  deletion and the request's counters and status, in the same
+//  transaction as its messages: $1 the request, $2 the chunk, $3 and $4
+//  the rows split and rejected, $5 whether a chunk was taken. Answers the
+//  chunks left, and the ids of the rows inserted, ascending.
+#define S_WRITE_SQL                                                                                \
+    "WITH inserted AS (INSERT INTO fairq.messages"                                                 \
+    "  (request_id, tenant_id, destination, recipient, fields)"                                    \
+    "  SELECT $1, $6, d, r, f::jsonb FROM unnest($7::text[], $8::text[], $9::text[])"             \
+    "   WITH ORDINALITY AS u(d, r, f, n) ORDER BY n RETURNING id),"                                \
+    " reached AS (INSERT INTO fairq.request_destinations (request_id, destination)"                \
+    "  SELECT $1, unnest($10::text[]) ON CONFLICT DO NOTHING),"                                    \
+    " gone AS (DELETE FROM fairq.recipient_chunks"                                                 \
     "              WHERE request_id = $1 AND chunk_no = $2 AND $5::boolean RETURNING 1),"          \
     " left_over AS (SELECT count(*) - (SELECT count(*) FROM gone) AS n"                            \
     "               FROM fairq.recipient_chunks WHERE request_id = $1),"                           \
@@ -559,7 +570,7 @@ static int s_write_rows(s_rows_t *rows, const char *request_id, const s_chunk_t 
     "   unnest(ARRAY['request.split', 'request.done']::fairq.event_type[]) AS e(type)"             \
     "  WHERE n = 0 AND EXISTS (SELECT 1 FROM gone) AND webhook_id IS NULL"                         \
     "   AND (e.type = 'request.split' OR status = 'done'))"                                        \
-    " SELECT n FROM updated"
+    " SELECT n, (SELECT array_agg(id ORDER BY id) FROM inserted) FROM updated"
 
 //  What the writes need, kept alive until their round trip.
 typedef struct {
@@ -572,10 +583,44 @@ typedef struct {
     fq_buf_t *written; //  NULL, or the destinations written, comma-separated
 } s_writes_t;
 
-//  Writes the small request's rows, the rejects, the destinations and
-//  the request's counters, and commits, in one pipeline. Returns 0 with
-//  result->last set, or a code (the transaction is left for the caller
-//  to roll back).
+//  Reads the ids the write answered (an array's text, ascending, in the
+//  order the rows were added) into result, grouped by the destinations
+//  seen (rows->seen_of). A text that is not what was asked for leaves
+//  result without ids: the scheduler then pages them.
+static void s_ids_take(const char *text, const s_rows_t *rows, const s_seen_t *seen,
+                       fq_split_result_t *result)
+{
+    int64_t ids[FQ_STORE_SPLIT_IDS_MAX];
+    int count = 0;
+    const char *at = text;
+    if (*at++ != '{')
+        return;
+    while (*at && *at != '}' && count < FQ_STORE_SPLIT_IDS_MAX) {
+        char *end;
+        long long id = strtoll(at, &end, 10);
+        if (end == at || id <= 0 || (count > 0 && id <= ids[count - 1]))
+            return;
+        ids[count++] = id;
+        at = end + (*end == ',');
+    }
+    if (*at != '}' || count != rows->count)
+        return;
+    int n = 0;
+    for (size_t k = 0; k < seen->count; k++) {
+        int first = n;
+        for (int i = 0; i < count; i++)
+            if (rows->seen_of[i] == (int)k)
+                result->ids[n++] = ids[i];
+        result->id_counts[k] = n - first;
+    }
+    result->nids = n == count ? n : 0;
+}
+
+//  Writes the rejects, then the rows of a small request, the
+//  destinations and the request's counters (S_WRITE_SQL), and commits, in
+//  one pipeline. Returns 0 with result->last set (and the ids of a
+//  request split whole), or a code (the transaction is left for the
+//  caller to roll back).
 static int s_write_and_commit(fq_store_t *self, const s_writes_t *w, fq_split_result_t *result)
 {
     char tenant[FQ_STORE_INT_TEXT], chunk_no[FQ_STORE_INT_TEXT], split[FQ_STORE_INT_TEXT],
@@ -590,38 +635,34 @@ static int s_write_and_commit(fq_store_t *self, const s_writes_t *w, fq_split_re
         fq_buf_free(&names);
         return fq_store_fail(self, FQ_ENOMEM, "out of memory");
     }
-    const char *insert[] = {w->request_id, tenant, w->rows->destinations.data,
-                            w->rows->recipients.data, w->rows->fields.data};
+    const s_rows_t *rows = w->rows;
+    bool insert = rows->insert && rows->count;
     const char *rejects[] = {w->request_id, w->rejects->positions.data, w->rejects->addresses.data,
                              w->rejects->reasons.data};
-    const char *destinations[] = {w->request_id, names.data};
-    const char *update[] = {w->request_id, chunk_no, split, rejected, w->taken ? "true" : "false"};
-    fq_store_step_t steps[5];
+    const char *write[] = {w->request_id,
+                           chunk_no,
+                           split,
+                           rejected,
+                           w->taken ? "true" : "false",
+                           tenant,
+                           insert ? rows->destinations.data : NULL,
+                           insert ? rows->recipients.data : NULL,
+                           insert ? rows->fields.data : NULL,
+                           w->seen->count ? names.data : NULL};
+    fq_store_step_t steps[3];
     size_t n = 0;
-    if (w->rows->insert && w->rows->count)
-        steps[n++] = (fq_store_step_t){.sql = S_INSERT_SQL,
-                                       .nparams = 5,
-                                       .params = insert,
-                                       .wanted = PGRES_COMMAND_OK,
-                                       .what = "insert messages"};
     if (w->rejects->count)
         steps[n++] = (fq_store_step_t){.sql = S_REJECTS_SQL,
                                        .nparams = 4,
                                        .params = rejects,
                                        .wanted = PGRES_COMMAND_OK,
                                        .what = "record rejected recipients"};
-    if (w->seen->count)
-        steps[n++] = (fq_store_step_t){.sql = S_DESTINATIONS_SQL,
-                                       .nparams = 2,
-                                       .params = destinations,
-                                       .wanted = PGRES_COMMAND_OK,
-                                       .what = "record request destinations"};
-    size_t updated = n;
-    steps[n++] = (fq_store_step_t){.sql = S_UPDATE_SQL,
-                                   .nparams = 5,
-                                   .params = update,
+    size_t written = n;
+    steps[n++] = (fq_store_step_t){.sql = S_WRITE_SQL,
+                                   .nparams = 10,
+                                   .params = write,
                                    .wanted = PGRES_TUPLES_OK,
-                                   .what = "update request after split",
+                                   .what = "write split messages",
                                    .keep = true};
     steps[n++] =
         (fq_store_step_t){.sql = "COMMIT", .wanted = PGRES_COMMAND_OK, .what = "commit split"};
@@ -629,8 +670,12 @@ static int s_write_and_commit(fq_store_t *self, const s_writes_t *w, fq_split_re
     fq_buf_free(&names);
     if (rc)
         return rc;
-    PGresult *res = steps[updated].res;
+    PGresult *res = steps[written].res;
     result->last = PQntuples(res) == 1 && fq_store_int64(res, 0, 0) == 0;
+    //  The request's one chunk, its first and last: these are all its rows
+    if (result->last && insert && w->chunk->first_position == 0 &&
+        rows->count <= FQ_STORE_SPLIT_IDS_MAX && !PQgetisnull(res, 0, 1))
+        s_ids_take(PQgetvalue(res, 0, 1), rows, w->seen, result);
     PQclear(res);
     return 0;
 }

@@ -727,6 +727,46 @@ static void test_short_page_of_unsplit_request_waits_for_split(void **state)
     fq_fairness_destroy(&fair);
 }
 
+//  A small request split whole hands its ids over at once: they go out
+//  in order with no page asked for, and the request then ends. One with a
+//  page coming, or ids buffered, is paged instead.
+static void test_split_all_needs_no_page(void **state)
+{
+    (void)state;
+    fq_fairness_t *fair = fq_fairness_new(S_PREFETCH);
+    assert_non_null(fair);
+    //  Added before its split: it waits in the refill queue
+    assert_int_equal(fq_fairness_request_add(fair, 1, A, 0, 10, false), 0);
+    const int64_t ids[] = {11, 12, 15};
+    assert_int_equal(fq_fairness_request_split_all(fair, 1, ids, 3), 0);
+    int64_t request_id, after_id;
+    int limit;
+    assert_int_equal(fq_fairness_next_refill(fair, &request_id, &after_id, &limit), 0);
+    assert_int_equal(s_stats(fair).ready_tenants, 1);
+    fq_pick_t pick;
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(fq_fairness_next(fair, &pick), 1);
+        assert_int_equal(pick.message_id, ids[k]);
+        assert_int_equal(pick.request_id, 1);
+        assert_int_equal(fq_fairness_next_refill(fair, &request_id, &after_id, &limit), 0);
+    }
+    assert_int_equal(s_stats(fair).requests, 0);
+    assert_int_equal(fq_fairness_next(fair, &pick), 0);
+
+    //  A request whose page is being fetched is not filled twice
+    assert_int_equal(fq_fairness_request_add(fair, 2, B, 0, 0, false), 0);
+    assert_int_equal(fq_fairness_next_refill(fair, &request_id, &after_id, &limit), 1);
+    assert_int_equal(request_id, 2);
+    const int64_t other[] = {21, 22};
+    assert_int_equal(fq_fairness_request_split_all(fair, 2, other, 2), FQ_ECONFLICT);
+    assert_int_equal(fq_fairness_request_fill(fair, 2, other, 2), 0);
+    //  Nor one with ids buffered
+    assert_int_equal(fq_fairness_request_split_all(fair, 2, other, 2), FQ_ECONFLICT);
+    assert_int_equal(fq_fairness_request_split_all(fair, 99, other, 2), FQ_ENOTFOUND);
+    assert_int_equal(s_stats(fair).prefetched, 2);
+    fq_fairness_destroy(&fair);
+}
+
 //  Rows the splitter writes while a page is being fetched are not lost.
 static void test_split_during_refill(void **state)
 {
@@ -1269,6 +1309,7 @@ int main(void)
         cmocka_unit_test(test_buffer_grows_with_pages),
         cmocka_unit_test(test_short_page_of_split_request_exhausts_it),
         cmocka_unit_test(test_short_page_of_unsplit_request_waits_for_split),
+        cmocka_unit_test(test_split_all_needs_no_page),
         cmocka_unit_test(test_split_during_refill),
         cmocka_unit_test(test_page_ids_before_cursor_ignored),
         cmocka_unit_test(test_push_goes_first),

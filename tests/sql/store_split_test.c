@@ -147,6 +147,7 @@ static void test_split_keeps_order_and_fields(void **unused)
         assert_int_equal(split.split, expect_split[chunk]);
         assert_int_equal(split.rejected, 0);
         assert_int_equal(split.last, chunk == 2);
+        assert_int_equal(split.nids, 0); //  Paged by the scheduler
         s_expect_status(conn, id_text, chunk < 2 ? "splitting" : "active");
         if (chunk == 0) {
             //  Dispatch can begin: the first chunk's messages are ready
@@ -205,6 +206,8 @@ static void test_small_split_keeps_order_and_fields(void **unused)
     assert_int_equal(split.split, S_SMALL);
     assert_int_equal(split.rejected, 0);
     assert_true(split.last);
+    //  Too many ids to hand back: the scheduler pages them
+    assert_int_equal(split.nids, 0);
     //  The store's session is idle, no transaction left open by the
     //  pipelines, and its last statement was the split's COMMIT
     char *last = fq_test_text(conn,
@@ -637,6 +640,23 @@ static void test_split_stamps_destinations(void **unused)
                                   1, id_text);
     assert_string_equal(recorded, "default,google,yahoo");
     free(recorded);
+    //  A request split whole hands back its message ids, grouped by
+    //  destination in the order said, ascending within each
+    assert_int_equal(split.nids, 5);
+    assert_int_equal(split.id_counts[0], 3);
+    assert_int_equal(split.id_counts[1], 1);
+    assert_int_equal(split.id_counts[2], 1);
+    char *grouped = fq_test_text(conn,
+                                 "SELECT string_agg(id::text, ',' ORDER BY array_position("
+                                 "  ARRAY['google', 'yahoo', 'default'], destination), id)"
+                                 " FROM fairq.messages WHERE request_id = $1",
+                                 1, id_text);
+    char said[256] = "";
+    for (int i = 0; i < split.nids; i++)
+        snprintf(said + strlen(said), sizeof said - strlen(said), "%s%lld", i ? "," : "",
+                 (long long)split.ids[i]);
+    assert_string_equal(said, grouped);
+    free(grouped);
     //  No chunk left: nothing written, nothing said
     assert_int_equal(fq_store_split_chunk_to(store, id, S_NAME, 1, 1, &destinations, &split), 0);
     assert_int_equal(destinations.written.size, 0);

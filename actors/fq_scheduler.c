@@ -3,7 +3,8 @@
     The scheduler owns the fairness core (fq_fairness.h) and feeds it from
     PostgreSQL: the open requests whose send_at has come (polled every
     poll_ms, and soon after a NOTIFY relayed by the intake), their ready
-    message ids in small pages by id cursor, and the failed messages whose
+    message ids in small pages by id cursor (a small request's come with
+    its SPLIT_DONE instead), and the failed messages whose
     retry is due (claimed with a lease). Memory stays O(active requests).
 
     The credit bound is what makes it fair: the scheduler releases exactly
@@ -1074,8 +1075,11 @@ static bool s_split_ids_named(const fq_split_done_t *done)
         ndestinations += *c == ',';
     if (done->id_counts.count != ndestinations)
         return false;
-    for (uint32_t k = 0; k < done->id_counts.count; k++)
+    for (uint32_t k = 0; k < done->id_counts.count; k++) {
+        if (done->id_counts.items[k] > done->ids.count)
+            return false; //  Nor may a sum wrap around
         sum += done->id_counts.items[k];
+    }
     return sum == done->ids.count;
 }
 
@@ -1113,9 +1117,9 @@ static void s_split_lanes(s_self_t *self, const fq_split_done_t *done, s_known_t
             ids += named ? done->id_counts.items[k] : 0;
         names += length + (names[length] == ',');
     }
-    //  The lanes this chunk did not reach learn that no more come (those
-    //  it reached were told above: told again, a request whose ids were
-    //  named would be paged after all)
+    //  The lanes this chunk did not name learn that no more come (those it
+    //  named were told above: told again, a request whose ids were named
+    //  would be paged after all)
     for (size_t i = 0; done->last && i < known->nlanes; i++)
         if (!s_destination_named(done->destinations, known->lanes[i]->destination))
             fq_fairness_request_split(known->lanes[i]->fairness, request_id, true);

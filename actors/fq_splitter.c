@@ -1,8 +1,9 @@
 /*  fq_splitter.c — /user/splitter-N: recipients into message rows.
 
     A SPLIT names a request; the splitter writes its next stored chunk of
-    recipients as message rows (COPY, one transaction with the chunk's
-    deletion: fq_store_split_chunk) and tells the scheduler, which decides
+    recipients as message rows (COPY, or one INSERT for a small request,
+    in one transaction with the chunk's deletion: fq_store_split_chunk) and
+    tells the scheduler, which decides
     what it splits next (fq_scheduler.c): one chunk at a time, so requests
     take turns chunk by chunk and small ones go first.
 

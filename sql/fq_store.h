@@ -535,8 +535,9 @@ typedef struct {
     int id_counts[FQ_STORE_SPLIT_IDS_MAX];
 } fq_split_result_t;
 
-//  Splits the next stored chunk of a request into message rows with COPY,
-//  in one transaction with the chunk's deletion and the counters. A bad
+//  Splits the next stored chunk of a request into message rows with COPY
+//  (a request of at most 1,000 recipients: one INSERT), in one
+//  transaction with the chunk's deletion and the counters. A bad
 //  recipient (missing "to", invalid address, CR or LF anywhere in it, a
 //  field of a template missing, a field that is not a string, number or
 //  boolean, a field of the subject whose text holds CR, LF or NUL) is

@@ -17,9 +17,9 @@
     request's go with an INSERT in that statement, which answers their
     ids, so that the scheduler need not page them. On a busy
     server each round trip waits for the backend to be scheduled again,
-    and a new tenant's first message waits for its request's split: its
-    eleven round trips were 10 to 120 ms of that wait under the pipeline
-    benchmark's load.
+    and a new tenant's first message waits for its request's split: when
+    it took eleven round trips, they were 10 to 120 ms of that wait under
+    the pipeline benchmark's load.
 */
 #include "fq_store_internal.h"
 #include "fq_error.h"
@@ -353,9 +353,6 @@ typedef struct {
     size_t prefix_size;                        //
     fq_buf_t destinations, recipients, fields; //  The INSERT's arrays
     int count;
-    //  The INSERT's rows' destinations, as places among those seen: the
-    //  ids it returns are grouped by them
-    int seen_of[S_INSERT_TOTAL_MAX];
 } s_rows_t;
 
 //  Starts the rows of chunk of request_id: COPY begins now unless they go
@@ -376,15 +373,13 @@ static int s_rows_start(s_rows_t *rows, fq_store_t *store, const char *request_i
     return rc;
 }
 
-//  Adds a message row: its destination (seen_index: its place among
-//  those seen), its address (to, to_size bytes) and its fields as the
-//  server wrote them (fields, fields_size bytes). Returns 0, -1 when
-//  memory runs out, or FQ_EDB when COPY data could not be sent.
-static int s_rows_add(s_rows_t *rows, const char *destination, int seen_index, const char *to,
-                      size_t to_size, const char *fields, size_t fields_size)
+//  Adds a message row: its destination, its address (to, to_size bytes)
+//  and its fields as the server wrote them (fields, fields_size bytes).
+//  Returns 0, -1 when memory runs out, or FQ_EDB when COPY data could not
+//  be sent.
+static int s_rows_add(s_rows_t *rows, const char *destination, const char *to, size_t to_size,
+                      const char *fields, size_t fields_size)
 {
-    if (rows->insert && rows->count < S_INSERT_TOTAL_MAX)
-        rows->seen_of[rows->count] = seen_index;
     const char *separator = rows->count++ ? "," : "{";
     if (rows->insert)
         return fq_buf_add_str(&rows->destinations, separator) |
@@ -495,14 +490,12 @@ static int s_write_rows(s_rows_t *rows, const char *request_id, const s_chunk_t 
             const char *fields_text = json_is_object(fields)
                                           ? fq_recipient_fields_text(element, size, &fields_size)
                                           : "{}";
-            int seen_index = fields_text ? s_seen_add(seen, destination) : -1;
             if (!fields_text)
                 bad_chunk = true; //  Not in jsonb output text: cannot happen
-            else if (seen_index < 0)
+            else if (s_seen_add(seen, destination) < 0)
                 rc = -1;
             else
-                rc = s_rows_add(rows, destination, seen_index, to, to_size, fields_text,
-                                fields_size);
+                rc = s_rows_add(rows, destination, to, to_size, fields_text, fields_size);
             result->split++;
         }
         json_decref(recipient);
@@ -536,12 +529,14 @@ static int s_write_rows(s_rows_t *rows, const char *request_id, const s_chunk_t 
 //  deletion and the request's counters and status, in the same
 //  transaction as its messages: $1 the request, $2 the chunk, $3 and $4
 //  the rows split and rejected, $5 whether a chunk was taken. Answers the
-//  chunks left, and the ids of the rows inserted, ascending.
+//  chunks left, and the ids of the rows inserted grouped by destination
+//  in the order of $10 (ascending within each), with each one's place in
+//  $10 (counted from 1) beside it.
 #define S_WRITE_SQL                                                                                \
     "WITH inserted AS (INSERT INTO fairq.messages"                                                 \
     "  (request_id, tenant_id, destination, recipient, fields)"                                    \
     "  SELECT $1, $6, d, r, f::jsonb FROM unnest($7::text[], $8::text[], $9::text[])"             \
-    "   WITH ORDINALITY AS u(d, r, f, n) ORDER BY n RETURNING id),"                                \
+    "   WITH ORDINALITY AS u(d, r, f, n) ORDER BY n RETURNING id, destination),"                                \
     " reached AS (INSERT INTO fairq.request_destinations (request_id, destination)"                \
     "  SELECT $1, unnest($10::text[]) ON CONFLICT DO NOTHING),"                                    \
     " gone AS (DELETE FROM fairq.recipient_chunks"                                                 \
@@ -569,8 +564,10 @@ static int s_write_rows(s_rows_t *rows, const char *request_id, const s_chunk_t 
     "  SELECT tenant_id, id, e.type FROM updated,"                                                 \
     "   unnest(ARRAY['request.split', 'request.done']::fairq.event_type[]) AS e(type)"             \
     "  WHERE n = 0 AND EXISTS (SELECT 1 FROM gone) AND webhook_id IS NULL"                         \
-    "   AND (e.type = 'request.split' OR status = 'done'))"                                        \
-    " SELECT n, (SELECT array_agg(id ORDER BY id) FROM inserted) FROM updated"
+    "   AND (e.type = 'request.split' OR status = 'done')),"                                       \
+    " placed AS (SELECT id, array_position($10::text[], destination) AS place FROM inserted)"      \
+    " SELECT n, (SELECT array_agg(id ORDER BY place, id) FROM placed),"                            \
+    "  (SELECT array_agg(place ORDER BY place, id) FROM placed) FROM updated"
 
 //  What the writes need, kept alive until their round trip.
 typedef struct {
@@ -583,37 +580,48 @@ typedef struct {
     fq_buf_t *written; //  NULL, or the destinations written, comma-separated
 } s_writes_t;
 
-//  Reads the ids the write answered (an array's text, ascending, in the
-//  order the rows were added) into result, grouped by the destinations
-//  seen (rows->seen_of). A text that is not what was asked for leaves
-//  result without ids: the scheduler then pages them.
-static void s_ids_take(const char *text, const s_rows_t *rows, const s_seen_t *seen,
-                       fq_split_result_t *result)
+//  Reads an array of positive integers (text) into values, at most max;
+//  returns how many, or -1 when text is not such an array.
+static int s_int_array(const char *text, int64_t *values, int max)
 {
-    int64_t ids[FQ_STORE_SPLIT_IDS_MAX];
     int count = 0;
     const char *at = text;
     if (*at++ != '{')
-        return;
-    while (*at && *at != '}' && count < FQ_STORE_SPLIT_IDS_MAX) {
+        return -1;
+    while (*at && *at != '}') {
         char *end;
-        long long id = strtoll(at, &end, 10);
-        if (end == at || id <= 0 || (count > 0 && id <= ids[count - 1]))
-            return;
-        ids[count++] = id;
+        long long value = strtoll(at, &end, 10);
+        if (end == at || value <= 0 || count == max)
+            return -1;
+        values[count++] = value;
         at = end + (*end == ',');
     }
-    if (*at != '}' || count != rows->count)
+    return *at == '}' && at[1] == 0 ? count : -1;
+}
+
+//  Takes the ids the write answered (ids_text), grouped by destination,
+//  and each one's destination as its place among those seen, from 1
+//  (places_text), into result. Anything but what was asked for (a count
+//  that is not the rows', places out of order or out of range, ids not
+//  ascending within a destination) leaves result without ids: the
+//  scheduler then pages them.
+static void s_ids_take(const char *ids_text, const char *places_text, int rows,
+                       const s_seen_t *seen, fq_split_result_t *result)
+{
+    int64_t places[FQ_STORE_SPLIT_IDS_MAX];
+    int count = s_int_array(ids_text, result->ids, FQ_STORE_SPLIT_IDS_MAX);
+    if (count != rows || s_int_array(places_text, places, FQ_STORE_SPLIT_IDS_MAX) != count)
         return;
-    int n = 0;
-    for (size_t k = 0; k < seen->count; k++) {
-        int first = n;
-        for (int i = 0; i < count; i++)
-            if (rows->seen_of[i] == (int)k)
-                result->ids[n++] = ids[i];
-        result->id_counts[k] = n - first;
+    for (size_t k = 0; k < seen->count; k++)
+        result->id_counts[k] = 0;
+    for (int i = 0; i < count; i++) {
+        bool same = i > 0 && places[i] == places[i - 1];
+        if (places[i] > (int64_t)seen->count || (i > 0 && places[i] < places[i - 1]) ||
+            (same && result->ids[i] <= result->ids[i - 1]))
+            return;
+        result->id_counts[places[i] - 1]++;
     }
-    result->nids = n == count ? n : 0;
+    result->nids = count;
 }
 
 //  Writes the rejects, then the rows of a small request, the
@@ -674,8 +682,8 @@ static int s_write_and_commit(fq_store_t *self, const s_writes_t *w, fq_split_re
     result->last = PQntuples(res) == 1 && fq_store_int64(res, 0, 0) == 0;
     //  The request's one chunk, its first and last: these are all its rows
     if (result->last && insert && w->chunk->first_position == 0 &&
-        rows->count <= FQ_STORE_SPLIT_IDS_MAX && !PQgetisnull(res, 0, 1))
-        s_ids_take(PQgetvalue(res, 0, 1), rows, w->seen, result);
+        rows->count <= FQ_STORE_SPLIT_IDS_MAX && !PQgetisnull(res, 0, 1) && !PQgetisnull(res, 0, 2))
+        s_ids_take(PQgetvalue(res, 0, 1), PQgetvalue(res, 0, 2), rows->count, w->seen, result);
     PQclear(res);
     return 0;
 }

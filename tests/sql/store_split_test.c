@@ -324,6 +324,17 @@ static void test_bad_recipients_are_rejected_alone(void **unused)
     assert_int_equal(split.rejected, (int)n - good);
     assert_true(split.last);
     s_expect_status(conn, id_text, "active");
+    //  The good ones' ids come back, all in the one destination
+    assert_int_equal(split.nids, good);
+    assert_int_equal(split.id_counts[0], good);
+    assert_int_equal(split.ids[0], fq_test_int(conn,
+                                               "SELECT min(id) FROM fairq.messages"
+                                               " WHERE request_id = $1",
+                                               1, id_text));
+    assert_int_equal(split.ids[good - 1], fq_test_int(conn,
+                                                      "SELECT max(id) FROM fairq.messages"
+                                                      " WHERE request_id = $1",
+                                                      1, id_text));
     assert_int_equal(fq_test_int(conn,
                                  "SELECT split * 1000 + rejected FROM fairq.requests"
                                  " WHERE id = $1",
@@ -392,6 +403,7 @@ static void test_all_bad_request_is_done(void **unused)
         assert_int_equal(split.split, 0);
         assert_int_equal(split.rejected, rejected[k]);
         assert_true(split.last);
+        assert_int_equal(split.nids, 0);
         s_expect_status(conn, id_text, "done");
         assert_int_equal(fq_test_int(conn,
                                      "SELECT count(*) FROM fairq.requests WHERE id = $1"

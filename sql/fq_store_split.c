@@ -536,7 +536,7 @@ static int s_write_rows(s_rows_t *rows, const char *request_id, const s_chunk_t 
     "WITH inserted AS (INSERT INTO fairq.messages"                                                 \
     "  (request_id, tenant_id, destination, recipient, fields)"                                    \
     "  SELECT $1, $6, d, r, f::jsonb FROM unnest($7::text[], $8::text[], $9::text[])"             \
-    "   WITH ORDINALITY AS u(d, r, f, n) ORDER BY n RETURNING id, destination),"                                \
+    "   WITH ORDINALITY AS u(d, r, f, n) ORDER BY n RETURNING id, destination),"                   \
     " reached AS (INSERT INTO fairq.request_destinations (request_id, destination)"                \
     "  SELECT $1, unnest($10::text[]) ON CONFLICT DO NOTHING),"                                    \
     " gone AS (DELETE FROM fairq.recipient_chunks"                                                 \

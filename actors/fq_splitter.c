@@ -266,16 +266,13 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
         done.last = rc == 0 || result.last;
         //  A request split whole: its messages go to the scheduler with
         //  this answer, one destination's after another
-        size_t ndestinations = *done.destinations ? 1 : 0;
-        for (const char *c = done.destinations; *c; c++)
-            ndestinations += *c == ',';
-        if (result.nids > 0 && ndestinations <= FQ_STORE_SPLIT_IDS_MAX) {
+        if (result.nids > 0) {
             for (int i = 0; i < result.nids; i++)
                 ids[i] = (uint64_t)result.ids[i];
-            for (size_t k = 0; k < ndestinations; k++)
+            for (int k = 0; k < result.nid_counts; k++)
                 id_counts[k] = (uint64_t)result.id_counts[k];
             done.ids = (fq_u64list_t){(uint32_t)result.nids, ids};
-            done.id_counts = (fq_u64list_t){(uint32_t)ndestinations, id_counts};
+            done.id_counts = (fq_u64list_t){(uint32_t)result.nid_counts, id_counts};
         }
         self->chunks += rc > 0;
         self->split += (uint64_t)result.split;

@@ -528,9 +528,10 @@ typedef struct {
     //  INSERT) of at most FQ_STORE_SPLIT_IDS_MAX messages: the ids of all
     //  its message rows, grouped by destination in the order of
     //  destinations->written (the first id_counts[0] ids are the first
-    //  destination's, and so on), ascending within each, so that they
-    //  need not be paged. nids is 0 for any other split.
-    int nids;
+    //  destination's, and so on; nid_counts of them, one per destination
+    //  written), ascending within each, so that they need not be paged.
+    //  nids is 0 for any other split.
+    int nids, nid_counts;
     int64_t ids[FQ_STORE_SPLIT_IDS_MAX];
     int id_counts[FQ_STORE_SPLIT_IDS_MAX];
 } fq_split_result_t;

@@ -119,13 +119,12 @@ typedef struct {
     size_t count, capacity;
 } s_seen_t;
 
-//  Adds name if not seen yet. Returns its place among those seen, or -1
-//  when memory runs out.
+//  Adds name if not seen yet. Returns 0, or -1 when memory runs out.
 static int s_seen_add(s_seen_t *seen, const char *name)
 {
     for (size_t i = 0; i < seen->count; i++)
         if (seen->names[i] == name || strcmp(seen->names[i], name) == 0)
-            return (int)i;
+            return 0;
     if (seen->count == seen->capacity) {
         size_t capacity = seen->capacity ? 2 * seen->capacity : 8;
         const char **grown = realloc(seen->names, capacity * sizeof *grown);
@@ -134,8 +133,8 @@ static int s_seen_add(s_seen_t *seen, const char *name)
         seen->names = grown;
         seen->capacity = capacity;
     }
-    seen->names[seen->count] = name;
-    return (int)seen->count++;
+    seen->names[seen->count++] = name;
+    return 0;
 }
 
 //  The destination of a mail recipient: its domain's by the resolver.
@@ -492,7 +491,7 @@ static int s_write_rows(s_rows_t *rows, const char *request_id, const s_chunk_t 
                                           : "{}";
             if (!fields_text)
                 bad_chunk = true; //  Not in jsonb output text: cannot happen
-            else if (s_seen_add(seen, destination) < 0)
+            else if (s_seen_add(seen, destination))
                 rc = -1;
             else
                 rc = s_rows_add(rows, destination, to, to_size, fields_text, fields_size);
@@ -622,6 +621,7 @@ static void s_ids_take(const char *ids_text, const char *places_text, int rows,
         result->id_counts[places[i] - 1]++;
     }
     result->nids = count;
+    result->nid_counts = (int)seen->count;
 }
 
 //  Writes the rejects, then the rows of a small request, the

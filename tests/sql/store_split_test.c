@@ -326,6 +326,7 @@ static void test_bad_recipients_are_rejected_alone(void **unused)
     s_expect_status(conn, id_text, "active");
     //  The good ones' ids come back, all in the one destination
     assert_int_equal(split.nids, good);
+    assert_int_equal(split.nid_counts, 1);
     assert_int_equal(split.id_counts[0], good);
     assert_int_equal(split.ids[0], fq_test_int(conn,
                                                "SELECT min(id) FROM fairq.messages"
@@ -655,6 +656,7 @@ static void test_split_stamps_destinations(void **unused)
     //  A request split whole hands back its message ids, grouped by
     //  destination in the order said, ascending within each
     assert_int_equal(split.nids, 5);
+    assert_int_equal(split.nid_counts, 3);
     assert_int_equal(split.id_counts[0], 3);
     assert_int_equal(split.id_counts[1], 1);
     assert_int_equal(split.id_counts[2], 1);

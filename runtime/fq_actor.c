@@ -5,6 +5,7 @@
 #include "fq_log.h"
 #include <pthread.h>
 #include <stdarg.h>
+#include <string.h>
 
 //  Messages taken from the mailbox per poll round. Past this the loop
 //  polls again, so the parent's pipe, children's exits and timers are
@@ -515,9 +516,24 @@ static void s_unexpected_end(void *arg)
     zsock_destroy(&pipe);
 }
 
+//  The thread takes the actor's name (the last part of its path, cut to
+//  the 15 bytes the kernel keeps), so that top -H, perf and /proc show
+//  which actor spends the CPU.
+static void s_name_thread(const fq_cell_t *cell)
+{
+    const char *slash = strrchr(cell->path, '/');
+    const char *last = slash ? slash + 1 : cell->path;
+    char name[16];
+    size_t length = strnlen(last, sizeof name - 1);
+    memcpy(name, last, length);
+    name[length] = '\0';
+    pthread_setname_np(pthread_self(), name);
+}
+
 void fq_actor_main(zsock_t *pipe, void *args)
 {
     fq_cell_t *cell = args;
+    s_name_thread(cell);
     fq_ctx_t *ctx = s_ctx_new(cell, pipe);
     zsock_signal(pipe, 0);
     if (!ctx) {

@@ -624,6 +624,7 @@ typedef struct {
     int id;    //  pid or tid
     int group; //  S_CPU_*
     uint64_t ticks;
+    char name[16]; //  A fairqd thread's: its actor (fq_actor.c names them)
 } s_ticks_t;
 
 typedef struct {
@@ -690,7 +691,7 @@ static void s_cpu_snapshot(s_cpu_t *self, pid_t fairqd, const s_proc_t *senders,
                 group = S_CPU_SENDERS;
         if (sink > 0 && pid == sink)
             group = S_CPU_SINK;
-        self->procs[self->nprocs++] = (s_ticks_t){pid, group, ticks};
+        self->procs[self->nprocs++] = (s_ticks_t){pid, group, ticks, ""};
     }
     if (proc)
         closedir(proc);
@@ -704,8 +705,11 @@ static void s_cpu_snapshot(s_cpu_t *self, pid_t fairqd, const s_proc_t *senders,
         int ppid;
         uint64_t ticks;
         snprintf(stat, sizeof stat, "%s/%s/stat", path, entry->d_name);
-        if (s_read_stat(stat, comm, sizeof comm, &ppid, &ticks) == 0)
-            self->threads[self->nthreads++] = (s_ticks_t){atoi(entry->d_name), S_CPU_FAIRQD, ticks};
+        if (s_read_stat(stat, comm, sizeof comm, &ppid, &ticks) == 0) {
+            s_ticks_t *thread = &self->threads[self->nthreads++];
+            *thread = (s_ticks_t){atoi(entry->d_name), S_CPU_FAIRQD, ticks, ""};
+            snprintf(thread->name, sizeof thread->name, "%.15s", comm);
+        }
     }
     if (tasks)
         closedir(tasks);
@@ -732,7 +736,8 @@ static void s_ticks_used(const s_ticks_t *before, size_t nbefore, const s_ticks_
         for (size_t j = 0; j < nbefore; j++)
             if (before[j].id == after[i].id && before[j].ticks <= after[i].ticks)
                 start = before[j].ticks;
-        used[i] = (s_ticks_t){after[i].id, after[i].group, after[i].ticks - start};
+        used[i] = after[i];
+        used[i].ticks = after[i].ticks - start;
     }
 }
 
@@ -775,7 +780,8 @@ static void s_cpu_describe(const s_cpu_t *before, const s_cpu_t *after, double s
         qsort(used, after->nthreads, sizeof *used, s_ticks_compare);
         len += (size_t)snprintf(out + len, size - len, " (%zu threads, busiest", after->nthreads);
         for (size_t i = 0; i < after->nthreads && i < S_TOP_THREADS && len < size; i++)
-            len += (size_t)snprintf(out + len, size - len, " %.2f", (double)used[i].ticks / tick);
+            len += (size_t)snprintf(out + len, size - len, "%s %s %.2f", i ? "," : "", used[i].name,
+                                    (double)used[i].ticks / tick);
         if (len < size)
             len += (size_t)snprintf(out + len, size - len, ")");
     }
@@ -2684,13 +2690,39 @@ static const s_point_t s_quick_points[] = {
 
 #define S_SCALE_PREFIX   "scale-"
 #define S_SCALE_FILL_MAX 1000000 //  Rows inserted per statement
-#define S_SCALE_POLL_MS  100     //  Progress looks: sum(sent) over up to 100,000 requests
+#define S_SCALE_POLL_MS  100     //  Progress looks: the senders' delivery logs
 #define S_SCALE_SETTLE   3       //  Poll intervals for fairqd to take the requests in
 
 typedef struct {
     double fill_s, rate, cpu_us, rss_mb, table_mb, indexes_mb;
-    double reused_mb; //  The table after the drained rows were deleted, vacuumed, written again
+    double vacuum_s;    //  The first VACUUM of the backlog, before the senders start
+    double reused_mb;   //  The table after the drained rows were deleted, vacuumed, written again
+    long autovacuums;   //  Of the messages table while the senders drained it
+    double postgres_us; //  The cluster's CPU per message drained (NAN: not on this machine)
+    char threads[160];  //  fairqd's busiest threads, CPU per message drained
 } s_point_result_t;
+
+//  The CPU that postgres and fairqd's busiest threads used between before
+//  and after, in microseconds per message of count, into result.
+static void s_point_cpu(const s_cpu_t *before, const s_cpu_t *after, uint64_t count, bool postgres,
+                        s_point_result_t *result)
+{
+    static s_ticks_t used[S_PROCS_MAX];
+    double us_per_tick = 1e6 / (double)sysconf(_SC_CLK_TCK) / (double)count;
+    uint64_t cluster = 0;
+    s_ticks_used(before->procs, before->nprocs, after->procs, after->nprocs, used);
+    for (size_t i = 0; i < after->nprocs; i++)
+        if (used[i].group == S_CPU_POSTGRES)
+            cluster += used[i].ticks;
+    result->postgres_us = postgres ? (double)cluster * us_per_tick : (double)NAN;
+    s_ticks_used(before->threads, before->nthreads, after->threads, after->nthreads, used);
+    qsort(used, after->nthreads, sizeof *used, s_ticks_compare);
+    size_t len = 0, size = sizeof result->threads;
+    result->threads[0] = 0;
+    for (size_t i = 0; i < after->nthreads && i < S_TOP_THREADS && len < size; i++)
+        len += (size_t)snprintf(result->threads + len, size - len, "%s%s %.1f", i ? ", " : "",
+                                used[i].name, (double)used[i].ticks * us_per_tick);
+}
 
 //  utime + stime of process pid, in ticks; 0 if it cannot be read.
 static uint64_t s_process_ticks(pid_t pid)
@@ -2714,6 +2746,43 @@ static int s_scale_sizes(s_bench_t *self, double *table_mb, double *indexes_mb)
     *table_mb = strtod(table, NULL) / (S_KB_PER_MB * S_KB_PER_MB);
     *indexes_mb = strtod(indexes, NULL) / (S_KB_PER_MB * S_KB_PER_MB);
     return 0;
+}
+
+//  A delivery log read as it grows: the bytes read, the lines counted.
+typedef struct {
+    off_t offset;
+    uint64_t lines;
+} s_tail_t;
+
+//  The lines in the file at path so far (those read before, and the new
+//  ones since); what was counted if it cannot be read (not yet written).
+static uint64_t s_tail_lines(s_tail_t *tail, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tail->lines;
+    char buffer[65536];
+    ssize_t n;
+    while ((n = pread(fd, buffer, sizeof buffer, tail->offset)) > 0) {
+        for (const char *at = buffer; (at = memchr(at, '\n', (size_t)(buffer + n - at))); at++)
+            tail->lines++;
+        tail->offset += n;
+    }
+    close(fd);
+    return tail->lines;
+}
+
+//  How many times autovacuum has vacuumed the messages table, as the
+//  statistics say (they lag by up to a stats flush); -1 if unreadable.
+static long s_autovacuums(s_bench_t *self)
+{
+    char count[32];
+    if (s_value(self,
+                "SELECT autovacuum_count FROM pg_stat_user_tables"
+                " WHERE relid = 'fairq.messages'::regclass",
+                NULL, count, sizeof count, "read the autovacuum count"))
+        return -1;
+    return strtol(count, NULL, 10);
 }
 
 //  The backlog, written straight into the tables as the splitters leave
@@ -2805,7 +2874,7 @@ static int s_scale_point(s_bench_t *self, const s_options_t *opts, int index,
     snprintf(name, sizeof name, "scale%d", index + 1);
     snprintf(database, sizeof database, "fq_bench_pipeline_%d_%s", (int)getpid(), name);
     snprintf(log, sizeof log, "%s/%s-fairqd.log", self->dir, name);
-    *result = (s_point_result_t){NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+    *result = (s_point_result_t){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 0, NAN, ""};
     int port = s_free_port();
     if (port < 0 || s_database_open(self, database) || s_fairqd_start(self, log, port))
         return -1;
@@ -2815,36 +2884,72 @@ static int s_scale_point(s_bench_t *self, const s_options_t *opts, int index,
     result->fill_s = s_seconds(fq_bench_now_ns() - start);
     if (s_scale_sizes(self, &result->table_mb, &result->indexes_mb))
         return -1;
+    //  The backlog's first VACUUM (hint bits, visibility map), as
+    //  autovacuum gives a table that grew over time: without it, the one
+    //  woken by the fill reads and writes the whole table while the senders
+    //  drain it, which past the machine's memory is most of what is timed
+    start = fq_bench_now_ns();
+    if (s_exec(self, "VACUUM fairq.messages", "vacuum the backlog") || s_quiesce(self))
+        return -1;
+    result->vacuum_s = s_seconds(fq_bench_now_ns() - start);
+    long autovacuums_before = s_autovacuums(self);
     //  fairqd takes the requests in at its next polls
     s_sleep_ms(S_SCALE_SETTLE * S_FAIRQD_POLL_MS);
     if (s_senders_start(self, opts, name, port))
         return -1;
+    static s_cpu_t cpu_before, cpu_after;
+    s_cpu_snapshot(&cpu_before, self->fairqd_proc.pid, self->senders, self->nsenders, 0,
+                   self->postmaster);
     uint64_t ticks = s_process_ticks(self->fairqd_proc.pid);
     start = fq_bench_now_ns();
-    uint64_t last_progress = start, last_sent = 0;
-    for (;;) {
-        char sent_text[32];
-        if (s_value(self, "SELECT coalesce(sum(sent), 0) FROM fairq.requests", NULL, sent_text,
-                    sizeof sent_text, "read the progress"))
-            return -1;
-        uint64_t sent = strtoull(sent_text, NULL, 10), now = fq_bench_now_ns();
-        if (sent >= point->drained)
-            break;
-        if (sent != last_sent) {
-            last_sent = sent;
+    //  Progress from the senders' delivery logs, then the acks from the
+    //  database: sum(sent) over 100,000 requests is tens of ms of a
+    //  PostgreSQL backend, which polled throughout took a fifth of a core
+    //  from the point it measured
+    s_tail_t tails[S_MAX_SENDERS] = {{0}};
+    uint64_t last_progress = start, last_seen = 0;
+    for (bool acks = self->http;;) {
+        uint64_t seen = 0, now;
+        if (acks) {
+            char sent_text[32];
+            if (s_value(self, "SELECT coalesce(sum(sent), 0) FROM fairq.requests", NULL, sent_text,
+                        sizeof sent_text, "read the progress"))
+                return -1;
+            seen = strtoull(sent_text, NULL, 10);
+        } else {
+            for (int i = 0; i < self->nsenders; i++) {
+                char deliveries[S_PATH_SIZE];
+                snprintf(deliveries, sizeof deliveries, "%s/%s-sender%d.deliveries", self->dir,
+                         name, i + 1);
+                seen += s_tail_lines(&tails[i], deliveries);
+            }
+        }
+        now = fq_bench_now_ns();
+        if (seen >= point->drained) {
+            if (acks)
+                break;
+            acks = true;
+            continue;
+        }
+        if (seen != last_seen) {
+            last_seen = seen;
             last_progress = now;
         } else if (now - last_progress > (uint64_t)S_STALL_MS * S_NS_PER_MS) {
             fprintf(stderr, S_PROGRAM ": %s %s stalled at %llu of %llu messages (logs: %s)\n", name,
-                    point->curve, (unsigned long long)sent, (unsigned long long)point->drained,
+                    point->curve, (unsigned long long)seen, (unsigned long long)point->drained,
                     self->dir);
             return -1;
         }
         if (s_children_check(self))
             return -1;
-        s_sleep_ms(S_SCALE_POLL_MS);
+        s_sleep_ms(acks ? 1 : S_SCALE_POLL_MS);
     }
     double seconds = s_seconds(fq_bench_now_ns() - start);
     uint64_t used = s_process_ticks(self->fairqd_proc.pid) - ticks;
+    s_cpu_snapshot(&cpu_after, self->fairqd_proc.pid, self->senders, self->nsenders, 0,
+                   self->postmaster);
+    s_point_cpu(&cpu_before, &cpu_after, point->drained, self->postmaster > 0, result);
+    result->autovacuums = s_autovacuums(self) - autovacuums_before;
     double hwm;
     if (s_read_rss(self->fairqd_proc.pid, &result->rss_mb, &hwm))
         return -1;
@@ -2872,7 +2977,9 @@ static int s_scale(s_bench_t *self, const s_options_t *opts, bool quick)
            "            (null transport, gateway %s) until the point's drained messages are "
            "acked; rate = drained / that time;\n"
            "            fairqd CPU per message = its utime + stime over that time / drained; "
-           "RSS at the end; sizes after the fill\n\n",
+           "RSS at the end; sizes after the fill;\n"
+           "            postgres CPU per message: the cluster's processes over that time / "
+           "drained; likewise fairqd's busiest threads (each named after its actor)\n\n",
            (unsigned long long)opts->senders, (unsigned long long)opts->concurrency,
            self->curve ? "with CURVE" : "without CURVE");
     printf("%-9s %8s %9s %11s %9s %6s %12s %10s %9s %9s %9s\n", "curve", "tenants", "requests",
@@ -2909,8 +3016,12 @@ static int s_scale(s_bench_t *self, const s_options_t *opts, bool quick)
                (unsigned long long)points[p].requests, (unsigned long long)points[p].messages,
                (unsigned long long)points[p].drained, n, s_best(rates, n, false),
                s_median(rates, n), s_median(cpus, n), last->rss_mb, per_million);
-        printf("          (fill %.1f s; table %.0f MB + indexes %.0f MB", last->fill_s,
-               last->table_mb, last->indexes_mb);
+        printf("          (fill %.1f s, vacuum %.1f s; table %.0f MB + indexes %.0f MB; "
+               "autovacuums while draining: %ld",
+               last->fill_s, last->vacuum_s, last->table_mb, last->indexes_mb, last->autovacuums);
+        if (!isnan(last->postgres_us))
+            printf(";\n           postgres %.1f us/msg", last->postgres_us);
+        printf("; fairqd's busiest threads, us/msg: %s", last->threads);
         if (!isnan(last->reused_mb))
             printf("; after the %llu sent were deleted, vacuumed and as many written again: "
                    "table %.0f MB",

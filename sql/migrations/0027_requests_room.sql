@@ -1,0 +1,21 @@
+-- 0027_requests_room.sql — room on each page of fairq.requests, so that
+-- an ack batch's counter updates stay HOT.
+--
+-- Every ack and nack batch updates the counters (sent, failed, dead) of
+-- each request it holds a message of, one row per request. None of those
+-- columns is indexed, so the update can be HOT (no index writes) when the
+-- row's page has room for the new version; at the default fillfactor of
+-- 100 the pages are full from the start, and most of those updates wrote a
+-- new entry in each of the table's five indexes. That costs little when a
+-- batch of thousands of messages holds a few big requests, and most of the
+-- batch when it holds thousands of small ones: with 50,000 requests of 4
+-- messages each (200,000 acks in batches of 16,000, one message of each
+-- tenant in turn), 11 % of the updates were HOT at 100, 75 % at 70 and all
+-- of them at 50, and the batches took 3.3, 2.3 and 1.95 s.
+--
+-- The table holds one row per request, so leaving half of each page free
+-- costs little space. The setting applies to pages written from now on:
+-- the rows of existing requests stay where they are until retention
+-- prunes them (or a VACUUM FULL, in a quiet moment, rewrites them).
+
+ALTER TABLE fairq.requests SET (fillfactor = 50);

@@ -551,7 +551,8 @@ fq_store_t *fq_api_store(fq_api_call_t *call)
         s_unavailable(call, thread, fq_store_error(thread->store));
         return NULL;
     }
-    if (!thread->store && !(thread->store = fq_store_new(self->database, error, sizeof error))) {
+    if (!thread->store &&
+        !(thread->store = fq_store_new_named(self->database, "fairq api", error, sizeof error))) {
         s_unavailable(call, thread, error);
         return NULL;
     }

@@ -74,7 +74,7 @@ static fq_store_t *s_store(fq_lease_keeper_t *self)
         return NULL;
     }
     char error[S_ERROR_MAX];
-    self->store = fq_store_new(self->conninfo, error, sizeof error);
+    self->store = fq_store_new_named(self->conninfo, "fairq lease", error, sizeof error);
     if (!self->store)
         fq_log(FQ_LOG_DEBUG, "leadership: %s", error);
     return self->store;

@@ -58,7 +58,12 @@ static void s_try_connect(fq_db_t *self)
         rc = fq_store_reconnect(self->store);
     else {
         char error[S_ERROR_MAX];
-        self->store = fq_store_new(self->conninfo, error, sizeof error);
+        //  Its sessions are named after their actor ("fairq scheduler"):
+        //  pg_stat_activity shows which one runs what, and costs what
+        const char *slash = strrchr(self->who, '/');
+        char name[FQ_STORE_APPLICATION_NAME_SIZE];
+        snprintf(name, sizeof name, "fairq %s", slash ? slash + 1 : self->who);
+        self->store = fq_store_new_named(self->conninfo, name, error, sizeof error);
         if (!self->store) {
             fq_log(FQ_LOG_WARNING, "%s: %s; retrying in %d ms", self->who, error, self->delay_ms);
             s_schedule_retry(self);

@@ -273,9 +273,18 @@ static void s_notice(void *arg, const PGresult *res)
 
 fq_store_t *fq_store_new(const char *conninfo, char *error, size_t error_size)
 {
+    return fq_store_new_named(conninfo, S_APPLICATION_NAME, error, error_size);
+}
+
+fq_store_t *fq_store_new_named(const char *conninfo, const char *name, char *error,
+                               size_t error_size)
+{
     fq_store_t *self = calloc(1, sizeof *self);
-    if (self)
+    if (self) {
         self->conninfo = strdup(conninfo ? conninfo : "");
+        snprintf(self->application_name, sizeof self->application_name, "%s",
+                 name && *name ? name : S_APPLICATION_NAME);
+    }
     if (!self || !self->conninfo) {
         snprintf(error, error_size, "out of memory");
         free(self);
@@ -346,7 +355,7 @@ int fq_store_reconnect(fq_store_t *self)
     //  The conninfo is expanded in place of dbname; the name comes after it
     //  as a fallback, so that a conninfo's own application_name wins
     const char *const keys[] = {"dbname", "fallback_application_name", NULL};
-    const char *const values[] = {self->conninfo, S_APPLICATION_NAME, NULL};
+    const char *const values[] = {self->conninfo, self->application_name, NULL};
     self->conn = PQconnectdbParams(keys, values, 1);
     if (!self->conn || PQstatus(self->conn) != CONNECTION_OK)
         return fq_store_fail(self, FQ_EDB, "could not connect to database: %s",

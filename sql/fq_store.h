@@ -48,6 +48,12 @@ typedef struct fq_store fq_store_t;
 //  Connects with a libpq connection string ("" uses the PG* environment).
 //  NULL on failure, with the reason in error.
 fq_store_t *fq_store_new(const char *conninfo, char *error, size_t error_size);
+//  The same, with name as the session's application_name (cut to 63
+//  bytes) unless the connection string names one; fq_store_new's is
+//  "fairq".
+#define FQ_STORE_APPLICATION_NAME_SIZE 64
+fq_store_t *fq_store_new_named(const char *conninfo, const char *name, char *error,
+                               size_t error_size);
 void fq_store_destroy(fq_store_t **self_p);
 
 //  The last error's message; never NULL. It may quote the server's own

@@ -43,6 +43,9 @@
 struct fq_store {
     PGconn *conn;
     char *conninfo;
+    //  The session's application_name unless the conninfo names one:
+    //  which part of fairq runs a statement, in pg_stat_activity
+    char application_name[FQ_STORE_APPLICATION_NAME_SIZE];
     char error[FQ_STORE_ERROR_SIZE];
     //  Of the last error, when the server gave it: its SQLSTATE and the
     //  constraint it names; "" for the store's own errors

@@ -260,6 +260,8 @@
 #define S_LOG_READ_MAX  (1024 * 1024) //  Of a child's log, searched for a line
 #define S_PROCS_MAX     4096          //  Processes followed for CPU
 #define S_THREADS_MAX   256           //  fairqd threads followed for CPU
+#define S_PG_NAMES_MAX  256           //  postgres processes named (pg_stat_activity)
+#define S_TOP_SESSIONS  6             //  postgres's busiest kinds of process shown
 #define S_TOP_THREADS   4             //  fairqd's busiest threads shown
 #define S_DATABASE_SIZE 64
 
@@ -627,9 +629,18 @@ typedef struct {
     char name[16]; //  A fairqd thread's: its actor (fq_actor.c names them)
 } s_ticks_t;
 
+//  Whom a postgres process serves: fairqd's sessions name their actor
+//  ("fairq store" is the store writer's), the others their backend type.
+typedef struct {
+    int pid;
+    char name[32];
+} s_pg_name_t;
+
 typedef struct {
     s_ticks_t procs[S_PROCS_MAX];
     size_t nprocs;
+    s_pg_name_t pg_names[S_PG_NAMES_MAX]; //  Read after the snapshot (s_pg_names)
+    size_t npg_names;
     s_ticks_t threads[S_THREADS_MAX]; //  fairqd's
     size_t nthreads;
     uint64_t machine_busy, machine_all; //  /proc/stat, every CPU
@@ -665,7 +676,7 @@ static int s_read_stat(const char *path, char *comm, size_t comm_size, int *ppid
 static void s_cpu_snapshot(s_cpu_t *self, pid_t fairqd, const s_proc_t *senders, int nsenders,
                            pid_t sink, int postmaster)
 {
-    self->nprocs = self->nthreads = 0;
+    self->nprocs = self->nthreads = self->npg_names = 0;
     self->sink = sink > 0;
     DIR *proc = opendir("/proc");
     struct dirent *entry;
@@ -747,6 +758,45 @@ static int s_ticks_compare(const void *a, const void *b)
     return x > y ? -1 : x < y;
 }
 
+//  postgres's CPU between before and after by whom each process serves
+//  (after's names; "ended" for one not named), the busiest first, in
+//  cores, as " (store 0.45, splitter-1 0.30, ...)" into out. Returns the
+//  length written.
+static size_t s_pg_describe(const s_cpu_t *before, const s_cpu_t *after, double tick, char *out,
+                            size_t size)
+{
+    static s_ticks_t used[S_PROCS_MAX];
+    static s_ticks_t kinds[S_PG_NAMES_MAX + 1];
+    size_t nkinds = 0;
+    s_ticks_used(before->procs, before->nprocs, after->procs, after->nprocs, used);
+    for (size_t i = 0; i < after->nprocs; i++) {
+        if (used[i].group != S_CPU_POSTGRES)
+            continue;
+        const char *name = "ended";
+        for (size_t k = 0; k < after->npg_names; k++)
+            if (after->pg_names[k].pid == used[i].id)
+                name = after->pg_names[k].name;
+        size_t k = 0;
+        while (k < nkinds && strcmp(kinds[k].name, name) != 0)
+            k++;
+        if (k == nkinds) {
+            if (nkinds == S_PG_NAMES_MAX + 1)
+                continue;
+            kinds[nkinds] = (s_ticks_t){0, S_CPU_POSTGRES, 0, ""};
+            snprintf(kinds[nkinds++].name, sizeof kinds[0].name, "%.15s", name);
+        }
+        kinds[k].ticks += used[i].ticks;
+    }
+    qsort(kinds, nkinds, sizeof *kinds, s_ticks_compare);
+    size_t len = (size_t)snprintf(out, size, " (");
+    for (size_t k = 0; k < nkinds && k < S_TOP_SESSIONS && len < size; k++)
+        len += (size_t)snprintf(out + len, size - len, "%s%s %.2f", k ? ", " : "", kinds[k].name,
+                                (double)kinds[k].ticks / tick);
+    if (len < size)
+        len += (size_t)snprintf(out + len, size - len, ")");
+    return len < size ? len : size - 1;
+}
+
 //  The CPU used between before and after, in cores (1.00: one core busy
 //  all the time), as one line of text into out, and in figures.
 static void s_cpu_describe(const s_cpu_t *before, const s_cpu_t *after, double seconds, char *out,
@@ -773,6 +823,8 @@ static void s_cpu_describe(const s_cpu_t *before, const s_cpu_t *after, double s
             continue;
         len += (size_t)snprintf(out + len, size - len, "%s%s %.2f", g ? ", " : "", s_cpu_names[g],
                                 (double)group[g] / tick);
+        if (g == S_CPU_POSTGRES && after->npg_names > 0 && len < size)
+            len += s_pg_describe(before, after, tick, out + len, size - len);
         if (g != S_CPU_FAIRQD || len >= size)
             continue;
         //  Its busiest threads: one near 1.00 is a bottleneck
@@ -970,6 +1022,24 @@ static char *s_recipients_json(uint64_t count)
         return NULL;
     }
     return json.data;
+}
+
+//  Names the cluster's processes in cpu: fairqd's sessions by their actor,
+//  this program's as "benchmark", any other by its backend type.
+static void s_pg_names(s_bench_t *self, s_cpu_t *cpu)
+{
+    cpu->npg_names = 0;
+    PGresult *res =
+        PQexec(self->conn, "SELECT pid, CASE WHEN pid = pg_backend_pid() THEN 'benchmark'"
+                           " WHEN application_name LIKE 'fairq %' THEN substr(application_name, 7)"
+                           " ELSE backend_type END FROM pg_stat_activity");
+    if (PQresultStatus(res) == PGRES_TUPLES_OK)
+        for (int i = 0; i < PQntuples(res) && cpu->npg_names < S_PG_NAMES_MAX; i++) {
+            s_pg_name_t *name = &cpu->pg_names[cpu->npg_names++];
+            name->pid = atoi(PQgetvalue(res, i, 0));
+            snprintf(name->name, sizeof name->name, "%s", PQgetvalue(res, i, 1));
+        }
+    PQclear(res);
 }
 
 //  Creates database name (the pid in it keeps it new) and connects to it.
@@ -1565,6 +1635,7 @@ static int s_load(s_bench_t *self, const s_options_t *opts, s_run_t *run)
             end = now;
             s_cpu_snapshot(&cpu_after, self->fairqd_proc.pid, self->senders, self->nsenders,
                            self->sink_proc.pid, self->postmaster);
+            s_pg_names(self, &cpu_after);
             s_cpu_describe(&cpu_before, &cpu_after, s_seconds(end - start), run->cpu,
                            sizeof run->cpu, &run->cpu_figures);
         }
@@ -2699,6 +2770,7 @@ typedef struct {
     double reused_mb;   //  The table after the drained rows were deleted, vacuumed, written again
     long autovacuums;   //  Of the messages table while the senders drained it
     double postgres_us; //  The cluster's CPU per message drained (NAN: not on this machine)
+    char sessions[160]; //  The same by whom each postgres process serves
     char threads[160];  //  fairqd's busiest threads, CPU per message drained
 } s_point_result_t;
 
@@ -2715,6 +2787,10 @@ static void s_point_cpu(const s_cpu_t *before, const s_cpu_t *after, uint64_t co
         if (used[i].group == S_CPU_POSTGRES)
             cluster += used[i].ticks;
     result->postgres_us = postgres ? (double)cluster * us_per_tick : (double)NAN;
+    //  s_pg_describe prints ticks / tick: ticks per microsecond per message
+    result->sessions[0] = 0;
+    if (postgres)
+        s_pg_describe(before, after, 1.0 / us_per_tick, result->sessions, sizeof result->sessions);
     s_ticks_used(before->threads, before->nthreads, after->threads, after->nthreads, used);
     qsort(used, after->nthreads, sizeof *used, s_ticks_compare);
     size_t len = 0, size = sizeof result->threads;
@@ -2874,7 +2950,7 @@ static int s_scale_point(s_bench_t *self, const s_options_t *opts, int index,
     snprintf(name, sizeof name, "scale%d", index + 1);
     snprintf(database, sizeof database, "fq_bench_pipeline_%d_%s", (int)getpid(), name);
     snprintf(log, sizeof log, "%s/%s-fairqd.log", self->dir, name);
-    *result = (s_point_result_t){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 0, NAN, ""};
+    *result = (s_point_result_t){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, 0, NAN, "", ""};
     int port = s_free_port();
     if (port < 0 || s_database_open(self, database) || s_fairqd_start(self, log, port))
         return -1;
@@ -2948,6 +3024,7 @@ static int s_scale_point(s_bench_t *self, const s_options_t *opts, int index,
     uint64_t used = s_process_ticks(self->fairqd_proc.pid) - ticks;
     s_cpu_snapshot(&cpu_after, self->fairqd_proc.pid, self->senders, self->nsenders, 0,
                    self->postmaster);
+    s_pg_names(self, &cpu_after);
     s_point_cpu(&cpu_before, &cpu_after, point->drained, self->postmaster > 0, result);
     result->autovacuums = s_autovacuums(self) - autovacuums_before;
     double hwm;
@@ -3020,7 +3097,7 @@ static int s_scale(s_bench_t *self, const s_options_t *opts, bool quick)
                "autovacuums while draining: %ld",
                last->fill_s, last->vacuum_s, last->table_mb, last->indexes_mb, last->autovacuums);
         if (!isnan(last->postgres_us))
-            printf(";\n           postgres %.1f us/msg", last->postgres_us);
+            printf(";\n           postgres %.1f us/msg%s", last->postgres_us, last->sessions);
         printf("; fairqd's busiest threads, us/msg: %s", last->threads);
         if (!isnan(last->reused_mb))
             printf("; after the %llu sent were deleted, vacuumed and as many written again: "

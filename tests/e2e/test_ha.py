@@ -303,7 +303,7 @@ class HATest(E2ETest):
         h.wait(lambda: leader.dispatched() > 500, 30, "the leader dispatching")
         for _ in range(5):
             h.sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                  f" WHERE datname = current_database() AND application_name = 'fairq'")
+                  f" WHERE datname = current_database() AND application_name LIKE 'fairq%'")
             time.sleep(1.0)
         # A leader deposed meanwhile exits 4, and is started again
         failovers = 0

@@ -758,6 +758,22 @@ static int s_ticks_compare(const void *a, const void *b)
     return x > y ? -1 : x < y;
 }
 
+//  fairqd's busiest threads between before and after, as "name value, ..."
+//  into out: ticks / tick with decimals places. Returns the length written.
+static size_t s_threads_describe(const s_cpu_t *before, const s_cpu_t *after, double tick,
+                                 int decimals, char *out, size_t size)
+{
+    static s_ticks_t used[S_THREADS_MAX];
+    s_ticks_used(before->threads, before->nthreads, after->threads, after->nthreads, used);
+    qsort(used, after->nthreads, sizeof *used, s_ticks_compare);
+    size_t len = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < after->nthreads && i < S_TOP_THREADS && len < size; i++)
+        len += (size_t)snprintf(out + len, size - len, "%s%s %.*f", i ? ", " : "", used[i].name,
+                                decimals, (double)used[i].ticks / tick);
+    return len < size ? len : size - 1;
+}
+
 //  postgres's CPU between before and after by whom each process serves
 //  (after's names; "ended" for one not named), the busiest first, in
 //  cores, as " (store 0.45, splitter-1 0.30, ...)" into out. Returns the
@@ -828,12 +844,9 @@ static void s_cpu_describe(const s_cpu_t *before, const s_cpu_t *after, double s
         if (g != S_CPU_FAIRQD || len >= size)
             continue;
         //  Its busiest threads: one near 1.00 is a bottleneck
-        s_ticks_used(before->threads, before->nthreads, after->threads, after->nthreads, used);
-        qsort(used, after->nthreads, sizeof *used, s_ticks_compare);
-        len += (size_t)snprintf(out + len, size - len, " (%zu threads, busiest", after->nthreads);
-        for (size_t i = 0; i < after->nthreads && i < S_TOP_THREADS && len < size; i++)
-            len += (size_t)snprintf(out + len, size - len, "%s %s %.2f", i ? "," : "", used[i].name,
-                                    (double)used[i].ticks / tick);
+        len += (size_t)snprintf(out + len, size - len, " (%zu threads, busiest ", after->nthreads);
+        if (len < size)
+            len += s_threads_describe(before, after, tick, 2, out + len, size - len);
         if (len < size)
             len += (size_t)snprintf(out + len, size - len, ")");
     }
@@ -1160,6 +1173,13 @@ static int s_certs_make(s_bench_t *self, const s_options_t *opts)
     return 0;
 }
 
+//  The delivery log of sender i (from 0) in run into path.
+static void s_deliveries_path(const s_bench_t *self, const char *run, uint64_t i, char *path,
+                              size_t size)
+{
+    snprintf(path, size, "%s/%s-sender%llu.deliveries", self->dir, run, (unsigned long long)i + 1);
+}
+
 //  Starts the senders and waits until fairqd welcomed each.
 static int s_senders_start(s_bench_t *self, const s_options_t *opts, const char *run, int port)
 {
@@ -1172,8 +1192,7 @@ static int s_senders_start(s_bench_t *self, const s_options_t *opts, const char 
         snprintf(what, sizeof what, "fairq-sender %llu", (unsigned long long)i + 1);
         snprintf(log, sizeof log, "%s/%s-sender%llu.log", self->dir, run,
                  (unsigned long long)i + 1);
-        snprintf(deliveries, sizeof deliveries, "%s/%s-sender%llu.deliveries", self->dir, run,
-                 (unsigned long long)i + 1);
+        s_deliveries_path(self, run, i, deliveries, sizeof deliveries);
         unlink(deliveries);
         char cert[S_PATH_SIZE + 64];
         snprintf(cert, sizeof cert, "%s/%s", self->sender_certs, name);
@@ -1731,8 +1750,7 @@ static long s_read_deliveries(s_bench_t *self, const s_options_t *opts, const ch
     for (uint64_t i = 0; i <= opts->senders; i++) {
         char path[S_PATH_SIZE];
         if (i < opts->senders)
-            snprintf(path, sizeof path, "%s/%s-sender%llu.deliveries", self->dir, run,
-                     (unsigned long long)i + 1);
+            s_deliveries_path(self, run, i, path, sizeof path);
         else
             snprintf(path, sizeof path, "%s/%s-sink.deliveries", self->dir, run);
         FILE *file = fopen(path, "r");
@@ -2788,17 +2806,12 @@ static void s_point_cpu(const s_cpu_t *before, const s_cpu_t *after, uint64_t co
         if (used[i].group == S_CPU_POSTGRES)
             cluster += used[i].ticks;
     result->postgres_us = postgres ? (double)cluster * us_per_tick : (double)NAN;
-    //  s_pg_describe prints ticks / tick: ticks per microsecond per message
+    //  The descriptions print ticks / tick: ticks per microsecond per message
     result->sessions[0] = 0;
     if (postgres)
         s_pg_describe(before, after, 1.0 / us_per_tick, result->sessions, sizeof result->sessions);
-    s_ticks_used(before->threads, before->nthreads, after->threads, after->nthreads, used);
-    qsort(used, after->nthreads, sizeof *used, s_ticks_compare);
-    size_t len = 0, size = sizeof result->threads;
-    result->threads[0] = 0;
-    for (size_t i = 0; i < after->nthreads && i < S_TOP_THREADS && len < size; i++)
-        len += (size_t)snprintf(result->threads + len, size - len, "%s%s %.1f", i ? ", " : "",
-                                used[i].name, (double)used[i].ticks * us_per_tick);
+    s_threads_describe(before, after, 1.0 / us_per_tick, 1, result->threads,
+                       sizeof result->threads);
 }
 
 //  utime + stime of process pid, in ticks; 0 if it cannot be read.
@@ -2985,7 +2998,7 @@ static int s_scale_point(s_bench_t *self, const s_options_t *opts, int index,
     //  polled while timing took a fifth of a core from the point measured.
     //  (The http channel's sink keeps no log here: it is timed to the acks.)
     s_tail_t tails[S_MAX_SENDERS] = {{0}};
-    uint64_t last_progress = start, last_seen = 0, end = 0;
+    uint64_t last_progress = start, last_seen = 0, end = 0, used = 0;
     for (bool acks = self->http;;) {
         uint64_t seen = 0, now;
         if (acks) {
@@ -2997,8 +3010,7 @@ static int s_scale_point(s_bench_t *self, const s_options_t *opts, int index,
         } else {
             for (int i = 0; i < self->nsenders; i++) {
                 char deliveries[S_PATH_SIZE];
-                snprintf(deliveries, sizeof deliveries, "%s/%s-sender%d.deliveries", self->dir,
-                         name, i + 1);
+                s_deliveries_path(self, name, (uint64_t)i, deliveries, sizeof deliveries);
                 seen += s_tail_lines(&tails[i], deliveries);
             }
         }
@@ -3007,7 +3019,7 @@ static int s_scale_point(s_bench_t *self, const s_options_t *opts, int index,
             end = now;
             s_cpu_snapshot(&cpu_after, self->fairqd_proc.pid, self->senders, self->nsenders, 0,
                            self->postmaster);
-            ticks = s_process_ticks(self->fairqd_proc.pid) - ticks;
+            used = s_process_ticks(self->fairqd_proc.pid) - ticks;
             s_pg_names(self, &cpu_after);
         }
         if (seen >= point->drained) {
@@ -3033,7 +3045,6 @@ static int s_scale_point(s_bench_t *self, const s_options_t *opts, int index,
         s_sleep_ms(S_SCALE_POLL_MS);
     }
     double seconds = s_seconds(end - start);
-    uint64_t used = ticks;
     s_point_cpu(&cpu_before, &cpu_after, point->drained, self->postmaster > 0, result);
     result->autovacuums = s_autovacuums(self) - autovacuums_before;
     double hwm;

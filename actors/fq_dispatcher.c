@@ -50,6 +50,7 @@
 #include "fq_intkeys.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"
+#include "fq_store_window.h"
 #include "fq_template.h"
 #include "fq_unsubscribe_token.h"
 #include <regex.h>
@@ -77,6 +78,12 @@
 //  a statement the database refuses while connected would otherwise be
 //  retried every millisecond.
 #define S_HOLD_MIN_MS 100
+
+//  While credit is kept back for the store (fq_store_window.h), how often
+//  the store is asked how far it wrote: its answers after each write end
+//  the wait, the question only matters when a store that restarted lost
+//  outcomes, which no answer will then ever cover.
+#define S_STORE_ASK_MS 1000
 
 //  Most channels one sender serves: a HELLO listing more keeps the first
 //  ones. The dispatcher's lanes are the channels its senders serve (and
@@ -167,6 +174,7 @@ typedef struct {
     char channel[FQ_CHANNEL_NAME_SIZE];
     s_settle_t done, answered, requeue, throttled, unreachable;
     int64_t withheld; //  Credit kept back while the database is away
+    int64_t behind;   //  Credit kept back while the store is behind
 } s_lane_t;
 
 typedef struct {
@@ -205,6 +213,9 @@ typedef struct {
     size_t nlanes, lanes_capacity;
     uint64_t *acks; //  Acks gathered for the store
     uint32_t acks_held, acks_capacity;
+    fq_store_window_t store_window; //  Outcomes told to the store and not yet written
+    bool store_ask_armed;
+    bool store_waited; //  Credit is kept back for the store now
     bool retry_armed;
     int64_t pace_at; //  zclock_usecs() the relay pace timer is set for; 0: none
     bool draining;
@@ -218,6 +229,7 @@ typedef struct {
     const s_route_t *last_route; //  The last one found: a DISPATCH's messages share a few
     bool senders_changed;        //  A sender's credit or in flight changed since the last record
     uint64_t sent, acked, nacked, deferred, malformed, unknown_peer, render_failed, stray;
+    uint64_t store_waits; //  Times credit was kept back for the store
 } s_self_t;
 
 //  ---------------------------------------------------------------------
@@ -282,8 +294,84 @@ static void s_settle_send(fq_ctx_t *ctx, s_settle_t *settle, bool requeue, uint3
     settle->retry_after_s = 0;
 }
 
+//  ---------------------------------------------------------------------
+//  Keeping pace with the store (fq_store_window.h)
+
+static void s_store_ask_arm(fq_ctx_t *ctx, s_self_t *self)
+{
+    if (self->store_ask_armed)
+        return;
+    fq_tick_t tick = {.what = FQ_TICK_STORE};
+    self->store_ask_armed = fq_timer_once(ctx, S_STORE_ASK_MS, &fq_tick_desc, &tick) > 0;
+}
+
+static bool s_store_behind(const s_self_t *self)
+{
+    return fq_store_window_full(&self->store_window, self->acks_held);
+}
+
+//  Keeps credit given back by lane's answers, or let go by a relay's pace,
+//  while the store is behind. Returns whether it did.
+static bool s_keep_back(fq_ctx_t *ctx, s_self_t *self, s_lane_t *lane, int64_t *credit)
+{
+    if (*credit <= 0 || !s_store_behind(self))
+        return false;
+    lane->behind += *credit;
+    *credit = 0;
+    if (!self->store_waited)
+        self->store_waits++;
+    self->store_waited = true;
+    s_store_ask_arm(ctx, self);
+    return true;
+}
+
+//  The store wrote (STORE_WRITTEN): the credit kept back goes to the
+//  scheduler once it is no longer behind (none during a drain).
+static void s_store_written(fq_ctx_t *ctx, s_self_t *self, uint64_t through)
+{
+    fq_store_window_written(&self->store_window, through);
+    if (!self->store_waited || s_store_behind(self))
+        return;
+    self->store_waited = false;
+    for (size_t i = 0; i < self->nlanes; i++) {
+        s_lane_t *lane = self->lanes[i];
+        if (lane->behind && !self->draining) {
+            fq_credit_changed_t changed = {.delta = lane->behind, .channel = lane->channel};
+            fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_credit_changed_desc, &changed);
+        }
+        lane->behind = 0;
+    }
+}
+
+//  The ask timer: while credit is kept back, an empty STORE_ACKS asks the
+//  store how far it wrote (a store holding nothing answers at once).
+static void s_store_ask(fq_ctx_t *ctx, s_self_t *self)
+{
+    self->store_ask_armed = false;
+    if (!self->store_waited)
+        return;
+    fq_store_acks_t ask = {.through = self->store_window.told};
+    fq_tell(ctx, FQ_PATH_STORE, &fq_store_acks_desc, &ask);
+    s_store_ask_arm(ctx, self);
+}
+
+//  Tells the store one nack.
+static void s_store_nack(fq_ctx_t *ctx, s_self_t *self, fq_store_nack_t *nack)
+{
+    nack->through = fq_store_window_tell(&self->store_window, 1);
+    fq_tell(ctx, FQ_PATH_STORE, &fq_store_nack_desc, nack);
+}
+
 static void s_flush_settles(fq_ctx_t *ctx, s_self_t *self)
 {
+    //  The answers' credit, while the store is behind, stays here
+    for (size_t i = 0; i < self->nlanes; i++) {
+        s_lane_t *lane = self->lanes[i];
+        s_keep_back(ctx, self, lane, &lane->done.credit);
+        s_keep_back(ctx, self, lane, &lane->answered.credit);
+        s_keep_back(ctx, self, lane, &lane->throttled.credit);
+        s_keep_back(ctx, self, lane, &lane->unreachable.credit);
+    }
     for (size_t i = 0; i < self->nlanes; i++) {
         s_lane_t *lane = self->lanes[i];
         s_settle_send(ctx, &lane->done, false, FQ_DEFERRAL_NONE, false, lane->channel);
@@ -367,6 +455,9 @@ static void s_flush_metrics(s_self_t *self)
                                     sender->credit);
         self->senders_changed = false;
     }
+    fq_metrics_batch_store(self->metrics,
+                           (int64_t)fq_store_window_unwritten(&self->store_window, self->acks_held),
+                           (int64_t)self->store_waits);
     fq_metrics_batch_flush(self->metrics);
 }
 
@@ -376,7 +467,9 @@ static void s_flush_metrics(s_self_t *self)
 static void s_flush_answers(fq_ctx_t *ctx, s_self_t *self)
 {
     if (self->acks_held) {
-        fq_store_acks_t acks = {.ids = {self->acks_held, self->acks}};
+        fq_store_acks_t acks = {.ids = {self->acks_held, self->acks},
+                                .through =
+                                    fq_store_window_tell(&self->store_window, self->acks_held)};
         fq_tell(ctx, FQ_PATH_STORE, &fq_store_acks_desc, &acks);
         self->acks_held = 0;
     }
@@ -694,9 +787,10 @@ static void s_pace(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender)
             sender->channels[c].credit += released[c];
             sender->credit += released[c];
             self->senders_changed = true;
-            if (self->draining)
+            int64_t credit = released[c];
+            if (self->draining || s_keep_back(ctx, self, lane, &credit))
                 continue;
-            fq_credit_changed_t changed = {.delta = released[c], .channel = lane->channel};
+            fq_credit_changed_t changed = {.delta = credit, .channel = lane->channel};
             fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_credit_changed_desc, &changed);
         }
     int64_t wait = fq_relay_pace_wait_us(sender->pace, now);
@@ -854,7 +948,8 @@ static void s_ack_one(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, uint64_
         uint64_t *grown = realloc(self->acks, capacity * sizeof *grown);
         if (!grown) {
             //  Out of memory: this one goes on its own
-            fq_store_acks_t one = {.ids = {1, &id}};
+            fq_store_acks_t one = {.ids = {1, &id},
+                                   .through = fq_store_window_tell(&self->store_window, 1)};
             fq_tell(ctx, FQ_PATH_STORE, &fq_store_acks_desc, &one);
             s_flush_settles(ctx, self);
             return;
@@ -950,7 +1045,7 @@ static void s_nack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
                              .error = nack.error,
                              .retry_after_s = nack.retry_after_s,
                              .deferral = deferral};
-    fq_tell(ctx, FQ_PATH_STORE, &fq_store_nack_desc, &store);
+    s_store_nack(ctx, self, &store);
     s_flush_answers(ctx, self);
     s_sender_check_left(ctx, self, sender);
 }
@@ -1440,7 +1535,7 @@ static void s_send_row(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store, s_lane_
         self->render_failed++;
         fq_metrics_batch_unsendable(self->metrics, row->tenant_id);
         fq_store_nack_t nack = {.id = id, .permanent = true, .error = error};
-        fq_tell(ctx, FQ_PATH_STORE, &fq_store_nack_desc, &nack);
+        s_store_nack(ctx, self, &nack);
         s_settle_add(&lane->done, id, request, tenant, 1);
     } else if (!sender)
         //  Its sender left meanwhile, and its credit was withdrawn whole,
@@ -1633,6 +1728,7 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     if (!self)
         return FQ_ENOMEM;
     self->config = args;
+    fq_store_window_init(&self->store_window, (uint64_t)self->config->ack_batch);
     self->db = fq_pipeline_db(self->config, "dispatcher");
     self->senders = zhashx_new();
     self->turns = zlistx_new();
@@ -1662,8 +1758,9 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
 
 static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
-    const char *const keys[] = {"senders",  "inflight",     "sent",      "acked",         "nacked",
-                                "deferred", "unknown_peer", "malformed", "render_failed", "stray"};
+    const char *const keys[] = {
+        "senders",      "inflight",  "sent",          "acked", "nacked",          "deferred",
+        "unknown_peer", "malformed", "render_failed", "stray", "store_unwritten", "store_waits"};
     const uint64_t values[] = {zhashx_size(self->senders),
                                zhashx_size(self->inflight),
                                self->sent,
@@ -1673,7 +1770,9 @@ static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
                                self->unknown_peer,
                                self->malformed,
                                self->render_failed,
-                               self->stray};
+                               self->stray,
+                               fq_store_window_unwritten(&self->store_window, self->acks_held),
+                               self->store_waits};
     fq_stats_reply(ctx, msg, keys, values, sizeof keys / sizeof keys[0]);
 }
 
@@ -1720,11 +1819,21 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
         break;
     }
     case FQ_MSG_TICK: {
-        fq_tick_t tick;
+        fq_tick_t tick = {0}; //  One that does not decode: the database retry's
         if (fq_msg_decode(msg, &fq_tick_desc, &tick) == 0 && tick.what == FQ_TICK_PACE)
             s_pace_all(ctx, self);
+        else if (tick.what == FQ_TICK_STORE)
+            s_store_ask(ctx, self);
         else
             s_retry(ctx, self);
+        break;
+    }
+    case FQ_MSG_STORE_WRITTEN: {
+        fq_store_written_t written;
+        if (fq_msg_decode(msg, &fq_store_written_desc, &written) == 0) {
+            s_store_written(ctx, self, written.through);
+            s_flush_metrics(self);
+        }
         break;
     }
     case FQ_MSG_DRAIN: {

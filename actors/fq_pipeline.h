@@ -153,6 +153,7 @@ enum {
     FQ_TICK_RETRY = 4, //  Try the database again
     FQ_TICK_SHAPE = 5, //  A destination's budget grew back (the scheduler's)
     FQ_TICK_PACE = 6,  //  A paced sender's relay takes more (the dispatcher's)
+    FQ_TICK_STORE = 7, //  Ask the store how far it wrote (the dispatcher's)
 };
 
 #endif

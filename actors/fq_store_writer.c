@@ -2,10 +2,15 @@
 
     Acks and nacks arrive one by one from the dispatcher; writing each in a
     transaction of its own would cap fairq at the database's commit rate.
-    They are batched instead (group commit): a batch is written
-    when it holds ack_batch outcomes, or ack_flush_ms after its first one
-    arrived, whichever comes first. So at full speed a transaction carries
-    hundreds of acks, and a lone ack waits a few milliseconds at most.
+    They are batched instead (group commit): a batch is written once it
+    holds ack_batch outcomes and no more are waiting in the mailbox, or
+    ack_flush_ms after its first one arrived, whichever comes first. So
+    at full speed a transaction carries hundreds of acks, a lone ack waits
+    a few milliseconds at most, and the answers that came in while a slow
+    statement ran go together into the next one. That one is at most the
+    dispatcher's window (actors/fq_store_window.h): after each write the
+    store tells the dispatcher how far it has written, and the dispatcher
+    hands out nothing new while more than the window is unwritten.
 
     Nothing is dropped when the database is away: the batch is kept (it
     stays small, since nothing new is dispatched while messages cannot be
@@ -17,6 +22,7 @@
 #include "fq_db.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"
+#include "fq_store_window.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,8 +37,14 @@ typedef struct {
     size_t acks_held; //  Acks held
     fq_nack_t *nacks;
     size_t nnacks;
-    size_t capacity; //  Of each array: ack_batch
+    size_t capacity; //  Of each array: ack_batch at first
+    size_t batch;    //  ack_batch: a batch is due at this many
+    size_t most;     //  The dispatcher's window: written at once, mailbox or not
     bool flush_armed;
+    //  The dispatcher's count through the last outcome received (its
+    //  messages come in order; a dispatcher that restarted counts from 0
+    //  again), and the last one told back to it as written (STORE_WRITTEN)
+    uint64_t through, through_told;
     fq_metrics_batch_t *metrics; //  NULL without metrics
     uint64_t written_acks, written_nacks, batches;
 } s_self_t;
@@ -96,16 +108,32 @@ static int s_write(s_self_t *self, fq_store_t *store)
     return 0;
 }
 
-//  Writes what is held, if the database is there (s_write).
-static int s_flush(s_self_t *self)
+//  Tells the dispatcher how far everything is written, once nothing is
+//  held: it keeps credit back while too much is not (fq_store_window.h).
+//  Told again only when asked (again: true), else when it moved.
+static void s_tell_written(fq_ctx_t *ctx, s_self_t *self, bool again)
 {
-    if (self->acks_held == 0 && self->nnacks == 0)
+    if (self->acks_held || self->nnacks || (self->through == self->through_told && !again))
+        return;
+    fq_store_written_t written = {.through = self->through};
+    fq_tell(ctx, FQ_PATH_DISPATCHER, &fq_store_written_desc, &written);
+    self->through_told = self->through;
+}
+
+//  Writes what is held, if the database is there (s_write).
+static int s_flush(fq_ctx_t *ctx, s_self_t *self)
+{
+    if (self->acks_held == 0 && self->nnacks == 0) {
+        s_tell_written(ctx, self, false);
         return 0;
+    }
     fq_store_t *store = fq_db_store(self->db);
     if (!store)
         return -1;
     int rc = s_write(self, store);
     fq_metrics_batch_flush(self->metrics);
+    if (rc == 0)
+        s_tell_written(ctx, self, false);
     return rc;
 }
 
@@ -117,15 +145,31 @@ static int s_retry_ms(s_self_t *self)
     return ms > 0 ? ms : S_RETRY_MS;
 }
 
-//  Flushes now if the batch is full, else makes sure a deadline is set.
+//  Writes now, or sets the retry after a failure.
+static void s_flush_or_retry(fq_ctx_t *ctx, s_self_t *self)
+{
+    if (s_flush(ctx, self) != 0)
+        s_arm(ctx, self, s_retry_ms(self));
+}
+
+//  A batch of the dispatcher's window is written at once; a smaller one
+//  waits for the mailbox to empty (s_idle) or its deadline.
 static void s_after_add(fq_ctx_t *ctx, s_self_t *self)
 {
-    if (self->acks_held >= self->capacity || self->nnacks >= self->capacity) {
-        if (s_flush(self) != 0)
-            s_arm(ctx, self, s_retry_ms(self));
+    if (self->acks_held >= self->most || self->nnacks >= self->most) {
+        s_flush_or_retry(ctx, self);
         return;
     }
     s_arm(ctx, self, self->config->ack_flush_ms);
+}
+
+//  The mailbox is empty: a batch that is due goes now, with every answer
+//  that came in while the last one was written.
+static void s_idle(fq_ctx_t *ctx, void *state)
+{
+    s_self_t *self = state;
+    if (self->acks_held >= self->batch || self->nnacks >= self->batch)
+        s_flush_or_retry(ctx, self);
 }
 
 //  Room for one more of each: when the database is away the arrays grow
@@ -165,6 +209,10 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
         return FQ_ENOMEM;
     self->config = args;
     self->capacity = (size_t)self->config->ack_batch;
+    self->batch = self->capacity;
+    fq_store_window_t window;
+    fq_store_window_init(&window, (uint64_t)self->config->ack_batch);
+    self->most = (size_t)window.window;
     self->acks = malloc(self->capacity * sizeof *self->acks);
     self->nacks = malloc(self->capacity * sizeof *self->nacks);
     self->db = fq_pipeline_db(self->config, "store");
@@ -190,7 +238,11 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
                 return FQ_ENOMEM;
             self->acks[self->acks_held++] = (int64_t)acks.ids.items[i];
         }
-        s_after_add(ctx, self);
+        self->through = acks.through;
+        if (acks.ids.count)
+            s_after_add(ctx, self);
+        else
+            s_tell_written(ctx, self, true); //  The dispatcher asks how far
         return 0;
     }
     case FQ_MSG_STORE_NACK: {
@@ -205,13 +257,13 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
                                                   .error = error,
                                                   .retry_after_s = nack.retry_after_s,
                                                   .deferred = nack.deferral != 0};
+        self->through = nack.through;
         s_after_add(ctx, self);
         return 0;
     }
     case FQ_MSG_TICK:
         self->flush_armed = false;
-        if (s_flush(self) != 0)
-            s_arm(ctx, self, s_retry_ms(self));
+        s_flush_or_retry(ctx, self);
         return 0;
     case FQ_MSG_STATS_QUERY: {
         const char *const keys[] = {"acks_written", "nacks_written", "batches", "held"};
@@ -231,11 +283,11 @@ static void s_stop(fq_ctx_t *ctx, void *state)
     s_self_t *self = state;
     //  A last write of what is held; what cannot be written is sent again
     //  after the restart, as after a crash
-    if (s_flush(self) != 0 && self->acks_held + self->nnacks > 0)
+    if (s_flush(ctx, self) != 0 && self->acks_held + self->nnacks > 0)
         fq_log(FQ_LOG_WARNING, "store: stopping with %zu outcomes unwritten (they are sent again)",
                self->acks_held + self->nnacks);
     s_destroy(self);
 }
 
 const fq_behaviour_t fq_store_writer_behaviour = {
-    .name = "store", .start = s_start, .receive = s_receive, .stop = s_stop};
+    .name = "store", .start = s_start, .receive = s_receive, .stop = s_stop, .idle = s_idle};

@@ -74,7 +74,10 @@
       of every request it touches (a hundred at once when a hundred
       tenants send): at 5 ms the batches held ~250 acks at 50,000 msgs/s,
       and the pipeline benchmark measured 45,500 msgs/s; at 20 ms they
-      fill to 500 and it measured 49,300-52,100.
+      fill to 500 and it measured 49,300-52,100. Four batches is also
+      how far the store may fall behind before dispatch waits for it
+      (actors/fq_store_window.h), so a crash sends at most that many
+      answered messages again beyond the senders' credit.
       An ack's wait is not a message's: the sender's credit comes back
       with the ack itself, before it is written.
     * tenant_weight 1, tenant_max_inflight 1000, tenant_submit_rate 0:
@@ -186,7 +189,7 @@
     X(PREFETCH, prefetch, INT, "256", 2, 10000, NULL,                                              \
       "message ids the scheduler keeps ready per active request")                                  \
     X(ACK_BATCH, ack_batch, INT, "500", 1, 10000, NULL,                                            \
-      "most acks and nacks the store writes in one transaction")                                   \
+      "acks and nacks the store writes together; 4 batches unwritten stop dispatch")               \
     X(ACK_FLUSH_MS, ack_flush_ms, INT, "20", 1, 10000, NULL,                                       \
       "longest an ack waits for its batch to fill before it is written")                           \
     X(RETRY_BASE_MS, retry_base_ms, INT, "60000", 1, 86400000, NULL,                               \

@@ -207,6 +207,9 @@ struct fq_metrics {
     uint64_t last_sender;   //  The last id handed out
     size_t senders_gone;
     s_db_t db[FQ_METRICS_DB_COUNT];
+    //  Outcomes the store has not written yet, and the times dispatch
+    //  waited for it (fq_metrics_batch_store)
+    int64_t store_unwritten, store_waits;
     int64_t (*now_ms)(void *arg);
     void *clock_arg;
     const fq_lease_t *lease; //  Who leads; NULL: not said
@@ -232,7 +235,8 @@ typedef enum {
     S_DB,
     S_SUPPRESSED, //  Recipients refused at split as suppressed (a)
     S_BOUNCED,    //  A hard bounce: a permanent failure of a suppress_bounces code
-    S_DELIVERED   //  Acked: its delivery and end-to-end times (a, b)
+    S_DELIVERED,  //  Acked: its delivery and end-to-end times (a, b)
+    S_STORE       //  Outcomes not written yet, times dispatch waited for them (a, b)
 } s_kind_t;
 
 //  One record of a batch; which fields count depends on kind.
@@ -550,6 +554,10 @@ static void s_apply(fq_metrics_t *self, const s_event_t *event, int64_t second, 
             sender->counts.inflight = event->a;
             sender->counts.credit = event->b;
         }
+        break;
+    case S_STORE:
+        self->store_unwritten = event->a;
+        self->store_waits = event->b;
         break;
     case S_DB: {
         s_db_t *db = &self->db[event->detail];
@@ -998,6 +1006,15 @@ void fq_metrics_batch_sender(fq_metrics_batch_t *self, uint64_t sender, int64_t 
     }
 }
 
+void fq_metrics_batch_store(fq_metrics_batch_t *self, int64_t unwritten, int64_t waits)
+{
+    if (self) {
+        s_event_t *event = s_event(self, S_STORE, 0);
+        event->a = unwritten;
+        event->b = waits;
+    }
+}
+
 void fq_metrics_batch_db(fq_metrics_batch_t *self, fq_metrics_statement_t statement, size_t rows,
                          int64_t usecs, bool ok)
 {
@@ -1231,6 +1248,7 @@ typedef struct {
     s_sender_row_t *senders;
     size_t nsenders;
     s_db_t db[FQ_METRICS_DB_COUNT];
+    int64_t store_unwritten, store_waits;
     int64_t requests; //  Requests with messages in flight
     fq_actor_stats_t *actors;
     size_t nactors, actors_size;
@@ -1362,6 +1380,8 @@ static void s_snapshot_take(s_snapshot_t *snap, fq_metrics_t *self, size_t extra
     }
     if (self) {
         memcpy(snap->db, self->db, sizeof snap->db);
+        snap->store_unwritten = self->store_unwritten;
+        snap->store_waits = self->store_waits;
         memcpy(snap->channels, self->channels, sizeof snap->channels);
         snap->nchannels = self->nchannels;
         s_snapshot_destinations(snap, self);
@@ -1627,6 +1647,12 @@ static int s_render_db(fq_buf_t *out, const s_snapshot_t *snap)
         rc |= s_out_sample(out, errors, "", "statement", s_statement_names[i]);
         rc |= fq_buf_printf(out, "} %" PRId64 "\n", snap->db[i].errors);
     }
+    rc |= s_out_family(out, "fairq_store_unwritten", "gauge",
+                       "Outcomes received from senders and not yet written by the store");
+    rc |= fq_buf_printf(out, "fairq_store_unwritten %" PRId64 "\n", snap->store_unwritten);
+    rc |= s_out_family(out, "fairq_store_waits_total", "counter",
+                       "Times dispatch stopped until the store had written the outcomes it held");
+    rc |= fq_buf_printf(out, "fairq_store_waits_total %" PRId64 "\n", snap->store_waits);
     return rc;
 }
 

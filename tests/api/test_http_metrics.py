@@ -40,7 +40,8 @@ HISTOGRAMS = {"fairq_dispatch_latency_seconds": "tenant", "fairq_db_batch_rows":
               "fairq_db_batch_seconds": "statement"}
 PLAIN = {"fairq_database_up": "gauge", "fairq_requests_inflight": "gauge",
          "fairq_senders_connected": "gauge", "fairq_dead_letters": "counter",
-         "fairq_held_all": "gauge"}
+         "fairq_held_all": "gauge", "fairq_store_unwritten": "gauge",
+         "fairq_store_waits": "counter"}
 
 METRIC_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\\\|\\"|\\n)*"'

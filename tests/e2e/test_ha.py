@@ -35,7 +35,8 @@ CONCURRENCY = 16
 CREDIT = SENDERS * CONCURRENCY
 ACK_BATCH = 100
 # Per failover: what the senders held, and acks received but not written
-FAILOVER_DUPLICATES = CREDIT + ACK_BATCH
+# (at most FQ_STORE_WINDOW_BATCHES store batches: actors/fq_store_window.h)
+FAILOVER_DUPLICATES = CREDIT + 4 * ACK_BATCH
 HEARTBEAT_MS = 200
 HEARTBEAT_TIMEOUT_MS = 1000
 FAIRQD = {"poll_ms": 200, "retry_base_ms": 200, "retry_cap_ms": 1000,

@@ -3,9 +3,10 @@
 
 fairqd killed with SIGKILL and started again; a sender killed with SIGKILL;
 PostgreSQL restarted under fairqd; a sender started before fairqd; fairqd
-stopped with SIGTERM. In every case each recipient gets its mail at least
-once, duplicates stay within their bound (docs/delivery.md), and each copy
-of one message carries the same Message-ID.
+stopped with SIGTERM; outcomes that cannot be written for a while. In
+every case each recipient gets its mail at least once, duplicates stay
+within their bound (docs/delivery.md), and each copy of one message
+carries the same Message-ID.
 
 Heartbeats are short on both sides (200 ms, dead after 1,000 ms of
 silence), so that a dead peer is noticed within a second.
@@ -13,6 +14,7 @@ silence), so that a dead peer is noticed within a second.
 
 import datetime
 import re
+import subprocess
 import sys
 import time
 
@@ -26,6 +28,9 @@ CREDIT = SENDERS * CONCURRENCY
 HEARTBEAT_MS = 200
 HEARTBEAT_TIMEOUT_MS = 1000
 ACK_BATCH = 100
+# Most outcomes fairqd holds unwritten before it hands out nothing new:
+# FQ_STORE_WINDOW_BATCHES (actors/fq_store_window.h) store batches
+STORE_WINDOW = 4 * ACK_BATCH
 RELAY_DELAY_S = 0.5  # A slow relay's answer to each message
 FAIRQD = {"poll_ms": 200, "retry_base_ms": 200, "retry_cap_ms": 1000,
           "heartbeat_ms": HEARTBEAT_MS, "heartbeat_timeout_ms": HEARTBEAT_TIMEOUT_MS,
@@ -67,6 +72,11 @@ class RecoveryTest(E2ETest):
         """Distinct fairq message ids at the sinks so far."""
         return {message_id_of(r) for sink in self.all_sinks for r in sink.records()}
 
+    def delivered_still(self, seconds):
+        """Whether the sinks have taken nothing for the last seconds."""
+        records = self.records()
+        return bool(records) and time.time() - records[-1]["t"] >= seconds
+
     def sender_left_at(self, name):
         """When fairqd's log says the sender left (seconds since the epoch,
         to the millisecond its log lines carry)."""
@@ -100,9 +110,9 @@ class RecoveryTest(E2ETest):
 
     def test_fairqd_killed_and_restarted(self):
         """kill -9 fairqd a third into a 5,000-recipient campaign and start it
-        again: every recipient gets the mail, and at most CREDIT + ack_batch
-        of them twice (what was in flight at the senders, plus acks fairqd
-        had received and not yet written)."""
+        again: every recipient gets the mail, and at most CREDIT +
+        STORE_WINDOW of them twice (what was in flight at the senders, plus
+        acks fairqd had received and not yet written)."""
         settings = self.start()
         h = self.h
         total = 5000
@@ -114,10 +124,52 @@ class RecoveryTest(E2ETest):
         time.sleep(0.5)
         h.start_fairqd(name="fairqd-2", **settings)
         duplicates = self.check_all_delivered(rid, total)
-        bound = CREDIT + ACK_BATCH
+        bound = CREDIT + STORE_WINDOW
         self.note(f"killed with {at_kill} of {total} delivered; {duplicates} duplicates "
-                  f"(bound: credit {CREDIT} + ack_batch {ACK_BATCH} = {bound})")
+                  f"(bound: credit {CREDIT} + store window {STORE_WINDOW} = {bound})")
         self.assertLessEqual(duplicates, bound)
+
+    def test_outcomes_not_written_stop_dispatch(self):
+        """While the database takes no outcomes (a session holds the events
+        table locked, so every ack batch waits), fairqd hands out nothing
+        new once STORE_WINDOW answers are unwritten: delivery stops with at
+        most CREDIT + STORE_WINDOW messages delivered and not written (what
+        a crash then would send again), and goes on when the lock goes."""
+        self.start()
+        h = self.h
+        total = 6000
+        rid = h.submit("shop", bulk=(total, "r", "example.test"))
+        h.wait(lambda: len(self.delivered()) >= 500, 60, "500 messages at the sink",
+               interval=0.05)
+        locker = subprocess.Popen(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d",
+                                   h.dsn or h.dbname], stdin=subprocess.PIPE,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            locker.stdin.write("BEGIN;\nLOCK TABLE fairq.events IN EXCLUSIVE MODE;\n")
+            locker.stdin.flush()
+            h.wait(lambda: h.scalar(
+                "SELECT count(*) FROM pg_locks WHERE granted AND mode = 'ExclusiveLock'"
+                " AND relation = 'fairq.events'::regclass") == "1", 30, "the events table locked")
+            locked_at = len(self.delivered())
+            # The senders deliver what they hold, then nothing more comes
+            h.wait(lambda: self.delivered_still(1.0), 30, "delivery to stop",
+                   interval=0.05)
+            stalled = len(self.delivered())
+            written = int(h.scalar(f"SELECT sent FROM fairq.requests WHERE id = {rid}"))
+            time.sleep(1.0)
+            still = len(self.delivered())
+            self.note(f"locked at {locked_at} delivered; stopped at {stalled}, "
+                      f"{written} of them written (bound on the difference: credit {CREDIT} "
+                      f"+ store window {STORE_WINDOW}); {still} a second later")
+            self.assertLess(stalled, total, "the whole campaign went out unwritten")
+            self.assertEqual(still, stalled, "delivery went on while nothing was written")
+            self.assertLessEqual(stalled - written, CREDIT + STORE_WINDOW)
+        finally:
+            _, errors = locker.communicate("COMMIT;\n", timeout=30)
+        self.assertEqual(locker.returncode, 0, f"the locking session failed: {errors}")
+        duplicates = self.check_all_delivered(rid, total)
+        self.assertEqual(duplicates, 0)
+        self.assertTrue(self.fairqd.alive())
 
     def test_sender_killed(self):
         """kill -9 one of two senders mid-campaign: the other delivers

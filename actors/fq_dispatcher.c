@@ -80,9 +80,10 @@
 #define S_HOLD_MIN_MS 100
 
 //  While credit is kept back for the store (fq_store_window.h), how often
-//  the store is asked how far it wrote: its answers after each write end
-//  the wait, the question only matters when a store that restarted lost
-//  outcomes, which no answer will then ever cover.
+//  the store is asked how far it wrote (and the wait's time so far goes to
+//  the metrics): its answers after each write end the wait; the question
+//  only matters when a store or a dispatcher restarted, and no answer to
+//  come would cover what this one counts as told.
 #define S_STORE_ASK_MS 1000
 
 //  Most channels one sender serves: a HELLO listing more keeps the first
@@ -215,7 +216,7 @@ typedef struct {
     uint32_t acks_held, acks_capacity;
     fq_store_window_t store_window; //  Outcomes told to the store and not yet written
     bool store_ask_armed;
-    bool store_waited; //  Credit is kept back for the store now
+    int64_t store_waiting_since; //  zclock_usecs() since credit is kept back; 0: it is not
     bool retry_armed;
     int64_t pace_at; //  zclock_usecs() the relay pace timer is set for; 0: none
     bool draining;
@@ -229,7 +230,8 @@ typedef struct {
     const s_route_t *last_route; //  The last one found: a DISPATCH's messages share a few
     bool senders_changed;        //  A sender's credit or in flight changed since the last record
     uint64_t sent, acked, nacked, deferred, malformed, unknown_peer, render_failed, stray;
-    uint64_t store_waits; //  Times credit was kept back for the store
+    uint64_t store_waits;  //  Times credit was kept back for the store
+    int64_t store_wait_us; //  How long, the waits that ended
 } s_self_t;
 
 //  ---------------------------------------------------------------------
@@ -318,9 +320,10 @@ static bool s_keep_back(fq_ctx_t *ctx, s_self_t *self, s_lane_t *lane, int64_t *
         return false;
     lane->behind += *credit;
     *credit = 0;
-    if (!self->store_waited)
+    if (!self->store_waiting_since) {
+        self->store_waiting_since = zclock_usecs();
         self->store_waits++;
-    self->store_waited = true;
+    }
     s_store_ask_arm(ctx, self);
     return true;
 }
@@ -330,9 +333,10 @@ static bool s_keep_back(fq_ctx_t *ctx, s_self_t *self, s_lane_t *lane, int64_t *
 static void s_store_written(fq_ctx_t *ctx, s_self_t *self, uint64_t through)
 {
     fq_store_window_written(&self->store_window, through);
-    if (!self->store_waited || s_store_behind(self))
+    if (!self->store_waiting_since || s_store_behind(self))
         return;
-    self->store_waited = false;
+    self->store_wait_us += zclock_usecs() - self->store_waiting_since;
+    self->store_waiting_since = 0;
     for (size_t i = 0; i < self->nlanes; i++) {
         s_lane_t *lane = self->lanes[i];
         if (lane->behind && !self->draining) {
@@ -348,7 +352,7 @@ static void s_store_written(fq_ctx_t *ctx, s_self_t *self, uint64_t through)
 static void s_store_ask(fq_ctx_t *ctx, s_self_t *self)
 {
     self->store_ask_armed = false;
-    if (!self->store_waited)
+    if (!self->store_waiting_since)
         return;
     fq_store_acks_t ask = {.through = self->store_window.told};
     fq_tell(ctx, FQ_PATH_STORE, &fq_store_acks_desc, &ask);
@@ -455,9 +459,10 @@ static void s_flush_metrics(s_self_t *self)
                                     sender->credit);
         self->senders_changed = false;
     }
+    int64_t waiting = self->store_waiting_since ? zclock_usecs() - self->store_waiting_since : 0;
     fq_metrics_batch_store(self->metrics,
                            (int64_t)fq_store_window_unwritten(&self->store_window, self->acks_held),
-                           (int64_t)self->store_waits);
+                           (int64_t)self->store_waits, self->store_wait_us + waiting);
     fq_metrics_batch_flush(self->metrics);
 }
 
@@ -1822,9 +1827,10 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
         fq_tick_t tick = {0}; //  One that does not decode: the database retry's
         if (fq_msg_decode(msg, &fq_tick_desc, &tick) == 0 && tick.what == FQ_TICK_PACE)
             s_pace_all(ctx, self);
-        else if (tick.what == FQ_TICK_STORE)
+        else if (tick.what == FQ_TICK_STORE) {
             s_store_ask(ctx, self);
-        else
+            s_flush_metrics(self); //  The wait's time so far
+        } else
             s_retry(ctx, self);
         break;
     }

@@ -208,8 +208,8 @@ struct fq_metrics {
     size_t senders_gone;
     s_db_t db[FQ_METRICS_DB_COUNT];
     //  Outcomes the store has not written yet, and the times dispatch
-    //  waited for it (fq_metrics_batch_store)
-    int64_t store_unwritten, store_waits;
+    //  waited for it and how long (fq_metrics_batch_store)
+    int64_t store_unwritten, store_waits, store_wait_us;
     int64_t (*now_ms)(void *arg);
     void *clock_arg;
     const fq_lease_t *lease; //  Who leads; NULL: not said
@@ -236,7 +236,7 @@ typedef enum {
     S_SUPPRESSED, //  Recipients refused at split as suppressed (a)
     S_BOUNCED,    //  A hard bounce: a permanent failure of a suppress_bounces code
     S_DELIVERED,  //  Acked: its delivery and end-to-end times (a, b)
-    S_STORE       //  Outcomes not written yet, times dispatch waited for them (a, b)
+    S_STORE       //  Outcomes unwritten, times dispatch waited (a, b), how long (time)
 } s_kind_t;
 
 //  One record of a batch; which fields count depends on kind.
@@ -558,6 +558,7 @@ static void s_apply(fq_metrics_t *self, const s_event_t *event, int64_t second, 
     case S_STORE:
         self->store_unwritten = event->a;
         self->store_waits = event->b;
+        self->store_wait_us = event->time;
         break;
     case S_DB: {
         s_db_t *db = &self->db[event->detail];
@@ -1006,12 +1007,14 @@ void fq_metrics_batch_sender(fq_metrics_batch_t *self, uint64_t sender, int64_t 
     }
 }
 
-void fq_metrics_batch_store(fq_metrics_batch_t *self, int64_t unwritten, int64_t waits)
+void fq_metrics_batch_store(fq_metrics_batch_t *self, int64_t unwritten, int64_t waits,
+                            int64_t wait_us)
 {
     if (self) {
         s_event_t *event = s_event(self, S_STORE, 0);
         event->a = unwritten;
         event->b = waits;
+        event->time = wait_us;
     }
 }
 
@@ -1248,7 +1251,7 @@ typedef struct {
     s_sender_row_t *senders;
     size_t nsenders;
     s_db_t db[FQ_METRICS_DB_COUNT];
-    int64_t store_unwritten, store_waits;
+    int64_t store_unwritten, store_waits, store_wait_us;
     int64_t requests; //  Requests with messages in flight
     fq_actor_stats_t *actors;
     size_t nactors, actors_size;
@@ -1382,6 +1385,7 @@ static void s_snapshot_take(s_snapshot_t *snap, fq_metrics_t *self, size_t extra
         memcpy(snap->db, self->db, sizeof snap->db);
         snap->store_unwritten = self->store_unwritten;
         snap->store_waits = self->store_waits;
+        snap->store_wait_us = self->store_wait_us;
         memcpy(snap->channels, self->channels, sizeof snap->channels);
         snap->nchannels = self->nchannels;
         s_snapshot_destinations(snap, self);
@@ -1653,6 +1657,10 @@ static int s_render_db(fq_buf_t *out, const s_snapshot_t *snap)
     rc |= s_out_family(out, "fairq_store_waits_total", "counter",
                        "Times dispatch stopped until the store had written the outcomes it held");
     rc |= fq_buf_printf(out, "fairq_store_waits_total %" PRId64 "\n", snap->store_waits);
+    rc |= s_out_family(out, "fairq_store_wait_seconds_total", "counter",
+                       "Seconds dispatch stood still until the store had caught up");
+    rc |= fq_buf_printf(out, "fairq_store_wait_seconds_total %.6f\n",
+                        (double)snap->store_wait_us / S_US_PER_S);
     return rc;
 }
 

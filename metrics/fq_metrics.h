@@ -334,10 +334,12 @@ void fq_metrics_batch_sender(fq_metrics_batch_t *self, uint64_t sender, int64_t 
                              int64_t credit);
 
 //  The dispatcher's outcomes received and not yet written by the store,
-//  and the times it has stopped dispatch until the store caught up
-//  (actors/fq_store_window.h): fairq_store_unwritten and
-//  fairq_store_waits_total.
-void fq_metrics_batch_store(fq_metrics_batch_t *self, int64_t unwritten, int64_t waits);
+//  the times it has stopped dispatch until the store caught up
+//  (actors/fq_store_window.h) and how long in all, in microseconds:
+//  fairq_store_unwritten, fairq_store_waits_total and
+//  fairq_store_wait_seconds_total.
+void fq_metrics_batch_store(fq_metrics_batch_t *self, int64_t unwritten, int64_t waits,
+                            int64_t wait_us);
 
 //  A database batch of rows took usecs microseconds (zclock_usecs()
 //  apart); ok false: it failed (counted as an error, not observed).

@@ -41,7 +41,7 @@ HISTOGRAMS = {"fairq_dispatch_latency_seconds": "tenant", "fairq_db_batch_rows":
 PLAIN = {"fairq_database_up": "gauge", "fairq_requests_inflight": "gauge",
          "fairq_senders_connected": "gauge", "fairq_dead_letters": "counter",
          "fairq_held_all": "gauge", "fairq_store_unwritten": "gauge",
-         "fairq_store_waits": "counter"}
+         "fairq_store_waits": "counter", "fairq_store_wait_seconds": "counter"}
 
 METRIC_NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\\\|\\"|\\n)*"'

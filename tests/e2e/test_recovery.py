@@ -137,6 +137,7 @@ class RecoveryTest(E2ETest):
         a crash then would send again), and goes on when the lock goes."""
         self.start()
         h = self.h
+        token = h.make_token()
         total = 6000
         rid = h.submit("shop", bulk=(total, "r", "example.test"))
         h.wait(lambda: len(self.delivered()) >= 500, 60, "500 messages at the sink",
@@ -164,12 +165,27 @@ class RecoveryTest(E2ETest):
             self.assertLess(stalled, total, "the whole campaign went out unwritten")
             self.assertEqual(still, stalled, "delivery went on while nothing was written")
             self.assertLessEqual(stalled - written, CREDIT + STORE_WINDOW)
+            # The metrics say why: outcomes unwritten, dispatch waiting
+            # (its time counted at least once a second)
+            waiting = self.store_metrics(token)
+            self.assertGreater(waiting["fairq_store_unwritten"], STORE_WINDOW)
+            self.assertGreaterEqual(waiting["fairq_store_waits_total"], 1)
+            self.assertGreaterEqual(waiting["fairq_store_wait_seconds_total"], 0.5)
         finally:
             _, errors = locker.communicate("COMMIT;\n", timeout=30)
         self.assertEqual(locker.returncode, 0, f"the locking session failed: {errors}")
         duplicates = self.check_all_delivered(rid, total)
         self.assertEqual(duplicates, 0)
         self.assertTrue(self.fairqd.alive())
+        h.wait(lambda: self.store_metrics(token)["fairq_store_unwritten"] == 0, 10,
+               "every outcome written")
+
+    def store_metrics(self, token):
+        """fairqd's fairq_store_* samples, by name."""
+        status, _, text = self.h.http("GET", "/metrics", token=token)
+        self.assertEqual(status, 200)
+        return {name: float(value) for name, value in
+                re.findall(r"^(fairq_store_\w+) (\S+)$", text, re.M)}
 
     def test_sender_killed(self):
         """kill -9 one of two senders mid-campaign: the other delivers

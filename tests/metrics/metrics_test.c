@@ -120,8 +120,8 @@ static void s_record_acme(fq_metrics_t *metrics, uint64_t sender)
     fq_metrics_batch_db(batch, FQ_METRICS_DB_ACKS, 100, 2000, true);
     fq_metrics_batch_db(batch, FQ_METRICS_DB_NACKS, 2, 0, false);
     //  The store fell behind twice; 37 outcomes wait for it now, after 50
-    fq_metrics_batch_store(batch, 50, 1);
-    fq_metrics_batch_store(batch, 37, 2);
+    fq_metrics_batch_store(batch, 50, 1, 12000);
+    fq_metrics_batch_store(batch, 37, 2, 1500000);
     fq_metrics_batch_destroy(&batch); //  Flushes
     assert_null(batch);
 }
@@ -221,6 +221,7 @@ static void test_counters_gauges_and_histograms(void **state)
     s_assert_line(text, "fairq_db_errors_total{statement=\"acks\"} 0");
     s_assert_line(text, "fairq_store_unwritten 37");
     s_assert_line(text, "fairq_store_waits_total 2");
+    s_assert_line(text, "fairq_store_wait_seconds_total 1.500000");
 
     //  HELP and TYPE once per family; no actor families without a system
     assert_int_equal(s_count(text, "# TYPE fairq_tenant_sent_total counter\n"), 1);

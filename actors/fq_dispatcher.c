@@ -545,7 +545,8 @@ static void s_withdraw_credit(s_self_t *self, s_sender_t *sender)
 //  gone to the scheduler: a sender may name any channel, and one that came
 //  and went with new names each time would otherwise leave a lane each.
 //  Nothing points to such a lane: a flight belongs to a sender of its
-//  channel.
+//  channel. Credit kept back counts as gathered: the scheduler has been
+//  told to withdraw it with its sender's, and must still be given it.
 static void s_lanes_prune(s_self_t *self)
 {
     for (size_t i = 0; i < self->nlanes;) {
@@ -554,7 +555,7 @@ static void s_lanes_prune(s_self_t *self)
         for (s_sender_t *sender = zlistx_first(self->turns); sender && !served;
              sender = zlistx_next(self->turns))
             served = s_sender_channel(sender, lane->channel) >= 0;
-        if (served || lane->withheld || lane->done.count || lane->answered.count ||
+        if (served || lane->withheld || lane->behind || lane->done.count || lane->answered.count ||
             lane->requeue.count || lane->throttled.count || lane->unreachable.count ||
             lane->done.credit || lane->answered.credit || lane->requeue.credit ||
             lane->throttled.credit || lane->unreachable.credit)

@@ -79,7 +79,8 @@
       (actors/fq_store_window.h), so a crash sends at most that many
       answered messages again beyond the senders' credit.
       An ack's wait is not a message's: the sender's credit comes back
-      with the ack itself, before it is written.
+      with the ack itself, before it is written (unless four batches
+      are unwritten already).
     * tenant_weight 1, tenant_max_inflight 1000, tenant_submit_rate 0:
       what a tenant gets when it is created without them. Weight 1 is an
       equal share; 1000 messages in senders' hands is far beyond what

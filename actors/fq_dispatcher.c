@@ -232,6 +232,10 @@ typedef struct {
     uint64_t sent, acked, nacked, deferred, malformed, unknown_peer, render_failed, stray;
     uint64_t store_waits;  //  Times credit was kept back for the store
     int64_t store_wait_us; //  How long, the waits that ended
+    struct {
+        int64_t unwritten, waited;
+        uint64_t waits;
+    } store_told; //  The store's figures as last given to the metrics
 } s_self_t;
 
 //  ---------------------------------------------------------------------
@@ -459,10 +463,18 @@ static void s_flush_metrics(s_self_t *self)
                                     sender->credit);
         self->senders_changed = false;
     }
-    int64_t waiting = self->store_waiting_since ? zclock_usecs() - self->store_waiting_since : 0;
-    fq_metrics_batch_store(self->metrics,
-                           (int64_t)fq_store_window_unwritten(&self->store_window, self->acks_held),
-                           (int64_t)self->store_waits, self->store_wait_us + waiting);
+    //  The store's figures, when they moved: an idle dispatcher records
+    //  nothing, and takes no lock
+    int64_t unwritten = (int64_t)fq_store_window_unwritten(&self->store_window, self->acks_held);
+    int64_t waited = self->store_wait_us +
+                     (self->store_waiting_since ? zclock_usecs() - self->store_waiting_since : 0);
+    if (unwritten != self->store_told.unwritten || waited != self->store_told.waited ||
+        self->store_waits != self->store_told.waits) {
+        fq_metrics_batch_store(self->metrics, unwritten, (int64_t)self->store_waits, waited);
+        self->store_told.unwritten = unwritten;
+        self->store_told.waited = waited;
+        self->store_told.waits = self->store_waits;
+    }
     fq_metrics_batch_flush(self->metrics);
 }
 
@@ -947,7 +959,6 @@ static void s_ack_one(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, uint64_
         s_stray(ctx, self, sender, id, "an ACK");
         return;
     }
-    s_pace(ctx, self, sender);
     self->acked++;
     if (self->acks_held == self->acks_capacity) {
         uint32_t capacity = self->acks_capacity ? self->acks_capacity * 2 : S_ANSWER_BATCH;
@@ -957,6 +968,7 @@ static void s_ack_one(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, uint64_
             fq_store_acks_t one = {.ids = {1, &id},
                                    .through = fq_store_window_tell(&self->store_window, 1)};
             fq_tell(ctx, FQ_PATH_STORE, &fq_store_acks_desc, &one);
+            s_pace(ctx, self, sender);
             s_flush_settles(ctx, self);
             return;
         }
@@ -964,6 +976,8 @@ static void s_ack_one(fq_ctx_t *ctx, s_self_t *self, s_sender_t *sender, uint64_
         self->acks_capacity = capacity;
     }
     self->acks[self->acks_held++] = id;
+    //  Paced credit goes on only once this ack counts as unwritten
+    s_pace(ctx, self, sender);
     if (self->acks_held >= S_ANSWER_BATCH || sender->leaving)
         s_flush_answers(ctx, self);
 }
@@ -1034,13 +1048,13 @@ static void s_nack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         s_stray(ctx, self, sender, nack.id, "a NACK");
         return;
     }
-    s_pace(ctx, self, sender);
     self->nacked++;
     self->deferred += deferral != FQ_DEFERRAL_NONE;
     if (deferred_here) {
         //  The receiver's Retry-After holds the whole destination
         if (deferral == FQ_DEFERRAL_THROTTLED && nack.retry_after_s > lane->throttled.retry_after_s)
             lane->throttled.retry_after_s = nack.retry_after_s;
+        s_pace(ctx, self, sender); //  Nothing to write: no outcome to count
         s_flush_answers(ctx, self);
         s_sender_check_left(ctx, self, sender);
         return;
@@ -1052,6 +1066,7 @@ static void s_nack(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
                              .retry_after_s = nack.retry_after_s,
                              .deferral = deferral};
     s_store_nack(ctx, self, &store);
+    s_pace(ctx, self, sender); //  Once the nack counts as unwritten
     s_flush_answers(ctx, self);
     s_sender_check_left(ctx, self, sender);
 }

@@ -41,6 +41,7 @@ typedef struct {
     size_t batch;    //  ack_batch: a batch is due at this many
     size_t most;     //  The dispatcher's window: written at once, mailbox or not
     bool flush_armed;
+    bool failed; //  The last write failed: the next waits for the timer
     //  The dispatcher's count through the last outcome received (its
     //  messages come in order; a dispatcher that restarted counts from 0
     //  again), and the last one told back to it as written (STORE_WRITTEN)
@@ -145,10 +146,13 @@ static int s_retry_ms(s_self_t *self)
     return ms > 0 ? ms : S_RETRY_MS;
 }
 
-//  Writes now, or sets the retry after a failure.
+//  Writes now, or sets the retry after a failure. Until that retry no
+//  other write is tried: a database that refuses every statement would
+//  otherwise be sent the batch again each time the mailbox empties.
 static void s_flush_or_retry(fq_ctx_t *ctx, s_self_t *self)
 {
-    if (s_flush(ctx, self) != 0)
+    self->failed = s_flush(ctx, self) != 0;
+    if (self->failed)
         s_arm(ctx, self, s_retry_ms(self));
 }
 
@@ -156,7 +160,7 @@ static void s_flush_or_retry(fq_ctx_t *ctx, s_self_t *self)
 //  waits for the mailbox to empty (s_idle) or its deadline.
 static void s_after_add(fq_ctx_t *ctx, s_self_t *self)
 {
-    if (self->acks_held >= self->most || self->nnacks >= self->most) {
+    if (!self->failed && (self->acks_held >= self->most || self->nnacks >= self->most)) {
         s_flush_or_retry(ctx, self);
         return;
     }
@@ -168,7 +172,7 @@ static void s_after_add(fq_ctx_t *ctx, s_self_t *self)
 static void s_idle(fq_ctx_t *ctx, void *state)
 {
     s_self_t *self = state;
-    if (self->acks_held >= self->batch || self->nnacks >= self->batch)
+    if (!self->failed && (self->acks_held >= self->batch || self->nnacks >= self->batch))
         s_flush_or_retry(ctx, self);
 }
 
@@ -241,8 +245,13 @@ static int s_receive(fq_ctx_t *ctx, void *state, const fq_msg_t *msg)
         self->through = acks.through;
         if (acks.ids.count)
             s_after_add(ctx, self);
-        else
-            s_tell_written(ctx, self, true); //  The dispatcher asks how far
+        else {
+            //  The dispatcher asks how far: told at once if nothing is
+            //  held, else after the write that its deadline makes sure of
+            s_tell_written(ctx, self, true);
+            if (self->acks_held || self->nnacks)
+                s_arm(ctx, self, self->config->ack_flush_ms);
+        }
         return 0;
     }
     case FQ_MSG_STORE_NACK: {

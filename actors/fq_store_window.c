@@ -2,10 +2,15 @@
     fq_store_window.h). */
 #include "fq_store_window.h"
 
-void fq_store_window_init(fq_store_window_t *self, uint64_t ack_batch)
+uint64_t fq_store_window_size(uint64_t ack_batch)
 {
     uint64_t window = ack_batch * FQ_STORE_WINDOW_BATCHES;
-    *self = (fq_store_window_t){.window = window ? window : 1};
+    return window ? window : 1;
+}
+
+void fq_store_window_init(fq_store_window_t *self, uint64_t ack_batch)
+{
+    *self = (fq_store_window_t){.window = fq_store_window_size(ack_batch)};
 }
 
 uint64_t fq_store_window_tell(fq_store_window_t *self, uint64_t n)

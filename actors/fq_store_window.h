@@ -39,7 +39,11 @@ typedef struct {
     uint64_t window;  //  Most unwritten before credit is kept back
 } fq_store_window_t;
 
-//  A window of ack_batch * FQ_STORE_WINDOW_BATCHES outcomes (at least 1).
+//  The window for ack_batch: ack_batch * FQ_STORE_WINDOW_BATCHES
+//  outcomes, at least 1. The store writes at most that many at once.
+uint64_t fq_store_window_size(uint64_t ack_batch);
+
+//  A window of fq_store_window_size(ack_batch) outcomes.
 void fq_store_window_init(fq_store_window_t *self, uint64_t ack_batch);
 
 //  Counts n outcomes told to the store; returns the count through them,

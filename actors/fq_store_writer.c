@@ -38,7 +38,7 @@ typedef struct {
     fq_nack_t *nacks;
     size_t nnacks;
     size_t capacity; //  Of each array: ack_batch at first
-    size_t batch;    //  ack_batch: a batch is due at this many
+    size_t batch;    //  ack_batch: a batch is due at this many, once the mailbox is empty
     size_t most;     //  The dispatcher's window: written at once, mailbox or not
     bool flush_armed;
     bool failed; //  The last write failed: the next waits for the timer
@@ -214,9 +214,7 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->config = args;
     self->capacity = (size_t)self->config->ack_batch;
     self->batch = self->capacity;
-    fq_store_window_t window;
-    fq_store_window_init(&window, (uint64_t)self->config->ack_batch);
-    self->most = (size_t)window.window;
+    self->most = (size_t)fq_store_window_size((uint64_t)self->config->ack_batch);
     self->acks = malloc(self->capacity * sizeof *self->acks);
     self->nacks = malloc(self->capacity * sizeof *self->nacks);
     self->db = fq_pipeline_db(self->config, "store");

@@ -129,6 +129,22 @@ PGresult *fq_store_query(fq_store_t *self, const char *sql, int nparams, const c
     return *rc ? NULL : res;
 }
 
+PGresult *fq_store_query_prepared(fq_store_t *self, const char *sql, int nparams,
+                                  const char *const *params, ExecStatusType wanted,
+                                  const char *what, int *rc)
+{
+    bool in_block = PQtransactionStatus(self->conn) != PQTRANS_IDLE;
+    const char *name = fq_store_prepared_name(self, sql, nparams);
+    if (!name)
+        return fq_store_query(self, sql, nparams, params, wanted, what, rc);
+    PGresult *res = PQexecPrepared(self->conn, name, nparams, params, NULL, NULL, 0);
+    *rc = fq_store_check(self, res, wanted, what);
+    //  Nothing ran: outside a block, running it as text is the same run
+    if (*rc && fq_store_prepared_lost(self) && !in_block)
+        return fq_store_query(self, sql, nparams, params, wanted, what, rc);
+    return *rc ? NULL : res;
+}
+
 PGresult *fq_store_query_ids(fq_store_t *self, const char *sql, const int64_t *ids, size_t count,
                              ExecStatusType wanted, const char *what, int *rc)
 {
@@ -142,18 +158,26 @@ PGresult *fq_store_query_ids(fq_store_t *self, const char *sql, const int64_t *i
     return res;
 }
 
-int fq_store_pipeline(fq_store_t *self, fq_store_step_t *steps, size_t count)
+//  Runs the pipeline once; *by_name tells whether a statement ran prepared.
+static int s_pipeline_run(fq_store_t *self, fq_store_step_t *steps, size_t count, bool *by_name)
 {
-    if (count > FQ_STORE_PIPELINE_MAX)
-        return fq_store_fail(self, FQ_EINVAL, "could not %s: %zu statements in one pipeline",
-                             steps[0].what, count);
-    for (size_t i = 0; i < count; i++)
+    //  Prepared before the pipeline: a Parse that failed in it would skip
+    //  the statements after it
+    const char *names[FQ_STORE_PIPELINE_MAX] = {NULL};
+    *by_name = false;
+    for (size_t i = 0; i < count; i++) {
         steps[i].res = NULL;
+        if (steps[i].prepare)
+            names[i] = fq_store_prepared_name(self, steps[i].sql, steps[i].nparams);
+        *by_name |= names[i] != NULL;
+    }
     PGconn *conn = self->conn;
     bool sent = PQenterPipelineMode(conn);
     for (size_t i = 0; sent && i < count; i++)
-        sent = PQsendQueryParams(conn, steps[i].sql, steps[i].nparams, NULL, steps[i].params, NULL,
-                                 NULL, 0);
+        sent = names[i] ? PQsendQueryPrepared(conn, names[i], steps[i].nparams, steps[i].params,
+                                              NULL, NULL, 0)
+                        : PQsendQueryParams(conn, steps[i].sql, steps[i].nparams, NULL,
+                                            steps[i].params, NULL, NULL, 0);
     sent = sent && PQpipelineSync(conn);
     //  Each statement's results end with a NULL; the last one counts (a
     //  statement after a failed one answers PGRES_PIPELINE_ABORTED)
@@ -195,20 +219,35 @@ int fq_store_pipeline(fq_store_t *self, fq_store_step_t *steps, size_t count)
     return rc;
 }
 
+int fq_store_pipeline(fq_store_t *self, fq_store_step_t *steps, size_t count)
+{
+    if (count > FQ_STORE_PIPELINE_MAX)
+        return fq_store_fail(self, FQ_EINVAL, "could not %s: %zu statements in one pipeline",
+                             steps[0].what, count);
+    bool in_block = PQtransactionStatus(self->conn) != PQTRANS_IDLE, by_name;
+    int rc = s_pipeline_run(self, steps, count, &by_name);
+    //  One implicit transaction, rolled back whole: run again as text
+    if (rc && by_name && fq_store_prepared_lost(self) && !in_block)
+        rc = s_pipeline_run(self, steps, count, &by_name);
+    return rc;
+}
+
 PGresult *fq_store_query_after(fq_store_t *self, const char *setup, const char *sql, int nparams,
                                const char *const *params, ExecStatusType wanted, const char *what,
-                               int *rc)
+                               bool prepare, int *rc)
 {
     //  Both statements, then one Sync: the server runs them in one
     //  transaction (an implicit one, or the block already open), and a
     //  pooler lends one server connection for all of it
-    fq_store_step_t steps[] = {{.sql = setup, .wanted = PGRES_TUPLES_OK, .what = what},
-                               {.sql = sql,
-                                .nparams = nparams,
-                                .params = params,
-                                .wanted = wanted,
-                                .what = what,
-                                .keep = true}};
+    fq_store_step_t steps[] = {
+        {.sql = setup, .wanted = PGRES_TUPLES_OK, .what = what, .prepare = prepare},
+        {.sql = sql,
+         .nparams = nparams,
+         .params = params,
+         .wanted = wanted,
+         .what = what,
+         .keep = true,
+         .prepare = prepare}};
     *rc = fq_store_pipeline(self, steps, 2);
     return steps[1].res;
 }
@@ -352,6 +391,7 @@ int fq_store_reconnect(fq_store_t *self)
     if (self->conn)
         PQfinish(self->conn);
     self->lost = false;
+    fq_store_prepared_reset(self);
     //  The conninfo is expanded in place of dbname; the name comes after it
     //  as a fallback, so that a conninfo's own application_name wins
     const char *const keys[] = {"dbname", "fallback_application_name", NULL};

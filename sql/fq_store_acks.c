@@ -68,7 +68,8 @@ int fq_store_ack_batch_events(fq_store_t *self, const int64_t *ids, size_t count
     }
     //  One statement is one transaction: all of the batch or none of it
     const char *params[] = {array.data, fq_store_fence(self), events ? "true" : "false"};
-    PGresult *res = fq_store_query(self, S_ACK_SQL, 3, params, PGRES_TUPLES_OK, "apply acks", &rc);
+    PGresult *res =
+        fq_store_query_prepared(self, S_ACK_SQL, 3, params, PGRES_TUPLES_OK, "apply acks", &rc);
     fq_buf_free(&array);
     if (!res)
         return rc;
@@ -169,7 +170,8 @@ int fq_store_nack_batch(fq_store_t *self, const fq_nack_t *nacks, size_t count,
     if (mem)
         rc = fq_store_fail(self, FQ_ENOMEM, "out of memory");
     else
-        res = fq_store_query(self, S_NACK_SQL, 9, params, PGRES_TUPLES_OK, "apply nacks", &rc);
+        res = fq_store_query_prepared(self, S_NACK_SQL, 9, params, PGRES_TUPLES_OK, "apply nacks",
+                                      &rc);
     fq_buf_free(&ids);
     fq_buf_free(&deferred);
     fq_buf_free(&waits);

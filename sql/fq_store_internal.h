@@ -23,6 +23,20 @@
 //  Room for a constraint's name (PostgreSQL's NAMEDATALEN) and its NUL.
 #define FQ_STORE_CONSTRAINT_SIZE 64
 
+//  Statements a connection keeps prepared (fq_store_prepared.c): the
+//  hot ones, a handful; beyond it a statement runs as text.
+#define FQ_STORE_PREPARED_MAX 16
+
+//  Room for a prepared statement's name: "fairq_" and 16 hex digits.
+#define FQ_STORE_PREPARED_NAME_SIZE 24
+
+//  A statement prepared on the connection, by its text's address: only
+//  texts that live as long as the program (string literals) are prepared.
+typedef struct {
+    const char *sql;
+    char name[FQ_STORE_PREPARED_NAME_SIZE];
+} fq_store_prepared_t;
+
 //  Room for the text of a 64-bit integer, sign and NUL included: how
 //  numbers go to the server as parameters.
 #define FQ_STORE_INT_TEXT 24
@@ -59,6 +73,11 @@ struct fq_store {
     //  The leader's epoch its writes carry (fq_store_set_epoch), as text;
     //  "" when they carry none
     char epoch[FQ_STORE_INT_TEXT];
+    //  The statements prepared on this connection; unprepared once a run
+    //  by name found the name unknown (a pooler in transaction mode)
+    fq_store_prepared_t prepared[FQ_STORE_PREPARED_MAX];
+    int nprepared;
+    bool unprepared;
 };
 
 //  ---------------------------------------------------------------------
@@ -83,6 +102,26 @@ int fq_store_exec(fq_store_t *self, const char *sql, const char *what);
 PGresult *fq_store_query(fq_store_t *self, const char *sql, int nparams, const char *const *params,
                          ExecStatusType wanted, const char *what, int *rc);
 
+//  fq_store_query for a hot statement, sql a string literal: prepared on
+//  the connection the first time, run by name after (fq_store_prepared.c).
+PGresult *fq_store_query_prepared(fq_store_t *self, const char *sql, int nparams,
+                                  const char *const *params, ExecStatusType wanted,
+                                  const char *what, int *rc);
+
+//  The name sql (a string literal) runs by on this connection, prepared
+//  now if it was not yet; NULL when it is to run as text (the store does
+//  not prepare on this connection, or could not now).
+const char *fq_store_prepared_name(fq_store_t *self, const char *sql, int nparams);
+
+//  After a run by name failed (fq_store_check recorded its SQLSTATE):
+//  whether the server did not know the name, or its plan no longer fit
+//  the tables. The connection then prepares no more, and nothing ran: a
+//  caller outside a transaction block runs the statement again as text.
+bool fq_store_prepared_lost(fq_store_t *self);
+
+//  Forgets what was prepared: a new connection has nothing prepared.
+void fq_store_prepared_reset(fq_store_t *self);
+
 //  Runs a statement whose one parameter ($1::bigint[]) is count ids, as
 //  fq_store_query does.
 PGresult *fq_store_query_ids(fq_store_t *self, const char *sql, const int64_t *ids, size_t count,
@@ -101,6 +140,7 @@ typedef struct {
     ExecStatusType wanted;
     const char *what;
     bool keep;
+    bool prepare;  //  A hot statement, sql a string literal: run prepared
     PGresult *res; //  Out: with keep, when every statement succeeded
 } fq_store_step_t;
 
@@ -126,11 +166,12 @@ int fq_store_templates_read(fq_store_t *self, PGresult *res, fq_request_template
 //  say), then sql as fq_store_query does, in one round trip and one
 //  transaction: what setup sets for its transaction holds for sql and
 //  ends with it, on whichever server connection a pooler lent the
-//  transaction, never lingering on the session. Returns sql's result,
-//  which the caller clears, or NULL with *rc set.
+//  transaction, never lingering on the session. With prepare (both
+//  string literals) both run prepared, as fq_store_query_prepared does.
+//  Returns sql's result, which the caller clears, or NULL with *rc set.
 PGresult *fq_store_query_after(fq_store_t *self, const char *setup, const char *sql, int nparams,
                                const char *const *params, ExecStatusType wanted, const char *what,
-                               int *rc);
+                               bool prepare, int *rc);
 
 //  The parameter of fairq.fence (or of fairq.check_epoch, its lock-free
 //  form for the hot statements: loads, acks, nacks) for this connection's

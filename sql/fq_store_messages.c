@@ -29,11 +29,11 @@ int fq_store_next_ready(fq_store_t *self, int64_t request_id, int64_t after_id, 
     const char *sql = "SELECT id FROM fairq.messages WHERE request_id = $1 AND id > $2"
                       " AND status = 'pending' ORDER BY id LIMIT $3";
     int rc;
-    PGresult *res =
-        self->paging_tuned
-            ? fq_store_query_after(self, S_PAGING_SETUP, sql, 3, params, PGRES_TUPLES_OK,
-                                   "page ready messages", &rc)
-            : fq_store_query(self, sql, 3, params, PGRES_TUPLES_OK, "page ready messages", &rc);
+    PGresult *res = self->paging_tuned
+                        ? fq_store_query_after(self, S_PAGING_SETUP, sql, 3, params,
+                                               PGRES_TUPLES_OK, "page ready messages", true, &rc)
+                        : fq_store_query_prepared(self, sql, 3, params, PGRES_TUPLES_OK,
+                                                  "page ready messages", &rc);
     if (!res)
         return rc;
     int n = PQntuples(res);
@@ -102,9 +102,9 @@ int fq_store_next_ready_many(fq_store_t *self, const fq_page_ask_t *asks, int na
     int nparams = by_destination ? 4 : 3;
     PGresult *res = self->paging_tuned
                         ? fq_store_query_after(self, S_PAGING_SETUP, sql, nparams, params,
-                                               PGRES_TUPLES_OK, "page ready messages", &rc)
-                        : fq_store_query(self, sql, nparams, params, PGRES_TUPLES_OK,
-                                         "page ready messages", &rc);
+                                               PGRES_TUPLES_OK, "page ready messages", true, &rc)
+                        : fq_store_query_prepared(self, sql, nparams, params, PGRES_TUPLES_OK,
+                                                  "page ready messages", &rc);
     fq_buf_free(&requests);
     fq_buf_free(&afters);
     fq_buf_free(&limits);
@@ -323,7 +323,8 @@ int fq_store_load_with(fq_store_t *self, const int64_t *ids, size_t count, fq_te
         .params = params,
         .wanted = PGRES_TUPLES_OK,
         .what = "load messages",
-        .keep = true};
+        .keep = true,
+        .prepare = true};
     rc = fq_store_pipeline(self, steps, nsteps);
     fq_buf_free(&array);
     fq_buf_free(&requests);

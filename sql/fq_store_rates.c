@@ -84,7 +84,7 @@ int fq_store_tenant_rates(fq_store_t *self, const char *bounce_pattern, int wind
     const char *params[] = {bounce_pattern ? bounce_pattern : "", window};
     int rc;
     PGresult *res = fq_store_query_after(self, S_NO_JIT, S_RATES_SQL, 2, params, PGRES_TUPLES_OK,
-                                         "read tenant rates", &rc);
+                                         "read tenant rates", false, &rc);
     if (!res)
         return rc;
     void *rows;

@@ -347,7 +347,8 @@ int fq_store_templates_step(fq_store_t *self, const int64_t *ids, size_t count, 
                               .params = param,
                               .wanted = PGRES_TUPLES_OK,
                               .what = "load requests",
-                              .keep = true};
+                              .keep = true,
+                              .prepare = true};
     return 0;
 }
 

@@ -18,6 +18,9 @@ they are retried), then:
     through PgBouncer, as its submits did;
   * PgBouncer did share its server connections among more clients, and
     the intake's LISTEN is on a session of its own, not one of PgBouncer's;
+  * a statement fairqd prepared on one server connection was unknown on
+    another (PgBouncer 1.18 keeps no prepared statements per client), and
+    fairqd said so and ran its statements as text from then on;
   * no session setting of fairq's is left on PgBouncer's server
     connections: clients of the same pool, each on a server connection of
     its own, see enable_bitmapscan, jit and TimeZone as the server's
@@ -298,6 +301,11 @@ class PgBouncerTest(E2ETest):
                           " AND query ILIKE 'LISTEN%'")
         self.assertEqual(len(listeners), 1, listeners)
         self.assertNotIn(listeners[0][0], {s["remote_pid"] for s in servers})
+        # A statement fairqd prepared on one server connection was unknown
+        # on the next: fairqd ran it as text from then on, and lost nothing
+        self.assertRegex(fairqd.text(), r"the server forgot a statement prepared on this "
+                         r"connection \(a pooler in transaction mode\?\): statements run as "
+                         r"text")
 
         # No setting of fairqd's sessions is left on PgBouncer's server
         # connections: SERVER_POOL clients at once, each in a transaction

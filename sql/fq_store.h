@@ -12,7 +12,8 @@
     once). docs/delivery.md tells the whole of it.
 
     The sections below follow the store's files, one topic each:
-    connection and notifications (fq_store.c), migrations
+    connection and notifications (fq_store.c; the hot statements it
+    keeps prepared, fq_store_prepared.c), migrations
     (fq_store_migrate.c), tenants and API tokens (fq_store_tenants.c),
     requests (fq_store_requests.c), messages: splitting
     (fq_store_split.c), paging and loading (fq_store_messages.c), acks

@@ -294,6 +294,15 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
     fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_split_done_desc, &done);
 }
 
+//  Each new connection is warmed for its first split (fq_store_split_warm
+//  says why); a warming that failed leaves the connection as it is.
+static int s_warm(fq_store_t *store, void *arg)
+{
+    (void)arg;
+    fq_store_split_warm(store);
+    return 0;
+}
+
 static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
 {
     s_self_t *self = calloc(1, sizeof *self);
@@ -311,6 +320,7 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
         free(self);
         return FQ_ENOMEM;
     }
+    fq_db_on_connect(self->db, s_warm, NULL);
     *state_p = self;
     return 0;
 }

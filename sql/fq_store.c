@@ -226,9 +226,14 @@ int fq_store_pipeline(fq_store_t *self, fq_store_step_t *steps, size_t count)
                              steps[0].what, count);
     bool in_block = PQtransactionStatus(self->conn) != PQTRANS_IDLE, by_name;
     int rc = s_pipeline_run(self, steps, count, &by_name);
-    //  One implicit transaction, rolled back whole: run again as text
-    if (rc && by_name && fq_store_prepared_lost(self) && !in_block)
-        rc = s_pipeline_run(self, steps, count, &by_name);
+    if (rc && by_name && fq_store_prepared_lost(self) && !in_block) {
+        //  A block the pipeline began itself (its first step a BEGIN) is
+        //  left failed: rolling it back undoes this pipeline and nothing
+        //  else. Then, all of it undone, it runs again as text.
+        fq_store_rollback(self);
+        if (PQtransactionStatus(self->conn) == PQTRANS_IDLE)
+            rc = s_pipeline_run(self, steps, count, &by_name);
+    }
     return rc;
 }
 

@@ -718,6 +718,37 @@ int fq_store_split_chunk_to(fq_store_t *self, int64_t request_id,
                                      result);
 }
 
+int fq_store_split_warm(fq_store_t *self)
+{
+    //  Request 0 never exists (ids start at 1): every statement plans as
+    //  for a real split, and finds nothing
+    const int64_t none = 0;
+    fq_buf_t array = {0};
+    const char *param;
+    fq_store_step_t steps[3];
+    int rc = fq_store_templates_step(self, &none, 1, &array, &param, &steps[0]);
+    if (rc == 0) {
+        char small[FQ_STORE_INT_TEXT];
+        snprintf(small, sizeof small, "%d", S_INSERT_TOTAL_MAX);
+        const char *take[] = {"0", small};
+        const char *one[] = {"0"};
+        steps[0].keep = false;
+        steps[1] = (fq_store_step_t){.sql = S_TAKE_SQL,
+                                     .nparams = 2,
+                                     .params = take,
+                                     .wanted = PGRES_TUPLES_OK,
+                                     .what = "warm the split"};
+        steps[2] = (fq_store_step_t){.sql = S_SUPPRESSED_SQL,
+                                     .nparams = 1,
+                                     .params = one,
+                                     .wanted = PGRES_TUPLES_OK,
+                                     .what = "warm the split"};
+        rc = fq_store_pipeline(self, steps, 3);
+    }
+    fq_buf_free(&array);
+    return rc;
+}
+
 int fq_store_split_chunk_with(fq_store_t *self, int64_t request_id, fq_split_prepare_fn *prepare,
                               void *arg, fq_split_destinations_t *destinations,
                               fq_split_result_t *result)

@@ -231,6 +231,55 @@ static void test_small_split_keeps_order_and_fields(void **unused)
     fq_store_destroy(&store);
 }
 
+//  Warming a new connection (fq_store_split_warm) reads nothing, locks
+//  nothing, writes nothing and leaves no transaction open, with requests
+//  waiting to be split or not; the splits after it are as without it, and
+//  a warming on a connection the server ended fails as any statement.
+static void test_warm_changes_nothing(void **unused)
+{
+    (void)unused;
+    PGconn *conn = fq_test_connect(s_conninfo);
+    fq_store_t *store = fq_test_store(s_conninfo);
+    char *recipients = s_rich_recipients("warm", 10);
+    int64_t id = s_submit(store, recipients);
+    char id_text[32];
+    fq_test_param(id_text, sizeof id_text, id);
+    const char *rows = "SELECT (SELECT count(*) FROM fairq.messages) * 1000000"
+                       " + (SELECT count(*) FROM fairq.recipient_chunks) * 1000"
+                       " + (SELECT count(*) FROM fairq.events)";
+    int64_t before = fq_test_int(conn, rows, 0);
+    fq_store_t *fresh = fq_test_store(s_conninfo);
+    assert_int_equal(fq_store_split_warm(fresh), 0);
+    assert_int_equal(fq_store_split_warm(fresh), 0);
+    assert_int_equal(fq_test_int(conn, rows, 0), before);
+    //  Its session idle, outside any transaction, holding no lock
+    assert_int_equal(fq_test_int(conn,
+                                 "SELECT count(*) FROM pg_stat_activity a"
+                                 " WHERE a.datname = current_database()"
+                                 " AND a.application_name = 'fairq'"
+                                 " AND (a.state <> 'idle'"
+                                 "      OR EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid))",
+                                 0),
+                     0);
+    s_expect_status(conn, id_text, "accepted");
+    //  The warmed connection splits as any other
+    fq_split_result_t split;
+    int rc = fq_store_split_chunk(fresh, id, S_NAME, 1, 0, &split);
+    if (rc != 1)
+        fail_msg("split: %d %s", rc, fq_store_error(fresh));
+    assert_int_equal(split.split, 10);
+    s_expect_messages_match(conn, id_text, recipients, 10);
+    //  The server ended the sessions: the warming says so
+    fq_test_kill_store_backends(conn, 5000);
+    assert_int_equal(fq_store_split_warm(fresh), FQ_EDB);
+    assert_int_equal(fq_store_reconnect(fresh), 0);
+    assert_int_equal(fq_store_split_warm(fresh), 0);
+    free(recipients);
+    fq_store_destroy(&fresh);
+    fq_store_destroy(&store);
+    PQfinish(conn);
+}
+
 typedef struct {
     const char *json;   //  The recipient as submitted
     const char *reason; //  A word of the reason it is rejected for, NULL if good
@@ -701,6 +750,7 @@ int main(void)
         cmocka_unit_test(test_failed_split_leaves_chunk_for_retry),
         cmocka_unit_test(test_killed_split_leaves_chunk_for_retry),
         cmocka_unit_test(test_split_stamps_destinations),
+        cmocka_unit_test(test_warm_changes_nothing),
     };
     return cmocka_run_group_tests(tests, s_group_setup, s_group_teardown);
 }

@@ -12,6 +12,7 @@
 #include "fq_buf.h"
 #include "fq_store.h"
 #include <libpq-fe.h>
+#include <stdint.h>
 
 //  Room for the last error's message: a server's message with the store's
 //  words before it, cut beyond that.
@@ -30,10 +31,9 @@
 //  Room for a prepared statement's name: "fairq_" and 16 hex digits.
 #define FQ_STORE_PREPARED_NAME_SIZE 24
 
-//  A statement prepared on the connection, by its text's address: only
-//  texts that live as long as the program (string literals) are prepared.
+//  A statement prepared on the connection, known by its text's hash.
 typedef struct {
-    const char *sql;
+    uint64_t hash;
     char name[FQ_STORE_PREPARED_NAME_SIZE];
 } fq_store_prepared_t;
 
@@ -102,13 +102,13 @@ int fq_store_exec(fq_store_t *self, const char *sql, const char *what);
 PGresult *fq_store_query(fq_store_t *self, const char *sql, int nparams, const char *const *params,
                          ExecStatusType wanted, const char *what, int *rc);
 
-//  fq_store_query for a hot statement, sql a string literal: prepared on
-//  the connection the first time, run by name after (fq_store_prepared.c).
+//  fq_store_query for a hot statement: prepared on the connection the
+//  first time, run by name after (fq_store_prepared.c).
 PGresult *fq_store_query_prepared(fq_store_t *self, const char *sql, int nparams,
                                   const char *const *params, ExecStatusType wanted,
                                   const char *what, int *rc);
 
-//  The name sql (a string literal) runs by on this connection, prepared
+//  The name sql runs by on this connection, prepared
 //  now if it was not yet; NULL when it is to run as text (the store does
 //  not prepare on this connection, or could not now).
 const char *fq_store_prepared_name(fq_store_t *self, const char *sql, int nparams);
@@ -140,7 +140,7 @@ typedef struct {
     ExecStatusType wanted;
     const char *what;
     bool keep;
-    bool prepare;  //  A hot statement, sql a string literal: run prepared
+    bool prepare;  //  A hot statement: run prepared (fq_store_prepared.c)
     PGresult *res; //  Out: with keep, when every statement succeeded
 } fq_store_step_t;
 
@@ -166,8 +166,8 @@ int fq_store_templates_read(fq_store_t *self, PGresult *res, fq_request_template
 //  say), then sql as fq_store_query does, in one round trip and one
 //  transaction: what setup sets for its transaction holds for sql and
 //  ends with it, on whichever server connection a pooler lent the
-//  transaction, never lingering on the session. With prepare (both
-//  string literals) both run prepared, as fq_store_query_prepared does.
+//  transaction, never lingering on the session. With prepare both run
+//  prepared, as fq_store_query_prepared does.
 //  Returns sql's result, which the caller clears, or NULL with *rc set.
 PGresult *fq_store_query_after(fq_store_t *self, const char *setup, const char *sql, int nparams,
                                const char *const *params, ExecStatusType wanted, const char *what,

@@ -46,14 +46,18 @@ const char *fq_store_prepared_name(fq_store_t *self, const char *sql, int nparam
 {
     if (self->unprepared)
         return NULL;
+    //  By the text, not its address: a text built at run time that came
+    //  to lie where another had been would otherwise run the other's plan.
+    //  Hashing a statement costs about a microsecond, once per batch.
+    uint64_t hash = s_hash(sql);
     for (int i = 0; i < self->nprepared; i++)
-        if (self->prepared[i].sql == sql)
+        if (self->prepared[i].hash == hash)
             return self->prepared[i].name;
     if (self->nprepared == FQ_STORE_PREPARED_MAX ||
         PQtransactionStatus(self->conn) == PQTRANS_INERROR)
         return NULL;
     fq_store_prepared_t *entry = &self->prepared[self->nprepared];
-    snprintf(entry->name, sizeof entry->name, "fairq_%016llx", (unsigned long long)s_hash(sql));
+    snprintf(entry->name, sizeof entry->name, "fairq_%016llx", (unsigned long long)hash);
     PGresult *res = PQprepare(self->conn, entry->name, sql, nparams, NULL);
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     bool prepared = res && (PQresultStatus(res) == PGRES_COMMAND_OK ||
@@ -62,7 +66,7 @@ const char *fq_store_prepared_name(fq_store_t *self, const char *sql, int nparam
     //  Not prepared: the run as text reports whatever went wrong
     if (!prepared)
         return NULL;
-    entry->sql = sql;
+    entry->hash = hash;
     self->nprepared++;
     return entry->name;
 }

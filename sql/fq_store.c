@@ -133,16 +133,16 @@ PGresult *fq_store_query_prepared(fq_store_t *self, const char *sql, int nparams
                                   const char *const *params, ExecStatusType wanted,
                                   const char *what, int *rc)
 {
-    bool in_block = PQtransactionStatus(self->conn) != PQTRANS_IDLE;
-    const char *name = fq_store_prepared_name(self, sql, nparams);
-    if (!name)
-        return fq_store_query(self, sql, nparams, params, wanted, what, rc);
-    PGresult *res = PQexecPrepared(self->conn, name, nparams, params, NULL, NULL, 0);
-    *rc = fq_store_check(self, res, wanted, what);
-    //  Nothing ran: outside a block, running it as text is the same run
-    if (*rc && fq_store_prepared_lost(self) && !in_block)
-        return fq_store_query(self, sql, nparams, params, wanted, what, rc);
-    return *rc ? NULL : res;
+    //  A pipeline of one: the same round trip, and its fall-back to text
+    fq_store_step_t step = {.sql = sql,
+                            .nparams = nparams,
+                            .params = params,
+                            .wanted = wanted,
+                            .what = what,
+                            .keep = true,
+                            .prepare = true};
+    *rc = fq_store_pipeline(self, &step, 1);
+    return step.res;
 }
 
 PGresult *fq_store_query_ids(fq_store_t *self, const char *sql, const int64_t *ids, size_t count,

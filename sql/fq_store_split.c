@@ -260,28 +260,62 @@ static void s_suppressed_free(s_suppressed_t *suppressed)
     " WHERE c.request_id = $1 ORDER BY c.chunk_no LIMIT 1"                                         \
     " FOR UPDATE OF c"
 
+//  The split's reads of a request, which its first round trip makes:
+//  its templates, its first chunk left (locked) and that chunk's
+//  suppressed addresses, as three steps kept for their results, and the
+//  parameters the steps point to.
+typedef struct {
+    fq_buf_t ids; //  The templates' parameter: {request}
+    const char *ids_param;
+    char small[FQ_STORE_INT_TEXT];
+    const char *take[2], *one[1];
+    fq_store_step_t steps[3]; //  Templates, chunk, suppressed
+} s_reads_t;
+
+//  Makes the reads of request (request_id its text, which must outlive
+//  them); the caller frees reads->ids. Returns 0 or a code.
+static int s_reads_make(fq_store_t *self, const int64_t *request, const char *request_id,
+                        s_reads_t *reads)
+{
+    int rc =
+        fq_store_templates_step(self, request, 1, &reads->ids, &reads->ids_param, &reads->steps[0]);
+    if (rc)
+        return rc;
+    snprintf(reads->small, sizeof reads->small, "%d", S_INSERT_TOTAL_MAX);
+    reads->take[0] = request_id;
+    reads->take[1] = reads->small;
+    reads->one[0] = request_id;
+    reads->steps[1] = (fq_store_step_t){.sql = S_TAKE_SQL,
+                                        .nparams = 2,
+                                        .params = reads->take,
+                                        .wanted = PGRES_TUPLES_OK,
+                                        .what = "read recipients",
+                                        .keep = true};
+    reads->steps[2] = (fq_store_step_t){.sql = S_SUPPRESSED_SQL,
+                                        .nparams = 1,
+                                        .params = reads->one,
+                                        .wanted = PGRES_TUPLES_OK,
+                                        .what = "read suppressed recipients",
+                                        .keep = true};
+    return 0;
+}
+
 //  Opens the split's transaction and reads, in one pipeline: the
-//  leader's fence (when this connection has an epoch), the request's
-//  templates into *templates, the first chunk left (locked) and its
-//  suppressed addresses. Returns 1 with the chunk, 0 when none is left,
-//  or a negative code (the transaction is left for the caller to roll
-//  back).
+//  leader's fence (when this connection has an epoch), then the reads
+//  (s_reads_make): the request's templates into *templates, the first
+//  chunk left and its suppressed addresses. Returns 1 with the chunk, 0
+//  when none is left, or a negative code (the transaction is left for the
+//  caller to roll back).
 static int s_begin(fq_store_t *self, int64_t request, const char *request_id, s_chunk_t *chunk,
                    s_suppressed_t *suppressed, fq_request_templates_t *templates)
 {
-    fq_buf_t array = {0};
-    const char *param;
-    fq_store_step_t read_templates;
-    int rc = fq_store_templates_step(self, &request, 1, &array, &param, &read_templates);
+    s_reads_t reads = {0};
+    int rc = s_reads_make(self, &request, request_id, &reads);
     if (rc) {
-        fq_buf_free(&array);
+        fq_buf_free(&reads.ids);
         return rc;
     }
-    char small[FQ_STORE_INT_TEXT];
-    snprintf(small, sizeof small, "%d", S_INSERT_TOTAL_MAX);
     const char *fence[] = {fq_store_fence(self)};
-    const char *take[] = {request_id, small};
-    const char *one[] = {request_id};
     fq_store_step_t steps[5];
     size_t n = 0;
     steps[n++] =
@@ -292,23 +326,11 @@ static int s_begin(fq_store_t *self, int64_t request, const char *request_id, s_
                                        .params = fence,
                                        .wanted = PGRES_TUPLES_OK,
                                        .what = "check the leader's epoch"};
-    size_t read = n;
-    steps[n++] = read_templates;
-    size_t taken = n;
-    steps[n++] = (fq_store_step_t){.sql = S_TAKE_SQL,
-                                   .nparams = 2,
-                                   .params = take,
-                                   .wanted = PGRES_TUPLES_OK,
-                                   .what = "read recipients",
-                                   .keep = true};
-    steps[n++] = (fq_store_step_t){.sql = S_SUPPRESSED_SQL,
-                                   .nparams = 1,
-                                   .params = one,
-                                   .wanted = PGRES_TUPLES_OK,
-                                   .what = "read suppressed recipients",
-                                   .keep = true};
+    size_t read = n, taken = n + 1;
+    for (size_t i = 0; i < 3; i++)
+        steps[n++] = reads.steps[i];
     rc = fq_store_pipeline(self, steps, n);
-    fq_buf_free(&array);
+    fq_buf_free(&reads.ids);
     if (rc)
         return rc;
     int found = fq_store_templates_read(self, steps[read].res, templates);
@@ -723,29 +745,13 @@ int fq_store_split_warm(fq_store_t *self)
     //  Request 0 never exists (ids start at 1): every statement plans as
     //  for a real split, and finds nothing
     const int64_t none = 0;
-    fq_buf_t array = {0};
-    const char *param;
-    fq_store_step_t steps[3];
-    int rc = fq_store_templates_step(self, &none, 1, &array, &param, &steps[0]);
-    if (rc == 0) {
-        char small[FQ_STORE_INT_TEXT];
-        snprintf(small, sizeof small, "%d", S_INSERT_TOTAL_MAX);
-        const char *take[] = {"0", small};
-        const char *one[] = {"0"};
-        steps[0].keep = false;
-        steps[1] = (fq_store_step_t){.sql = S_TAKE_SQL,
-                                     .nparams = 2,
-                                     .params = take,
-                                     .wanted = PGRES_TUPLES_OK,
-                                     .what = "warm the split"};
-        steps[2] = (fq_store_step_t){.sql = S_SUPPRESSED_SQL,
-                                     .nparams = 1,
-                                     .params = one,
-                                     .wanted = PGRES_TUPLES_OK,
-                                     .what = "warm the split"};
-        rc = fq_store_pipeline(self, steps, 3);
-    }
-    fq_buf_free(&array);
+    s_reads_t reads = {0};
+    int rc = s_reads_make(self, &none, "0", &reads);
+    if (rc == 0)
+        rc = fq_store_pipeline(self, reads.steps, 3);
+    for (size_t i = 0; rc == 0 && i < 3; i++)
+        PQclear(reads.steps[i].res);
+    fq_buf_free(&reads.ids);
     return rc;
 }
 

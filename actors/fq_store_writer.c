@@ -38,7 +38,6 @@ typedef struct {
     fq_nack_t *nacks;
     size_t nnacks;
     size_t capacity; //  Of each array: ack_batch at first
-    size_t batch;    //  ack_batch: a batch is due at this many, once the mailbox is empty
     size_t most;     //  The dispatcher's window: written at once, mailbox or not
     bool flush_armed;
     bool failed; //  The last write failed: the next waits for the timer
@@ -172,7 +171,8 @@ static void s_after_add(fq_ctx_t *ctx, s_self_t *self)
 static void s_idle(fq_ctx_t *ctx, void *state)
 {
     s_self_t *self = state;
-    if (!self->failed && (self->acks_held >= self->batch || self->nnacks >= self->batch))
+    size_t batch = (size_t)self->config->ack_batch;
+    if (!self->failed && (self->acks_held >= batch || self->nnacks >= batch))
         s_flush_or_retry(ctx, self);
 }
 
@@ -213,7 +213,6 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
         return FQ_ENOMEM;
     self->config = args;
     self->capacity = (size_t)self->config->ack_batch;
-    self->batch = self->capacity;
     self->most = (size_t)fq_store_window_size((uint64_t)self->config->ack_batch);
     self->acks = malloc(self->capacity * sizeof *self->acks);
     self->nacks = malloc(self->capacity * sizeof *self->nacks);

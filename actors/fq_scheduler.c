@@ -608,6 +608,35 @@ static void s_count_submitted(s_self_t *self, const fq_due_request_t *due)
     fq_metrics_batch_submitted(self->metrics, due->tenant_id, due->total);
 }
 
+//  Squares what the scheduler knows of a request's splitting with what a
+//  poll read (due->split_done: no chunk is left), while no splitter is on
+//  it and it waits in no queue, so that no SPLIT_DONE can be on its way.
+//  Chunks left of a request known as split are split again: the database
+//  lost the split (a standby promoted before the split's commit reached
+//  it), and its recipients would otherwise never become messages. A
+//  request split in the database but not known as split lost its last
+//  SPLIT_DONE (a tell that failed, a commit whose answer never came):
+//  its lanes learn that every row exists and page what they were never
+//  told of.
+static void s_split_settle(s_self_t *self, const fq_due_request_t *due, s_known_t *known)
+{
+    if (known->queued || known->splitter >= 0)
+        return;
+    if (!due->split_done) {
+        if (known->split_done)
+            fq_log(FQ_LOG_WARNING,
+                   "scheduler: request %lld was split, but the database has recipients of it "
+                   "left to split (it lost the split): splitting them again",
+                   (long long)due->id);
+        known->split_done = false;
+        s_split_queue(self, due->id, known);
+    } else if (!known->split_done) {
+        known->split_done = true;
+        for (size_t i = 0; i < known->nlanes; i++)
+            fq_fairness_request_split(known->lanes[i]->fairness, due->id, true);
+    }
+}
+
 //  Takes in one open request seen by a poll. The lanes of the destinations
 //  it has messages in, if any, are read by the caller (s_join_stored);
 //  later chunks name theirs in SPLIT_DONE.
@@ -663,8 +692,7 @@ static void s_open(s_self_t *self, const fq_due_request_t *due)
         }
     }
     known->epoch = self->epoch;
-    if (!due->split_done && !known->split_done)
-        s_split_queue(self, due->id, known);
+    s_split_settle(self, due, known);
 }
 
 static void s_join_one(int64_t request_id, const char *destination, void *arg)

@@ -291,7 +291,16 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
     }
     s_parsed_destroy(&split.parsed);
     fq_metrics_batch_flush(self->metrics);
-    fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_split_done_desc, &done);
+    //  The scheduler counts this splitter busy until the answer comes: one
+    //  lost to a mailbox full past the send timeout would keep it busy for
+    //  ever (and with two splitters no big request would be split again),
+    //  so it is told again until it goes (or the scheduler is gone, whose
+    //  successor starts with every splitter idle)
+    while (fq_tell(ctx, FQ_PATH_SCHEDULER, &fq_split_done_desc, &done) == FQ_EFULL)
+        fq_log(FQ_LOG_WARNING,
+               "%s: the scheduler's mailbox stayed full; telling it again how request %llu's "
+               "split went",
+               fq_self(ctx), (unsigned long long)request_id);
 }
 
 //  Each new connection is warmed for its first split (fq_store_split_warm

@@ -797,6 +797,55 @@ static void test_a_splitter_stays_free_for_small_requests(void **state)
     assert_true(fq_test_int(self->conn, left_sql, 1, ids) > 0);
 }
 
+//  A split the database lost (a standby promoted before the split's
+//  commit reached it): the request's chunk is back, its messages and
+//  counts are gone. The scheduler, which saw the request split, splits it
+//  again at a poll rather than leave its recipients unsent for ever.
+static void test_a_split_the_database_lost_is_split_again(void **state)
+{
+    s_fixture_t *self = *state;
+    int64_t request = s_submit(self, "acme", "Hi {{name}}", "Body", false,
+                               "[{\"to\": \"a@example.com\", \"fields\": {\"name\": \"A\"}},"
+                               " {\"to\": \"b@example.com\", \"fields\": {\"name\": \"B\"}}]");
+    char id[24];
+    fq_test_param(id, sizeof id, request);
+    const char *messages_sql = "SELECT count(*) FROM fairq.messages WHERE request_id = $1";
+    s_wait_int(self, messages_sql, id, 2);
+    //  The database as it was before the split (no sender took any)
+    assert_int_equal(
+        fq_test_int(self->conn,
+                    "WITH back AS (INSERT INTO fairq.recipient_chunks"
+                    "  (request_id, chunk_no, first_position, recipients)"
+                    "  SELECT $1, 0, 0, json_agg(json_build_object('to', recipient, 'fields',"
+                    "   fields) ORDER BY id) FROM fairq.messages WHERE request_id = $1),"
+                    " gone AS (DELETE FROM fairq.messages WHERE request_id = $1 RETURNING 1),"
+                    " reached AS (DELETE FROM fairq.request_destinations WHERE request_id = $1),"
+                    " counted AS (UPDATE fairq.requests SET split = 0, status = 'accepted'"
+                    "  WHERE id = $1)"
+                    " SELECT count(*) FROM gone",
+                    1, id),
+        2);
+    s_wait_int(self, messages_sql, id, 2);
+    s_wait_int(self, "SELECT count(*) FROM fairq.recipient_chunks WHERE request_id = $1", id, 0);
+    assert_int_equal(fq_test_int(self->conn,
+                                 "SELECT count(*) FROM fairq.requests WHERE id = $1 AND split = 2"
+                                 " AND status = 'active'",
+                                 1, id),
+                     1);
+    //  And the new rows are the ones sent
+    s_join(self, 2);
+    for (int i = 0; i < 2; i++) {
+        s_got_t got;
+        assert_int_equal(s_receive(self, S_WAIT_MS, &got), 0);
+        assert_int_equal(got.request, (uint64_t)request);
+        char message[24];
+        assert_int_equal(fq_test_int(self->conn,
+                                     "SELECT count(*) FROM fairq.messages WHERE id = $1", 1,
+                                     fq_test_param(message, sizeof message, (int64_t)got.id)),
+                         1);
+    }
+}
+
 //  The secret of the http tests (Standard Webhooks' published example).
 #define S_HTTP_SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
@@ -1089,6 +1138,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancelled_request_stops, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_metrics_follow_the_messages, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_a_splitter_stays_free_for_small_requests, s_setup,
+                                        s_teardown),
+        cmocka_unit_test_setup_teardown(test_a_split_the_database_lost_is_split_again, s_setup,
                                         s_teardown),
         cmocka_unit_test_setup_teardown(test_http_messages_rendered_and_signed, s_setup,
                                         s_teardown),

@@ -196,7 +196,10 @@
 
 //  How the benchmark watches. The load is polled every S_POLL_MS (the
 //  throughput's resolution: 20 ms of a run of seconds); while a probe is
-//  out, every S_PROBE_POLL_MS, so that the fallback wait is close.
+//  out and no delivery is logged, every S_PROBE_POLL_MS, so that the
+//  fallback wait is close. With delivery logs the probes' waits come
+//  from them, and closer polling would only take the machine's CPU from
+//  the pipeline.
 #define S_POLL_MS       20
 #define S_PROBE_POLL_MS 2
 
@@ -1601,9 +1604,26 @@ static int s_statement_compare(const void *a, const void *b)
     return x > y ? -1 : x < y;
 }
 
-//  The load: submits every request, then watches it drain, sending the
-//  probes one at a time. The senders are running.
-static int s_load(s_bench_t *self, const s_options_t *opts, s_run_t *run)
+//  Whether the deliveries of run are logged: a sender's or the sink's
+//  delivery log holds some.
+static bool s_deliveries_logged(const s_bench_t *self, const s_options_t *opts, const char *run)
+{
+    for (uint64_t i = 0; i <= opts->senders; i++) {
+        char path[S_PATH_SIZE];
+        if (i < opts->senders)
+            s_deliveries_path(self, run, i, path, sizeof path);
+        else
+            snprintf(path, sizeof path, "%s/%s-sink.deliveries", self->dir, run);
+        struct stat st;
+        if (stat(path, &st) == 0 && st.st_size > 0)
+            return true;
+    }
+    return false;
+}
+
+//  The load of run name: submits every request, then watches it drain,
+//  sending the probes one at a time. The senders are running.
+static int s_load(s_bench_t *self, const s_options_t *opts, const char *name, s_run_t *run)
 {
     PGresult *res = PQprepare(self->conn, "progress", S_PROGRESS_SQL, 2, NULL);
     if (fq_bench_check(S_PROGRAM, self->conn, res, PGRES_COMMAND_OK, "prepare the progress"))
@@ -1635,6 +1655,7 @@ static int s_load(s_bench_t *self, const s_options_t *opts, s_run_t *run)
     uint64_t last_progress = fq_bench_now_ns(), next_probe = 0, end = 0;
     int probe = 0; //  The oldest probe not seen acked; probes_sent: none out
     uint64_t next_sample = 0;
+    bool logged = false; //  Deliveries are logged, as found at the first probe
     for (;;) {
         bool out = probe < run->probes_sent;
         if (s_progress(self, out ? self->probes[probe].request_id : 0, &sent, &probe_sent))
@@ -1687,13 +1708,15 @@ static int s_load(s_bench_t *self, const s_options_t *opts, s_run_t *run)
             (double)sent >= probe_at * (double)opts->messages) {
             if (s_probe_submit(self, run->probes_sent))
                 return -1;
+            if (run->probes_sent == 0)
+                logged = s_deliveries_logged(self, opts, name);
             self->probes[run->probes_sent].at = (double)sent / (double)opts->messages;
             run->probes_sent++;
             next_probe = fq_bench_now_ns() + (uint64_t)S_PROBE_GAP_MS * S_NS_PER_MS;
         }
         if (s_children_check(self))
             return -1;
-        s_sleep_ms(probe < run->probes_sent ? S_PROBE_POLL_MS : S_POLL_MS);
+        s_sleep_ms(probe < run->probes_sent && !logged ? S_PROBE_POLL_MS : S_POLL_MS);
     }
     if (run->stalled) {
         run->load_s = s_seconds(last_progress - start);
@@ -2573,7 +2596,7 @@ static int s_run_load(s_bench_t *self, const s_options_t *opts, int index, s_run
     if (with_floor && floor_first && (s_floor(self, opts, run) || s_fifo(self, opts, run)))
         return -1;
     if ((http && s_sink_start(self, opts, name)) || s_senders_start(self, opts, name, port) ||
-        s_load(self, opts, run))
+        s_load(self, opts, name, run))
         return -1;
     s_children_stop(self);
     if (http && s_sink_check(self, run))

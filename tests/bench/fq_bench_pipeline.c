@@ -950,6 +950,7 @@ typedef struct {
     bool backlog_from_log;
     double rss_mb, hwm_mb, idle_rss_mb, split_s;
     char cpu[512];
+    double wal_bytes, wal_fpi; //  WAL written during the load, and its full-page images
     s_cpu_figures_t cpu_figures;
     s_activity_t activity;
     //  --channel http: what the sink counted during the load (S_SINK_DONE)
@@ -1604,6 +1605,25 @@ static int s_statement_compare(const void *a, const void *b)
     return x > y ? -1 : x < y;
 }
 
+//  Where the server's WAL stands, in bytes from its start (exact, from
+//  the insert position), and the full-page images written so far
+//  (pg_stat_wal, which each backend adds to at most a second late), into
+//  bytes and fpi; each NAN when the server cannot tell (pg_stat_wal came
+//  with PostgreSQL 14).
+static void s_wal_read(s_bench_t *self, double *bytes, double *fpi)
+{
+    *bytes = *fpi = NAN;
+    PGresult *res = PQexec(self->conn, "SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn,"
+                                       " (SELECT wal_fpi FROM pg_stat_wal)");
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+        if (!PQgetisnull(res, 0, 0))
+            *bytes = strtod(PQgetvalue(res, 0, 0), NULL);
+        if (!PQgetisnull(res, 0, 1))
+            *fpi = strtod(PQgetvalue(res, 0, 1), NULL);
+    }
+    PQclear(res);
+}
+
 //  Whether the deliveries of run are logged: a sender's or the sink's
 //  delivery log holds some.
 static bool s_deliveries_logged(const s_bench_t *self, const s_options_t *opts, const char *run)
@@ -1634,6 +1654,8 @@ static int s_load(s_bench_t *self, const s_options_t *opts, const char *name, s_
     static s_cpu_t cpu_before, cpu_after; //  Too big for the stack
     s_cpu_snapshot(&cpu_before, self->fairqd_proc.pid, self->senders, self->nsenders,
                    self->sink_proc.pid, self->postmaster);
+    double wal_before, fpi_before;
+    s_wal_read(self, &wal_before, &fpi_before);
     uint64_t start = fq_bench_now_ns();
     run->start_real_ns = s_real_ns();
     for (uint64_t t = 0; t < opts->tenants; t++) {
@@ -1678,6 +1700,9 @@ static int s_load(s_bench_t *self, const s_options_t *opts, const char *name, s_
             s_pg_names(self, &cpu_after);
             s_cpu_describe(&cpu_before, &cpu_after, s_seconds(end - start), run->cpu,
                            sizeof run->cpu, &run->cpu_figures);
+            s_wal_read(self, &run->wal_bytes, &run->wal_fpi);
+            run->wal_bytes -= wal_before;
+            run->wal_fpi -= fpi_before;
         }
         if (end && sent < opts->messages && !run->stalled) {
             //  No ack for S_STALL_MS: the figures of the rest still count
@@ -2530,6 +2555,9 @@ static void s_print_method(const s_bench_t *self, const s_options_t *opts, const
            "            threads), the senders, the cluster's postgres processes, this program; "
            "other = the machine's busy time\n"
            "            (/proc/stat) less theirs: anything else running on this machine\n");
+    printf("wal:        written while the load runs (the insert position's move), per message of "
+           "the load; full-page\n"
+           "            images from pg_stat_wal, which backends add to up to a second late\n");
     printf("fifo:       after the floor, the same rows in a plain queue table (a state column, a "
            "partial index on what is\n"
            "            pending): %d workers claim the oldest %d with FOR UPDATE SKIP LOCKED and "
@@ -2558,7 +2586,9 @@ static void s_run_init(s_run_t *self)
                       .rss_mb = NAN,
                       .hwm_mb = NAN,
                       .idle_rss_mb = NAN,
-                      .split_s = NAN};
+                      .split_s = NAN,
+                      .wal_bytes = NAN,
+                      .wal_fpi = NAN};
 }
 
 //  The load of run index: mail to the null transport, or with http the
@@ -3215,6 +3245,10 @@ static void s_print_run(const s_options_t *opts, int index, const s_run_t *run)
            (double)(run->active.worst_ns - run->start_real_ns) / FQ_BENCH_NS_PER_S,
            s_figure(run->active.median, "%.4f", f[9], sizeof f[9]), run->active.windows);
     printf("    cpu during the load, in cores: %s\n", run->cpu);
+    if (!isnan(run->wal_bytes))
+        printf("    wal during the load: %.0f MB, %.0f bytes a message; about %.0f full-page "
+               "images\n",
+               run->wal_bytes / 1e6, run->wal_bytes / (double)opts->messages, run->wal_fpi);
     if (run->http)
         printf("    sink: received %llu requests over %llu connections (kept alive), each a POST "
                "to /hook/TENANT/... with a body and a webhook-signature\n",

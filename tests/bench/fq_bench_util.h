@@ -191,7 +191,7 @@ static inline int fq_bench_print_settings(const char *program, PGconn *conn)
 {
     static const char *const names[] = {
         "fsync",        "synchronous_commit", "shared_buffers", "wal_level", "full_page_writes",
-        "max_wal_size", "checkpoint_timeout"};
+        "max_wal_size", "checkpoint_timeout", "wal_compression"};
     char version[128], value[64];
     if (fq_bench_value(program, conn, "SELECT current_setting('server_version')", NULL, version,
                        sizeof version, "read the server version"))

@@ -615,25 +615,28 @@ static void s_count_submitted(s_self_t *self, const fq_due_request_t *due)
 //  lost the split (a standby promoted before the split's commit reached
 //  it), and its recipients would otherwise never become messages. A
 //  request split in the database but not known as split lost its last
-//  SPLIT_DONE (a tell that failed, a commit whose answer never came):
-//  its lanes learn that every row exists and page what they were never
-//  told of.
+//  SPLIT_DONE (a tell that failed, a commit whose answer never came).
+//  Either way the request leaves its lanes, whose cores may hold ids of
+//  rows gone or have let it go as paged to its end: the next SPLIT_DONE,
+//  or the poll's reading of its destinations (s_join_stored), has it
+//  join them again from its cursor.
 static void s_split_settle(s_self_t *self, const fq_due_request_t *due, s_known_t *known)
 {
     if (known->queued || known->splitter >= 0)
         return;
     if (!due->split_done) {
-        if (known->split_done)
+        if (known->split_done) {
             fq_log(FQ_LOG_WARNING,
-                   "scheduler: request %lld was split, but the database has recipients of it "
-                   "left to split (it lost the split): splitting them again",
+                   "scheduler: request %lld was known as split, but the database has "
+                   "recipients of it left to split: splitting them again",
                    (long long)due->id);
+            s_leave_all(known, due->id);
+        }
         known->split_done = false;
         s_split_queue(self, due->id, known);
     } else if (!known->split_done) {
         known->split_done = true;
-        for (size_t i = 0; i < known->nlanes; i++)
-            fq_fairness_request_split(known->lanes[i]->fairness, due->id, true);
+        s_leave_all(known, due->id);
     }
 }
 

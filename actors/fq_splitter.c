@@ -263,7 +263,10 @@ static void s_split(fq_ctx_t *ctx, s_self_t *self, uint64_t request_id)
         done.split = (uint32_t)result.split;
         done.rejected = (uint32_t)result.rejected;
         done.destinations = self->destinations.written.size ? self->destinations.written.data : "";
-        done.last = rc == 0 || result.last;
+        //  Whether chunks are left, as the split's own statement counted
+        //  them: a split that found none to take (another splitter took
+        //  the one it waited for) is not the last when more are left
+        done.last = result.last;
         //  A request split whole: its messages go to the scheduler with
         //  this answer, one destination's after another
         if (result.nids > 0) {

@@ -1612,16 +1612,17 @@ static int s_statement_compare(const void *a, const void *b)
 //  with PostgreSQL 14).
 static void s_wal_read(s_bench_t *self, double *bytes, double *fpi)
 {
-    *bytes = *fpi = NAN;
-    PGresult *res = PQexec(self->conn, "SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn,"
-                                       " (SELECT wal_fpi FROM pg_stat_wal)");
-    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
-        if (!PQgetisnull(res, 0, 0))
-            *bytes = strtod(PQgetvalue(res, 0, 0), NULL);
-        if (!PQgetisnull(res, 0, 1))
-            *fpi = strtod(PQgetvalue(res, 0, 1), NULL);
+    static const char *const queries[] = {"SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn",
+                                          "SELECT wal_fpi FROM pg_stat_wal"};
+    double *out[] = {bytes, fpi};
+    for (size_t i = 0; i < 2; i++) {
+        *out[i] = NAN;
+        PGresult *res = PQexec(self->conn, queries[i]);
+        if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+            !PQgetisnull(res, 0, 0))
+            *out[i] = strtod(PQgetvalue(res, 0, 0), NULL);
+        PQclear(res);
     }
-    PQclear(res);
 }
 
 //  Whether the deliveries of run are logged: a sender's or the sink's

@@ -1184,6 +1184,23 @@ static void s_deliveries_path(const s_bench_t *self, const char *run, uint64_t i
     snprintf(path, size, "%s/%s-sender%llu.deliveries", self->dir, run, (unsigned long long)i + 1);
 }
 
+//  The sink's delivery log in run into path.
+static void s_sink_deliveries_path(const s_bench_t *self, const char *run, char *path, size_t size)
+{
+    snprintf(path, size, "%s/%s-sink.deliveries", self->dir, run);
+}
+
+//  Delivery log i of run into path: sender i's for i below opts->senders,
+//  the sink's for i = opts->senders.
+static void s_log_path(const s_bench_t *self, const s_options_t *opts, const char *run, uint64_t i,
+                       char *path, size_t size)
+{
+    if (i < opts->senders)
+        s_deliveries_path(self, run, i, path, size);
+    else
+        s_sink_deliveries_path(self, run, path, size);
+}
+
 //  Starts the senders and waits until fairqd welcomed each.
 static int s_senders_start(s_bench_t *self, const s_options_t *opts, const char *run, int port)
 {
@@ -1237,7 +1254,7 @@ static int s_sink_start(s_bench_t *self, const s_options_t *opts, const char *na
     if (self->sink_port < 0)
         return -1;
     snprintf(log, sizeof log, "%s/%s-sink.log", self->dir, name);
-    snprintf(deliveries, sizeof deliveries, "%s/%s-sink.deliveries", self->dir, name);
+    s_sink_deliveries_path(self, name, deliveries, sizeof deliveries);
     snprintf(port, sizeof port, "%d", self->sink_port);
     snprintf(threads, sizeof threads, "%llu", (unsigned long long)opts->sink_threads);
     char *argv[] = {
@@ -1631,10 +1648,7 @@ static bool s_deliveries_logged(const s_bench_t *self, const s_options_t *opts, 
 {
     for (uint64_t i = 0; i <= opts->senders; i++) {
         char path[S_PATH_SIZE];
-        if (i < opts->senders)
-            s_deliveries_path(self, run, i, path, sizeof path);
-        else
-            snprintf(path, sizeof path, "%s/%s-sink.deliveries", self->dir, run);
+        s_log_path(self, opts, run, i, path, sizeof path);
         struct stat st;
         if (stat(path, &st) == 0 && st.st_size > 0)
             return true;
@@ -1798,10 +1812,7 @@ static long s_read_deliveries(s_bench_t *self, const s_options_t *opts, const ch
     long lines = 0;
     for (uint64_t i = 0; i <= opts->senders; i++) {
         char path[S_PATH_SIZE];
-        if (i < opts->senders)
-            s_deliveries_path(self, run, i, path, sizeof path);
-        else
-            snprintf(path, sizeof path, "%s/%s-sink.deliveries", self->dir, run);
+        s_log_path(self, opts, run, i, path, sizeof path);
         FILE *file = fopen(path, "r");
         if (!file)
             continue;

@@ -586,7 +586,10 @@ static void s_split_over(s_self_t *self, int64_t request_id)
         known->splitter = -1;
 }
 
-//  Counts a request taken up as submitted, once in this process's life.
+//  Counts a request taken up as submitted, once in this process's life;
+//  one taken up split already (by its submit, fairq.split_at_submit of
+//  0028, or by an earlier leader) is counted as split too, as the
+//  splitter counts the chunks it splits.
 static void s_count_submitted(s_self_t *self, const fq_due_request_t *due)
 {
     if (!self->metrics || fq_intkey_lookup(self->counted, due->id))
@@ -606,6 +609,8 @@ static void s_count_submitted(s_self_t *self, const fq_due_request_t *due)
     //  The value only has to be non-NULL
     fq_intkey_insert(self->counted, due->id, (void *)(uintptr_t)1);
     fq_metrics_batch_submitted(self->metrics, due->tenant_id, due->total);
+    if (due->split_done && due->split > 0)
+        fq_metrics_batch_split(self->metrics, due->tenant_id, due->split, 0);
 }
 
 //  Squares what the scheduler knows of a request's splitting with what a

@@ -187,7 +187,7 @@ int fq_store_release_stale_claims(fq_store_t *self)
     " NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id),"              \
     " t.weight, t.max_inflight, r.total, t.name, r.channel, r.split > 0,"                          \
     " coalesce(t.send_rate_count, 0), coalesce(t.send_rate_period_s, 0),"                          \
-    " coalesce(t.daily_quota, 0)"                                                                  \
+    " coalesce(t.daily_quota, 0), r.split"                                                         \
     " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"                            \
     " WHERE r.status IN " FQ_STORE_UNFINISHED " AND r.status <> 'paused' AND r.send_at <= now()"
 
@@ -209,6 +209,7 @@ static int s_due_rows(PGresult *res, fq_due_request_t *out)
         out[i].send_rate_count = fq_store_int64(res, i, 11);
         out[i].send_rate_period_s = (int)fq_store_int64(res, i, 12);
         out[i].daily_quota = fq_store_int64(res, i, 13);
+        out[i].split = fq_store_int64(res, i, 14);
     }
     PQclear(res);
     return n;

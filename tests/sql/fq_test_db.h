@@ -36,6 +36,18 @@ static inline int fq_test_db_create(char *out, size_t size)
     return fq_test_db_admin(sql);
 }
 
+//  Has every submit to fq_test_<pid> leave its split to the splitter, for
+//  the connections opened from now on: the store tests split small mail
+//  requests themselves (fq_store_split_chunk), which fairq.split_at_submit
+//  (0028) would otherwise have split in their submit. Returns 0 or -1.
+static inline int fq_test_db_splits_by_splitter(void)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "ALTER DATABASE fq_test_%d SET fairq.split_at_submit = off",
+             (int)getpid());
+    return fq_test_db_admin(sql);
+}
+
 static inline void fq_test_db_drop(void)
 {
     char sql[128];

@@ -222,13 +222,14 @@ static inline char *fq_test_recipients(const char *prefix, int n)
 }
 
 //  A program's group setup: creates its database (conninfo gets the
-//  connection string), applies the migrations and adds the tenants named
+//  connection string; its submits split nothing themselves:
+//  fq_test_db_splits_by_splitter), applies the migrations and adds the tenants named
 //  in the NULL-terminated list; the first one's id goes to *first_tenant
 //  when it is not NULL. Returns 0, or -1 after printing why.
 static inline int fq_test_db_prepare(char *conninfo, size_t size, const char *const *tenants,
                                      int64_t *first_tenant)
 {
-    if (fq_test_db_create(conninfo, size))
+    if (fq_test_db_create(conninfo, size) || fq_test_db_splits_by_splitter())
         return -1;
     char error[512];
     fq_store_t *store = fq_store_new(conninfo, error, sizeof error);

@@ -33,7 +33,7 @@ static const fq_retry_policy_t s_slow_retry = {.base_ms = 600000, .cap_ms = 6000
 static int s_group_setup(void **state)
 {
     (void)state;
-    if (fq_test_db_create(s_conninfo, sizeof s_conninfo))
+    if (fq_test_db_create(s_conninfo, sizeof s_conninfo) || fq_test_db_splits_by_splitter())
         return -1;
     char error[256];
     s_store = fq_store_new(s_conninfo, error, sizeof error);

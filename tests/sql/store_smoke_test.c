@@ -13,7 +13,8 @@ static char s_conninfo[128];
 static int s_group_setup(void **state)
 {
     (void)state;
-    return fq_test_db_create(s_conninfo, sizeof s_conninfo);
+    return fq_test_db_create(s_conninfo, sizeof s_conninfo) || fq_test_db_splits_by_splitter() ? -1
+                                                                                               : 0;
 }
 
 static int s_group_teardown(void **state)

@@ -201,12 +201,52 @@ static void test_hard_bounce_suppresses(void **state)
     fq_store_destroy(&store);
 }
 
+//  A recipient holding the escape \u0000, which the server cannot read
+//  as text, is rejected alone while a suppression list has entries; its
+//  chunk's other recipients are split and checked as ever.
+static void test_an_unreadable_recipient_does_not_stop_its_chunk(void **state)
+{
+    (void)state;
+    fq_store_t *store = s_store();
+    assert_int_equal(fq_store_tenant_put(store, &(fq_tenant_spec_t){.name = "nul"}, NULL), 0);
+    PGconn *conn = fq_test_connect(s_conninfo);
+    fq_test_exec(conn,
+                 "INSERT INTO fairq.suppressions (tenant_id, address, reason)"
+                 " VALUES (NULL, 'gone@example.com', 'manual') ON CONFLICT DO NOTHING",
+                 0);
+    fq_split_result_t split;
+    int64_t id = s_submit_split(store, "nul",
+                                "[{\"to\":\"a@example.com\",\"fields\":{\"n\":\"x\\u0000\"}},"
+                                "{\"to\":\"gone@example.com\"},"
+                                "{\"to\":\"b@example.com\",\"fields\":{\"n\":\"\\\\u0000\"}}]",
+                                &split);
+    assert_int_equal(split.split, 1);
+    assert_int_equal(split.rejected, 2);
+    assert_int_equal(split.suppressed, 1);
+    char text[24];
+    snprintf(text, sizeof text, "%lld", (long long)id);
+    char *reasons = fq_test_text(conn,
+                                 "SELECT string_agg(position || ' ' || left(reason, 27), ','"
+                                 " ORDER BY position) FROM fairq.rejects WHERE request_id = $1",
+                                 1, text);
+    assert_string_equal(reasons, "0 recipient could not be read,1 suppressed");
+    free(reasons);
+    //  The one with a backslash before "u0000" is plain text, and sent
+    char *sent = fq_test_text(conn, "SELECT fields->>'n' FROM fairq.messages WHERE request_id = $1",
+                              1, text);
+    assert_string_equal(sent, "\\u0000");
+    free(sent);
+    PQfinish(conn);
+    fq_store_destroy(&store);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bounce_pattern),
         cmocka_unit_test(test_suppressed_at_split),
         cmocka_unit_test(test_hard_bounce_suppresses),
+        cmocka_unit_test(test_an_unreadable_recipient_does_not_stop_its_chunk),
     };
     return cmocka_run_group_tests(tests, s_group_setup, s_group_teardown);
 }

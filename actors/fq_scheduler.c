@@ -168,6 +168,7 @@ typedef struct {
     fq_destination_budget_t *budgets;    //  The destinations' as read: FQ_STORE_DESTINATIONS_MAX
     fq_tenant_budgets_t *sends;          //  Tenants' send rates and daily quotas
     int64_t *fresh;                      //  Requests one poll found new: S_OPEN_MAX
+    fq_due_messages_t due_messages;      //  Those of a request a NOTIFY named
     fq_metrics_batch_t *metrics;         //  NULL without metrics
     zhashx_t *counted;                   //  Request ids counted as submitted (with metrics)
     uint64_t dispatched, requeued, retries_claimed;
@@ -967,6 +968,29 @@ static void s_poll_now(fq_ctx_t *ctx, s_self_t *self, bool full)
     s_pump(ctx, self);
 }
 
+static void s_split_lanes(s_self_t *self, const fq_split_done_t *done, s_known_t *known);
+
+//  A request taken in split whole, with its pending messages read
+//  (fq_store_due_request_messages): its lanes take them as they take
+//  those a splitter names (s_split_lanes).
+static void s_take_split_whole(s_self_t *self, const fq_due_request_t *due, s_known_t *known,
+                               const fq_due_messages_t *messages)
+{
+    uint64_t ids[FQ_STORE_SPLIT_IDS_MAX], id_counts[FQ_STORE_SPLIT_IDS_MAX];
+    for (int i = 0; i < messages->nids; i++)
+        ids[i] = (uint64_t)messages->ids[i];
+    for (int k = 0; k < messages->ndestinations; k++)
+        id_counts[k] = (uint64_t)messages->id_counts[k];
+    fq_split_done_t whole = {.request = (uint64_t)due->id,
+                             .split = (uint32_t)messages->nids,
+                             .last = true,
+                             .error = "",
+                             .destinations = messages->destinations.data,
+                             .ids = {(uint32_t)messages->nids, ids},
+                             .id_counts = {(uint32_t)messages->ndestinations, id_counts}};
+    s_split_lanes(self, &whole, known);
+}
+
 //  A NOTIFY named request_id (a submit, or a cancel, pause, resume,
 //  reschedule or new priority of it): it alone is looked up, and taken in
 //  if it is due, or let go if it no longer is, as a full poll would. A full
@@ -981,19 +1005,29 @@ static void s_look_at_one(fq_ctx_t *ctx, s_self_t *self, int64_t request_id)
     if (!store)
         return;
     fq_due_request_t due;
-    int n = fq_store_due_request(store, request_id, &due);
+    //  A request new to the scheduler may have been split at its submit
+    //  (0028): its messages come with it, as a splitter's SPLIT_DONE
+    //  names those of a small request, so a newcomer's first message waits
+    //  for no query of its destinations nor of a page
+    bool fresh = !fq_intkey_lookup(self->known, (uint64_t)request_id);
+    fq_due_messages_t *messages = &self->due_messages;
+    int n = fq_store_due_request_messages(store, request_id, fresh ? self->config->prefetch : 0,
+                                          &due, messages);
     if (n < 0) {
         fq_db_failed(self->db, n);
         return;
     }
     if (n == 1) {
-        //  A request just submitted has no messages yet: its lanes come
-        //  with its chunks, and a newcomer waits for no extra query
+        //  A request just submitted and not split yet has no messages: its
+        //  lanes come with its chunks
         s_open(self, &due);
         s_known_t *known = fq_intkey_lookup(self->known, due.id);
-        if (known && known->nlanes == 0 && due.any_split &&
-            s_join_stored(self, store, &due.id, 1) != 0)
-            return;
+        if (known && known->nlanes == 0 && due.any_split) {
+            if (messages->nids > 0 && known->split_done)
+                s_take_split_whole(self, &due, known, messages);
+            else if (s_join_stored(self, store, &due.id, 1) != 0)
+                return;
+        }
         s_split_feed(ctx, self);
     } else if (fq_intkey_lookup(self->known, request_id))
         s_let_go(self, request_id);
@@ -1253,6 +1287,7 @@ static void s_destroy(s_self_t *self)
     free(self->page);
     free(self->page_counts);
     free(self->due);
+    fq_buf_free(&self->due_messages.destinations);
     free(self->retries);
     fq_hold_list_free(&self->holds);
     free(self);

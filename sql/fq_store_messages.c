@@ -181,15 +181,28 @@ int fq_store_release_stale_claims(fq_store_t *self)
     return released;
 }
 
+//  Whether request r has no recipients left to split.
+#define S_SPLIT_WHOLE                                                                              \
+    "NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id)"
+
 //  The columns of a due request, and the rows they come from.
-#define S_DUE_SELECT                                                                               \
-    "SELECT r.id, r.tenant_id, r.priority, r.scan_from,"                                           \
-    " NOT EXISTS (SELECT 1 FROM fairq.recipient_chunks c WHERE c.request_id = r.id),"              \
+#define S_DUE_COLUMNS                                                                              \
+    "SELECT r.id, r.tenant_id, r.priority, r.scan_from, " S_SPLIT_WHOLE ","                        \
     " t.weight, t.max_inflight, r.total, t.name, r.channel, r.split > 0,"                          \
     " coalesce(t.send_rate_count, 0), coalesce(t.send_rate_period_s, 0),"                          \
-    " coalesce(t.daily_quota, 0), r.split"                                                         \
+    " coalesce(t.daily_quota, 0), r.split"
+#define S_DUE_FROM                                                                                 \
     " FROM fairq.requests r JOIN fairq.tenants t ON t.id = r.tenant_id"                            \
     " WHERE r.status IN " FQ_STORE_UNFINISHED " AND r.status <> 'paused' AND r.send_at <= now()"
+#define S_DUE_SELECT S_DUE_COLUMNS S_DUE_FROM
+
+//  The pending messages of a request split whole into 1 to $2 rows,
+//  after its cursor, as "destination id" pairs, comma-separated, in the
+//  order of messages_request_destination_idx (0016); NULL for another.
+#define S_DUE_MESSAGES                                                                             \
+    "(SELECT string_agg(m.destination || ' ' || m.id, ',' ORDER BY m.destination, m.id)"           \
+    " FROM fairq.messages m WHERE r.split BETWEEN 1 AND $2::int AND " S_SPLIT_WHOLE                \
+    " AND m.request_id = r.id AND m.id > r.scan_from AND m.status = 'pending')"
 
 static int s_due_rows(PGresult *res, fq_due_request_t *out)
 {
@@ -257,6 +270,68 @@ int fq_store_due_request(fq_store_t *self, int64_t request_id, fq_due_request_t 
     PGresult *res = fq_store_query(self, S_DUE_SELECT " AND r.id = $1", 1, params, PGRES_TUPLES_OK,
                                    "find a due request", &rc);
     return res ? s_due_rows(res, out) : rc;
+}
+
+//  Reads the "destination id" pairs of S_DUE_MESSAGES (text) into
+//  messages, at most max ids. Anything else leaves it empty: the
+//  scheduler then pages the request. Returns 0, or -1 when memory ran out.
+static int s_due_messages_read(const char *text, int max, fq_due_messages_t *messages)
+{
+    messages->nids = messages->ndestinations = 0;
+    messages->destinations.size = 0;
+    int mem = 0;
+    const char *at = text, *last = NULL;
+    size_t last_size = 0;
+    while (*at && mem == 0) {
+        size_t name_size = strcspn(at, " ,");
+        char *end = (char *)at;
+        long long id = at[name_size] == ' ' ? strtoll(at + name_size + 1, &end, 10) : 0;
+        if (name_size == 0 || name_size >= FQ_STORE_DESTINATION_SIZE || id <= 0 ||
+            (*end && *end != ',') || messages->nids == max)
+            break;
+        bool same = last && name_size == last_size && memcmp(at, last, name_size) == 0;
+        if (same && id <= messages->ids[messages->nids - 1])
+            break; //  Not ascending: not as asked
+        if (!same) {
+            mem = (messages->ndestinations ? fq_buf_add_char(&messages->destinations, ',') : 0) |
+                  fq_buf_add(&messages->destinations, at, name_size);
+            messages->id_counts[messages->ndestinations++] = 0;
+            last = at;
+            last_size = name_size;
+        }
+        messages->ids[messages->nids++] = id;
+        messages->id_counts[messages->ndestinations - 1]++;
+        at = end + (*end == ',');
+    }
+    if (mem || *at) {
+        messages->nids = messages->ndestinations = 0;
+        messages->destinations.size = 0;
+    }
+    return mem ? -1 : 0;
+}
+
+int fq_store_due_request_messages(fq_store_t *self, int64_t request_id, int max,
+                                  fq_due_request_t *out, fq_due_messages_t *messages)
+{
+    if (max > FQ_STORE_SPLIT_IDS_MAX)
+        max = FQ_STORE_SPLIT_IDS_MAX;
+    char id[FQ_STORE_INT_TEXT], most[FQ_STORE_INT_TEXT];
+    snprintf(id, sizeof id, "%lld", (long long)request_id);
+    snprintf(most, sizeof most, "%d", max);
+    const char *params[] = {id, most};
+    int rc;
+    PGresult *res =
+        fq_store_query(self, S_DUE_COLUMNS ", " S_DUE_MESSAGES S_DUE_FROM " AND r.id = $1", 2,
+                       params, PGRES_TUPLES_OK, "find a due request", &rc);
+    if (!res)
+        return rc;
+    messages->nids = messages->ndestinations = 0;
+    if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 15) &&
+        s_due_messages_read(PQgetvalue(res, 0, 15), max, messages) != 0) {
+        PQclear(res);
+        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    }
+    return s_due_rows(res, out);
 }
 
 int fq_store_tune_paging(fq_store_t *self)

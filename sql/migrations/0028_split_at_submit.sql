@@ -82,7 +82,7 @@ BEGIN
             SELECT e AS j, e::jsonb AS b, n
               FROM json_array_elements(v_chunk) WITH ORDINALITY AS a(e, n)),
         checked AS (
-            SELECT n, b->>'to' AS address, b->'fields' AS f,
+            SELECT n, b->>'to' AS address, b->'fields' AS f, j->'fields' AS jf,
                    jsonb_typeof(b) = 'object'
                    AND (SELECT count(*) FROM json_object_keys(j))
                        = (SELECT count(*) FROM jsonb_object_keys(b))
@@ -99,8 +99,7 @@ BEGIN
              WHERE shaped
                AND (f IS NULL OR jsonb_typeof(f) = 'null'
                     OR (jsonb_typeof(f) = 'object'
-                        AND (SELECT count(*) FROM json_object_keys(
-                                 (SELECT g.j->'fields' FROM given g WHERE g.n = c.n)))
+                        AND (SELECT count(*) FROM json_object_keys(jf))
                             = (SELECT count(*) FROM jsonb_object_keys(f))
                         AND NOT EXISTS (
                             SELECT 1 FROM jsonb_each(f) AS v(key, value)

@@ -306,6 +306,29 @@ static void test_a_request_split_at_submit_is_ready_to_page(void **unused)
     assert_true(due.split_done);
     assert_true(due.any_split);
     assert_int_equal(due.split, 2);
+    //  and, asked, its messages by destination, as a splitter names them
+    fq_due_messages_t messages = {0};
+    assert_int_equal(fq_store_due_request_messages(store, id, 256, &due, &messages), 1);
+    assert_true(due.split_done);
+    assert_int_equal(messages.nids, 2);
+    assert_int_equal(messages.ndestinations, 2);
+    assert_string_equal(messages.destinations.data, "bigmail,default");
+    assert_int_equal(messages.id_counts[0], 1);
+    assert_int_equal(messages.id_counts[1], 1);
+    //  y@big.example is the second recipient: the second id
+    assert_true(messages.ids[0] > messages.ids[1]);
+    int64_t big = messages.ids[0];
+    //  More than asked for: paged as usual
+    assert_int_equal(fq_store_due_request_messages(store, id, 1, &due, &messages), 1);
+    assert_int_equal(messages.nids, 0);
+    //  One sent is no longer among them
+    char sent[32];
+    fq_test_exec(conn, "UPDATE fairq.messages SET status = 'sent' WHERE id = $1", 1,
+                 fq_test_param(sent, sizeof sent, big));
+    assert_int_equal(fq_store_due_request_messages(store, id, 256, &due, &messages), 1);
+    assert_int_equal(messages.nids, 1);
+    assert_string_equal(messages.destinations.data, "default");
+    fq_buf_free(&messages.destinations);
     fq_store_destroy(&store);
 
     int64_t deadline = fq_test_now_ms() + 5000;

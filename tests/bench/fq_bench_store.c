@@ -16,7 +16,12 @@
       2. acks: the N messages just split acked by fq_store_ack_batch in
          batches of B (acks/s); beside it a batched UPDATE of bench_raw
          that changes the same columns, B rows per transaction. Each side
-         also reports its share of HOT updates (pg_stat_user_tables).
+         also reports its share of HOT updates (pg_stat_user_tables);
+      3. submit: what splitting a small request at its submit
+         (fairq.split_at_submit, 0028) adds to the submit: S_SUBMITS
+         requests of 1 recipient and S_SUBMITS / 10 of 100, each submitted
+         by fairq.submit_json in a statement of its own, with the setting
+         on and off in turn (ms per submit, the submits' own time).
 
     The floors run in the same cluster as the store, so a ratio store / raw
     holds whatever the server's settings (pg_virtualenv's clusters run with
@@ -29,7 +34,7 @@
     median run, and judges the targets on the best.
 
     Usage: fq_bench_store [--recipients N] [--batch B] [--runs R] [--quick]
-                          [--only split|acks]
+                          [--only split|acks|submit]
 */
 //  libpq first: fq_bench_util.h then offers its PostgreSQL helpers
 #include <libpq-fe.h>
@@ -173,7 +178,14 @@ static int s_hot_fraction(PGconn *conn, const char *table, const s_tup_stats_t *
 //  The benchmark
 
 //  Measurements, as --only names them.
-enum { S_SPLIT = 1, S_ACKS = 2, S_ALL = S_SPLIT | S_ACKS };
+enum { S_SPLIT = 1, S_ACKS = 2, S_SUBMIT = 4, S_ALL = S_SPLIT | S_ACKS | S_SUBMIT };
+
+//  The small requests the submit measurement sends each way, and their
+//  sizes: a newcomer's one recipient, and the most split at submit.
+#define S_SUBMITS        2000
+#define S_SUBMIT_SMALL   1
+#define S_SUBMIT_LARGEST 100
+#define S_SUBMIT_SQL     "SELECT fairq.submit_json($1, $2, $3, $4, $5::json)"
 
 typedef struct {
     uint64_t recipients;
@@ -189,6 +201,9 @@ typedef struct {
     double *raw_ack;
     double *ack_hot; //  Fraction of HOT updates
     double *raw_hot;
+    //  ms per submit: [0] 1 recipient split at submit, [1] not, [2] and
+    //  [3] the same of 100 recipients; per run
+    double *submit[4];
 } s_figures_t;
 
 typedef struct {
@@ -545,6 +560,69 @@ static int s_measure_acks(s_bench_t *self, const s_options_t *opts, int run, s_f
     return 0;
 }
 
+//  The mean time of a submit of n requests of recipients (JSON), split
+//  at their submit or not, into *ms. Returns 0 or -1.
+static int s_submit_each(s_bench_t *self, const char *recipients, int n, bool split, double *ms)
+{
+    if (fq_bench_exec(S_PROGRAM, self->conn,
+                      split ? "SET fairq.split_at_submit = on" : "SET fairq.split_at_submit = off",
+                      "set fairq.split_at_submit"))
+        return -1;
+    const char *params[] = {S_TENANT, S_FROM, S_SUBJECT, S_BODY, recipients};
+    uint64_t start = fq_bench_now_ns();
+    for (int i = 0; i < n; i++) {
+        PGresult *res = PQexecParams(self->conn, S_SUBMIT_SQL, 5, NULL, params, NULL, NULL, 0);
+        bool ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+        if (!ok)
+            fprintf(stderr, "fq_bench_store: submit: %s", PQerrorMessage(self->conn));
+        PQclear(res);
+        if (!ok)
+            return -1;
+    }
+    *ms = (double)(fq_bench_now_ns() - start) / S_NS_PER_MS / n;
+    return 0;
+}
+
+//  The submits of one run: each size split at submit and not, in turn,
+//  the order swapped every run. Checks that the setting did what it says:
+//  a benchmark of a split that never happened would measure nothing.
+static int s_measure_submits(s_bench_t *self, int run, s_figures_t *fig)
+{
+    int slot = run + 1;
+    char *small = s_recipients_json(S_SUBMIT_SMALL), *largest = s_recipients_json(S_SUBMIT_LARGEST);
+    int rc = small && largest ? 0 : -1;
+    for (int k = 0; k < 4 && rc == 0; k++) {
+        int size = k / 2; //  0: small, 1: largest
+        bool split = (k % 2 == 0) == (run % 2 == 0);
+        double *figure = fig->submit[2 * size + !split];
+        rc = s_quiesce(self) ||
+             s_submit_each(self, size ? largest : small, size ? S_SUBMITS / 10 : S_SUBMITS, split,
+                           &figure[slot]);
+    }
+    //  The run's own: every run starts from TRUNCATE (s_prepare_split)
+    char count[32], largest_text[16];
+    snprintf(largest_text, sizeof largest_text, "%d", S_SUBMIT_LARGEST);
+    if (rc == 0 &&
+        fq_bench_value(S_PROGRAM, self->conn,
+                       "SELECT count(*) FROM fairq.requests WHERE status = 'active'"
+                       " AND total <= $1::int",
+                       largest_text, count, sizeof count, "count the requests split at submit"))
+        rc = -1;
+    if (rc == 0 && atoll(count) != S_SUBMITS + S_SUBMITS / 10) {
+        fprintf(stderr, "fq_bench_store: %s small requests split at their submit, not %d\n", count,
+                S_SUBMITS + S_SUBMITS / 10);
+        rc = -1;
+    }
+    if (rc == 0)
+        printf("; submit of %d recipient %.2f ms split at submit, %.2f ms not; of %d %.2f and "
+               "%.2f ms",
+               S_SUBMIT_SMALL, fig->submit[0][slot], fig->submit[1][slot], S_SUBMIT_LARGEST,
+               fig->submit[2][slot], fig->submit[3][slot]);
+    free(small);
+    free(largest);
+    return rc;
+}
+
 //  One run of the chosen measurements; run -1 is the warm-up. Figures go
 //  into slot run + 1. The acks need the split's rows, so the split runs
 //  always. The store and its floor alternate which goes first, so that
@@ -558,6 +636,8 @@ static int s_measure(s_bench_t *self, const s_options_t *opts, int run, s_figure
     int rc = s_measure_split(self, opts, run, fig);
     if (rc == 0 && opts->only & S_ACKS)
         rc = s_measure_acks(self, opts, run, fig);
+    if (rc == 0 && opts->only & S_SUBMIT)
+        rc = s_measure_submits(self, run, fig);
     printf("\n");
     fflush(stdout);
     return rc;
@@ -592,6 +672,17 @@ static void s_print_ratio_row(const char *name, const double *store, const doubl
     double median = fq_bench_median(store, runs) / fq_bench_median(raw, runs);
     printf("%-38s %11s %12.1f%% %12.1f%%  %-14s %s\n", name, "", 100 * best, 100 * median, target,
            best >= fraction ? "PASS" : "MISS");
+}
+
+//  A time: the best is the least.
+static void s_print_time_row(const char *name, uint64_t n, const double *values, int runs)
+{
+    double least = values[0];
+    for (int i = 1; i < runs; i++)
+        least = values[i] < least ? values[i] : least;
+    char count[32];
+    printf("%-38s %11s %13.2f %13.2f\n", name, fq_bench_grouped((double)n, count, sizeof count),
+           least, fq_bench_median(values, runs));
 }
 
 static void s_print_percent_row(const char *name, const double *values, int runs)
@@ -633,6 +724,11 @@ static void s_print_method(const s_bench_t *self, const s_options_t *opts)
             "pg_stat_force_next_flush() (raw) and by reconnecting the store (its backend "
             "flushes as it exits)\n",
             batch, batch);
+    if (opts->only & S_SUBMIT)
+        printf("submit:     %d requests of %d recipient and %d of %d, one fairq.submit_json "
+               "statement each, with fairq.split_at_submit on and off in turn (which first "
+               "alternates by run); ms per submit\n",
+               S_SUBMITS, S_SUBMIT_SMALL, S_SUBMITS / 10, S_SUBMIT_LARGEST);
     printf("hygiene:    autovacuum off on both tables and on the split's requests and chunks; "
            "VACUUM (ANALYZE) of both before the acks; "
            "CHECKPOINT and sync(2) before every timed part\n\n");
@@ -658,6 +754,13 @@ static void s_print_table(const s_options_t *opts, const s_figures_t *fig)
         s_print_percent_row("HOT updates, acks", fig->ack_hot, runs);
         s_print_percent_row("HOT updates, raw UPDATE", fig->raw_hot, runs);
     }
+    if (opts->only & S_SUBMIT) {
+        const char *names[] = {
+            "submit, 1 recipient, split at it (ms)", "submit, 1 recipient, not (ms)",
+            "submit, 100 recipients, split at it", "submit, 100 recipients, not"};
+        for (int k = 0; k < 4; k++)
+            s_print_time_row(names[k], k < 2 ? S_SUBMITS : S_SUBMITS / 10, fig->submit[k], runs);
+    }
 }
 
 //  ---------------------------------------------------------------------
@@ -667,14 +770,14 @@ static void s_usage(FILE *out)
 {
     fprintf(out,
             "usage: fq_bench_store [--recipients N] [--batch B] [--runs R] [--quick]\n"
-            "                      [--only split|acks]\n"
+            "                      [--only split|acks|submit]\n"
             "  --recipients N  recipients of the request split and acked (default %d)\n"
             "  --batch B       acks per batch (default %d)\n"
             "  --runs R        repetitions of each measurement (default %d, max %d; an\n"
             "                  even count balances which of store and floor goes first)\n"
             "  --quick         %d recipients: a smoke run, not figures\n"
-            "  --only WHICH    split or acks, for profiling one path at a time (the\n"
-            "                  acks still split first, untimed) (default: both)\n"
+            "  --only WHICH    split, acks or submit, for one path at a time (the\n"
+            "                  others still split first) (default: all three)\n"
             "Connects with the PG* environment, e.g. under pg_virtualenv -t -v 15.\n",
             S_DEFAULT_RECIPIENTS, S_DEFAULT_BATCH, S_DEFAULT_RUNS, FQ_BENCH_MAX_RUNS,
             S_QUICK_RECIPIENTS);
@@ -704,9 +807,10 @@ static int s_parse_args(int argc, char **argv, s_options_t *opts)
         else if (strcmp(arg, "--runs") == 0)
             rc = fq_bench_parse_count(value, FQ_BENCH_MAX_RUNS, &runs);
         else if (strcmp(arg, "--only") == 0) {
-            opts->only = strcmp(value, "split") == 0  ? S_SPLIT
-                         : strcmp(value, "acks") == 0 ? S_ACKS
-                                                      : 0;
+            opts->only = strcmp(value, "split") == 0    ? S_SPLIT
+                         : strcmp(value, "acks") == 0   ? S_ACKS
+                         : strcmp(value, "submit") == 0 ? S_SUBMIT
+                                                        : 0;
             rc = opts->only ? 0 : -1;
         } else {
             fprintf(stderr, "fq_bench_store: unknown option: %s\n", arg);
@@ -746,10 +850,13 @@ int main(int argc, char **argv)
         .ack_hot = calloc(runs, sizeof(double)),
         .raw_hot = calloc(runs, sizeof(double)),
     };
+    bool submit_memory = true;
+    for (int k = 0; k < 4; k++)
+        submit_memory &= (fig.submit[k] = calloc(runs, sizeof(double))) != NULL;
     s_bench_t bench = {0};
     int rc = s_bench_setup(&bench, &opts);
-    if (rc == 0 &&
-        (!fig.split || !fig.copy || !fig.ack || !fig.raw_ack || !fig.ack_hot || !fig.raw_hot)) {
+    if (rc == 0 && (!fig.split || !fig.copy || !fig.ack || !fig.raw_ack || !fig.ack_hot ||
+                    !fig.raw_hot || !submit_memory)) {
         fprintf(stderr, "fq_bench_store: out of memory\n");
         rc = -1;
     }
@@ -762,8 +869,14 @@ int main(int argc, char **argv)
         rc = s_measure(&bench, &opts, run, &fig);
     if (rc == 0) {
         printf("\n");
-        s_print_table(&opts, &(s_figures_t){fig.split + 1, fig.copy + 1, fig.ack + 1,
-                                            fig.raw_ack + 1, fig.ack_hot + 1, fig.raw_hot + 1});
+        s_print_table(&opts, &(s_figures_t){fig.split + 1,
+                                            fig.copy + 1,
+                                            fig.ack + 1,
+                                            fig.raw_ack + 1,
+                                            fig.ack_hot + 1,
+                                            fig.raw_hot + 1,
+                                            {fig.submit[0] + 1, fig.submit[1] + 1,
+                                             fig.submit[2] + 1, fig.submit[3] + 1}});
     }
     s_bench_destroy(&bench);
     free(fig.split);
@@ -772,5 +885,7 @@ int main(int argc, char **argv)
     free(fig.raw_ack);
     free(fig.ack_hot);
     free(fig.raw_hot);
+    for (int k = 0; k < 4; k++)
+        free(fig.submit[k]);
     return rc ? 1 : 0;
 }

@@ -160,6 +160,7 @@ typedef struct {
     int64_t light_window_ms; //  The light poll's reach back in time
     int64_t last_read;       //  zclock_mono() at the start of the last poll that read
     uint64_t full_polls, light_polls;
+    uint64_t page_reads;                 //  Queries of pages of ids (s_pages)
     int64_t splitting[FQ_SPLITTERS_MAX]; //  Request each splitter is on, 0 = idle
     zlistx_t *express, *queue;           //  Request ids waiting for a splitter
     bool pump_wanted;                    //  Credit came back: pump once the mailbox is empty
@@ -239,6 +240,7 @@ static int s_pages(s_self_t *self, const fq_page_ask_t *asks, fq_lane_t *const *
     fq_store_t *store = fq_db_store(self->db);
     int n = store ? fq_store_next_ready_many(store, asks, nasks, self->page, self->page_counts)
                   : FQ_EDB;
+    self->page_reads++;
     if (n < 0) {
         if (store)
             fq_db_failed(self->db, n);
@@ -588,9 +590,8 @@ static void s_split_over(s_self_t *self, int64_t request_id)
 }
 
 //  Counts a request taken up as submitted, once in this process's life;
-//  one taken up split already (by its submit, fairq.split_at_submit of
-//  0028, or by an earlier leader) is counted as split too, as the
-//  splitter counts the chunks it splits.
+//  one split at its submit (fairq.split_at_submit, 0028), which no
+//  splitter counts, is counted as split too.
 static void s_count_submitted(s_self_t *self, const fq_due_request_t *due)
 {
     if (!self->metrics || fq_intkey_lookup(self->counted, due->id))
@@ -610,7 +611,7 @@ static void s_count_submitted(s_self_t *self, const fq_due_request_t *due)
     //  The value only has to be non-NULL
     fq_intkey_insert(self->counted, due->id, (void *)(uintptr_t)1);
     fq_metrics_batch_submitted(self->metrics, due->tenant_id, due->total);
-    if (due->split_done && due->split > 0)
+    if (due->split_at_submit)
         fq_metrics_batch_split(self->metrics, due->tenant_id, due->split, 0);
 }
 
@@ -1217,7 +1218,7 @@ static void s_split_done(fq_ctx_t *ctx, s_self_t *self, const fq_split_done_t *d
 //  channel's own (its lanes' added up) as "<count>.<channel>".
 static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
-    enum { GLOBAL = 12, PER_CHANNEL = 4, NAME_SIZE = 64 };
+    enum { GLOBAL = 13, PER_CHANNEL = 4, NAME_SIZE = 64 };
     size_t most = GLOBAL + PER_CHANNEL * fq_lanes_channel_count(self->lanes);
     const char **keys = calloc(most, sizeof *keys);
     uint64_t *values = calloc(most, sizeof *values);
@@ -1249,14 +1250,16 @@ static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
         }
     }
     const char *const global_keys[GLOBAL] = {
-        "tenants",    "requests", "ready_tenants",   "prefetched", "inflight",   "credit",
-        "dispatched", "requeued", "retries_claimed", "splitting",  "full_polls", "light_polls"};
+        "tenants",    "requests",    "ready_tenants", "prefetched",      "inflight",
+        "credit",     "dispatched",  "requeued",      "retries_claimed", "splitting",
+        "full_polls", "light_polls", "page_reads"};
     const uint64_t global_values[GLOBAL] = {total.tenants,         total.requests,
                                             total.ready_tenants,   total.prefetched,
                                             total.inflight,        (uint64_t)credit,
                                             self->dispatched,      self->requeued,
                                             self->retries_claimed, (uint64_t)s_splitters_busy(self),
-                                            self->full_polls,      self->light_polls};
+                                            self->full_polls,      self->light_polls,
+                                            self->page_reads};
     for (int k = 0; k < GLOBAL; k++) {
         keys[k] = global_keys[k];
         values[k] = global_values[k];

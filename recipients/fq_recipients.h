@@ -136,8 +136,10 @@ const char *fq_recipients_shape_problem(const char *text, size_t size, size_t *p
 
 //  The text of the value of member "fields" of the JSON object of size
 //  bytes at text, its length in *fields_size; NULL when text is not an
-//  object or has no such member. For storing a recipient's fields as they
-//  were written (0.1 stays 0.1), never written again by jansson.
+//  object or has no such member. The member is the one jansson reads: its
+//  key read with its escapes, the last when there are two. For storing a
+//  recipient's fields as they were written (0.1 stays 0.1), never written
+//  again by jansson.
 const char *fq_recipient_fields_text(const char *text, size_t size, size_t *fields_size);
 
 #endif

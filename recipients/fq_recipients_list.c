@@ -145,16 +145,18 @@ static bool s_key_is(const s_member_t *member, const char *name)
 
 const char *fq_recipient_fields_text(const char *text, size_t size, size_t *fields_size)
 {
-    const char *at = text, *end = text + size;
+    //  The member jansson's value is: its key read as jansson reads it
+    //  ("\u0066ields" is "fields"; written raw, it failed the whole chunk
+    //  at every try), and the last of two (jansson keeps the last)
+    const char *at = text, *end = text + size, *found = NULL;
     s_member_t member;
     for (bool more = s_first_member(&at, end, &member); more;
          more = s_next_member(&at, end, &member))
-        if (member.key_size == strlen("\"fields\"") &&
-            memcmp(member.key, "\"fields\"", member.key_size) == 0) {
+        if (s_key_is(&member, "fields")) {
             *fields_size = member.value_size;
-            return member.value;
+            found = member.value;
         }
-    return NULL;
+    return found;
 }
 
 //  What a JSON value that is not an object is, by its first byte.

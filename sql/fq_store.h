@@ -692,6 +692,7 @@ typedef struct {
     char channel[FQ_STORE_CHANNEL_SIZE]; //  "email", "http", ...
     bool any_split;                      //  Some of its messages exist (in some destinations)
     int64_t split;                       //  Message rows made of its recipients so far
+    bool split_at_submit;                //  By its submit (0028), not by a splitter
     //  The tenant's send budget (0017); 0: no limit
     int64_t send_rate_count; //  Messages per send_rate_period_s
     int send_rate_period_s;  //  1, 60, 3600 or 86400

@@ -190,16 +190,16 @@ static int s_compare_text(const void *a, const void *b)
 //  Which recipients of request $1's first chunk (the one s_take_chunk
 //  locks) are suppressed, for mail only: one index probe per recipient,
 //  and none at all (the first EXISTS, evaluated once) when neither list
-//  has an entry. A recipient holding the escape \u0000 is left out: the
-//  server cannot read its "to" as text (->> refuses the whole object, and
-//  the whole chunk's split failed with it, every time it was tried), and
-//  jansson refuses it anyway, so it is rejected as a recipient that could
-//  not be read. An escaped backslash before "u0000" is no such escape.
+//  has an entry. A recipient the server cannot read as text (a \u0000
+//  escape, or half a surrogate pair: fairq.json_text_readable, 0028) is
+//  left out: ->> refuses the whole object, and the whole chunk's split
+//  failed with it, every time it was tried; jansson refuses it anyway, so
+//  it is rejected as a recipient that could not be read.
 #define S_SUPPRESSED_SQL                                                                           \
     "SELECT DISTINCT lower(r->>'to') FROM fairq.recipient_chunks c,"                               \
     " json_array_elements(c.recipients) AS r"                                                      \
     " WHERE c.request_id = $1"                                                                     \
-    "  AND r::text !~ '(^|[^\\\\])(\\\\\\\\)*\\\\u0000'"                                           \
+    "  AND fairq.json_text_readable(r::text)"                                                      \
     "  AND c.chunk_no = (SELECT min(chunk_no) FROM fairq.recipient_chunks WHERE request_id = $1)"  \
     "  AND (SELECT channel = 'email' FROM fairq.requests WHERE id = $1)"                           \
     "  AND EXISTS (SELECT 1 FROM fairq.suppressions s"                                             \

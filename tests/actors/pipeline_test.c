@@ -797,6 +797,45 @@ static void test_a_splitter_stays_free_for_small_requests(void **state)
     assert_true(fq_test_int(self->conn, left_sql, 1, ids) > 0);
 }
 
+//  A small request split at its submit (0028) is taken in with its
+//  messages, read by the query that finds it due: they go out with no
+//  page of ids read, each destination's in its own lane.
+static void test_a_request_split_at_submit_needs_no_page(void **state)
+{
+    s_fixture_t *self = *state;
+    fq_test_exec(self->conn, "INSERT INTO fairq.destinations (name) VALUES ('bigmail')", 0);
+    fq_test_exec(self->conn,
+                 "INSERT INTO fairq.destination_domains (domain, destination)"
+                 " VALUES ('big.example', 'bigmail')",
+                 0);
+    s_join(self, 2);
+    uint64_t pages = s_stat(self, FQ_PATH_SCHEDULER, "page_reads");
+    fq_test_exec(self->conn, "SET fairq.split_at_submit = on", 0);
+    int64_t request =
+        fq_test_int(self->conn,
+                    "SELECT fairq.submit_json('acme', 'news@acme.example', 'Hi {{name}}', 'Body',"
+                    " '[{\"to\": \"a@x.example\", \"fields\": {\"name\": \"A\"}},"
+                    "   {\"to\": \"b@big.example\", \"fields\": {\"name\": \"B\"}}]')",
+                    0);
+    char id[24];
+    fq_test_param(id, sizeof id, request);
+    assert_int_equal(
+        fq_test_int(self->conn,
+                    "SELECT count(*) FROM fairq.requests WHERE id = $1 AND split_at_submit", 1, id),
+        1);
+    s_got_t got[2];
+    assert_int_equal(s_receive(self, S_WAIT_MS, &got[0]), 0);
+    assert_int_equal(s_receive(self, S_WAIT_MS, &got[1]), 0);
+    char to[2][128];
+    snprintf(to[0], sizeof to[0], "%s", got[0].to);
+    snprintf(to[1], sizeof to[1], "%s", got[1].to);
+    assert_true((strcmp(to[0], "a@x.example") == 0 && strcmp(to[1], "b@big.example") == 0) ||
+                (strcmp(to[1], "a@x.example") == 0 && strcmp(to[0], "b@big.example") == 0));
+    assert_int_equal(s_stat(self, FQ_PATH_SCHEDULER, "page_reads"), pages);
+    //  Counted as split once, by the scheduler (no splitter split it)
+    s_wait_metric(self, "fairq_tenant_split_total{tenant=\"acme\"} 2");
+}
+
 //  A split the database lost (a standby promoted before the split's
 //  commit reached it), after its messages went out: the request's chunk
 //  is back, its messages and counts are gone, and the sender's answers
@@ -1143,6 +1182,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancelled_request_stops, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_metrics_follow_the_messages, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_a_splitter_stays_free_for_small_requests, s_setup,
+                                        s_teardown),
+        cmocka_unit_test_setup_teardown(test_a_request_split_at_submit_needs_no_page, s_setup,
                                         s_teardown),
         cmocka_unit_test_setup_teardown(test_a_split_the_database_lost_is_split_again, s_setup,
                                         s_teardown),

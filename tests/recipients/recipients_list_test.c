@@ -148,6 +148,13 @@ static void test_fields_as_written(void **state)
                         "{ \"a\" : [0.10] }");
     assert_null(s_fields("{\"to\": \"a@example.com\"}"));
     assert_null(s_fields("[{\"fields\": {}}]"));
+    //  The member jansson reads: a key written with an escape is its
+    //  letters, and of two the last
+    assert_string_equal(s_fields("{\"to\": \"a@example.com\", \"\\u0066ields\": {\"a\": 1}}"),
+                        "{\"a\": 1}");
+    assert_string_equal(s_fields("{\"fields\": {\"a\": 1}, \"to\": \"a@example.com\","
+                                 " \"fields\": {\"b\": 2}}"),
+                        "{\"b\": 2}");
     assert_null(s_fields("42"));
 }
 

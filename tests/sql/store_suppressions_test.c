@@ -201,9 +201,10 @@ static void test_hard_bounce_suppresses(void **state)
     fq_store_destroy(&store);
 }
 
-//  A recipient holding the escape \u0000, which the server cannot read
-//  as text, is rejected alone while a suppression list has entries; its
-//  chunk's other recipients are split and checked as ever.
+//  A recipient the server cannot read as text (the escape \u0000, or half
+//  a surrogate pair) is rejected alone while a suppression list has
+//  entries; its chunk's other recipients are split and checked as ever,
+//  one with a whole pair too.
 static void test_an_unreadable_recipient_does_not_stop_its_chunk(void **state)
 {
     (void)state;
@@ -215,21 +216,25 @@ static void test_an_unreadable_recipient_does_not_stop_its_chunk(void **state)
                  " VALUES (NULL, 'gone@example.com', 'manual') ON CONFLICT DO NOTHING",
                  0);
     fq_split_result_t split;
-    int64_t id = s_submit_split(store, "nul",
-                                "[{\"to\":\"a@example.com\",\"fields\":{\"n\":\"x\\u0000\"}},"
-                                "{\"to\":\"gone@example.com\"},"
-                                "{\"to\":\"b@example.com\",\"fields\":{\"n\":\"\\\\u0000\"}}]",
-                                &split);
+    int64_t id =
+        s_submit_split(store, "nul",
+                       "[{\"to\":\"a@example.com\",\"fields\":{\"n\":\"x\\u0000\"}},"
+                       "{\"to\":\"gone@example.com\"},"
+                       "{\"to\":\"c@example.com\",\"fields\":{\"n\":\"\\ud800\"}},"
+                       "{\"to\":\"Gone@example.com\",\"fields\":{\"n\":\"\\ud83d\\ude00\"}},"
+                       "{\"to\":\"b@example.com\",\"fields\":{\"n\":\"\\\\u0000\"}}]",
+                       &split);
     assert_int_equal(split.split, 1);
-    assert_int_equal(split.rejected, 2);
-    assert_int_equal(split.suppressed, 1);
+    assert_int_equal(split.rejected, 4);
+    assert_int_equal(split.suppressed, 2);
     char text[24];
     snprintf(text, sizeof text, "%lld", (long long)id);
     char *reasons = fq_test_text(conn,
                                  "SELECT string_agg(position || ' ' || left(reason, 27), ','"
                                  " ORDER BY position) FROM fairq.rejects WHERE request_id = $1",
                                  1, text);
-    assert_string_equal(reasons, "0 recipient could not be read,1 suppressed");
+    assert_string_equal(reasons, "0 recipient could not be read,1 suppressed,"
+                                 "2 recipient could not be read,3 suppressed");
     free(reasons);
     //  The one with a backslash before "u0000" is plain text, and sent
     char *sent = fq_test_text(conn, "SELECT fields->>'n' FROM fairq.messages WHERE request_id = $1",

@@ -2533,9 +2533,10 @@ static void s_print_method(const s_bench_t *self, const s_options_t *opts, const
            messages, options[0] ? options : "no storage parameters", chunk, S_FAIRQD_ACK_BATCH);
     printf("probes:     %d new tenants, spread from %.0f%% to %.0f%% delivered, "
            "each at least %d ms after the\n"
-           "            previous one's submit, submit a 1-recipient request; wait = its line in "
-           "the delivery log - the submit's\n"
-           "            return (CLOCK_REALTIME)\n",
+           "            previous one's submit, submit a 1-recipient request (split in its "
+           "submit's transaction: fairq.split_at_submit,\n"
+           "            on by default); wait = its line in the delivery log - the submit's "
+           "return (CLOCK_REALTIME)\n",
            opts->probes, 100 * S_PROBE_FROM_FRACTION, 100 * S_PROBE_TO_FRACTION, S_PROBE_GAP_MS);
     printf("fairness:   Jain's index in each window of %s consecutive deliveries (the logs "
            "merged by time, probes left out): over all\n"

@@ -5,9 +5,9 @@
 -- request's split: a transaction of fairqd's own after the submit, whose
 -- COMMIT waited 18 to 36 ms (fsync on) for the WAL flush behind the big
 -- requests' COPYs, and then told the scheduler. Split here, the messages
--- exist when the submit commits, and the NOTIFY that wakes the scheduler
--- finds the request ready to page (docs/fairness.md, "Splitting takes
--- turns too").
+-- exist when the submit commits, and the scheduler, woken by its NOTIFY,
+-- reads them with the request (docs/fairness.md, "Splitting takes turns
+-- too").
 --
 -- fairq.split_at_submit takes a request only when it is sure the
 -- splitter (sql/fq_store_split.c with recipients/fq_recipients.c) would

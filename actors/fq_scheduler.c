@@ -972,7 +972,7 @@ static void s_poll_now(fq_ctx_t *ctx, s_self_t *self, bool full)
 static void s_split_lanes(s_self_t *self, const fq_split_done_t *done, s_known_t *known);
 
 //  A request taken in split whole, with its pending messages read
-//  (fq_store_due_request_messages): its lanes take them as they take
+//  (fq_store_due_request): its lanes take them as they take
 //  those a splitter names (s_split_lanes).
 static void s_take_split_whole(s_self_t *self, const fq_due_request_t *due, s_known_t *known,
                                const fq_due_messages_t *messages)
@@ -1012,8 +1012,8 @@ static void s_look_at_one(fq_ctx_t *ctx, s_self_t *self, int64_t request_id)
     //  for no query of its destinations nor of a page
     bool fresh = !fq_intkey_lookup(self->known, (uint64_t)request_id);
     fq_due_messages_t *messages = &self->due_messages;
-    int n = fq_store_due_request_messages(store, request_id, fresh ? self->config->prefetch : 0,
-                                          &due, messages);
+    int n =
+        fq_store_due_request(store, request_id, fresh ? self->config->prefetch : 0, &due, messages);
     if (n < 0) {
         fq_db_failed(self->db, n);
         return;

@@ -711,12 +711,6 @@ int fq_store_due_requests(fq_store_t *self, int limit, fq_due_request_t *out);
 int fq_store_due_requests_since(fq_store_t *self, int64_t since_ms, int limit,
                                 fq_due_request_t *out);
 
-//  The one request request_id if it is due as fq_store_due_requests finds
-//  them: returns 1 with it in *out, 0 if it is not (finished, paused,
-//  later, unknown), or an error. A primary-key lookup: the scheduler's
-//  answer to the NOTIFY of a submit, with no full poll in between.
-int fq_store_due_request(fq_store_t *self, int64_t request_id, fq_due_request_t *out);
-
 //  The pending messages of a request split whole, after its cursor, as a
 //  splitter names those of a small request it splits (SPLIT_DONE): their
 //  ids grouped by destination (in name order, ascending within each), so
@@ -729,13 +723,17 @@ typedef struct {
     fq_buf_t destinations; //  Comma-separated, in that order; the caller frees
 } fq_due_messages_t;
 
-//  fq_store_due_request, reading too, in the same query, the messages of
-//  the request when it is split whole into 1 to max of them (at most
+//  The one request request_id if it is due as fq_store_due_requests finds
+//  them: returns 1 with it in *out, 0 if it is not (finished, paused,
+//  later, unknown), or an error. A primary-key lookup: the scheduler's
+//  answer to the NOTIFY of a submit, with no full poll in between. When
+//  messages is not NULL, the same query reads the request's messages
+//  into it if it is split whole into 1 to max of them (at most
 //  FQ_STORE_SPLIT_IDS_MAX): a request split at its submit (0028), which
-//  the scheduler then takes in with one round trip. messages->nids is 0
+//  the scheduler then takes in with one round trip; messages->nids is 0
 //  when the request is not such, or has no pending message left.
-int fq_store_due_request_messages(fq_store_t *self, int64_t request_id, int max,
-                                  fq_due_request_t *out, fq_due_messages_t *messages);
+int fq_store_due_request(fq_store_t *self, int64_t request_id, int max, fq_due_request_t *out,
+                         fq_due_messages_t *messages);
 
 //  A message as the dispatcher renders it. Strings point into the page.
 typedef struct {

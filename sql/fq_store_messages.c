@@ -196,9 +196,11 @@ int fq_store_release_stale_claims(fq_store_t *self)
     " WHERE r.status IN " FQ_STORE_UNFINISHED " AND r.status <> 'paused' AND r.send_at <= now()"
 #define S_DUE_SELECT S_DUE_COLUMNS S_DUE_FROM
 
-//  The pending messages of request $1 when it is split whole into 1 to $2
-//  rows, as "destination id" pairs, comma-separated, in the order of
-//  messages_request_destination_idx (0016); NULL for another. The order
+//  The pending messages of request $1 when it has 1 to $2 rows, as
+//  "destination id" pairs, comma-separated, in the order of
+//  messages_request_destination_idx (0016); NULL for another. Whether it
+//  is split whole is the row's own column (S_SPLIT_WHOLE), read by the
+//  caller. The order
 //  and the limit make that index the plan: with the request's id taken
 //  from r (a parameter of a subplan), and the statistics of a table that
 //  COPY had grown tenfold since its last ANALYZE, the planner walked
@@ -210,7 +212,7 @@ int fq_store_release_stale_claims(fq_store_t *self)
     " FROM (SELECT m.destination, m.id FROM fairq.messages m"                                      \
     "       WHERE m.request_id = $1 AND m.status = 'pending'"                                      \
     "       ORDER BY m.destination, m.id LIMIT $2::int + 1) p"                                     \
-    " WHERE r.split BETWEEN 1 AND $2::int AND " S_SPLIT_WHOLE ")"
+    " WHERE r.split BETWEEN 1 AND $2::int)"
 
 static int s_due_rows(PGresult *res, fq_due_request_t *out)
 {
@@ -270,17 +272,6 @@ int fq_store_due_requests_since(fq_store_t *self, int64_t since_ms, int limit,
     return res ? s_due_rows(res, out) : rc;
 }
 
-int fq_store_due_request(fq_store_t *self, int64_t request_id, fq_due_request_t *out)
-{
-    char id[FQ_STORE_INT_TEXT];
-    snprintf(id, sizeof id, "%lld", (long long)request_id);
-    const char *params[] = {id};
-    int rc;
-    PGresult *res = fq_store_query(self, S_DUE_SELECT " AND r.id = $1", 1, params, PGRES_TUPLES_OK,
-                                   "find a due request", &rc);
-    return res ? s_due_rows(res, out) : rc;
-}
-
 //  Reads the "destination id" pairs of S_DUE_MESSAGES (text) into
 //  messages, at most max ids. Anything else leaves it empty: the
 //  scheduler then pages the request. Returns 0, or -1 when memory ran out.
@@ -319,9 +310,11 @@ static int s_due_messages_read(const char *text, int max, fq_due_messages_t *mes
     return mem ? -1 : 0;
 }
 
-int fq_store_due_request_messages(fq_store_t *self, int64_t request_id, int max,
-                                  fq_due_request_t *out, fq_due_messages_t *messages)
+int fq_store_due_request(fq_store_t *self, int64_t request_id, int max, fq_due_request_t *out,
+                         fq_due_messages_t *messages)
 {
+    if (!messages || max < 0)
+        max = 0;
     if (max > FQ_STORE_SPLIT_IDS_MAX)
         max = FQ_STORE_SPLIT_IDS_MAX;
     char id[FQ_STORE_INT_TEXT], most[FQ_STORE_INT_TEXT];
@@ -334,11 +327,15 @@ int fq_store_due_request_messages(fq_store_t *self, int64_t request_id, int max,
                        params, PGRES_TUPLES_OK, "find a due request", &rc);
     if (!res)
         return rc;
-    messages->nids = messages->ndestinations = 0;
-    if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 16) &&
-        s_due_messages_read(PQgetvalue(res, 0, 16), max, messages) != 0) {
-        PQclear(res);
-        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+    //  Column 4 is S_SPLIT_WHOLE: a request with chunks left (its first
+    //  chunk's recipients mostly rejected) is paged as it is split
+    if (messages) {
+        messages->nids = messages->ndestinations = 0;
+        if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 16) && PQgetvalue(res, 0, 4)[0] == 't' &&
+            s_due_messages_read(PQgetvalue(res, 0, 16), max, messages) != 0) {
+            PQclear(res);
+            return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+        }
     }
     return s_due_rows(res, out);
 }

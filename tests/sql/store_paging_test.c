@@ -395,13 +395,13 @@ static void test_due_requests_excludes_the_rest(void **unused)
     assert_int_equal(due[1].id, splitting);
     //  One by its id: the same rule, the same columns
     fq_due_request_t one;
-    assert_int_equal(fq_store_due_request(store, active, &one), 1);
+    assert_int_equal(fq_store_due_request(store, active, 0, &one, NULL), 1);
     assert_int_equal(one.id, active);
     assert_int_equal(one.priority, -7);
     assert_int_equal(one.scan_from, 1234);
     assert_int_equal(one.tenant_id, s_tenant);
     assert_string_equal(one.tenant, "acme");
-    assert_int_equal(fq_store_due_request(store, now_request, &one), 1);
+    assert_int_equal(fq_store_due_request(store, now_request, 0, &one, NULL), 1);
     assert_int_equal(one.id, now_request);
     //  Not due: paused, finished, later, unknown
     int64_t later = fq_test_int(conn,
@@ -412,10 +412,10 @@ static void test_due_requests_excludes_the_rest(void **unused)
     for (size_t i = 0; i < sizeof not_due / sizeof not_due[0]; i++) {
         int64_t id =
             fq_test_int(conn, "SELECT id FROM fairq.requests WHERE status = $1", 1, not_due[i]);
-        assert_int_equal(fq_store_due_request(store, id, &one), 0);
+        assert_int_equal(fq_store_due_request(store, id, 0, &one, NULL), 0);
     }
-    assert_int_equal(fq_store_due_request(store, later, &one), 0);
-    assert_int_equal(fq_store_due_request(store, 1000000000, &one), 0);
+    assert_int_equal(fq_store_due_request(store, later, 0, &one, NULL), 0);
+    assert_int_equal(fq_store_due_request(store, 1000000000, 0, &one, NULL), 0);
     PQfinish(conn);
     fq_store_destroy(&store);
 }

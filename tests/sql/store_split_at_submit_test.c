@@ -308,14 +308,14 @@ static void test_a_request_split_at_submit_is_ready_to_page(void **unused)
     //  The scheduler finds it split, with messages to page
     fq_store_t *store = fq_test_store(s_conninfo);
     fq_due_request_t due;
-    assert_int_equal(fq_store_due_request(store, id, &due), 1);
+    assert_int_equal(fq_store_due_request(store, id, 0, &due, NULL), 1);
     assert_true(due.split_done);
     assert_true(due.any_split);
     assert_int_equal(due.split, 2);
     assert_true(due.split_at_submit);
     //  and, asked, its messages by destination, as a splitter names them
     fq_due_messages_t messages = {0};
-    assert_int_equal(fq_store_due_request_messages(store, id, 256, &due, &messages), 1);
+    assert_int_equal(fq_store_due_request(store, id, 256, &due, &messages), 1);
     assert_true(due.split_done);
     assert_int_equal(messages.nids, 2);
     assert_int_equal(messages.ndestinations, 2);
@@ -326,13 +326,13 @@ static void test_a_request_split_at_submit_is_ready_to_page(void **unused)
     assert_true(messages.ids[0] > messages.ids[1]);
     int64_t big = messages.ids[0];
     //  More than asked for: paged as usual
-    assert_int_equal(fq_store_due_request_messages(store, id, 1, &due, &messages), 1);
+    assert_int_equal(fq_store_due_request(store, id, 1, &due, &messages), 1);
     assert_int_equal(messages.nids, 0);
     //  One sent is no longer among them
     char sent[32];
     fq_test_exec(conn, "UPDATE fairq.messages SET status = 'sent' WHERE id = $1", 1,
                  fq_test_param(sent, sizeof sent, big));
-    assert_int_equal(fq_store_due_request_messages(store, id, 256, &due, &messages), 1);
+    assert_int_equal(fq_store_due_request(store, id, 256, &due, &messages), 1);
     assert_int_equal(messages.nids, 1);
     assert_string_equal(messages.destinations.data, "default");
     fq_buf_free(&messages.destinations);
@@ -382,6 +382,18 @@ static void test_a_replay_or_a_rollback_makes_no_messages(void **unused)
     PQfinish(conn);
 }
 
+//  The status of a one-recipient request to address submitted on conn
+//  after setting (a SET or RESET of fairq.split_at_submit) ran there.
+static char *s_status_after(PGconn *conn, const char *setting, const char *address)
+{
+    fq_test_exec(conn, setting, 0);
+    char recipients[64];
+    snprintf(recipients, sizeof recipients, "[{\"to\":\"%s\"}]", address);
+    return s_status(
+        conn, s_submit_sql(
+                  conn, &(s_case_t){.subject = "Hi", .body = "Hello", .recipients = recipients}));
+}
+
 //  Requests for later, and the setting off, are the splitter's.
 static void test_later_or_off_is_left_to_the_splitter(void **unused)
 {
@@ -395,33 +407,25 @@ static void test_later_or_off_is_left_to_the_splitter(void **unused)
     char *status = s_status(conn, later);
     assert_string_equal(status, "accepted");
     free(status);
-    fq_test_exec(conn, "SET fairq.split_at_submit = off", 0);
-    int64_t off = fq_test_int(conn,
-                              "SELECT fairq.submit_json('acme', 'news@acme.example', 'Hi',"
-                              " 'Hello', '[{\"to\":\"o@x.example\"}]')",
-                              0);
-    status = s_status(conn, off);
-    assert_string_equal(status, "accepted");
-    free(status);
-    //  Reset: the database's own setting holds again (off, for the store
-    //  tests)
-    fq_test_exec(conn, "RESET fairq.split_at_submit", 0);
-    int64_t on = fq_test_int(conn,
-                             "SELECT fairq.submit_json('acme', 'news@acme.example', 'Hi',"
-                             " 'Hello', '[{\"to\":\"n@x.example\"}]')",
-                             0);
-    status = s_status(conn, on);
-    assert_string_equal(status, "accepted");
-    free(status);
-    //  Empty, it is on, as where it was never set
-    fq_test_exec(conn, "SET fairq.split_at_submit = ''", 0);
-    int64_t unset = fq_test_int(conn,
-                                "SELECT fairq.submit_json('acme', 'news@acme.example', 'Hi',"
-                                " 'Hello', '[{\"to\":\"u@x.example\"}]')",
-                                0);
-    status = s_status(conn, unset);
-    assert_string_equal(status, "active");
-    free(status);
+    const struct {
+        const char *setting, *address, *status;
+    } cases[] = {
+        {"SET fairq.split_at_submit = off", "o@x.example", "accepted"},
+        //  Any spelling of false PostgreSQL takes
+        {"SET fairq.split_at_submit = 'NO'", "o2@x.example", "accepted"},
+        {"SET fairq.split_at_submit = ' False '", "o3@x.example", "accepted"},
+        //  Reset: the database's own setting holds again (off, for the
+        //  store tests)
+        {"RESET fairq.split_at_submit", "n@x.example", "accepted"},
+        //  Empty, it is on, as where it was never set
+        {"SET fairq.split_at_submit = ''", "u@x.example", "active"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        status = s_status_after(conn, cases[k].setting, cases[k].address);
+        if (strcmp(status, cases[k].status) != 0)
+            fail_msg("%s: status %s, wanted %s", cases[k].setting, status, cases[k].status);
+        free(status);
+    }
     PQfinish(conn);
 }
 

@@ -1150,9 +1150,11 @@ typedef struct {
 //  result->more is false. Returns 0 or a negative code.
 int fq_store_prune(fq_store_t *self, int retention_s, int batch, fq_prune_result_t *result);
 
-//  Deletes the oldest events (fairq.events, 0018) older than retention_s,
-//  at most batch (1..FQ_STORE_PRUNE_BATCH_MAX) in one statement. Returns
-//  how many (call again while it is batch), or a negative code.
+//  Deletes the oldest events older than retention_s: at most batch
+//  (1..FQ_STORE_PRUNE_BATCH_MAX) rows of fairq.event_rows (0018, 0029; a
+//  row holds one event, or a batch's message.sent events of a request) in
+//  one statement. Returns how many rows (call again while it is batch), or
+//  a negative code.
 int fq_store_prune_events(fq_store_t *self, int retention_s, int batch);
 
 #endif

@@ -43,12 +43,20 @@ static const char *const S_ACK_SQL =
     "  FROM (SELECT request_id, count(*) AS n, count(*) FILTER (WHERE was_failed) AS retried"
     "        FROM acked GROUP BY request_id) c"
     "  WHERE r.id = c.request_id RETURNING r.id, r.webhook_id, c.n),"
-    //  Its event commits with it (0018): never lost, never invented. A
-    //  webhook's batch reports nothing (0020): the next batch would carry it
-    " evented AS (INSERT INTO fairq.events (tenant_id, request_id, message_id, type, recipient)"
-    "  SELECT a.tenant_id, a.request_id, a.id, 'message.sent', a.recipient"
-    "  FROM acked a JOIN counted c ON c.id = a.request_id"
-    "  WHERE $3::boolean AND c.webhook_id IS NULL)"
+    //  Its events commit with it (0018): never lost, never invented. One
+    //  row holds a request's events of the batch, up to a block of them
+    //  (0029): a campaign's deliveries cost a row and two index entries a
+    //  batch, not each; in the order of their messages. A webhook's batch
+    //  reports nothing (0020): the next batch would carry it
+    " evented AS (INSERT INTO fairq.event_rows (tenant_id, request_id, type, message_ids,"
+    "    recipients)"
+    "  SELECT a.tenant_id, a.request_id, 'message.sent', array_agg(a.id ORDER BY a.id),"
+    "    array_agg(a.recipient ORDER BY a.id)"
+    "  FROM (SELECT *, (row_number() OVER (PARTITION BY request_id ORDER BY id) - 1)"
+    "          / " FQ_STORE_EVENT_BLOCK_TEXT " AS block FROM acked) a"
+    "  JOIN counted c ON c.id = a.request_id"
+    "  WHERE $3::boolean AND c.webhook_id IS NULL"
+    "  GROUP BY a.tenant_id, a.request_id, a.block ORDER BY a.request_id, a.block)"
     " SELECT coalesce(sum(n), 0) FROM counted";
 
 int fq_store_ack_batch(fq_store_t *self, const int64_t *ids, size_t count)
@@ -124,7 +132,7 @@ static const char *const S_NACK_SQL =
     "        FROM nacked GROUP BY request_id) c"
     "  WHERE r.id = c.request_id RETURNING r.id, r.webhook_id, c.n),"
     //  None for a webhook's batch (0020), as for its ack
-    " evented AS (INSERT INTO fairq.events"
+    " evented AS (INSERT INTO fairq.event_rows"
     "   (tenant_id, request_id, message_id, type, recipient, detail)"
     "  SELECT n.tenant_id, n.request_id, n.id, CASE WHEN n.status = 'dead' THEN 'message.dead'"
     "    ELSE 'message.deferred' END::fairq.event_type, n.recipient, n.last_error"

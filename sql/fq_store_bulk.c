@@ -122,7 +122,7 @@ static int s_cancel(fq_store_t *self, fq_statement_t *q, int64_t *changed)
                         "  RETURNING m.id, m.request_id, m.tenant_id, m.recipient,"
                         "   t.status = 'failed' AS was_failed),"
                         //  None for a webhook's batch (0020): a batch reports nothing
-                        " evented AS (INSERT INTO fairq.events"
+                        " evented AS (INSERT INTO fairq.event_rows"
                         "   (tenant_id, request_id, message_id, type, recipient)"
                         "  SELECT c.tenant_id, c.request_id, c.id, 'message.cancelled', c.recipient"
                         "  FROM changed c WHERE NOT EXISTS (SELECT 1 FROM fairq.requests r"

@@ -2,17 +2,22 @@
     fq_store_events.h; the schema and why it is read this way are
     migration 0018's).
 
-    A page is one statement of fixed fragments, every value a parameter:
+    A page is one statement of fixed fragments, every value a parameter,
+    on the view fairq.events (0029: a stored row is one event, or a
+    request's message.sent events of one ack batch, a block of ids):
 
-        WHERE (e.txid, e.id) > (cursor) AND e.txid < xmin(snapshot)
+        WHERE (e.txid, e.row_id) > (cursor's txid, cursor's id - block)
+          AND (e.txid, e.id) > (cursor) AND e.txid < xmin(snapshot)
           [AND e.tenant_id = $t] [AND e.request_id = $r] [AND e.type = $y]
-        ORDER BY e.txid, e.id LIMIT $n
+        ORDER BY e.txid, e.row_id, e.id LIMIT $n
 
-    With a tenant, events_tenant_idx (tenant_id, txid, id) serves it in
-    order, the cursor and the snapshot's bound as the range of the scan;
-    without one, events_order_idx (txid, id). A request alone is narrowed
-    to its tenant (one lookup first), so it walks the tenant's index too
-    rather than every tenant's events.
+    With a tenant, events_tenant_idx (tenant_id, txid, id) of the stored
+    rows serves it in order, the first bound and the snapshot's as the
+    range of the scan (the second, on the events, is a filter: only the
+    row holding the cursor's event has events before it); without one,
+    events_order_idx (txid, id). A request alone is narrowed to its tenant
+    (one lookup first), so it walks the tenant's index too rather than
+    every tenant's events.
 */
 #include "fq_store_events.h"
 #include "fq_error.h"
@@ -159,9 +164,14 @@ static void s_build(fq_statement_t *q, const s_read_t *read)
                      "SELECT e.id, coalesce(t.name, ''), e.request_id, e.message_id, e.type::text,"
                      " e.recipient, e.detail, floor(extract(epoch FROM e.at))::bigint, e.txid::text"
                      " FROM fairq.events e LEFT JOIN fairq.tenants t ON t.id = e.tenant_id");
-    fq_statement_sql_param(q, " WHERE (e.txid, e.id) > (", fq_statement_uint(q, read->after.txid),
-                           "::xid8");
-    fq_statement_sql_param(q, ", ", fq_statement_int(q, read->after.id), "::bigint)");
+    //  The stored rows first (row_id: the index's), then the events: the
+    //  row holding the cursor's event begins at most a block before it
+    int txid = fq_statement_uint(q, read->after.txid);
+    int id = fq_statement_int(q, read->after.id);
+    fq_statement_sql_param(q, " WHERE (e.txid, e.row_id) > (", txid, "::xid8");
+    fq_statement_sql_param(q, ", ", id, "::bigint - " FQ_STORE_EVENT_BLOCK_TEXT ")");
+    fq_statement_sql_param(q, " AND (e.txid, e.id) > (", txid, "::xid8");
+    fq_statement_sql_param(q, ", ", id, "::bigint)");
     //  Only transactions older than every one running: what commits later
     //  sorts after this page's cursor (the header says why)
     fq_statement_sql(q, " AND e.txid < pg_snapshot_xmin(pg_current_snapshot())");
@@ -174,8 +184,8 @@ static void s_build(fq_statement_t *q, const s_read_t *read)
     if (read->type)
         fq_statement_sql_param(q, " AND e.type = ", fq_statement_text(q, read->type),
                                "::fairq.event_type");
-    fq_statement_sql_param(q, " ORDER BY e.txid, e.id LIMIT ", fq_statement_int(q, read->limit),
-                           "");
+    fq_statement_sql_param(q, " ORDER BY e.txid, e.row_id, e.id LIMIT ",
+                           fq_statement_int(q, read->limit), "");
 }
 
 //  Checks, resolves and builds the statement into q (after prefix).

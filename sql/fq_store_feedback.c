@@ -27,7 +27,7 @@ static const char *const S_RECORD_SQL =
     "    lower(recipient) IN (lower($2::text), lower(coalesce($3::text, $2::text))) AS same"
     "  FROM fairq.messages WHERE id = $1::bigint),"
     " matched AS (SELECT * FROM m WHERE same),"
-    " evented AS (INSERT INTO fairq.events"
+    " evented AS (INSERT INTO fairq.event_rows"
     "   (tenant_id, request_id, message_id, type, recipient, detail)"
     "  SELECT tenant_id, request_id, id, $4::fairq.event_type, recipient, $5::text FROM matched"
     "  ON CONFLICT (message_id, type) WHERE type IN ('message.bounced', 'message.complained')"

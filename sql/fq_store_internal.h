@@ -54,6 +54,15 @@ typedef struct {
 #define FQ_STORE_UNFINISHED "('accepted', 'splitting', 'active', 'paused')"
 #define FQ_STORE_FINISHED   "('done', 'cancelled', 'rejected')"
 
+//  Event ids each row of fairq.event_rows owns (0029): the message.sent
+//  events of one request in one ack batch share a row, at most this many,
+//  and the k-th of them is the row's id + k. A read after a cursor's id I
+//  therefore bounds the rows it scans by row_id > I - FQ_STORE_EVENT_BLOCK.
+//  As text, for the statements; the migration's identity step and check
+//  say the same (store_events_test holds them together).
+#define FQ_STORE_EVENT_BLOCK      1024
+#define FQ_STORE_EVENT_BLOCK_TEXT "1024"
+
 struct fq_store {
     PGconn *conn;
     char *conninfo;

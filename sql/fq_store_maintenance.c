@@ -39,7 +39,7 @@ static const char *const S_FINISH_SQL =
     "   updated_at = now() FROM due WHERE r.id = due.id"
     "   RETURNING r.id, r.tenant_id, r.webhook_id),"
     //  A webhook's batch reports nothing (0020)
-    " evented AS (INSERT INTO fairq.events (tenant_id, request_id, type)"
+    " evented AS (INSERT INTO fairq.event_rows (tenant_id, request_id, type)"
     "  SELECT tenant_id, id, 'request.done' FROM done WHERE webhook_id IS NULL),"
     " stamped AS (UPDATE fairq.requests r SET finished_at = r.updated_at"
     "  FROM (SELECT id FROM fairq.requests WHERE status IN " FQ_STORE_FINISHED
@@ -244,10 +244,11 @@ int fq_store_prune(fq_store_t *self, int retention_s, int batch, fq_prune_result
     return 0;
 }
 
-//  The oldest first, along events_order_idx: events are appended in about
-//  the order of their time, so the batch reads the batch oldest rows and
-//  no more (a table whose oldest event is young costs one short scan), and
-//  deletes those of them past retention.
+//  The oldest rows first (a row may hold many events, 0029), along
+//  events_order_idx: events are appended in about the order of their
+//  time, so the batch reads the batch oldest rows and no more (a table
+//  whose oldest event is young costs one short scan), and deletes those of
+//  them past retention.
 int fq_store_prune_events(fq_store_t *self, int retention_s, int batch)
 {
     if (retention_s < 0 || batch < 1 || batch > FQ_STORE_PRUNE_BATCH_MAX)
@@ -261,8 +262,8 @@ int fq_store_prune_events(fq_store_t *self, int retention_s, int batch)
     int rc;
     PGresult *res = fq_store_query(
         self,
-        "WITH oldest AS (SELECT txid, id, at FROM fairq.events ORDER BY txid, id LIMIT $2),"
-        " gone AS (DELETE FROM fairq.events e USING oldest o"
+        "WITH oldest AS (SELECT txid, id, at FROM fairq.event_rows ORDER BY txid, id LIMIT $2),"
+        " gone AS (DELETE FROM fairq.event_rows e USING oldest o"
         "  WHERE e.txid = o.txid AND e.id = o.id"
         "   AND o.at < now() - make_interval(secs => $1::int) RETURNING 1)"
         " SELECT count(*) FROM gone",

@@ -477,7 +477,7 @@ int fq_store_request_cancel(fq_store_t *self, int64_t request_id)
                              "WITH cancelled AS (UPDATE fairq.requests r SET status = 'cancelled',"
                              " finished_at = now(), updated_at = now() WHERE r.id = $1 AND "
                              "r.status IN " FQ_STORE_UNFINISHED " RETURNING r.*),"
-                             " evented AS (INSERT INTO fairq.events (tenant_id, request_id, type)"
+                             " evented AS (INSERT INTO fairq.event_rows (tenant_id, request_id, type)"
                              "  SELECT tenant_id, id, 'request.cancelled' FROM cancelled"
                              "  WHERE webhook_id IS NULL)"
                              " SELECT " S_NOTIFY " FROM cancelled r",

@@ -35,6 +35,7 @@
     " extract(epoch FROM w.last_error_at)::bigint, extract(epoch FROM w.last_success_at)::bigint," \
     " extract(epoch FROM w.next_attempt_at)::bigint, w.delivered,"                                 \
     " (SELECT count(*) FROM (SELECT 1 FROM fairq.events e WHERE e.tenant_id = w.tenant_id"         \
+    "   AND (e.txid, e.row_id) > (w.cursor_txid, w.cursor_id - " FQ_STORE_EVENT_BLOCK_TEXT ")"     \
     "   AND (e.txid, e.id) > (w.cursor_txid, w.cursor_id)"                                         \
     "   AND (w.event_types IS NULL OR e.type = ANY (w.event_types)) LIMIT 10001) b),"              \
     " extract(epoch FROM w.created_at)::bigint"

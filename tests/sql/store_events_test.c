@@ -14,6 +14,7 @@
 #include "fq_error.h"
 #include "fq_store.h"
 #include "fq_store_events.h"
+#include "fq_store_internal.h"
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -503,7 +504,7 @@ static void test_plans_walk_the_indexes(void **unused)
                      " FROM generate_series(1, 1000) g",
                      3, fq_test_param(p, sizeof p, plans), fq_test_param(a, sizeof a, s_acme),
                      fq_test_param(r, sizeof r, request));
-    fq_test_exec(conn, "ANALYZE fairq.events", 0);
+    fq_test_exec(conn, "ANALYZE fairq.event_rows", 0);
     char middle[FQ_EVENT_CURSOR_SIZE];
     char *text = fq_test_text(conn,
                               "SELECT txid::text || '-' || id FROM fairq.events"
@@ -535,6 +536,119 @@ static void test_plans_walk_the_indexes(void **unused)
     fq_store_destroy(&store);
 }
 
+//  A request's message.sent events of one ack batch are one stored row
+//  (0029), up to a block of them; read back, each is an event of its own:
+//  its own id, in reading order, with its message and recipient, a page
+//  ending inside a row and the next starting there.
+static void test_a_batch_of_acks_is_a_row_of_events(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    PGconn *conn = fq_test_connect(s_conninfo);
+    //  The identity's step is the block the statements assume
+    assert_int_equal(fq_test_int(conn,
+                                 "SELECT seqincrement FROM pg_sequence WHERE seqrelid ="
+                                 " pg_get_serial_sequence('fairq.event_rows', 'id')::regclass",
+                                 0),
+                     FQ_STORE_EVENT_BLOCK);
+    enum { BIG = FQ_STORE_EVENT_BLOCK + 6, SMALL = 3 };
+    char *big_list = fq_test_recipients("big", BIG), *small_list = fq_test_recipients("small", 3);
+    int64_t big = fq_test_submit_split(store,
+                                       &(fq_submit_t){.tenant = "acme",
+                                                      .from = "news@acme.example",
+                                                      .subject = "Hi",
+                                                      .body = "Hello",
+                                                      .recipients_json = big_list},
+                                       NULL, 0);
+    int64_t small = fq_test_submit_split(store,
+                                         &(fq_submit_t){.tenant = "bravo",
+                                                        .from = "news@bravo.example",
+                                                        .subject = "Hi",
+                                                        .body = "Hello",
+                                                        .recipients_json = small_list},
+                                         NULL, 0);
+    free(big_list);
+    free(small_list);
+    int64_t before = fq_test_int(conn, "SELECT count(*) FROM fairq.event_rows", 0);
+    //  Both requests' messages in one batch, the small one's among the others
+    char b[32], m[32];
+    PGresult *res =
+        fq_test_query(conn,
+                      "SELECT id FROM fairq.messages WHERE request_id IN ($1::bigint,"
+                      " $2::bigint) ORDER BY request_id = $2::bigint, id",
+                      2, fq_test_param(b, sizeof b, big), fq_test_param(m, sizeof m, small));
+    assert_int_equal(PQntuples(res), BIG + SMALL);
+    int64_t ids[BIG + SMALL];
+    for (int i = 0; i < BIG + SMALL; i++)
+        ids[i] = strtoll(PQgetvalue(res, i, 0), NULL, 10);
+    PQclear(res);
+    int64_t swap = ids[10];
+    ids[10] = ids[BIG], ids[BIG] = swap;
+    assert_int_equal(fq_store_ack_batch(store, ids, BIG + SMALL), BIG + SMALL);
+
+    //  Three rows: a block of the big request's, the rest of it, the small one's
+    assert_int_equal(fq_test_int(conn, "SELECT count(*) FROM fairq.event_rows", 0) - before, 3);
+    assert_int_equal(fq_test_int(conn,
+                                 "SELECT count(*) FROM fairq.event_rows WHERE message_ids IS NOT"
+                                 " NULL AND cardinality(message_ids) = $1::int",
+                                 1, fq_test_param(b, sizeof b, FQ_STORE_EVENT_BLOCK)),
+                     1);
+    //  Every message's event once, with its own id, request, tenant and recipient
+    assert_int_equal(fq_test_int(conn,
+                                 "SELECT count(DISTINCT e.id) FROM fairq.events e"
+                                 " JOIN fairq.messages m ON m.id = e.message_id"
+                                 " AND m.request_id = e.request_id AND m.tenant_id = e.tenant_id"
+                                 " AND m.recipient = e.recipient WHERE e.type = 'message.sent'"
+                                 " AND m.status = 'sent'",
+                                 0),
+                     BIG + SMALL);
+    //  Read by pages that end inside the rows: the database's order, all
+    //  of them, the request's ids in the order of its messages
+    static int64_t wanted[BIG + 64], got[BIG + 64];
+    int64_t requests[] = {big, small};
+    for (int r = 0; r < 2; r++) {
+        char where[96];
+        snprintf(where, sizeof where, "request_id = %lld AND type = 'message.sent'",
+                 (long long)requests[r]);
+        size_t nwanted = s_sql_ids(conn, where, wanted, BIG + 64);
+        assert_int_equal(nwanted, r == 0 ? BIG : SMALL);
+        for (int limit = 7; limit <= 1000; limit *= 11) {
+            fq_event_filter_t sent = {.request_id = requests[r], .type = "message.sent"};
+            size_t n = s_read_all(store, &sent, limit, got, BIG + 64);
+            s_assert_ids(got, n, wanted, nwanted);
+        }
+        for (size_t i = 1; i < nwanted; i++)
+            assert_true(wanted[i] > wanted[i - 1]);
+    }
+    //  One event whole, from the middle of a row
+    fq_event_page_t page;
+    char cursor[FQ_EVENT_CURSOR_SIZE];
+    fq_event_filter_t sent = {.request_id = big, .type = "message.sent"};
+    assert_int_equal(s_read(store, &sent, NULL, 5, &page), 5);
+    snprintf(cursor, sizeof cursor, "%s", page.next);
+    fq_event_page_free(&page);
+    assert_int_equal(s_read(store, &sent, cursor, 1, &page), 1);
+    assert_string_equal(page.rows[0].tenant, "acme");
+    assert_string_equal(page.rows[0].type, "message.sent");
+    assert_string_equal(page.rows[0].recipient, "big5@example.com");
+    assert_int_equal(page.rows[0].message_id,
+                     fq_test_int(conn,
+                                 "SELECT id FROM fairq.messages WHERE request_id = $1::bigint"
+                                 " ORDER BY id OFFSET 5 LIMIT 1",
+                                 1, fq_test_param(b, sizeof b, big)));
+    assert_null(page.rows[0].detail);
+    fq_event_page_free(&page);
+
+    //  A row holds one request's events, a block at most
+    PGresult *refused = PQexec(conn, "INSERT INTO fairq.event_rows (tenant_id, type, message_ids,"
+                                     " recipients) SELECT 1, 'message.sent', array_agg(g),"
+                                     " array_agg('x'::text) FROM generate_series(1, 1025) g");
+    assert_string_equal(PQresultErrorField(refused, PG_DIAG_SQLSTATE), "23514");
+    PQclear(refused);
+    PQfinish(conn);
+    fq_store_destroy(&store);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -543,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_open_transaction_is_never_passed),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_plans_walk_the_indexes),
+        cmocka_unit_test(test_a_batch_of_acks_is_a_row_of_events),
     };
     return cmocka_run_group_tests(tests, s_group_setup, s_group_teardown);
 }

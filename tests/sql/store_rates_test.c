@@ -199,7 +199,7 @@ static void test_events_read_by_their_index(void **state)
     (void)state;
     PGconn *conn = fq_test_connect(s_conninfo);
     //  A test's table is small enough to read whole: ask for an index
-    fq_test_exec(conn, "ANALYZE fairq.events", 0);
+    fq_test_exec(conn, "ANALYZE fairq.event_rows", 0);
     fq_test_exec(conn, "SET enable_seqscan = off", 0);
     PGresult *res = fq_test_query(
         conn,

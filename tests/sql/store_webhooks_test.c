@@ -50,7 +50,7 @@ static int s_group_setup(void **state)
     (void)state;
     const char *tenants[] = {"acme",   "bravo",     "flight", "start", "held",  "feeda",
                              "feedb",  "types",     "fail",   "tmpl",  "bytes", "acks",
-                             "braces", "bystander", "broken", "fine",  NULL};
+                             "braces", "bystander", "broken", "fine",  "rows",  NULL};
     return fq_test_db_prepare(s_conninfo, sizeof s_conninfo, tenants, NULL);
 }
 
@@ -892,6 +892,55 @@ static void test_feed_batches(void **unused)
     fq_store_destroy(&store);
 }
 
+//  A row of message.sent events (0029: one ack batch of a request) goes
+//  out in batches that end inside it: each batch starts at the event after
+//  the last one delivered, none twice, none missed, and the backlog counts
+//  events, not rows.
+static void test_feed_splits_a_row_of_events(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    PGconn *conn = fq_test_connect(s_conninfo);
+    int64_t tenant = s_tenant(conn, "rows");
+    int64_t w = s_create(store, "rows", &(fq_webhook_spec_t){.url = S_URL "/rows"});
+    char t[32];
+    fq_test_exec(conn,
+                 "INSERT INTO fairq.event_rows (tenant_id, request_id, type, message_ids,"
+                 " recipients) SELECT $1::bigint, 900031, 'message.sent', array_agg(800 + g),"
+                 " array_agg('r' || g || '@example.org') FROM generate_series(1, 7) g",
+                 1, fq_test_param(t, sizeof t, tenant));
+    s_event(conn, tenant, 900031, 0, "request.done", NULL, NULL);
+    int64_t order[16], got[16];
+    size_t n = s_sql_ids(conn, tenant, order, 16);
+    assert_int_equal(n, 8);
+    fq_webhook_list_t list;
+    s_get(store, "rows", w, &list);
+    assert_int_equal(list.rows[0].backlog, 8);
+    fq_webhook_list_free(&list);
+
+    s_settle(conn);
+    fq_webhook_feed_t feed = s_feed_default();
+    assert_int_equal(s_feed(store, &feed), 1);
+    size_t count = 0;
+    for (int batch = 1; batch <= 3; batch++) {
+        int64_t request = s_last_batch(conn, w);
+        json_t *events;
+        json_t *root = s_body(conn, request, w, &events);
+        s_assert_api_form(store, "rows", events);
+        json_decref(root);
+        count += s_batch_ids(conn, request, w, got + count, 16 - count);
+        s_deliver(store, conn, request);
+        assert_int_equal(s_feed(store, &feed), batch < 3 ? 1 : 0);
+        s_get(store, "rows", w, &list);
+        assert_int_equal(list.rows[0].delivered, (int64_t)count);
+        assert_int_equal(list.rows[0].backlog, 8 - (int64_t)count);
+        fq_webhook_list_free(&list);
+    }
+    s_assert_ids(got, count, order, n);
+    PQfinish(conn);
+    fq_store_destroy(&store);
+}
+
 //  An event of a transaction still open is never passed: the batch stops
 //  before it (and before everything newer), and the next batch after its
 //  commit starts with it.
@@ -1493,6 +1542,7 @@ int main(void)
         cmocka_unit_test_teardown(test_delete_cancels_batch, s_teardown),
         cmocka_unit_test_teardown(test_new_endpoint_starts_now, s_teardown),
         cmocka_unit_test_teardown(test_feed_batches, s_teardown),
+        cmocka_unit_test_teardown(test_feed_splits_a_row_of_events, s_teardown),
         cmocka_unit_test_teardown(test_feed_waits_for_open_transaction, s_teardown),
         cmocka_unit_test_teardown(test_types_and_scan, s_teardown),
         cmocka_unit_test_teardown(test_failures, s_teardown),

@@ -45,18 +45,18 @@ static const char *const S_ACK_SQL =
     "  WHERE r.id = c.request_id RETURNING r.id, r.webhook_id, c.n),"
     //  Its events commit with it (0018): never lost, never invented. One
     //  row holds a request's events of the batch, up to a block of them
-    //  (0029): a campaign's deliveries cost a row and two index entries a
-    //  batch, not each; in the order of their messages. A webhook's batch
-    //  reports nothing (0020): the next batch would carry it
+    //  (0029), in the order of their messages: a campaign's deliveries
+    //  cost a row and two index entries a batch, not each. A webhook's
+    //  batch reports nothing (0020): the next batch would carry it
     " evented AS (INSERT INTO fairq.event_rows (tenant_id, request_id, type, message_ids,"
     "    recipients)"
-    "  SELECT a.tenant_id, a.request_id, 'message.sent', array_agg(a.id ORDER BY a.id),"
-    "    array_agg(a.recipient ORDER BY a.id)"
-    "  FROM (SELECT *, (row_number() OVER (PARTITION BY request_id ORDER BY id) - 1)"
-    "          / " FQ_STORE_EVENT_BLOCK_TEXT " AS block FROM acked) a"
-    "  JOIN counted c ON c.id = a.request_id"
-    "  WHERE $3::boolean AND c.webhook_id IS NULL"
-    "  GROUP BY a.tenant_id, a.request_id, a.block ORDER BY a.request_id, a.block)"
+    "  SELECT tenant_id, request_id, 'message.sent', array_agg(id ORDER BY id),"
+    "    array_agg(recipient ORDER BY id)"
+    "  FROM (SELECT a.*, (row_number() OVER (PARTITION BY a.request_id ORDER BY a.id) - 1)"
+    "          / " FQ_STORE_EVENT_BLOCK_TEXT " AS block"
+    "        FROM acked a JOIN counted c ON c.id = a.request_id"
+    "        WHERE $3::boolean AND c.webhook_id IS NULL) b"
+    "  GROUP BY tenant_id, request_id, block ORDER BY request_id, block)"
     " SELECT coalesce(sum(n), 0) FROM counted";
 
 int fq_store_ack_batch(fq_store_t *self, const int64_t *ids, size_t count)

@@ -4,6 +4,7 @@
     messages in the table, their plans: index scans whose cost is bounded
     by the page size, not by the backlog. The plans are printed. */
 #include "fq_store.h"
+#include "fq_store_internal.h"
 #include "fq_error.h"
 #include <jansson.h>
 #include <setjmp.h>
@@ -442,6 +443,24 @@ static char *s_last_store_query(PGconn *conn)
     return query;
 }
 
+//  The statement the store prepared that begins with start, read in the
+//  store's own session (pg_prepared_statements), whole: for a statement
+//  longer than pg_stat_activity keeps.
+static char *s_prepared_store_query(fq_store_t *store, const char *start)
+{
+    const char *params[] = {start};
+    int rc;
+    PGresult *res = fq_store_query(store,
+                                   "SELECT statement FROM pg_prepared_statements"
+                                   " WHERE starts_with(statement, $1)",
+                                   1, params, PGRES_TUPLES_OK, "read prepared statements", &rc);
+    assert_non_null(res);
+    assert_int_equal(PQntuples(res), 1);
+    char *query = strdup(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return query;
+}
+
 typedef struct {
     int index_scans; //  Index or index-only scans of fairq.messages
     int other_scans; //  Any other scan of it (seq, bitmap, tid)
@@ -736,7 +755,7 @@ static void test_paging_plans_are_bounded(void **unused)
 
     //  And the ack, for completeness: one index probe per id
     assert_int_equal(fq_store_ack_batch(store, page, S_PAGE), S_PAGE);
-    char *ack = s_last_store_query(conn);
+    char *ack = s_prepared_store_query(store, "WITH acked AS (");
     char ids[S_PAGE * 24];
     size_t len = 0;
     for (int i = 0; i < S_PAGE; i++)

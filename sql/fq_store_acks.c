@@ -3,7 +3,7 @@
 
     A batch is one statement, so one transaction, all of it or none: it
     changes the messages, the counters of their requests and the events
-    that report them (fairq.events, 0018) together. Only
+    that report them (fairq.event_rows, 0018 and 0029) together. Only
     the leader writes outcomes: each batch passes the fence of its epoch
     first (fq_store_set_epoch).
 */

@@ -58,10 +58,12 @@ typedef struct {
 //  events of one request in one ack batch share a row, at most this many,
 //  and the k-th of them is the row's id + k. A read after a cursor's id I
 //  therefore bounds the rows it scans by row_id > I - FQ_STORE_EVENT_BLOCK.
-//  As text, for the statements; the migration's identity step and check
-//  say the same (store_events_test holds them together).
+//  The migration's identity step and check say the same (store_events_test
+//  holds them together); _TEXT is it as a literal, for the statements.
 #define FQ_STORE_EVENT_BLOCK      1024
-#define FQ_STORE_EVENT_BLOCK_TEXT "1024"
+#define FQ_STORE_LITERAL_(x)      #x
+#define FQ_STORE_LITERAL(x)       FQ_STORE_LITERAL_(x)
+#define FQ_STORE_EVENT_BLOCK_TEXT FQ_STORE_LITERAL(FQ_STORE_EVENT_BLOCK)
 
 struct fq_store {
     PGconn *conn;

@@ -472,16 +472,16 @@ int fq_store_request_cancel(fq_store_t *self, int64_t request_id)
         cancelled = (int)changed;
     }
     if (rc == 0) {
-        int changed =
-            s_request_update(self,
-                             "WITH cancelled AS (UPDATE fairq.requests r SET status = 'cancelled',"
-                             " finished_at = now(), updated_at = now() WHERE r.id = $1 AND "
-                             "r.status IN " FQ_STORE_UNFINISHED " RETURNING r.*),"
-                             " evented AS (INSERT INTO fairq.event_rows (tenant_id, request_id, type)"
-                             "  SELECT tenant_id, id, 'request.cancelled' FROM cancelled"
-                             "  WHERE webhook_id IS NULL)"
-                             " SELECT " S_NOTIFY " FROM cancelled r",
-                             1, params, what);
+        int changed = s_request_update(
+            self,
+            "WITH cancelled AS (UPDATE fairq.requests r SET status = 'cancelled',"
+            " finished_at = now(), updated_at = now() WHERE r.id = $1 AND "
+            "r.status IN " FQ_STORE_UNFINISHED " RETURNING r.*),"
+            " evented AS (INSERT INTO fairq.event_rows (tenant_id, request_id, type)"
+            "  SELECT tenant_id, id, 'request.cancelled' FROM cancelled"
+            "  WHERE webhook_id IS NULL)"
+            " SELECT " S_NOTIFY " FROM cancelled r",
+            1, params, what);
         rc = changed < 0 ? changed
              : changed > 0
                  ? 0

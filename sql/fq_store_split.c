@@ -94,7 +94,7 @@ static int s_rejects_end(s_rejects_t *self)
     "WITH refused AS (INSERT INTO fairq.rejects (request_id, position, recipient, reason)"         \
     "  SELECT $1, p, a, r FROM unnest($2::int[], $3::text[], $4::text[]) AS u(p, a, r)"            \
     "  RETURNING request_id, recipient, reason)"                                                   \
-    " INSERT INTO fairq.event_rows (tenant_id, request_id, type, recipient, detail)"                   \
+    " INSERT INTO fairq.event_rows (tenant_id, request_id, type, recipient, detail)"               \
     " SELECT q.tenant_id, f.request_id, CASE WHEN f.reason = '" FQ_STORE_REJECT_SUPPRESSED "'"     \
     "  THEN 'message.suppressed' ELSE 'message.rejected' END::fairq.event_type,"                   \
     "  f.recipient, left(f.reason, 2000)"                                                          \
@@ -586,7 +586,7 @@ static int s_write_rows(s_rows_t *rows, const char *request_id, const s_chunk_t 
     "  (SELECT n FROM left_over) AS n),"                                                           \
     /* This split its last chunk: the request's events (0018), with it */                          \
     /* (done too when every recipient was rejected) */                                             \
-    " evented AS (INSERT INTO fairq.event_rows (tenant_id, request_id, type)"                          \
+    " evented AS (INSERT INTO fairq.event_rows (tenant_id, request_id, type)"                      \
     "  SELECT tenant_id, id, e.type FROM updated,"                                                 \
     "   unnest(ARRAY['request.split', 'request.done']::fairq.event_type[]) AS e(type)"             \
     "  WHERE n = 0 AND EXISTS (SELECT 1 FROM gone) AND webhook_id IS NULL"                         \

@@ -31,11 +31,15 @@ ALTER TABLE fairq.events RENAME TO event_rows;
 ALTER TABLE fairq.event_rows
     ADD COLUMN message_ids bigint[],
     ADD COLUMN recipients text[],
+    -- NOT VALID: the rows already there have neither (the new columns
+    -- are NULL), and checking them would read the whole table under the
+    -- rename's lock
     ADD CONSTRAINT event_rows_messages_check CHECK (
-        message_ids IS NULL
-        OR (message_id IS NULL AND recipient IS NULL
-            AND cardinality(message_ids) BETWEEN 1 AND 1024
-            AND cardinality(recipients) = cardinality(message_ids)));
+        (message_ids IS NULL) = (recipients IS NULL)
+        AND (message_ids IS NULL
+             OR (message_id IS NULL AND recipient IS NULL
+                 AND cardinality(message_ids) BETWEEN 1 AND 1024
+                 AND cardinality(recipients) = cardinality(message_ids)))) NOT VALID;
 ALTER TABLE fairq.event_rows ALTER COLUMN id SET INCREMENT BY 1024;
 
 CREATE VIEW fairq.events AS

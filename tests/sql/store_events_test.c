@@ -10,7 +10,10 @@
     next page after its commit starts with it; malformed cursors, unknown
     types, limits and negative ids refused in words before the database is
     asked; and the plans: a tenant's page (or a request's) walks
-    events_tenant_idx, every tenant's events_order_idx, never a sort. */
+    events_tenant_idx, every tenant's events_order_idx, never a full sort
+    (an incremental one orders the events of a stored row, 0029); and a
+    request's message.sent events of one ack batch, one stored row, read
+    back as events of their own across pages that end inside it. */
 #include "fq_error.h"
 #include "fq_store.h"
 #include "fq_store_events.h"
@@ -552,7 +555,8 @@ static void test_a_batch_of_acks_is_a_row_of_events(void **unused)
                                  0),
                      FQ_STORE_EVENT_BLOCK);
     enum { BIG = FQ_STORE_EVENT_BLOCK + 6, SMALL = 3 };
-    char *big_list = fq_test_recipients("big", BIG), *small_list = fq_test_recipients("small", 3);
+    char *big_list = fq_test_recipients("big", BIG),
+         *small_list = fq_test_recipients("small", SMALL);
     int64_t big = fq_test_submit_split(store,
                                        &(fq_submit_t){.tenant = "acme",
                                                       .from = "news@acme.example",
@@ -643,6 +647,11 @@ static void test_a_batch_of_acks_is_a_row_of_events(void **unused)
     PGresult *refused = PQexec(conn, "INSERT INTO fairq.event_rows (tenant_id, type, message_ids,"
                                      " recipients) SELECT 1, 'message.sent', array_agg(g),"
                                      " array_agg('x'::text) FROM generate_series(1, 1025) g");
+    assert_string_equal(PQresultErrorField(refused, PG_DIAG_SQLSTATE), "23514");
+    PQclear(refused);
+    //  And its ids and recipients together or not at all
+    refused = PQexec(conn, "INSERT INTO fairq.event_rows (tenant_id, type, message_ids)"
+                           " VALUES (1, 'message.sent', ARRAY[1, 2])");
     assert_string_equal(PQresultErrorField(refused, PG_DIAG_SQLSTATE), "23514");
     PQclear(refused);
     PQfinish(conn);

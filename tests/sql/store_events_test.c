@@ -47,6 +47,23 @@ static int64_t s_request(fq_store_t *store, const char *tenant)
     return id;
 }
 
+//  A request of tenant's to count recipients (fq_test_recipients with
+//  prefix), split into messages as the splitter does; its id.
+static int64_t s_split_request(fq_store_t *store, const char *tenant, const char *prefix, int count)
+{
+    char from[64];
+    snprintf(from, sizeof from, "news@%s.example", tenant);
+    char *recipients = fq_test_recipients(prefix, count);
+    fq_submit_t req = {.tenant = tenant,
+                       .from = from,
+                       .subject = "Hi",
+                       .body = "Hello",
+                       .recipients_json = recipients};
+    int64_t id = fq_test_submit_split(store, &req, NULL, 0);
+    free(recipients);
+    return id;
+}
+
 static int s_group_setup(void **state)
 {
     (void)state;
@@ -555,24 +572,8 @@ static void test_a_batch_of_acks_is_a_row_of_events(void **unused)
                                  0),
                      FQ_STORE_EVENT_BLOCK);
     enum { BIG = FQ_STORE_EVENT_BLOCK + 6, SMALL = 3 };
-    char *big_list = fq_test_recipients("big", BIG),
-         *small_list = fq_test_recipients("small", SMALL);
-    int64_t big = fq_test_submit_split(store,
-                                       &(fq_submit_t){.tenant = "acme",
-                                                      .from = "news@acme.example",
-                                                      .subject = "Hi",
-                                                      .body = "Hello",
-                                                      .recipients_json = big_list},
-                                       NULL, 0);
-    int64_t small = fq_test_submit_split(store,
-                                         &(fq_submit_t){.tenant = "bravo",
-                                                        .from = "news@bravo.example",
-                                                        .subject = "Hi",
-                                                        .body = "Hello",
-                                                        .recipients_json = small_list},
-                                         NULL, 0);
-    free(big_list);
-    free(small_list);
+    int64_t big = s_split_request(store, "acme", "big", BIG);
+    int64_t small = s_split_request(store, "bravo", "small", SMALL);
     int64_t before = fq_test_int(conn, "SELECT count(*) FROM fairq.event_rows", 0);
     //  Both requests' messages in one batch, the small one's among the others
     char b[32], m[32];

@@ -655,7 +655,9 @@ int fq_store_next_ready_many(fq_store_t *self, const fq_page_ask_t *asks, int na
 //  connection's fq_store_next_ready, in that page's own transaction, not
 //  for the session: a session's setting is not the statement's behind
 //  PgBouncer in transaction pooling, and lingers for other clients there
-//  (docs/operations.md). The setting goes with the page in one round trip.
+//  (docs/operations.md). The setting goes with the page in one round trip,
+//  with a second one: the page's generic plan, planned once rather than
+//  at every page (planning took longer than the page itself).
 //  Marks the store only (it lasts across reconnects); returns 0.
 int fq_store_tune_paging(fq_store_t *self);
 

@@ -23,7 +23,7 @@ they are retried), then:
     fairqd said so and ran its statements as text from then on;
   * no session setting of fairq's is left on PgBouncer's server
     connections: clients of the same pool, each on a server connection of
-    its own, see enable_bitmapscan, jit and TimeZone as the server's
+    its own, see enable_bitmapscan, plan_cache_mode, jit and TimeZone as the server's
     defaults.
 
 PgBouncer must be installed (deploy/install-deps.sh installs it): without
@@ -58,7 +58,7 @@ RETRIED = 20
 
 # The settings fairqd once SET on each session; none may outlive a
 # transaction of fairqd's on a server connection PgBouncer lends others
-SETTINGS = ("enable_bitmapscan", "jit", "TimeZone")
+SETTINGS = ("enable_bitmapscan", "plan_cache_mode", "jit", "TimeZone")
 
 DELIVERY_TIMEOUT_S = 120
 

@@ -225,6 +225,40 @@ static void test_next_ready_many_pages_each_request(void **unused)
     fq_store_destroy(&store);
 }
 
+//  A tuned store's pages are planned once, not at each page: their
+//  statement runs its generic plan (fq_store_messages.c), as the server
+//  counts in the store's own session. Planning every page anew took longer
+//  than running it under the pipeline benchmark's load.
+static void test_tuned_pages_are_planned_once(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    int64_t request = s_request(store, 30, 0);
+    assert_int_equal(fq_store_tune_paging(store), 0);
+    const int pages = 12;
+    for (int i = 0; i < pages; i++) {
+        fq_page_ask_t ask = {request, i, 3, "default"};
+        int64_t ids[3];
+        int counts[1];
+        assert_int_equal(fq_store_next_ready_many(store, &ask, 1, ids, counts), 3);
+        assert_int_equal(counts[0], 3);
+    }
+    const char *params[] = {"SELECT q.ord, m.id"};
+    int rc;
+    PGresult *res = fq_store_query(store,
+                                   "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                                   " WHERE starts_with(statement, $1)",
+                                   1, params, PGRES_TUPLES_OK, "read prepared statements", &rc);
+    assert_non_null(res);
+    assert_int_equal(PQntuples(res), 1);
+    print_message("the page statement: %s generic plans, %s custom plans\n", PQgetvalue(res, 0, 0),
+                  PQgetvalue(res, 0, 1));
+    assert_int_equal(fq_store_int64(res, 0, 0), pages);
+    assert_int_equal(fq_store_int64(res, 0, 1), 0);
+    PQclear(res);
+    fq_store_destroy(&store);
+}
+
 //  A tuned page whose connection was cut fails as a lost connection (the
 //  scheduler's store then reconnects), not as a refused statement, and
 //  leaves nothing half done: after a reconnect the same page comes whole.
@@ -541,6 +575,39 @@ static s_plan_stats_t s_explain(PGconn *conn, const char *title, const char *que
     return stats;
 }
 
+//  s_explain of query as the scheduler's tuned store runs it: prepared, in
+//  a transaction with bitmap scans off, by its generic plan (planned once,
+//  blind to the values of params, which go in as literals).
+static s_plan_stats_t s_explain_generic(PGconn *conn, const char *title, const char *query,
+                                        const char *relation, int nparams,
+                                        const char *const *params)
+{
+    fq_buf_t execute = {0};
+    assert_int_equal(fq_buf_add_str(&execute, "EXECUTE fq_generic_page("), 0);
+    for (int i = 0; i < nparams; i++) {
+        char *literal = PQescapeLiteral(conn, params[i], strlen(params[i]));
+        assert_non_null(literal);
+        assert_int_equal(fq_buf_printf(&execute, "%s%s", i ? ", " : "", literal), 0);
+        PQfreemem(literal);
+    }
+    assert_int_equal(fq_buf_add_str(&execute, ")"), 0);
+    size_t size = strlen(query) + 64;
+    char *prepare = malloc(size);
+    assert_non_null(prepare);
+    snprintf(prepare, size, "PREPARE fq_generic_page AS %s", query);
+    fq_test_exec(conn, prepare, 0);
+    free(prepare);
+    //  For the session: s_explain's transactions are its own
+    fq_test_exec(conn, "SET enable_bitmapscan = off", 0);
+    fq_test_exec(conn, "SET plan_cache_mode = force_generic_plan", 0);
+    s_plan_stats_t stats = s_explain(conn, title, execute.data, relation, 0, NULL);
+    fq_test_exec(conn, "RESET plan_cache_mode", 0);
+    fq_test_exec(conn, "RESET enable_bitmapscan", 0);
+    fq_test_exec(conn, "DEALLOCATE fq_generic_page", 0);
+    fq_buf_free(&execute);
+    return stats;
+}
+
 //  The scheduler's queries stay index scans bounded by their page size
 //  with 200,000 messages in the table: a growing backlog does not slow
 //  down dispatch.
@@ -682,7 +749,6 @@ static void test_paging_plans_are_bounded(void **unused)
     assert_true(stats.index_scans >= 1);
     assert_int_equal(stats.seq_scans, 0);
     assert_true(stats.examined < 11 * S_ROWS_EXAMINED_MAX);
-    free(many);
 
     //  By destination (0016): the first 25,000 pending messages of the big
     //  request go to "google", the rest to "default". A page of "default"
@@ -716,6 +782,19 @@ static void test_paging_plans_are_bounded(void **unused)
     assert_true(stats.index_scans >= 1);
     assert_int_equal(stats.seq_scans, 0);
     assert_true(stats.examined < 2 * S_ROWS_EXAMINED_MAX);
+    //  The plan the scheduler runs: its page statement's generic plan,
+    //  planned once for any values (fq_store_messages.c), bounded as well
+    stats = s_explain_generic(conn, "next_ready_many by destination, its generic plan",
+                              paged_by_destination, "messages", 4, params_destination);
+    assert_true(stats.index_scans >= 1);
+    assert_int_equal(stats.other_scans, 0);
+    assert_true(stats.examined < 2 * S_ROWS_EXAMINED_MAX);
+    stats = s_explain_generic(conn, "next_ready_many, the big request and ten small ones, generic",
+                              many, "messages", 3, params_many);
+    assert_true(stats.index_scans >= 1);
+    assert_int_equal(stats.other_scans, 0);
+    assert_true(stats.examined < 11 * S_ROWS_EXAMINED_MAX);
+    free(many);
     free(paged_by_destination);
 
     //  Evidence, not asserted: from cursor 0 the page first walks past the
@@ -825,6 +904,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_next_ready_pages_pending_messages, s_reset),
         cmocka_unit_test_setup(test_next_ready_many_pages_each_request, s_reset),
+        cmocka_unit_test_setup(test_tuned_pages_are_planned_once, s_reset),
         cmocka_unit_test_setup(test_tuned_page_after_lost_connection, s_reset),
         cmocka_unit_test_setup(test_claim_due_retries_leases, s_reset),
         cmocka_unit_test_setup(test_due_requests_excludes_the_rest, s_reset),

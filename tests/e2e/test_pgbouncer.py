@@ -23,8 +23,8 @@ they are retried), then:
     fairqd said so and ran its statements as text from then on;
   * no session setting of fairq's is left on PgBouncer's server
     connections: clients of the same pool, each on a server connection of
-    its own, see enable_bitmapscan, plan_cache_mode, jit and TimeZone as the server's
-    defaults.
+    its own, see enable_bitmapscan, plan_cache_mode, jit and TimeZone as
+    the server's defaults.
 
 PgBouncer must be installed (deploy/install-deps.sh installs it): without
 it the test fails, saying so, rather than skip. PgBouncer refuses to run as

@@ -283,7 +283,11 @@ static void s_complete_ask(fq_ctx_t *ctx, const fq_msg_t *msg)
 static void s_dispatch(fq_ctx_t *ctx, const void *data, size_t size)
 {
     fq_envelope_t env;
-    if (fq_envelope_decode(data, size, &ctx->zone, &env) != 0) {
+    //  A frame addressed to another system is in transit (only the gateway
+    //  receives those): the gateway sends its bytes on as they are, so its
+    //  body is not decoded here.
+    if (fq_envelope_decode_head(data, size, &ctx->zone, &env) != 0 ||
+        (!env.to[0] && fq_envelope_decode_body(&ctx->zone, &env) != 0)) {
         uint64_t seen = atomic_fetch_add(&ctx->cell->entry->malformed, 1);
         if (seen % FQ_MALFORMED_LOG_EVERY == 0)
             fq_log(FQ_LOG_WARNING, "%s dropped a malformed frame of %zu bytes (%llu so far)",
@@ -301,8 +305,7 @@ static void s_dispatch(fq_ctx_t *ctx, const void *data, size_t size)
                     .frame = data,
                     .frame_size = size};
     bool local = !(env.flags & FQ_ENV_REMOTE);
-    //  A frame addressed to another system is in transit (only the gateway
-    //  receives those): its flags are for the far end, not for us.
+    //  In transit, its flags are for the far end, not for us
     bool in_transit = env.to[0] != 0;
     if (env.flags & FQ_ENV_REPLY && !in_transit)
         s_complete_ask(ctx, &msg);
@@ -559,7 +562,8 @@ void fq_actor_main(zsock_t *pipe, void *args)
 
 int fq_msg_decode(const fq_msg_t *msg, const fq_msgdesc_t *desc, void *out)
 {
-    if (!msg || !desc || msg->type != desc->id)
+    //  A frame in transit has no decoded body (s_dispatch)
+    if (!msg || !desc || msg->type != desc->id || !msg->body)
         return FQ_EDECODE;
     return desc->decode(msg->body, out, msg->zone);
 }

@@ -7,7 +7,7 @@ enum { S_ENV_FIELDS = 6 };
 
 int fq_envelope_encode(msgpack_sbuffer *buf, uint32_t type, uint32_t flags, uint64_t corr,
                        const char *sender, const char *to, const fq_msgdesc_t *desc,
-                       const void *msg, const msgpack_object *raw_body)
+                       const void *msg, const fq_raw_body_t *raw_body)
 {
     msgpack_packer pk;
     msgpack_packer_init(&pk, buf, msgpack_sbuffer_write);
@@ -22,33 +22,8 @@ int fq_envelope_encode(msgpack_sbuffer *buf, uint32_t type, uint32_t flags, uint
     if (desc)
         return desc->encode(msg, &pk);
     if (raw_body)
-        return msgpack_pack_object(&pk, *raw_body) ? FQ_ENOMEM : 0;
+        return msgpack_sbuffer_write(buf, raw_body->data, raw_body->size) ? FQ_ENOMEM : 0;
     return msgpack_pack_nil(&pk) ? FQ_ENOMEM : 0;
-}
-
-int fq_envelope_decode(const void *data, size_t size, msgpack_zone *zone, fq_envelope_t *env)
-{
-    if (size == 0 || size > FQ_ENVELOPE_MAX_SIZE || fq_msgpack_check(data, size))
-        return FQ_EDECODE;
-    msgpack_object *root = msgpack_zone_malloc(zone, sizeof *root);
-    if (!root)
-        return FQ_EDECODE;
-    size_t off = 0;
-    if (msgpack_unpack(data, size, &off, zone, root) != MSGPACK_UNPACK_SUCCESS)
-        return FQ_EDECODE;
-    if (root->type != MSGPACK_OBJECT_ARRAY || root->via.array.size < S_ENV_FIELDS)
-        return FQ_EDECODE;
-    const msgpack_object *f = root->via.array.ptr;
-    memset(env, 0, sizeof *env);
-    if (fq_field_decode_u32(&f[0], &env->type) || fq_field_decode_u32(&f[1], &env->flags) ||
-        fq_field_decode_u64(&f[2], &env->corr) || fq_field_decode_str(&f[3], &env->sender, zone))
-        return FQ_EDECODE;
-    if (f[4].type == MSGPACK_OBJECT_NIL)
-        env->to = "";
-    else if (fq_field_decode_str(&f[4], &env->to, zone))
-        return FQ_EDECODE;
-    env->body = &f[5];
-    return 0;
 }
 
 //  Reads a big-endian unsigned integer of width bytes at p.
@@ -60,14 +35,12 @@ static uint64_t s_read_be(const uint8_t *p, int width)
     return value;
 }
 
-//  Walks the msgpack items without building them. Each declared array or
-//  map element must be at least one byte, so a count larger than the bytes
-//  left is a lie and the frame is refused before msgpack_unpack allocates
-//  room for it.
-int fq_msgpack_check(const void *data, size_t size)
+//  Walks one msgpack object from p without building it, and sets *after
+//  to the byte that follows it. Each declared array or map element must
+//  be at least one byte, so a count larger than the bytes left is a lie
+//  and the frame is refused before msgpack_unpack allocates room for it.
+static int s_walk(const uint8_t *p, const uint8_t *end, const uint8_t **after)
 {
-    const uint8_t *p = data;
-    const uint8_t *end = p + size;
     uint64_t pending = 1; //  Items still to read
     uint64_t total = 1;   //  Items seen or announced
     while (pending) {
@@ -193,5 +166,82 @@ int fq_msgpack_check(const void *data, size_t size)
             return FQ_EDECODE;
         pending += items;
     }
-    return p == end ? 0 : FQ_EDECODE;
+    *after = p;
+    return 0;
+}
+
+int fq_msgpack_check(const void *data, size_t size)
+{
+    const uint8_t *after;
+    return s_walk(data, (const uint8_t *)data + size, &after) == 0 &&
+                   after == (const uint8_t *)data + size
+               ? 0
+               : FQ_EDECODE;
+}
+
+//  The root array's header at p: its element count and size in bytes.
+//  Returns 0, or FQ_EDECODE when the root is not an array.
+static int s_array_header(const uint8_t *p, const uint8_t *end, uint64_t *count, size_t *size)
+{
+    if (p < end && *p >= 0x90 && *p <= 0x9f) {
+        *count = *p & 0x0f;
+        *size = 1;
+    } else if (end - p >= 3 && *p == 0xdc) {
+        *count = s_read_be(p + 1, 2);
+        *size = 3;
+    } else if (end - p >= 5 && *p == 0xdd) {
+        *count = s_read_be(p + 1, 4);
+        *size = 5;
+    } else
+        return FQ_EDECODE;
+    return 0;
+}
+
+int fq_envelope_decode_head(const void *data, size_t size, msgpack_zone *zone, fq_envelope_t *env)
+{
+    if (size == 0 || size > FQ_ENVELOPE_MAX_SIZE || fq_msgpack_check(data, size))
+        return FQ_EDECODE;
+    const uint8_t *bytes = data, *end = bytes + size;
+    uint64_t count;
+    size_t off;
+    if (s_array_header(bytes, end, &count, &off) || count < S_ENV_FIELDS)
+        return FQ_EDECODE;
+    //  The five fields before the body, one object each (the check above
+    //  walked them all, so each is whole)
+    msgpack_object f[S_ENV_FIELDS - 1];
+    for (int i = 0; i < S_ENV_FIELDS - 1; i++) {
+        msgpack_unpack_return got = msgpack_unpack(data, size, &off, zone, &f[i]);
+        if (got != MSGPACK_UNPACK_SUCCESS && got != MSGPACK_UNPACK_EXTRA_BYTES)
+            return FQ_EDECODE;
+    }
+    memset(env, 0, sizeof *env);
+    if (fq_field_decode_u32(&f[0], &env->type) || fq_field_decode_u32(&f[1], &env->flags) ||
+        fq_field_decode_u64(&f[2], &env->corr) || fq_field_decode_str(&f[3], &env->sender, zone))
+        return FQ_EDECODE;
+    if (f[4].type == MSGPACK_OBJECT_NIL)
+        env->to = "";
+    else if (fq_field_decode_str(&f[4], &env->to, zone))
+        return FQ_EDECODE;
+    const uint8_t *after;
+    if (off >= size || s_walk(bytes + off, end, &after))
+        return FQ_EDECODE;
+    env->raw = (fq_raw_body_t){(const char *)bytes + off, (size_t)(after - (bytes + off))};
+    return 0;
+}
+
+int fq_envelope_decode_body(msgpack_zone *zone, fq_envelope_t *env)
+{
+    msgpack_object *body = msgpack_zone_malloc(zone, sizeof *body);
+    size_t off = 0;
+    if (!body || !env->raw.data ||
+        msgpack_unpack(env->raw.data, env->raw.size, &off, zone, body) != MSGPACK_UNPACK_SUCCESS)
+        return FQ_EDECODE;
+    env->body = body;
+    return 0;
+}
+
+int fq_envelope_decode(const void *data, size_t size, msgpack_zone *zone, fq_envelope_t *env)
+{
+    int rc = fq_envelope_decode_head(data, size, zone, env);
+    return rc ? rc : fq_envelope_decode_body(zone, env);
 }

@@ -26,24 +26,44 @@ enum {
 //  frame of nils from a peer would cost gigabytes to decode.
 #define FQ_MSGPACK_MAX_ITEMS 1000000u
 
+//  A body already encoded: the msgpack bytes of one object, as a frame
+//  carried them.
+typedef struct {
+    const char *data;
+    size_t size;
+} fq_raw_body_t;
+
 typedef struct {
     uint32_t type;
     uint32_t flags;
     uint64_t corr;
     const char *sender; //  NUL-terminated, "" when unknown; lives in the zone
     const char *to;     //  NUL-terminated, "" when local; lives in the zone
+    //  The body decoded; NULL when only the head was (fq_envelope_decode_head)
     const msgpack_object *body;
+    fq_raw_body_t raw; //  The body's bytes, within the frame decoded
 } fq_envelope_t;
 
 //  Appends an envelope to buf. sender and to may be NULL. Either desc and
-//  msg (typed body) or raw_body (an already decoded body) gives the body.
+//  msg (typed body) or raw_body (a body as another frame carried it, whole:
+//  fq_envelope_t.raw) gives the body.
 int fq_envelope_encode(msgpack_sbuffer *buf, uint32_t type, uint32_t flags, uint64_t corr,
                        const char *sender, const char *to, const fq_msgdesc_t *desc,
-                       const void *msg, const msgpack_object *raw_body);
+                       const void *msg, const fq_raw_body_t *raw_body);
 
 //  Decodes untrusted bytes into env; strings and the body live in zone and
 //  in data, both of which must outlive env. Returns 0 or FQ_EDECODE.
+//  fq_envelope_decode_head and then fq_envelope_decode_body.
 int fq_envelope_decode(const void *data, size_t size, msgpack_zone *zone, fq_envelope_t *env);
+
+//  Checks the whole frame (fq_msgpack_check) and decodes its head: every
+//  field but the body, which is left as its bytes (env->raw; env->body is
+//  NULL). What only routes a frame needs no more: a frame in transit
+//  through a gateway is not unpacked there, nor its body packed again.
+int fq_envelope_decode_head(const void *data, size_t size, msgpack_zone *zone, fq_envelope_t *env);
+
+//  Decodes env->raw into env->body, in zone. Returns 0 or FQ_EDECODE.
+int fq_envelope_decode_body(msgpack_zone *zone, fq_envelope_t *env);
 
 //  Checks that data holds exactly one well-formed msgpack object whose
 //  declared container sizes fit in the bytes present, so that decoding

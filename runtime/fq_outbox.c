@@ -157,7 +157,7 @@ int fq_outbox_send_frame(fq_outbox_t *self, const char *path, const void *frame,
 
 int fq_outbox_send(fq_outbox_t *self, const char *to, uint32_t type, uint32_t flags, uint64_t corr,
                    const char *sender, const fq_msgdesc_t *desc, const void *msg,
-                   const msgpack_object *raw_body)
+                   const fq_raw_body_t *raw_body)
 {
     s_route_t *route = NULL;
     bool remote = false;

@@ -22,7 +22,7 @@ void fq_outbox_destroy(fq_outbox_t **self_p);
 //  FQ_EPEER (remote address and no gateway) or FQ_ENOMEM.
 int fq_outbox_send(fq_outbox_t *self, const char *to, uint32_t type, uint32_t flags, uint64_t corr,
                    const char *sender, const fq_msgdesc_t *desc, const void *msg,
-                   const msgpack_object *raw_body);
+                   const fq_raw_body_t *raw_body);
 
 //  Sends an already encoded envelope to a local path as it is.
 int fq_outbox_send_frame(fq_outbox_t *self, const char *path, const void *frame, size_t size);

@@ -106,7 +106,7 @@ static void s_assert_consistent(const fq_envelope_t *env)
     msgpack_sbuffer_init(&buf);
     msgpack_sbuffer_init(&again_buf);
     assert_int_equal(fq_envelope_encode(&buf, env->type, env->flags, env->corr, env->sender,
-                                        env->to, NULL, NULL, env->body),
+                                        env->to, NULL, NULL, &env->raw),
                      0);
     msgpack_zone *zone = msgpack_zone_new(S_ZONE_CHUNK);
     fq_envelope_t again;
@@ -119,7 +119,7 @@ static void s_assert_consistent(const fq_envelope_t *env)
     assert_int_equal(again.body->type, env->body->type);
     //  Bytes rather than msgpack_object_equal, which says NaN != NaN
     assert_int_equal(fq_envelope_encode(&again_buf, again.type, again.flags, again.corr,
-                                        again.sender, again.to, NULL, NULL, again.body),
+                                        again.sender, again.to, NULL, NULL, &again.raw),
                      0);
     assert_int_equal(again_buf.size, buf.size);
     assert_memory_equal(again_buf.data, buf.data, buf.size);
@@ -215,19 +215,25 @@ static void test_missing_addresses_arrive_empty(void **state)
     assert_int_equal(env.body->via.array.size, 0);
 }
 
-//  A gateway forwards a decoded body untouched with raw_body: the receiver
-//  decodes the same typed message, with the new routing fields.
+//  A gateway forwards a body untouched with raw_body, the bytes that the
+//  head's decoding left undecoded: the receiver decodes the same typed
+//  message, with the new routing fields.
 static void test_raw_body_forwarding(void **state)
 {
     s_fixture_t *self = *state;
     s_encode_sample(&self->buf);
     fq_envelope_t in;
-    assert_int_equal(fq_envelope_decode(self->buf.data, self->buf.size, self->zone, &in), 0);
+    assert_int_equal(fq_envelope_decode_head(self->buf.data, self->buf.size, self->zone, &in), 0);
+    assert_null(in.body);
+    assert_int_equal(in.type, FQ_MSG_PING);
+    assert_string_equal(in.sender, "/user/client");
+    //  The body is the frame's last object: its bytes end the frame
+    assert_ptr_equal(in.raw.data + in.raw.size, self->buf.data + self->buf.size);
 
     msgpack_sbuffer out_buf;
     msgpack_sbuffer_init(&out_buf);
     assert_int_equal(fq_envelope_encode(&out_buf, in.type, in.flags | FQ_ENV_REMOTE, in.corr,
-                                        "fq://front/user/client", NULL, NULL, NULL, in.body),
+                                        "fq://front/user/client", NULL, NULL, NULL, &in.raw),
                      0);
     fq_envelope_t out;
     assert_int_equal(fq_envelope_decode(out_buf.data, out_buf.size, self->zone, &out), 0);
@@ -387,6 +393,51 @@ static void test_field_count(void **state)
     assert_int_equal(fq_envelope_decode(self->buf.data, self->buf.size, self->zone, &env), 0);
     assert_int_equal(env.type, FQ_MSG_TICK);
     assert_string_equal(env.sender, "/user/a");
+    //  Its body is the sixth field alone (a nil), and forwarded it makes a
+    //  frame of six
+    assert_int_equal(env.raw.size, 1);
+    assert_int_equal((uint8_t)env.raw.data[0], 0xc0);
+    msgpack_sbuffer out;
+    msgpack_sbuffer_init(&out);
+    assert_int_equal(fq_envelope_encode(&out, env.type, env.flags, env.corr, env.sender, NULL, NULL,
+                                        NULL, &env.raw),
+                     0);
+    assert_int_equal(fq_envelope_decode(out.data, out.size, self->zone, &env), 0);
+    assert_int_equal(env.body->type, MSGPACK_OBJECT_NIL);
+    msgpack_sbuffer_destroy(&out);
+}
+
+//  The head of a frame whose root array has a 16- or 32-bit count (another
+//  encoder's choice for six fields) decodes as the short form's does, and
+//  its body is the same bytes; a frame cut inside its body is refused.
+static void test_head_of_each_array_form(void **state)
+{
+    s_fixture_t *self = *state;
+    s_encode_sample(&self->buf);
+    assert_int_equal((uint8_t)self->buf.data[0], 0x96);
+    const uint8_t headers[][5] = {{0xdc, 0x00, 0x06}, {0xdd, 0x00, 0x00, 0x00, 0x06}};
+    const size_t header_sizes[] = {3, 5};
+    for (int h = 0; h < 2; h++) {
+        size_t size = header_sizes[h] + self->buf.size - 1;
+        char *frame = malloc(size);
+        assert_non_null(frame);
+        memcpy(frame, headers[h], header_sizes[h]);
+        memcpy(frame + header_sizes[h], self->buf.data + 1, self->buf.size - 1);
+        fq_envelope_t env;
+        assert_int_equal(fq_envelope_decode_head(frame, size, self->zone, &env), 0);
+        assert_null(env.body);
+        assert_int_equal(env.type, FQ_MSG_PING);
+        assert_int_equal(env.corr, 77);
+        assert_string_equal(env.to, "fq://billing/user/ledger");
+        assert_ptr_equal(env.raw.data + env.raw.size, frame + size);
+        assert_int_equal(fq_envelope_decode_body(self->zone, &env), 0);
+        fq_ping_t got;
+        assert_int_equal(fq_ping_decode(env.body, &got, self->zone), 0);
+        assert_int_equal(got.seq, 41);
+        //  Cut short, inside the body: the head alone is refused too
+        assert_int_equal(fq_envelope_decode_head(frame, size - 1, self->zone, &env), FQ_EDECODE);
+        free(frame);
+    }
 }
 
 //  A frame whose root is not an array is refused.
@@ -812,6 +863,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_remote_ask_round_trip, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_missing_addresses_arrive_empty, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_raw_body_forwarding, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_head_of_each_array_form, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_no_body_is_nil, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_concatenated_frames_refused, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_field_type_errors_refused, s_setup, s_teardown),

@@ -7,6 +7,8 @@
 #include "fq_store_internal.h"
 #include "fq_error.h"
 #include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -853,6 +855,93 @@ static void test_paging_plans_are_bounded(void **unused)
     PQfinish(conn);
 }
 
+//  The advance of the reaper, run in a thread of its own.
+typedef struct {
+    fq_store_t *store;
+    int window;
+    int rc;
+    atomic_bool done;
+} s_advance_t;
+
+static void *s_advance_run(void *arg)
+{
+    s_advance_t *advance = arg;
+    advance->rc = fq_store_advance_scan(advance->store, 1000, advance->window);
+    atomic_store(&advance->done, true);
+    return NULL;
+}
+
+//  The advance reads every request's finished messages before it locks
+//  any request: an ack batch, which updates the counters of a hundred of
+//  them, must not wait for the whole statement's reading. While it reads
+//  (S_ADVANCE_REQUESTS requests of S_ADVANCE_SENT sent messages each), the
+//  first of them is free for another transaction nearly all the time; it
+//  is locked only in the statement's last moments, when it writes.
+#define S_ADVANCE_REQUESTS 40
+#define S_ADVANCE_SENT     10000
+static void test_advance_locks_no_request_while_reading(void **unused)
+{
+    (void)unused;
+    PGconn *conn = fq_test_connect(s_conninfo);
+    char tenant[32], requests[16], sent[16];
+    fq_test_param(tenant, sizeof tenant, s_tenant);
+    fq_test_param(requests, sizeof requests, S_ADVANCE_REQUESTS);
+    fq_test_param(sent, sizeof sent, S_ADVANCE_SENT);
+    fq_test_exec(conn,
+                 "INSERT INTO fairq.requests (tenant_id, from_addr, subject, body, status, total)"
+                 " SELECT $1, 'news@acme.example', 's', 'b', 'active', $3::int"
+                 " FROM generate_series(1, $2::int)",
+                 3, tenant, requests, sent);
+    fq_test_exec(conn,
+                 "INSERT INTO fairq.messages (request_id, tenant_id, recipient, status, try_count)"
+                 " SELECT r.id, r.tenant_id, 'u' || g || '@example.com', 'sent', 1"
+                 " FROM fairq.requests r, generate_series(1, $1::int) g ORDER BY r.id, g",
+                 1, sent);
+    fq_test_exec(conn, "ANALYZE fairq.messages", 0);
+    fq_test_exec(conn, "ANALYZE fairq.requests", 0);
+    char first[32];
+    fq_test_param(first, sizeof first, fq_test_int(conn, "SELECT min(id) FROM fairq.requests", 0));
+
+    s_advance_t advance = {.store = fq_test_store(s_conninfo), .window = S_ADVANCE_SENT};
+    atomic_init(&advance.done, false);
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, s_advance_run, &advance), 0);
+    int tries = 0, locked = 0;
+    const char *params[] = {first};
+    while (!atomic_load(&advance.done)) {
+        fq_test_exec(conn, "BEGIN", 0);
+        PGresult *res = PQexecParams(conn,
+                                     "SELECT 1 FROM fairq.requests WHERE id = $1"
+                                     " FOR UPDATE NOWAIT",
+                                     1, NULL, params, NULL, NULL, 0);
+        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+            if (!state || strcmp(state, "55P03") != 0)
+                fail_msg("lock the first request: %s", PQresultErrorMessage(res));
+            locked++;
+        }
+        tries++;
+        PQclear(res);
+        fq_test_exec(conn, "ROLLBACK", 0);
+        fq_test_sleep_ms(5);
+    }
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    print_message("the first request was locked at %d of %d tries during the advance\n", locked,
+                  tries);
+    assert_int_equal(advance.rc, S_ADVANCE_REQUESTS);
+    //  The advance lasted long enough for the tries to tell
+    assert_true(tries >= 10);
+    assert_true(locked <= 2);
+    //  And it did its work: every request past its sent history
+    assert_int_equal(fq_test_int(conn,
+                                 "SELECT count(*) FROM fairq.requests r WHERE r.scan_from ="
+                                 " (SELECT max(id) FROM fairq.messages WHERE request_id = r.id)",
+                                 0),
+                     S_ADVANCE_REQUESTS);
+    fq_store_destroy(&advance.store);
+    PQfinish(conn);
+}
+
 //  After a restart paging resumes at scan_from: it moves past the final
 //  messages at the start of a request, stops before the first one still to
 //  send, and reads no more than its window per call.
@@ -910,6 +999,7 @@ int main(void)
         cmocka_unit_test_setup(test_due_requests_excludes_the_rest, s_reset),
         cmocka_unit_test_setup(test_paging_plans_are_bounded, s_reset),
         cmocka_unit_test_setup(test_scan_from_skips_sent_history, s_reset),
+        cmocka_unit_test_setup(test_advance_locks_no_request_while_reading, s_reset),
     };
     return cmocka_run_group_tests(tests, s_group_setup, s_group_teardown);
 }

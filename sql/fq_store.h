@@ -1113,12 +1113,22 @@ void fq_error_summary_free(fq_error_summary_t *summary);
 //  left for the next call. Returns how many were marked done.
 int fq_store_finish_requests(fq_store_t *self, int limit);
 
+//  What one fq_store_advance_scan did.
+typedef struct {
+    int moved;       //  Requests whose scan_from moved
+    int looked;      //  Requests looked at (fewer than limit: none are left after them)
+    int64_t last_id; //  The last of them, where the next call goes on; 0 when none
+} fq_advance_t;
+
 //  Moves requests.scan_from forward past the final messages at the start
 //  of each unfinished request, for up to limit requests (1..
-//  FQ_STORE_PAGE_MAX), reading at most window messages of each: where the
-//  scheduler starts paging after a restart, so it never rereads a request's
-//  sent history. Returns how many requests moved.
-int fq_store_advance_scan(fq_store_t *self, int limit, int window);
+//  FQ_STORE_PAGE_MAX) after after_id in id order, reading at most window
+//  messages of each: where the scheduler starts paging after a restart, so
+//  it never rereads a request's sent history. No request is locked while
+//  messages are read. Fills out; returns how many requests moved, or a
+//  negative code.
+int fq_store_advance_scan(fq_store_t *self, int64_t after_id, int limit, int window,
+                          fq_advance_t *out);
 
 //  Keeps the planner's statistics of fairq.messages current: ANALYZEs it
 //  when it holds more than twice the rows of the last analysis (and at

@@ -71,16 +71,18 @@ int fq_store_finish_requests(fq_store_t *self, int limit)
 //  ---------------------------------------------------------------------
 //  The scheduler's cursors and the planner's statistics
 
-//  For each open request, the first message after scan_from that is not
-//  final (an index scan along messages_request_idx that stops there, so
-//  its cost is the messages finished since the last call), and scan_from
-//  moves to just before it; at most window messages are read per request.
-//  Only then are the rows to change locked, in id order and skipping
-//  locked ones: an ack batch updates the counters of many requests at once,
-//  in no set order, and a statement that held those locks while reading
-//  messages stalled the acks (measured: 20% of the database's time) or
-//  deadlocked with them. A request skipped now moves on the next call. If
-//  all window messages read are final, scan_from moves past the last.
+//  For each open request after $4 (at most $1 of them, in id order), the
+//  first message after scan_from that is not final (an index scan along
+//  messages_request_idx that stops there, so its cost is the messages
+//  finished since the last call), and scan_from moves to just before it; at
+//  most window ($2) messages are read per request. Only then are the rows
+//  to change locked, in id order and skipping locked ones: an ack batch
+//  updates the counters of many requests at once, in no set order, and a
+//  statement that held those locks while reading messages stalled the acks
+//  (measured: 20% of the database's time) or deadlocked with them. A
+//  request skipped now moves on the next call. If all window messages read
+//  are final, scan_from moves past the last. Answers how many moved, how
+//  many were looked at and the last of them (the next call's $4).
 //
 //  Fix: "only then" is the aggregate's (a), which takes every row of s
 //  before it answers. Without it the planner locked each request as soon
@@ -91,7 +93,7 @@ int fq_store_finish_requests(fq_store_t *self, int limit)
 //  on) dispatch stood still for 1.7 s, and two new tenants' requests with
 //  it.
 static const char *const S_ADVANCE_SCAN_SQL =
-    "WITH s AS (SELECT o.id, coalesce("
+    "WITH s AS MATERIALIZED (SELECT o.id, coalesce("
     "         (SELECT w.id - 1 FROM (SELECT m.id, m.status FROM fairq.messages m"
     "                  WHERE m.request_id = o.id AND m.id > o.scan_from"
     "                  ORDER BY m.id LIMIT $2) w"
@@ -100,14 +102,17 @@ static const char *const S_ADVANCE_SCAN_SQL =
     "                  WHERE m.request_id = o.id AND m.id > o.scan_from"
     "                  ORDER BY m.id LIMIT $2) w)) AS next_from"
     "       FROM fairq.requests o"
-    "       WHERE o.status IN " FQ_STORE_UNFINISHED " ORDER BY o.id LIMIT $1),"
+    "       WHERE o.status IN " FQ_STORE_UNFINISHED " AND o.id > $4::bigint"
+    "       ORDER BY o.id LIMIT $1),"
     " a AS (SELECT array_agg(s.id) AS ids, array_agg(s.next_from) AS nexts FROM s),"
     " l AS (SELECT r.id, v.next_from"
     "       FROM a CROSS JOIN LATERAL unnest(a.ids, a.nexts) AS v(id, next_from)"
     "       JOIN fairq.requests r ON r.id = v.id"
-    "       WHERE v.next_from > r.scan_from ORDER BY r.id FOR UPDATE OF r SKIP LOCKED)"
-    " UPDATE fairq.requests r SET scan_from = l.next_from"
-    " FROM l WHERE r.id = l.id AND (SELECT fairq.fence($3::bigint))";
+    "       WHERE v.next_from > r.scan_from ORDER BY r.id FOR UPDATE OF r SKIP LOCKED),"
+    " moved AS (UPDATE fairq.requests r SET scan_from = l.next_from"
+    "  FROM l WHERE r.id = l.id AND (SELECT fairq.fence($3::bigint)) RETURNING r.id)"
+    " SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM s),"
+    "  (SELECT coalesce(max(id), 0) FROM s)";
 
 int fq_store_refresh_stats(fq_store_t *self)
 {
@@ -136,23 +141,27 @@ int fq_store_refresh_stats(fq_store_t *self)
     return rc ? rc : 1;
 }
 
-int fq_store_advance_scan(fq_store_t *self, int limit, int window)
+int fq_store_advance_scan(fq_store_t *self, int64_t after_id, int limit, int window,
+                          fq_advance_t *out)
 {
     if (limit < 1 || limit > FQ_STORE_PAGE_MAX || window < 1)
         return fq_store_fail(self, FQ_EINVAL, "limit must be 1 to %d and window at least 1",
                              FQ_STORE_PAGE_MAX);
-    char limit_text[FQ_STORE_INT_TEXT], window_text[FQ_STORE_INT_TEXT];
+    char limit_text[FQ_STORE_INT_TEXT], window_text[FQ_STORE_INT_TEXT], after[FQ_STORE_INT_TEXT];
     snprintf(limit_text, sizeof limit_text, "%d", limit);
     snprintf(window_text, sizeof window_text, "%d", window);
-    const char *params[] = {limit_text, window_text, fq_store_fence(self)};
+    snprintf(after, sizeof after, "%lld", (long long)(after_id > 0 ? after_id : 0));
+    const char *params[] = {limit_text, window_text, fq_store_fence(self), after};
     int rc;
-    PGresult *res = fq_store_query(self, S_ADVANCE_SCAN_SQL, 3, params, PGRES_COMMAND_OK,
+    PGresult *res = fq_store_query(self, S_ADVANCE_SCAN_SQL, 4, params, PGRES_TUPLES_OK,
                                    "advance scan cursors", &rc);
     if (!res)
         return rc;
-    int moved = atoi(PQcmdTuples(res));
+    *out = (fq_advance_t){.moved = (int)fq_store_int64(res, 0, 0),
+                          .looked = (int)fq_store_int64(res, 0, 1),
+                          .last_id = fq_store_int64(res, 0, 2)};
     PQclear(res);
-    return moved;
+    return out->moved;
 }
 
 //  ---------------------------------------------------------------------

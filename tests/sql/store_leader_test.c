@@ -203,7 +203,8 @@ static void test_a_deposed_leaders_writes_are_refused(void **state)
     fq_due_message_t due[4];
     assert_int_equal(fq_store_claim_due_retries(a, 4, 60, due), FQ_EDEPOSED);
     assert_int_equal(fq_store_finish_requests(a, 10), FQ_EDEPOSED);
-    assert_int_equal(fq_store_advance_scan(a, 10, 100), FQ_EDEPOSED);
+    fq_advance_t advanced;
+    assert_int_equal(fq_store_advance_scan(a, 0, 10, 100, &advanced), FQ_EDEPOSED);
     fq_prune_result_t pruned;
     assert_int_equal(fq_store_prune(a, 0, 100, &pruned), FQ_EDEPOSED);
     //  Its split is refused in its first round trip, and rolled back

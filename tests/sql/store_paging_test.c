@@ -855,6 +855,54 @@ static void test_paging_plans_are_bounded(void **unused)
     PQfinish(conn);
 }
 
+//  The advance goes through the open requests a few at a time, in id
+//  order, each call after the last request the one before looked at, and
+//  says when it has seen the last of them; requests already finished are
+//  not looked at.
+static void test_advance_steps_through_the_requests(void **unused)
+{
+    (void)unused;
+    fq_store_t *store = fq_test_store(s_conninfo);
+    PGconn *conn = fq_test_connect(s_conninfo);
+    int64_t requests[5];
+    for (int i = 0; i < 5; i++) {
+        requests[i] = s_request(store, 10, 0);
+        int count;
+        int64_t *ids = s_pending_ids(conn, requests[i], &count);
+        assert_int_equal(fq_store_ack_batch(store, ids, (size_t)count), 10);
+        free(ids);
+    }
+    //  The third is done: no cursor of it matters any more
+    char third[32];
+    fq_test_param(third, sizeof third, requests[2]);
+    fq_test_exec(conn, "UPDATE fairq.requests SET status = 'done' WHERE id = $1", 1, third);
+
+    fq_advance_t step;
+    assert_int_equal(fq_store_advance_scan(store, 0, 2, 100, &step), 2);
+    assert_int_equal(step.looked, 2);
+    assert_int_equal(step.last_id, requests[1]);
+    assert_int_equal(fq_store_advance_scan(store, step.last_id, 2, 100, &step), 2);
+    assert_int_equal(step.looked, 2);
+    assert_int_equal(step.last_id, requests[4]);
+    //  None after the last: the pass is over
+    assert_int_equal(fq_store_advance_scan(store, step.last_id, 2, 100, &step), 0);
+    assert_int_equal(step.looked, 0);
+    assert_int_equal(step.last_id, 0);
+    //  Every open request's cursor is past its messages, the done one's is not
+    assert_int_equal(fq_test_int(conn,
+                                 "SELECT count(*) FROM fairq.requests r WHERE r.scan_from ="
+                                 " (SELECT max(id) FROM fairq.messages WHERE request_id = r.id)",
+                                 0),
+                     4);
+    assert_int_equal(
+        fq_test_int(conn, "SELECT scan_from FROM fairq.requests WHERE id = $1", 1, third), 0);
+    //  A second pass finds nothing more to move
+    assert_int_equal(fq_store_advance_scan(store, 0, 10, 100, &step), 0);
+    assert_int_equal(step.looked, 4);
+    PQfinish(conn);
+    fq_store_destroy(&store);
+}
+
 //  The advance of the reaper, run in a thread of its own.
 typedef struct {
     fq_store_t *store;
@@ -866,7 +914,8 @@ typedef struct {
 static void *s_advance_run(void *arg)
 {
     s_advance_t *advance = arg;
-    advance->rc = fq_store_advance_scan(advance->store, 1000, advance->window);
+    fq_advance_t advanced;
+    advance->rc = fq_store_advance_scan(advance->store, 0, 1000, advance->window, &advanced);
     atomic_store(&advance->done, true);
     return NULL;
 }
@@ -957,6 +1006,7 @@ static void test_scan_from_skips_sent_history(void **unused)
     char id_text[32];
     fq_test_param(id_text, sizeof id_text, request);
     const char *scan_sql = "SELECT scan_from FROM fairq.requests WHERE id = $1";
+    fq_advance_t advanced;
 
     //  The first 30 sent, except the 21st, which failed and waits for a retry
     assert_int_equal(fq_store_ack_batch(store, ids, 20), 20);
@@ -967,12 +1017,12 @@ static void test_scan_from_skips_sent_history(void **unused)
                      1);
 
     //  A window of 8 moves 8 messages per call
-    assert_int_equal(fq_store_advance_scan(store, 100, 8), 1);
+    assert_int_equal(fq_store_advance_scan(store, 0, 100, 8, &advanced), 1);
     assert_int_equal(fq_test_int(conn, scan_sql, 1, id_text), ids[7]);
     //  A large window stops just before the failed message
-    assert_int_equal(fq_store_advance_scan(store, 100, 1000), 1);
+    assert_int_equal(fq_store_advance_scan(store, 0, 100, 1000, &advanced), 1);
     assert_int_equal(fq_test_int(conn, scan_sql, 1, id_text), ids[20] - 1);
-    assert_int_equal(fq_store_advance_scan(store, 100, 1000), 0);
+    assert_int_equal(fq_store_advance_scan(store, 0, 100, 1000, &advanced), 0);
     //  Paging from there finds the failed one's successors that are pending
     int64_t page[64];
     assert_int_equal(fq_store_next_ready(store, request, ids[20] - 1, 64, page), 20);
@@ -980,9 +1030,9 @@ static void test_scan_from_skips_sent_history(void **unused)
 
     //  Everything final: past the last message
     assert_int_equal(fq_store_ack_batch(store, ids + 20, 30), 21); // 9 were sent already
-    assert_int_equal(fq_store_advance_scan(store, 100, 1000), 1);
+    assert_int_equal(fq_store_advance_scan(store, 0, 100, 1000, &advanced), 1);
     assert_int_equal(fq_test_int(conn, scan_sql, 1, id_text), ids[49]);
-    assert_int_equal(fq_store_advance_scan(store, 0, 10), FQ_EINVAL);
+    assert_int_equal(fq_store_advance_scan(store, 0, 0, 10, &advanced), FQ_EINVAL);
     free(ids);
     PQfinish(conn);
     fq_store_destroy(&store);
@@ -1000,6 +1050,7 @@ int main(void)
         cmocka_unit_test_setup(test_paging_plans_are_bounded, s_reset),
         cmocka_unit_test_setup(test_scan_from_skips_sent_history, s_reset),
         cmocka_unit_test_setup(test_advance_locks_no_request_while_reading, s_reset),
+        cmocka_unit_test_setup(test_advance_steps_through_the_requests, s_reset),
     };
     return cmocka_run_group_tests(tests, s_group_setup, s_group_teardown);
 }

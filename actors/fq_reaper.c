@@ -55,8 +55,9 @@ typedef struct {
 } s_self_t;
 
 //  One step of the advance of scan cursors, and when the next one is due:
-//  S_ADVANCE_EVERY_MS divided among the steps a pass of last_pass
-//  requests takes. Returns 0 or a negative code.
+//  S_ADVANCE_EVERY_MS divided among the steps a pass takes, of last_pass
+//  requests or, while this pass has found more, of those and a step more.
+//  Returns 0 or a negative code.
 static int s_advance_step(s_self_t *self, fq_store_t *store)
 {
     fq_advance_t step;
@@ -71,7 +72,8 @@ static int s_advance_step(s_self_t *self, fq_store_t *store)
         self->pass_requests = 0;
         self->advance_from = 0;
     }
-    int steps = self->last_pass / S_ADVANCE_STEP + 1;
+    int found = self->pass_requests + S_ADVANCE_STEP;
+    int steps = (self->last_pass > found ? self->last_pass : found) / S_ADVANCE_STEP + 1;
     self->next_advance += S_ADVANCE_EVERY_MS / steps;
     return 0;
 }

@@ -870,6 +870,30 @@ static void s_poll_periodic(fq_ctx_t *ctx, s_self_t *self)
     s_poll(ctx, self, zclock_mono() - self->last_full >= spacing);
 }
 
+static void s_take_split_whole(s_self_t *self, const fq_due_request_t *due, s_known_t *known,
+                               const fq_due_messages_t *messages);
+
+//  Takes in request_id, new to its lanes, with its pending messages read
+//  by the query that finds it due (fq_store_due_request), as a newcomer's
+//  NOTIFY does: no page of ids is read for it. Returns 1 when it was taken
+//  so, 0 when it has no such messages (it then joins its lanes by its
+//  destinations and is paged), or -1 when the database failed.
+static int s_take_with_messages(s_self_t *self, fq_store_t *store, int64_t request_id,
+                                s_known_t *known)
+{
+    fq_due_request_t due;
+    fq_due_messages_t *messages = &self->due_messages;
+    int n = fq_store_due_request(store, request_id, self->config->prefetch, &due, messages);
+    if (n < 0) {
+        fq_db_failed(self->db, n);
+        return -1;
+    }
+    if (n == 0 || messages->nids == 0)
+        return 0;
+    s_take_split_whole(self, &due, known, messages);
+    return 1;
+}
+
 //  Reads the open requests (all, or those come due lately) and takes them in.
 static int s_read_open(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store, bool full)
 {
@@ -901,12 +925,21 @@ static int s_read_open(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store, bool fu
             return -1;
     }
     //  The lanes of those with messages and no lane yet (new ones, or
-    //  one whose SPLIT_DONE was lost) are read at once, for all of them
+    //  one whose SPLIT_DONE was lost) are read at once, for all of them;
+    //  one split at its submit is taken in with its messages instead, as
+    //  its NOTIFY would have had it (this poll may see it first)
     size_t nfresh = 0;
     for (int i = 0; i < n; i++) {
         s_open(self, &self->due[i]);
         s_known_t *known = fq_intkey_lookup(self->known, self->due[i].id);
-        if (known && known->nlanes == 0 && self->due[i].any_split)
+        if (!known || known->nlanes > 0 || !self->due[i].any_split)
+            continue;
+        int taken = self->due[i].split_at_submit && known->split_done
+                        ? s_take_with_messages(self, store, self->due[i].id, known)
+                        : 0;
+        if (taken < 0)
+            return -1;
+        if (taken == 0)
             self->fresh[nfresh++] = self->due[i].id;
     }
     if (nfresh > 0 && s_join_stored(self, store, self->fresh, nfresh) != 0)

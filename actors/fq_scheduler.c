@@ -873,6 +873,12 @@ static void s_poll_periodic(fq_ctx_t *ctx, s_self_t *self)
 static void s_take_split_whole(s_self_t *self, const fq_due_request_t *due, s_known_t *known,
                                const fq_due_messages_t *messages);
 
+//  Requests split at their submit that one poll takes in with their
+//  messages (s_take_with_messages), a query each: newcomers the poll saw
+//  before their NOTIFY. Past it, after a restart with thousands open, the
+//  others join their lanes together and are paged.
+#define S_POLL_WHOLE_MAX 32
+
 //  Takes in request_id, new to its lanes, with its pending messages read
 //  by the query that finds it due (fq_store_due_request), as a newcomer's
 //  NOTIFY does: no page of ids is read for it. Returns 1 when it was taken
@@ -927,18 +933,21 @@ static int s_read_open(fq_ctx_t *ctx, s_self_t *self, fq_store_t *store, bool fu
     //  The lanes of those with messages and no lane yet (new ones, or
     //  one whose SPLIT_DONE was lost) are read at once, for all of them;
     //  one split at its submit is taken in with its messages instead, as
-    //  its NOTIFY would have had it (this poll may see it first)
+    //  its NOTIFY would have had it (this poll may see it first), a few
+    //  per poll: a query each, where the others share one
     size_t nfresh = 0;
+    int whole = 0;
     for (int i = 0; i < n; i++) {
         s_open(self, &self->due[i]);
         s_known_t *known = fq_intkey_lookup(self->known, self->due[i].id);
         if (!known || known->nlanes > 0 || !self->due[i].any_split)
             continue;
-        int taken = self->due[i].split_at_submit && known->split_done
+        int taken = self->due[i].split_at_submit && known->split_done && whole < S_POLL_WHOLE_MAX
                         ? s_take_with_messages(self, store, self->due[i].id, known)
                         : 0;
         if (taken < 0)
             return -1;
+        whole += taken;
         if (taken == 0)
             self->fresh[nfresh++] = self->due[i].id;
     }

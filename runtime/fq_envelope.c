@@ -222,8 +222,11 @@ int fq_envelope_decode_head(const void *data, size_t size, msgpack_zone *zone, f
         env->to = "";
     else if (fq_field_decode_str(&f[4], &env->to, zone))
         return FQ_EDECODE;
-    const uint8_t *after;
-    if (off >= size || s_walk(bytes + off, end, &after))
+    //  The body is the root's last element when there are six (the check
+    //  found the root ending where the frame does); a newer peer's frame
+    //  with more is walked to the body's end
+    const uint8_t *after = end;
+    if (off >= size || (count > S_ENV_FIELDS && s_walk(bytes + off, end, &after)))
         return FQ_EDECODE;
     env->raw = (fq_raw_body_t){(const char *)bytes + off, (size_t)(after - (bytes + off))};
     return 0;

@@ -230,8 +230,9 @@ typedef struct {
     const s_route_t *last_route; //  The last one found: a DISPATCH's messages share a few
     bool senders_changed;        //  A sender's credit or in flight changed since the last record
     uint64_t sent, acked, nacked, deferred, malformed, unknown_peer, render_failed, stray;
-    uint64_t store_waits;  //  Times credit was kept back for the store
-    int64_t store_wait_us; //  How long, the waits that ended
+    uint64_t rows_given, rows_loaded; //  Picks' rows as paged, and as loaded here
+    uint64_t store_waits;             //  Times credit was kept back for the store
+    int64_t store_wait_us;            //  How long, the waits that ended
     struct {
         int64_t unwritten, waited;
         uint64_t waits;
@@ -1601,15 +1602,21 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
                    *tenants = dispatch->tenants.items;
     int64_t *ids = malloc((n ? n : 1) * sizeof *ids);
     zhashx_t *batch = zhashx_new(); //  id -> its index + 1, until its row is sent
-    if (!ids || !batch) {
+    zhashx_t *given = zhashx_new(); //  id -> its row as the scheduler paged it
+    if (!ids || !batch || !given) {
         for (uint32_t i = 0; i < n; i++)
             s_settle_add(&lane->requeue, messages[i], requests[i], tenants[i], 1);
         free(ids);
         zhashx_destroy(&batch);
+        zhashx_destroy(&given);
         s_flush_settles(ctx, self);
         return;
     }
     fq_intkeys_use(batch);
+    fq_intkeys_use(given);
+    for (uint32_t i = 0; i < dispatch->rows.count; i++)
+        if (dispatch->rows.items[i].id)
+            fq_intkey_insert(given, dispatch->rows.items[i].id, (void *)&dispatch->rows.items[i]);
     uint32_t nids = 0;
     size_t nwanted = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -1620,7 +1627,9 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
             s_settle_add(&lane->done, messages[i], requests[i], tenants[i], 1);
         else {
             fq_intkey_insert(batch, messages[i], (void *)(uintptr_t)(i + 1));
-            ids[nids++] = (int64_t)messages[i];
+            //  Its row came with it, or is loaded now
+            if (!fq_intkey_lookup(given, messages[i]))
+                ids[nids++] = (int64_t)messages[i];
             nwanted = s_want_templates(self, self->wanted, nwanted, (int64_t)requests[i]);
         }
     }
@@ -1645,12 +1654,37 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
         s_templates_take(self, &ask.out[i], &rc, error, sizeof error);
     }
     free(ask.out);
+    if (loaded > 0)
+        self->rows_loaded += (uint64_t)loaded;
     if (store && nids > 0)
         fq_metrics_batch_db(self->metrics, FQ_METRICS_DB_LOAD, nids, zclock_usecs() - started,
                             loaded >= 0);
     if (loaded < 0 && store)
         fq_db_failed(self->db, loaded);
     int64_t now_ms = zclock_time();
+    //  The rows that came with their picks first, in the picks' order: as
+    //  a load, only while the database answers (it is not asked at all
+    //  when every row came with its pick and every template is cached) and
+    //  not during a drain
+    for (uint32_t i = 0; loaded >= 0 && i < n; i++) {
+        const fq_paged_row_t *paged = fq_intkey_lookup(given, messages[i]);
+        if (!paged || !fq_intkey_lookup(batch, messages[i]))
+            continue;
+        fq_intkey_delete(batch, messages[i]);
+        self->rows_given++;
+        fq_message_row_t row = {.id = (int64_t)messages[i],
+                                .request_id = (int64_t)requests[i],
+                                .tenant_id = (int64_t)tenants[i],
+                                .recipient = paged->recipient,
+                                .fields = paged->fields,
+                                .try_count = (int)paged->try_count,
+                                .named_destination = paged->named_destination,
+                                .destination = paged->destination};
+        if (fq_pipeline_may_dispatch(self->config))
+            s_send_row(ctx, self, store, lane, &row, now_ms);
+        else
+            s_hold(ctx, self, lane, messages[i], requests[i], tenants[i]);
+    }
     for (int i = 0; i < loaded; i++)
         if (fq_intkey_lookup(batch, rows.rows[i].id)) {
             fq_intkey_delete(batch, rows.rows[i].id);
@@ -1682,6 +1716,7 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
             s_settle_add(&lane->done, messages[i], requests[i], tenants[i], 1);
     }
     zhashx_destroy(&batch);
+    zhashx_destroy(&given);
     fq_message_rows_free(&rows);
     free(ids);
     s_flush_settles(ctx, self);
@@ -1780,8 +1815,9 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
 static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
 {
     const char *const keys[] = {
-        "senders",      "inflight",  "sent",          "acked", "nacked",          "deferred",
-        "unknown_peer", "malformed", "render_failed", "stray", "store_unwritten", "store_waits"};
+        "senders",         "inflight",     "sent",       "acked",         "nacked",
+        "deferred",        "unknown_peer", "malformed",  "render_failed", "stray",
+        "store_unwritten", "store_waits",  "rows_given", "rows_loaded"};
     const uint64_t values[] = {zhashx_size(self->senders),
                                zhashx_size(self->inflight),
                                self->sent,
@@ -1793,7 +1829,9 @@ static void s_reply_stats(fq_ctx_t *ctx, s_self_t *self, const fq_msg_t *msg)
                                self->render_failed,
                                self->stray,
                                fq_store_window_unwritten(&self->store_window, self->acks_held),
-                               self->store_waits};
+                               self->store_waits,
+                               self->rows_given,
+                               self->rows_loaded};
     fq_stats_reply(ctx, msg, keys, values, sizeof keys / sizeof keys[0]);
 }
 

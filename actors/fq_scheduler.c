@@ -49,6 +49,7 @@
 #include "fq_lanes.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"
+#include "fq_row_cache.h"
 #include "fq_store_holds.h"
 #include "fq_store_shaping.h"
 #include "fq_tenant_budgets.h"
@@ -63,6 +64,15 @@
 //  Most messages in one DISPATCH: a full credit window of big sender pools
 //  goes out in a few messages rather than one per message.
 #define S_DISPATCH_BATCH 256
+
+//  Paged rows go with their picks while at most this old, and at most this
+//  many bytes of them are kept (actors/fq_row_cache.h). Under load a row is
+//  picked milliseconds after its page; half a second covers a prefetch of
+//  a hundred backlogged tenants' requests (256 rows each at a thousandth
+//  of the rate each) and bounds how late a message cancelled on its own
+//  may still go. 16 MB is some 80,000 rows of mail.
+#define S_ROW_FRESH_US  500000
+#define S_ROW_MAX_BYTES (16 * 1024 * 1024)
 
 //  Due retries claimed per query, and how long a claim lasts. A claimed
 //  retry waits in memory for its tenant's turn; the lease must outlast that
@@ -148,6 +158,7 @@ typedef struct {
     fq_page_ask_t *asks;   //  One query's pages: FQ_STORE_PAGE_ASKS_MAX
     fq_lane_t **ask_lanes; //  Whose each is
     int64_t *page;         //  Their ids: FQ_STORE_PAGE_IDS_MAX
+    fq_row_cache_t *rows;  //  The rows paged, until their picks go (or they age)
     int *page_counts;      //  How many of them each ask got
     bool lane_failed_said; //  A lane that could not be made was logged
     fq_due_request_t *due;
@@ -238,8 +249,13 @@ static void s_leave_all(s_known_t *known, int64_t request_id)
 static int s_pages(s_self_t *self, const fq_page_ask_t *asks, fq_lane_t *const *lanes, int nasks)
 {
     fq_store_t *store = fq_db_store(self->db);
-    int n = store ? fq_store_next_ready_many(store, asks, nasks, self->page, self->page_counts)
-                  : FQ_EDB;
+    //  The rows too while there is room for them (they are read anyway)
+    bool with_rows = fq_row_cache_has_room(self->rows);
+    fq_message_rows_t rows = {0};
+    int n = !store ? FQ_EDB
+            : with_rows
+                ? fq_store_next_ready_rows(store, asks, nasks, &rows, self->page_counts)
+                : fq_store_next_ready_many(store, asks, nasks, self->page, self->page_counts);
     self->page_reads++;
     if (n < 0) {
         if (store)
@@ -257,6 +273,17 @@ static int s_pages(s_self_t *self, const fq_page_ask_t *asks, fq_lane_t *const *
         for (int i = 0; i < nasks; i++)
             self->stalled[self->nstalled++] = (s_ask_t){asks[i], lanes[i]};
         return -1;
+    }
+    if (with_rows) {
+        int64_t now_us = zclock_usecs();
+        for (int i = 0; i < n; i++) {
+            self->page[i] = rows.rows[i].id;
+            //  One in flight (its request paged again before its outcome
+            //  was written) is loaded, its status read, if picked again
+            if (!fq_intkey_lookup(self->flying, (uint64_t)rows.rows[i].id))
+                fq_row_cache_put(self->rows, &rows.rows[i], now_us);
+        }
+        fq_message_rows_free(&rows);
     }
     const int64_t *ids = self->page;
     for (int i = 0; i < nasks; i++) {
@@ -366,6 +393,7 @@ static int s_release(fq_ctx_t *ctx, s_self_t *self, fq_lane_t *lane, int64_t mos
         //  again while it waited for its destination's budget): sent once
         //  is enough, and its lane stays the one it went out in
         if (fq_intkey_lookup(self->flying, (uint64_t)pick.message_id)) {
+            fq_row_cache_drop(self->rows, pick.message_id);
             fq_fairness_done(lane->fairness, pick.tenant_id);
             continue;
         }
@@ -391,11 +419,32 @@ static int s_release(fq_ctx_t *ctx, s_self_t *self, fq_lane_t *lane, int64_t mos
     }
     if (n == 0)
         return 0;
+    //  The rows paged for them, fresh, go along: the dispatcher loads
+    //  only the others
+    fq_message_row_t *taken[S_DISPATCH_BATCH];
+    fq_paged_row_t rows[S_DISPATCH_BATCH];
+    uint32_t nrows = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        fq_message_row_t *row = fq_row_cache_take(self->rows, (int64_t)messages[i], now_us);
+        if (!row)
+            continue;
+        taken[nrows] = row;
+        rows[nrows++] = (fq_paged_row_t){.id = messages[i],
+                                         .recipient = row->recipient,
+                                         .fields = row->fields,
+                                         .try_count = (uint32_t)row->try_count,
+                                         .named_destination = row->named_destination,
+                                         .destination = row->destination};
+    }
     fq_dispatch_t dispatch = {.messages = {n, messages},
                               .requests = {n, requests},
                               .tenants = {n, tenants},
-                              .channel = lane->channel->name};
-    if (fq_tell(ctx, FQ_PATH_DISPATCHER, &fq_dispatch_desc, &dispatch) != 0) {
+                              .channel = lane->channel->name,
+                              .rows = {nrows, rows}};
+    int told = fq_tell(ctx, FQ_PATH_DISPATCHER, &fq_dispatch_desc, &dispatch);
+    for (uint32_t i = 0; i < nrows; i++)
+        free(taken[i]);
+    if (told != 0) {
         //  The dispatcher is away (restarting): the picks wait in memory
         for (uint32_t i = n; i-- > 0;) {
             fq_intkey_delete(self->flying, messages[i]);
@@ -857,6 +906,8 @@ static void s_poll(fq_ctx_t *ctx, s_self_t *self, bool full)
         s_poll_now(ctx, self, false);
         self->light_polls++;
     }
+    //  Rows a slow request (or one that left) did not use age out here
+    fq_row_cache_expire(self->rows, zclock_usecs());
     fq_metrics_batch_flush(self->metrics);
     s_report_lanes(self);
 }
@@ -1317,6 +1368,7 @@ static void s_destroy(s_self_t *self)
     //  Before the connection it records the counts with, and the lanes
     fq_tenant_budgets_destroy(&self->sends, true);
     zhashx_destroy(&self->flying);
+    fq_row_cache_destroy(&self->rows);
     free(self->budgets);
     free(self->fresh);
     fq_metrics_batch_destroy(&self->metrics);
@@ -1356,6 +1408,7 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->asks = malloc(FQ_STORE_PAGE_ASKS_MAX * sizeof *self->asks);
     self->ask_lanes = malloc(FQ_STORE_PAGE_ASKS_MAX * sizeof *self->ask_lanes);
     self->page = malloc(FQ_STORE_PAGE_IDS_MAX * sizeof *self->page);
+    self->rows = fq_row_cache_new(S_ROW_MAX_BYTES, S_ROW_FRESH_US);
     self->page_counts = malloc(FQ_STORE_PAGE_ASKS_MAX * sizeof *self->page_counts);
     self->due = malloc(S_OPEN_MAX * sizeof *self->due);
     self->retries = malloc(S_RETRY_BATCH * sizeof *self->retries);
@@ -1372,8 +1425,8 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     }
     if (!self->express || !self->queue || !self->flying || !self->budgets || !self->fresh ||
         !self->sends || !self->lanes || !self->known || !self->db || !self->asks ||
-        !self->ask_lanes || !self->page || !self->page_counts || !self->due || !self->retries ||
-        (self->config->metrics && (!self->metrics || !self->counted))) {
+        !self->ask_lanes || !self->page || !self->rows || !self->page_counts || !self->due ||
+        !self->retries || (self->config->metrics && (!self->metrics || !self->counted))) {
         s_destroy(self);
         return FQ_ENOMEM;
     }

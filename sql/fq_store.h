@@ -786,6 +786,15 @@ int fq_store_load_with(fq_store_t *self, const int64_t *ids, size_t count, fq_te
                        fq_message_rows_t *out);
 void fq_message_rows_free(fq_message_rows_t *rows);
 
+//  fq_store_next_ready_many with the rows themselves (as
+//  fq_store_load_messages gives them, in the pages' order) instead of
+//  their ids: the scheduler hands a page's rows to the dispatcher with its
+//  picks, which then renders them without loading them again. Each row is
+//  read from the heap tuple its status is read from anyway. Returns the
+//  rows read, or a negative code; out is owned by the caller.
+int fq_store_next_ready_rows(fq_store_t *self, const fq_page_ask_t *asks, int nasks,
+                             fq_message_rows_t *out, int *counts);
+
 //  ---------------------------------------------------------------------
 //  Acks and nacks: status writes in batches, one transaction each
 

@@ -53,84 +53,142 @@ int fq_store_next_ready(fq_store_t *self, int64_t request_id, int64_t after_id, 
     return n;
 }
 
-int fq_store_next_ready_many(fq_store_t *self, const fq_page_ask_t *asks, int nasks, int64_t *ids,
-                             int *counts)
+//  The columns of a message row as the dispatcher renders it, from first
+//  on (fq_message_row_t's order); read back by s_rows_read.
+#define S_ROW_COLUMNS(m)                                                                           \
+    m ".id, " m ".request_id, " m ".tenant_id, " m ".recipient, " m ".fields, " m ".try_count, " m \
+      ".destination <> 'default', " m ".destination"
+
+static int s_rows_read(PGresult *res, int first, fq_message_rows_t *out);
+
+//  Runs the pages of nasks requests in one statement, each row its ask's
+//  ordinality first, then its id alone or (with_rows) S_ROW_COLUMNS. Returns
+//  the result, or NULL with *rc set.
+static PGresult *s_pages_query(fq_store_t *self, const fq_page_ask_t *asks, int nasks,
+                               bool with_rows, int *rc)
 {
-    if (nasks <= 0)
-        return 0;
     int64_t total = 0;
     for (int i = 0; i < nasks; i++)
         total += asks[i].limit > 0 ? asks[i].limit : 0;
-    if (nasks > FQ_STORE_PAGE_ASKS_MAX || total > FQ_STORE_PAGE_IDS_MAX)
-        return fq_store_fail(self, FQ_EINVAL, "could not page: %d requests, %lld ids", nasks,
-                             (long long)total);
+    if (nasks > FQ_STORE_PAGE_ASKS_MAX || total > FQ_STORE_PAGE_IDS_MAX) {
+        *rc = fq_store_fail(self, FQ_EINVAL, "could not page: %d requests, %lld ids", nasks,
+                            (long long)total);
+        return NULL;
+    }
     for (int i = 1; i < nasks; i++)
-        if ((asks[i].destination == NULL) != (asks[0].destination == NULL))
-            return fq_store_fail(self, FQ_EINVAL,
-                                 "could not page: some asks name a destination, some do not");
+        if ((asks[i].destination == NULL) != (asks[0].destination == NULL)) {
+            *rc = fq_store_fail(self, FQ_EINVAL,
+                                "could not page: some asks name a destination, some do not");
+            return NULL;
+        }
     bool by_destination = asks[0].destination != NULL;
     fq_buf_t requests = {0}, afters = {0}, limits = {0}, destinations = {0};
-    int rc = fq_store_id_array(&requests, &asks[0].request_id, (size_t)nasks, sizeof *asks) |
-             fq_store_id_array(&afters, &asks[0].after_id, (size_t)nasks, sizeof *asks) |
-             fq_buf_add_char(&limits, '{') | fq_buf_add_char(&destinations, '{');
-    for (int i = 0; i < nasks && rc == 0; i++) {
-        rc = fq_buf_printf(&limits, i ? ",%d" : "%d", asks[i].limit > 0 ? asks[i].limit : 0);
-        if (by_destination && rc == 0)
-            rc = fq_buf_add_str(&destinations, i ? "," : "") |
-                 fq_store_array_text(&destinations, asks[i].destination ? asks[i].destination : "");
+    int built = fq_store_id_array(&requests, &asks[0].request_id, (size_t)nasks, sizeof *asks) |
+                fq_store_id_array(&afters, &asks[0].after_id, (size_t)nasks, sizeof *asks) |
+                fq_buf_add_char(&limits, '{') | fq_buf_add_char(&destinations, '{');
+    for (int i = 0; i < nasks && built == 0; i++) {
+        built = fq_buf_printf(&limits, i ? ",%d" : "%d", asks[i].limit > 0 ? asks[i].limit : 0);
+        if (by_destination && built == 0)
+            built =
+                fq_buf_add_str(&destinations, i ? "," : "") |
+                fq_store_array_text(&destinations, asks[i].destination ? asks[i].destination : "");
     }
-    rc |= fq_buf_add_char(&limits, '}') | fq_buf_add_char(&destinations, '}');
-    if (rc) {
+    built |= fq_buf_add_char(&limits, '}') | fq_buf_add_char(&destinations, '}');
+    if (built) {
         fq_buf_free(&requests);
         fq_buf_free(&afters);
         fq_buf_free(&limits);
         fq_buf_free(&destinations);
-        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
+        *rc = fq_store_fail(self, FQ_ENOMEM, "out of memory");
+        return NULL;
     }
     const char *params[] = {requests.data, afters.data, limits.data, destinations.data};
     //  Each ask walks messages_request_destination_idx (or, for all of a
     //  request's messages, messages_request_idx) from its cursor, as a
     //  single page does; the ordinality keeps the pages apart and in order.
     //  By destination, a throttled destination's backlog is never read to
-    //  reach another's messages.
+    //  reach another's messages. The rows' other columns come from the
+    //  heap tuple each id's status is read from anyway.
+#define S_PAGE_BY_DESTINATION(columns, inner)                                                      \
+    "SELECT q.ord, " columns                                                                       \
+    " FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY"              \
+    "      AS q(request_id, after_id, lim, destination, ord)"                                      \
+    " CROSS JOIN LATERAL (SELECT " inner " FROM fairq.messages"                                    \
+    "   WHERE request_id = q.request_id AND destination = q.destination"                           \
+    "   AND id > q.after_id AND status = 'pending' ORDER BY id LIMIT q.lim) m"                     \
+    " ORDER BY q.ord, m.id"
+#define S_PAGE_ALL(columns, inner)                                                                 \
+    "SELECT q.ord, " columns " FROM unnest($1::bigint[], $2::bigint[], $3::int[]) WITH ORDINALITY" \
+    "      AS q(request_id, after_id, lim, ord)"                                                   \
+    " CROSS JOIN LATERAL (SELECT " inner " FROM fairq.messages"                                    \
+    "   WHERE request_id = q.request_id AND id > q.after_id"                                       \
+    "   AND status = 'pending' ORDER BY id LIMIT q.lim) m"                                         \
+    " ORDER BY q.ord, m.id"
+#define S_INNER_ROW "id, request_id, tenant_id, recipient, fields, try_count, destination"
     const char *sql =
         by_destination
-            ? "SELECT q.ord, m.id"
-              " FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY"
-              "      AS q(request_id, after_id, lim, destination, ord)"
-              " CROSS JOIN LATERAL (SELECT id FROM fairq.messages"
-              "   WHERE request_id = q.request_id AND destination = q.destination"
-              "   AND id > q.after_id AND status = 'pending' ORDER BY id LIMIT q.lim) m"
-              " ORDER BY q.ord, m.id"
-            : "SELECT q.ord, m.id"
-              " FROM unnest($1::bigint[], $2::bigint[], $3::int[]) WITH ORDINALITY"
-              "      AS q(request_id, after_id, lim, ord)"
-              " CROSS JOIN LATERAL (SELECT id FROM fairq.messages"
-              "   WHERE request_id = q.request_id AND id > q.after_id"
-              "   AND status = 'pending' ORDER BY id LIMIT q.lim) m"
-              " ORDER BY q.ord, m.id";
+            ? (with_rows ? S_PAGE_BY_DESTINATION(S_ROW_COLUMNS("m"), S_INNER_ROW)
+                         : S_PAGE_BY_DESTINATION("m.id", "id"))
+            : (with_rows ? S_PAGE_ALL(S_ROW_COLUMNS("m"), S_INNER_ROW) : S_PAGE_ALL("m.id", "id"));
+#undef S_INNER_ROW
+#undef S_PAGE_BY_DESTINATION
+#undef S_PAGE_ALL
     int nparams = by_destination ? 4 : 3;
     PGresult *res = self->paging_tuned
                         ? fq_store_query_after(self, S_PAGING_SETUP, sql, nparams, params,
-                                               PGRES_TUPLES_OK, "page ready messages", true, &rc)
+                                               PGRES_TUPLES_OK, "page ready messages", true, rc)
                         : fq_store_query_prepared(self, sql, nparams, params, PGRES_TUPLES_OK,
-                                                  "page ready messages", &rc);
+                                                  "page ready messages", rc);
     fq_buf_free(&requests);
     fq_buf_free(&afters);
     fq_buf_free(&limits);
     fq_buf_free(&destinations);
-    if (!res)
-        return rc;
+    return res;
+}
+
+//  Counts the rows of res per ask, by the ordinality in its column 0.
+static void s_page_counts(PGresult *res, int nasks, int *counts)
+{
     memset(counts, 0, (size_t)nasks * sizeof *counts);
     int n = PQntuples(res);
     for (int i = 0; i < n; i++) {
         int64_t ord = fq_store_int64(res, i, 0);
         if (ord >= 1 && ord <= nasks)
             counts[ord - 1]++;
-        ids[i] = fq_store_int64(res, i, 1);
     }
+}
+
+int fq_store_next_ready_many(fq_store_t *self, const fq_page_ask_t *asks, int nasks, int64_t *ids,
+                             int *counts)
+{
+    if (nasks <= 0)
+        return 0;
+    int rc;
+    PGresult *res = s_pages_query(self, asks, nasks, false, &rc);
+    if (!res)
+        return rc;
+    s_page_counts(res, nasks, counts);
+    int n = PQntuples(res);
+    for (int i = 0; i < n; i++)
+        ids[i] = fq_store_int64(res, i, 1);
     PQclear(res);
     return n;
+}
+
+int fq_store_next_ready_rows(fq_store_t *self, const fq_page_ask_t *asks, int nasks,
+                             fq_message_rows_t *out, int *counts)
+{
+    *out = (fq_message_rows_t){0};
+    if (nasks <= 0)
+        return 0;
+    int rc;
+    PGresult *res = s_pages_query(self, asks, nasks, true, &rc);
+    if (!res)
+        return rc;
+    s_page_counts(res, nasks, counts);
+    int n = s_rows_read(res, 1, out);
+    PQclear(res);
+    return n < 0 ? fq_store_fail(self, FQ_ENOMEM, "out of memory") : n;
 }
 
 int fq_store_claim_due_retries(fq_store_t *self, int limit, int lease_s, fq_due_message_t *out)
@@ -371,7 +429,8 @@ int fq_store_load_with(fq_store_t *self, const int64_t *ids, size_t count, fq_te
     *out = (fq_message_rows_t){0};
     if (ask)
         ask->loaded = 0;
-    if (count == 0)
+    bool templates = ask && ask->count;
+    if (count == 0 && !templates)
         return 0;
     if (count > FQ_STORE_LOAD_MAX)
         return fq_store_fail(self, FQ_EINVAL, "could not load messages: %zu ids (at most %d)",
@@ -379,11 +438,12 @@ int fq_store_load_with(fq_store_t *self, const int64_t *ids, size_t count, fq_te
     fq_buf_t array = {0}, requests = {0};
     const char *request_param;
     fq_store_step_t steps[2];
-    size_t nsteps = 1;
-    int rc = fq_store_id_array(&array, ids, count, sizeof *ids)
+    //  The messages' step first, when there are messages to load
+    size_t nsteps = count ? 1 : 0, templates_step = nsteps;
+    int rc = count && fq_store_id_array(&array, ids, count, sizeof *ids)
                  ? fq_store_fail(self, FQ_ENOMEM, "out of memory")
                  : 0;
-    if (rc == 0 && ask && ask->count)
+    if (rc == 0 && templates)
         rc = fq_store_templates_step(self, ask->ids, ask->count, &requests, &request_param,
                                      &steps[nsteps++]);
     if (rc) {
@@ -395,76 +455,86 @@ int fq_store_load_with(fq_store_t *self, const int64_t *ids, size_t count, fq_te
     //  too (without the fence's lock: migration 0009 says why): once a
     //  standby has taken over, a deposed leader (woken from SIGSTOP, say)
     //  cannot load, so cannot send, anything more than what it had loaded
-    //  before, whatever its own clock says
+    //  or paged before (the scheduler's rows of the last half second,
+    //  actors/fq_row_cache.h), whatever its own clock says
     const char *params[] = {array.data, fq_store_fence(self)};
-    steps[0] = (fq_store_step_t){
-        .sql = "SELECT m.id, m.request_id, m.tenant_id, m.recipient, m.fields, m.try_count,"
-               " m.destination <> 'default', m.destination"
-               " FROM fairq.messages m WHERE m.id = ANY($1::bigint[])"
-               //  A cancel makes its messages 'cancelled' in the same
-               //  transaction, so a pick of a request cancelled since it was
-               //  paged is not handed out. A pause or a later send_at takes
-               //  effect at the scheduler's next poll instead (milliseconds
-               //  after its NOTIFY), not here: checking the request of every
-               //  row cost a third of the pipeline's throughput, as the rows
-               //  of open requests are rewritten by every ack batch
-               //  (fq_bench_pipeline: 28,400 msgs/s without the check, 18,500
-               //  with it, on one machine in one hour).
-               " AND m.status IN ('pending', 'failed') AND (SELECT fairq.check_epoch($2::bigint))",
-        .nparams = 2,
-        .params = params,
-        .wanted = PGRES_TUPLES_OK,
-        .what = "load messages",
-        .keep = true,
-        .prepare = true};
+    if (count)
+        steps[0] = (fq_store_step_t){
+            .sql =
+                "SELECT " S_ROW_COLUMNS("m") " FROM fairq.messages m"
+                                             " WHERE m.id = ANY($1::bigint[])"
+                                             //  A cancel makes its messages 'cancelled' in the same
+                                             //  transaction, so a pick of a request cancelled since
+                                             //  it was paged is not handed out. A pause or a later
+                                             //  send_at takes effect at the scheduler's next poll
+                                             //  instead (milliseconds after its NOTIFY), not here:
+                                             //  checking the request of every row cost a third of
+                                             //  the pipeline's throughput, as the rows of open
+                                             //  requests are rewritten by every ack batch
+                                             //  (fq_bench_pipeline: 28,400 msgs/s without the
+                                             //  check, 18,500 with it, on one machine in one hour).
+                                             " AND m.status IN ('pending', 'failed')"
+                                             " AND (SELECT fairq.check_epoch($2::bigint))",
+            .nparams = 2,
+            .params = params,
+            .wanted = PGRES_TUPLES_OK,
+            .what = "load messages",
+            .keep = true,
+            .prepare = true};
     rc = fq_store_pipeline(self, steps, nsteps);
     fq_buf_free(&array);
     fq_buf_free(&requests);
     if (rc)
         return rc;
-    if (nsteps > 1) {
-        int loaded = fq_store_templates_read(self, steps[1].res, ask->out);
+    if (templates) {
+        int loaded = fq_store_templates_read(self, steps[templates_step].res, ask->out);
         if (loaded < 0) {
-            PQclear(steps[0].res);
+            if (count)
+                PQclear(steps[0].res);
             return loaded;
         }
         ask->loaded = loaded;
     }
+    if (!count)
+        return 0;
     PGresult *res = steps[0].res;
+    int n = s_rows_read(res, 0, out);
+    PQclear(res);
+    return n < 0 ? fq_store_fail(self, FQ_ENOMEM, "out of memory") : n;
+}
+
+//  Reads res's rows, S_ROW_COLUMNS from column first on, into out as one
+//  block: the rows, then their strings. Returns how many, or -1 when
+//  memory ran out.
+static int s_rows_read(PGresult *res, int first, fq_message_rows_t *out)
+{
+    *out = (fq_message_rows_t){0};
     int n = PQntuples(res);
-    //  One block: the rows, then their strings
     size_t strings = 0;
     for (int i = 0; i < n; i++)
-        strings += (size_t)PQgetlength(res, i, 3) + 1 + (size_t)PQgetlength(res, i, 4) + 1 +
-                   (size_t)PQgetlength(res, i, 7) + 1;
+        strings += (size_t)PQgetlength(res, i, first + 3) + 1 +
+                   (size_t)PQgetlength(res, i, first + 4) + 1 +
+                   (size_t)PQgetlength(res, i, first + 7) + 1;
     char *block = malloc(sizeof(fq_message_row_t) * (size_t)n + strings + 1);
-    if (!block) {
-        PQclear(res);
-        return fq_store_fail(self, FQ_ENOMEM, "out of memory");
-    }
+    if (!block)
+        return -1;
     fq_message_row_t *rows = (fq_message_row_t *)block;
     char *text = block + sizeof(fq_message_row_t) * (size_t)n;
     for (int i = 0; i < n; i++) {
-        rows[i] = (fq_message_row_t){.id = fq_store_int64(res, i, 0),
-                                     .request_id = fq_store_int64(res, i, 1),
-                                     .tenant_id = fq_store_int64(res, i, 2),
-                                     .try_count = (int)fq_store_int64(res, i, 5),
-                                     .named_destination = PQgetvalue(res, i, 6)[0] == 't'};
-        for (int col = 3; col <= 4; col++) {
-            size_t len = (size_t)PQgetlength(res, i, col);
-            memcpy(text, PQgetvalue(res, i, col), len + 1);
-            if (col == 3)
-                rows[i].recipient = text;
-            else
-                rows[i].fields = text;
+        rows[i] = (fq_message_row_t){.id = fq_store_int64(res, i, first),
+                                     .request_id = fq_store_int64(res, i, first + 1),
+                                     .tenant_id = fq_store_int64(res, i, first + 2),
+                                     .try_count = (int)fq_store_int64(res, i, first + 5),
+                                     .named_destination = PQgetvalue(res, i, first + 6)[0] == 't'};
+        const char **strings_of[] = {&rows[i].recipient, &rows[i].fields, &rows[i].destination};
+        const int columns[] = {first + 3, first + 4, first + 7};
+        for (int k = 0; k < 3; k++) {
+            size_t len = (size_t)PQgetlength(res, i, columns[k]);
+            memcpy(text, PQgetvalue(res, i, columns[k]), len + 1);
+            *strings_of[k] = text;
             text += len + 1;
         }
-        size_t len = (size_t)PQgetlength(res, i, 7);
-        memcpy(text, PQgetvalue(res, i, 7), len + 1);
-        rows[i].destination = text;
-        text += len + 1;
     }
-    PQclear(res);
     *out = (fq_message_rows_t){rows, (size_t)n};
     return n;
 }

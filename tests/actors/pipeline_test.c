@@ -726,6 +726,63 @@ static void test_cancelled_request_stops(void **state)
         fq_test_int(self->conn, "SELECT sent FROM fairq.requests WHERE id = $1", 1, id), 0);
 }
 
+//  The rows a page read go to the dispatcher with their picks: it renders
+//  them (each recipient's own fields) without reading them again. 300
+//  recipients: more than a split names to the scheduler (it pages them).
+static void test_paged_rows_go_with_their_picks(void **state)
+{
+    s_fixture_t *self = *state;
+    s_join(self, 300);
+    char *recipients = fq_test_recipients("row", 300);
+    s_submit(self, "acme", "Hi {{name}}", "B", false, recipients);
+    free(recipients);
+    uint64_t loaded = s_stat(self, FQ_PATH_DISPATCHER, "rows_loaded");
+    bool seen[300] = {false};
+    for (int i = 0; i < 300; i++) {
+        s_got_t got;
+        assert_int_equal(s_receive(self, S_WAIT_MS, &got), 0);
+        //  fq_test_recipients: rowN@example.com, named NN
+        int n = -1;
+        assert_int_equal(sscanf(got.to, "row%d@example.com", &n), 1);
+        assert_true(n >= 0 && n < 300 && !seen[n]);
+        seen[n] = true;
+        char subject[64];
+        snprintf(subject, sizeof subject, "Hi N%d", n);
+        assert_string_equal(got.subject, subject);
+        s_ack(self, got.id);
+    }
+    assert_int_equal(s_stat(self, FQ_PATH_DISPATCHER, "rows_given"), 300);
+    assert_int_equal(s_stat(self, FQ_PATH_DISPATCHER, "rows_loaded"), loaded);
+}
+
+//  A row is given out only while fresh: a message cancelled on its own
+//  (no NOTIFY tells the scheduler) after its page, and picked more than
+//  the freshness later, is loaded, found cancelled, and not sent; the
+//  next one goes instead.
+static void test_a_message_cancelled_after_its_page_is_not_sent(void **state)
+{
+    s_fixture_t *self = *state;
+    s_join(self, 1);
+    char *recipients = fq_test_recipients("c", 300);
+    int64_t request = s_submit(self, "acme", "S", "B", false, recipients);
+    free(recipients);
+    s_got_t got;
+    assert_int_equal(s_receive(self, S_WAIT_MS, &got), 0);
+    assert_string_equal(got.to, "c0@example.com");
+    fq_message_filter_t filter = {.request_id = request, .recipient = "c2@example.com"};
+    assert_int_equal(fq_store_cancel_messages(self->store, &filter), 1);
+    //  Past the rows' freshness (half a second)
+    fq_test_sleep_ms(800);
+    s_ack(self, got.id);
+    assert_int_equal(s_receive(self, S_WAIT_MS, &got), 0);
+    assert_string_equal(got.to, "c1@example.com");
+    s_ack(self, got.id);
+    assert_int_equal(s_receive(self, S_WAIT_MS, &got), 0);
+    assert_string_equal(got.to, "c3@example.com");
+    //  c1 and c3 loaded (c2 asked for and not found)
+    assert_true(s_stat(self, FQ_PATH_DISPATCHER, "rows_loaded") >= 2);
+}
+
 //  What the actors record is what /metrics and the API's live fields show:
 //  messages in flight while a sender holds them, then what became of them.
 static void test_metrics_follow_the_messages(void **state)
@@ -1180,6 +1237,9 @@ int main(void)
                                         s_teardown),
         cmocka_unit_test_setup_teardown(test_requeue_honours_pause, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_cancelled_request_stops, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_paged_rows_go_with_their_picks, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_a_message_cancelled_after_its_page_is_not_sent,
+                                        s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_metrics_follow_the_messages, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_a_splitter_stays_free_for_small_requests, s_setup,
                                         s_teardown),

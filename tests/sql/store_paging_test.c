@@ -209,6 +209,31 @@ static void test_next_ready_many_pages_each_request(void **unused)
         assert_int_equal(counts[3], 0);
         assert_int_equal(counts[4], 7);
         assert_int_equal(ids[n - 1], pending[3][6]);
+        //  With their rows: the same pages, each row as a load reads it
+        fq_message_rows_t rows;
+        int rows_counts[8];
+        assert_int_equal(fq_store_next_ready_rows(store, asks, nasks, &rows, rows_counts), n);
+        assert_int_equal(rows.count, (size_t)n);
+        assert_memory_equal(rows_counts, counts, (size_t)nasks * sizeof *counts);
+        fq_message_rows_t loaded;
+        assert_int_equal(fq_store_load_messages(store, ids, (size_t)n, &loaded), n);
+        for (int i = 0; i < n; i++) {
+            const fq_message_row_t *row = &rows.rows[i], *load = NULL;
+            for (size_t k = 0; k < loaded.count && !load; k++)
+                if (loaded.rows[k].id == ids[i])
+                    load = &loaded.rows[k];
+            assert_non_null(load);
+            assert_int_equal(row->id, ids[i]);
+            assert_int_equal(row->request_id, load->request_id);
+            assert_int_equal(row->tenant_id, load->tenant_id);
+            assert_string_equal(row->recipient, load->recipient);
+            assert_string_equal(row->fields, load->fields);
+            assert_int_equal(row->try_count, load->try_count);
+            assert_int_equal(row->named_destination, load->named_destination);
+            assert_string_equal(row->destination, load->destination);
+        }
+        fq_message_rows_free(&loaded);
+        fq_message_rows_free(&rows);
     }
     //  Nothing asked, nothing done; too much asked, refused
     int counts[1];
@@ -244,6 +269,10 @@ static void test_tuned_pages_are_planned_once(void **unused)
         int counts[1];
         assert_int_equal(fq_store_next_ready_many(store, &ask, 1, ids, counts), 3);
         assert_int_equal(counts[0], 3);
+        //  And the page with its rows, the scheduler's
+        fq_message_rows_t rows;
+        assert_int_equal(fq_store_next_ready_rows(store, &ask, 1, &rows, counts), 3);
+        fq_message_rows_free(&rows);
     }
     const char *params[] = {"SELECT q.ord, m.id"};
     int rc;
@@ -252,11 +281,13 @@ static void test_tuned_pages_are_planned_once(void **unused)
                                    " WHERE starts_with(statement, $1)",
                                    1, params, PGRES_TUPLES_OK, "read prepared statements", &rc);
     assert_non_null(res);
-    assert_int_equal(PQntuples(res), 1);
-    print_message("the page statement: %s generic plans, %s custom plans\n", PQgetvalue(res, 0, 0),
-                  PQgetvalue(res, 0, 1));
-    assert_int_equal(fq_store_int64(res, 0, 0), pages);
-    assert_int_equal(fq_store_int64(res, 0, 1), 0);
+    assert_int_equal(PQntuples(res), 2);
+    for (int i = 0; i < 2; i++) {
+        print_message("a page statement: %s generic plans, %s custom plans\n",
+                      PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
+        assert_int_equal(fq_store_int64(res, i, 0), pages);
+        assert_int_equal(fq_store_int64(res, i, 1), 0);
+    }
     PQclear(res);
     fq_store_destroy(&store);
 }
@@ -796,6 +827,20 @@ static void test_paging_plans_are_bounded(void **unused)
     assert_true(stats.index_scans >= 1);
     assert_int_equal(stats.other_scans, 0);
     assert_true(stats.examined < 11 * S_ROWS_EXAMINED_MAX);
+    //  The pages with their rows, the scheduler's: the same walk
+    fq_message_rows_t rows;
+    assert_int_equal(fq_store_next_ready_rows(store, by_destination, 2, &rows, destination_counts),
+                     2 * S_PAGE);
+    assert_int_equal(rows.rows[0].id, first_pending + 25000);
+    assert_string_equal(rows.rows[S_PAGE].destination, "google");
+    fq_message_rows_free(&rows);
+    char *rows_by_destination = s_last_store_query(conn);
+    stats = s_explain_generic(conn, "next_ready_rows by destination, its generic plan",
+                              rows_by_destination, "messages", 4, params_destination);
+    assert_true(stats.index_scans >= 1);
+    assert_int_equal(stats.other_scans, 0);
+    assert_true(stats.examined < 2 * S_ROWS_EXAMINED_MAX);
+    free(rows_by_destination);
     free(many);
     free(paged_by_destination);
 

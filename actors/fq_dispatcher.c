@@ -1602,11 +1602,14 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
                    *tenants = dispatch->tenants.items;
     int64_t *ids = malloc((n ? n : 1) * sizeof *ids);
     zhashx_t *batch = zhashx_new(); //  id -> its index + 1, until its row is sent
-    zhashx_t *given = zhashx_new(); //  id -> its row as the scheduler paged it
-    if (!ids || !batch || !given) {
+    zhashx_t *given = zhashx_new(); //  The ids whose rows came with them
+    //  Each pick's row to send, by its place in the DISPATCH (id 0: none)
+    fq_message_row_t *in_order = calloc(n ? n : 1, sizeof *in_order);
+    if (!ids || !batch || !given || !in_order) {
         for (uint32_t i = 0; i < n; i++)
             s_settle_add(&lane->requeue, messages[i], requests[i], tenants[i], 1);
         free(ids);
+        free(in_order);
         zhashx_destroy(&batch);
         zhashx_destroy(&given);
         s_flush_settles(ctx, self);
@@ -1616,7 +1619,7 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     fq_intkeys_use(given);
     for (uint32_t i = 0; i < dispatch->rows.count; i++)
         if (dispatch->rows.items[i].id)
-            fq_intkey_insert(given, dispatch->rows.items[i].id, (void *)&dispatch->rows.items[i]);
+            fq_intkey_insert(given, dispatch->rows.items[i].id, (void *)(uintptr_t)1);
     uint32_t nids = 0;
     size_t nwanted = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -1662,42 +1665,46 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     if (loaded < 0 && store)
         fq_db_failed(self->db, loaded);
     int64_t now_ms = zclock_time();
-    //  The rows that came with their picks first, in the picks' order: as
-    //  a load, only while the database answers (it is not asked at all
-    //  when every row came with its pick and every template is cached) and
-    //  not during a drain
-    for (uint32_t i = 0; loaded >= 0 && i < n; i++) {
-        const fq_paged_row_t *paged = fq_intkey_lookup(given, messages[i]);
-        if (!paged || !fq_intkey_lookup(batch, messages[i]))
+    //  Each pick's row, in the picks' order (the scheduler's fair order):
+    //  the one that came with it, else the one loaded. A row that came is
+    //  sent as a loaded one is, only while the database answers (it is
+    //  not asked at all when every row came and every template is cached)
+    //  and not during a drain
+    for (uint32_t i = 0; loaded >= 0 && i < dispatch->rows.count; i++) {
+        const fq_paged_row_t *paged = &dispatch->rows.items[i];
+        uintptr_t index = (uintptr_t)fq_intkey_lookup(batch, paged->id);
+        if (!index || in_order[index - 1].id)
             continue;
-        fq_intkey_delete(batch, messages[i]);
         self->rows_given++;
-        fq_message_row_t row = {.id = (int64_t)messages[i],
-                                .request_id = (int64_t)requests[i],
-                                .tenant_id = (int64_t)tenants[i],
-                                .recipient = paged->recipient,
-                                .fields = paged->fields,
-                                .try_count = (int)paged->try_count,
-                                .named_destination = paged->named_destination,
-                                .destination = paged->destination};
-        if (fq_pipeline_may_dispatch(self->config))
-            s_send_row(ctx, self, store, lane, &row, now_ms);
-        else
-            s_hold(ctx, self, lane, messages[i], requests[i], tenants[i]);
+        in_order[index - 1] = (fq_message_row_t){.id = (int64_t)paged->id,
+                                                 .request_id = (int64_t)requests[index - 1],
+                                                 .tenant_id = (int64_t)tenants[index - 1],
+                                                 .recipient = paged->recipient,
+                                                 .fields = paged->fields,
+                                                 .try_count = (int)paged->try_count,
+                                                 .named_destination = paged->named_destination,
+                                                 .destination = paged->destination};
     }
-    for (int i = 0; i < loaded; i++)
-        if (fq_intkey_lookup(batch, rows.rows[i].id)) {
-            fq_intkey_delete(batch, rows.rows[i].id);
-            //  Asked before each message: a leader frozen (SIGSTOP) or cut
-            //  off mid-batch wakes to a lease that ran out, and a standby
-            //  may have taken over since; what it sent before stays within
-            //  its senders' credit
-            if (fq_pipeline_may_dispatch(self->config))
-                s_send_row(ctx, self, store, lane, &rows.rows[i], now_ms);
-            else
-                s_hold(ctx, self, lane, rows.rows[i].id, (uint64_t)rows.rows[i].request_id,
-                       (uint64_t)rows.rows[i].tenant_id);
-        }
+    for (int k = 0; k < loaded; k++) {
+        uintptr_t index = (uintptr_t)fq_intkey_lookup(batch, rows.rows[k].id);
+        if (index && !in_order[index - 1].id)
+            in_order[index - 1] = rows.rows[k];
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const fq_message_row_t *row = &in_order[i];
+        if (!row->id)
+            continue;
+        fq_intkey_delete(batch, (uint64_t)row->id);
+        //  Asked before each message: a leader frozen (SIGSTOP) or cut
+        //  off mid-batch wakes to a lease that ran out, and a standby
+        //  may have taken over since; what it sent before stays within
+        //  its senders' credit
+        if (fq_pipeline_may_dispatch(self->config))
+            s_send_row(ctx, self, store, lane, row, now_ms);
+        else
+            s_hold(ctx, self, lane, (uint64_t)row->id, (uint64_t)row->request_id,
+                   (uint64_t)row->tenant_id);
+    }
     //  The batches borrow the rows' and the templates' strings: they go
     //  before either is freed
     for (s_sender_t *sender = zlistx_first(self->turns); sender; sender = zlistx_next(self->turns))
@@ -1717,6 +1724,7 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     }
     zhashx_destroy(&batch);
     zhashx_destroy(&given);
+    free(in_order);
     fq_message_rows_free(&rows);
     free(ids);
     s_flush_settles(ctx, self);

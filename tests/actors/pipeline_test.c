@@ -755,6 +755,65 @@ static void test_paged_rows_go_with_their_picks(void **state)
     assert_int_equal(s_stat(self, FQ_PATH_DISPATCHER, "rows_loaded"), loaded);
 }
 
+//  A DISPATCH's messages go to a sender in its order, the scheduler's
+//  fair turns, whether their rows came with it or were loaded: here two
+//  tenants' messages in turns, the rows of one tenant's given and the
+//  other's not (their requests paused, so the scheduler sends nothing of
+//  its own).
+static void test_a_dispatch_keeps_its_order(void **state)
+{
+    s_fixture_t *self = *state;
+    enum { S_EACH = 5 };
+    char *a = fq_test_recipients("a", S_EACH), *b = fq_test_recipients("b", S_EACH);
+    int64_t requests[] = {s_submit(self, "acme", "S", "B", false, a),
+                          s_submit(self, "beta", "S", "B", false, b)};
+    free(a);
+    free(b);
+    s_wait_int(self, "SELECT count(*) FROM fairq.messages WHERE status::text = $1", "pending",
+               2 * S_EACH);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(fq_store_request_pause(self->store, requests[i]), 1);
+    fq_test_sleep_ms(S_QUIET_MS); //  Left by the scheduler
+    s_join_as(self, "null,batch", 2 * S_EACH);
+    PGresult *res =
+        PQexec(self->conn, "SELECT id, request_id, tenant_id, recipient, fields, destination"
+                           " FROM fairq.messages ORDER BY request_id, id");
+    assert_int_equal(PQntuples(res), 2 * S_EACH);
+    uint64_t messages[2 * S_EACH], request_ids[2 * S_EACH], tenants[2 * S_EACH];
+    fq_paged_row_t rows[S_EACH];
+    for (int k = 0; k < S_EACH; k++)
+        for (int t = 0; t < 2; t++) {
+            int row = t * S_EACH + k, at = 2 * k + t;
+            messages[at] = (uint64_t)strtoull(PQgetvalue(res, row, 0), NULL, 10);
+            request_ids[at] = (uint64_t)strtoull(PQgetvalue(res, row, 1), NULL, 10);
+            tenants[at] = (uint64_t)strtoull(PQgetvalue(res, row, 2), NULL, 10);
+            if (t == 0)
+                rows[k] = (fq_paged_row_t){.id = messages[at],
+                                           .recipient = PQgetvalue(res, row, 3),
+                                           .fields = PQgetvalue(res, row, 4),
+                                           .destination = PQgetvalue(res, row, 5)};
+        }
+    uint64_t loaded = s_stat(self, FQ_PATH_DISPATCHER, "rows_loaded");
+    fq_dispatch_t dispatch = {.messages = {2 * S_EACH, messages},
+                              .requests = {2 * S_EACH, request_ids},
+                              .tenants = {2 * S_EACH, tenants},
+                              .channel = "",
+                              .rows = {S_EACH, rows}};
+    fq_client_t *client = fq_client_new(self->sys);
+    assert_int_equal(fq_client_tell(client, FQ_PATH_DISPATCHER, &fq_dispatch_desc, &dispatch), 0);
+    s_got_t got[2 * S_EACH];
+    uint32_t count = 0, n;
+    while (count < 2 * S_EACH) {
+        assert_int_equal(s_receive_batch(self, S_WAIT_MS, got + count, 2 * S_EACH - count, &n), 0);
+        count += n;
+    }
+    for (uint32_t i = 0; i < count; i++)
+        assert_int_equal(got[i].id, messages[i]);
+    assert_int_equal(s_stat(self, FQ_PATH_DISPATCHER, "rows_loaded") - loaded, S_EACH);
+    fq_client_destroy(&client);
+    PQclear(res);
+}
+
 //  A row is given out only while fresh: a message cancelled on its own
 //  (no NOTIFY tells the scheduler) after its page, and picked more than
 //  the freshness later, is loaded, found cancelled, and not sent; the
@@ -1238,6 +1297,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_requeue_honours_pause, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_cancelled_request_stops, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_paged_rows_go_with_their_picks, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_a_dispatch_keeps_its_order, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_a_message_cancelled_after_its_page_is_not_sent,
                                         s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_metrics_follow_the_messages, s_setup, s_teardown),

@@ -4,9 +4,11 @@
     this actor through the gateway. Each says HELLO, is watched, and grants
     credit: how many messages it may hold at once. The dispatcher passes
     free credit on to the scheduler, which answers with exactly that many
-    picks (DISPATCH); the dispatcher loads and renders each message just
-    before sending it (template + the recipient's fields) and gives it to a
-    sender with credit left, taking turns among them.
+    picks (DISPATCH), in the order picked, most with the row the
+    scheduler's page read (actors/fq_row_cache.h); the dispatcher loads the
+    others, renders each message just before sending it (template + the
+    recipient's fields) and gives it to a sender with credit left, taking
+    turns among them.
 
     Every message handed out is tracked until its ACK or NACK, which go to
     the store (batched there) and back to the scheduler as SETTLED with the

@@ -52,6 +52,7 @@
 #include "fq_intkeys.h"
 #include "fq_log.h"
 #include "fq_pipeline.h"
+#include "fq_row_cache.h"
 #include "fq_store_window.h"
 #include "fq_template.h"
 #include "fq_unsubscribe_token.h"
@@ -1619,9 +1620,14 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     }
     fq_intkeys_use(batch);
     fq_intkeys_use(given);
-    for (uint32_t i = 0; i < dispatch->rows.count; i++)
-        if (dispatch->rows.items[i].id)
-            fq_intkey_insert(given, dispatch->rows.items[i].id, (void *)(uintptr_t)1);
+    //  A row that came is rendered only while fresh: one that waited here
+    //  behind a slow load is loaded again, its status read anew
+    int64_t now_us = zclock_usecs();
+    for (uint32_t i = 0; i < dispatch->rows.count; i++) {
+        const fq_paged_row_t *row = &dispatch->rows.items[i];
+        if (row->id && now_us - row->paged_us <= FQ_ROW_FRESH_US)
+            fq_intkey_insert(given, row->id, (void *)(uintptr_t)1);
+    }
     uint32_t nids = 0;
     size_t nwanted = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -1675,7 +1681,7 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     for (uint32_t i = 0; loaded >= 0 && i < dispatch->rows.count; i++) {
         const fq_paged_row_t *paged = &dispatch->rows.items[i];
         uintptr_t index = (uintptr_t)fq_intkey_lookup(batch, paged->id);
-        if (!index || in_order[index - 1].id)
+        if (!index || in_order[index - 1].id || !fq_intkey_lookup(given, paged->id))
             continue;
         self->rows_given++;
         in_order[index - 1] = (fq_message_row_t){.id = (int64_t)paged->id,

@@ -103,7 +103,8 @@ int fq_row_cache_put(fq_row_cache_t *self, const fq_message_row_t *row, int64_t 
     return 0;
 }
 
-fq_message_row_t *fq_row_cache_take(fq_row_cache_t *self, int64_t id, int64_t now_us)
+fq_message_row_t *fq_row_cache_take(fq_row_cache_t *self, int64_t id, int64_t now_us,
+                                    int64_t *paged_us)
 {
     s_entry_t *entry = fq_intkey_lookup(self->by_id, (uint64_t)id);
     if (!entry)
@@ -113,6 +114,7 @@ fq_message_row_t *fq_row_cache_take(fq_row_cache_t *self, int64_t id, int64_t no
         free(entry);
         return NULL;
     }
+    *paged_us = entry->paged_us;
     return &entry->row;
 }
 

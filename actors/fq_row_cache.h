@@ -32,6 +32,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+//  How long a paged row stays fresh: the scheduler gives it out with its
+//  pick only within this time of its page, and the dispatcher renders it
+//  only within this time too (a DISPATCH may wait in its mailbox behind a
+//  slow load), else it loads the message again.
+#define FQ_ROW_FRESH_US 500000
+
 typedef struct fq_row_cache fq_row_cache_t;
 
 fq_row_cache_t *fq_row_cache_new(size_t max_bytes, int64_t fresh_us);
@@ -46,9 +52,10 @@ bool fq_row_cache_has_room(const fq_row_cache_t *self);
 int fq_row_cache_put(fq_row_cache_t *self, const fq_message_row_t *row, int64_t now_us);
 
 //  Takes the row of id out of the cache: the row, if one was paged at
-//  most fresh_us before now_us, for the caller to free with free(); else
-//  NULL (an older one is dropped).
-fq_message_row_t *fq_row_cache_take(fq_row_cache_t *self, int64_t id, int64_t now_us);
+//  most fresh_us before now_us, for the caller to free with free(), with
+//  when it was paged in *paged_us; else NULL (an older one is dropped).
+fq_message_row_t *fq_row_cache_take(fq_row_cache_t *self, int64_t id, int64_t now_us,
+                                    int64_t *paged_us);
 
 //  Drops the row of id, if there is one.
 void fq_row_cache_drop(fq_row_cache_t *self, int64_t id);

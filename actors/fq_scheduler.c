@@ -65,13 +65,12 @@
 //  goes out in a few messages rather than one per message.
 #define S_DISPATCH_BATCH 256
 
-//  Paged rows go with their picks while at most this old, and at most this
-//  many bytes of them are kept (actors/fq_row_cache.h). Under load a row is
-//  picked milliseconds after its page; half a second covers a prefetch of
-//  a hundred backlogged tenants' requests (256 rows each at a thousandth
-//  of the rate each) and bounds how late a message cancelled on its own
-//  may still go. 16 MB is some 80,000 rows of mail.
-#define S_ROW_FRESH_US  500000
+//  At most this many bytes of paged rows are kept (actors/fq_row_cache.h),
+//  each for FQ_ROW_FRESH_US at most. Under load a row is picked
+//  milliseconds after its page; half a second covers a prefetch of a
+//  hundred backlogged tenants' requests (256 rows each at a thousandth of
+//  the rate each) and bounds how late a message cancelled on its own may
+//  still go. 16 MB is some 80,000 rows of mail.
 #define S_ROW_MAX_BYTES (16 * 1024 * 1024)
 
 //  Due retries claimed per query, and how long a claim lasts. A claimed
@@ -424,8 +423,11 @@ static int s_release(fq_ctx_t *ctx, s_self_t *self, fq_lane_t *lane, int64_t mos
     fq_message_row_t *taken[S_DISPATCH_BATCH];
     fq_paged_row_t rows[S_DISPATCH_BATCH];
     uint32_t nrows = 0;
+    //  Their age now: the pump's clock (now_us) is from before its pages
+    int64_t taken_us = zclock_usecs(), paged_us;
     for (uint32_t i = 0; i < n; i++) {
-        fq_message_row_t *row = fq_row_cache_take(self->rows, (int64_t)messages[i], now_us);
+        fq_message_row_t *row =
+            fq_row_cache_take(self->rows, (int64_t)messages[i], taken_us, &paged_us);
         if (!row)
             continue;
         taken[nrows] = row;
@@ -434,7 +436,8 @@ static int s_release(fq_ctx_t *ctx, s_self_t *self, fq_lane_t *lane, int64_t mos
                                          .fields = row->fields,
                                          .try_count = (uint32_t)row->try_count,
                                          .named_destination = row->named_destination,
-                                         .destination = row->destination};
+                                         .destination = row->destination,
+                                         .paged_us = paged_us};
     }
     fq_dispatch_t dispatch = {.messages = {n, messages},
                               .requests = {n, requests},
@@ -1408,7 +1411,7 @@ static int s_start(fq_ctx_t *ctx, void *args, void **state_p)
     self->asks = malloc(FQ_STORE_PAGE_ASKS_MAX * sizeof *self->asks);
     self->ask_lanes = malloc(FQ_STORE_PAGE_ASKS_MAX * sizeof *self->ask_lanes);
     self->page = malloc(FQ_STORE_PAGE_IDS_MAX * sizeof *self->page);
-    self->rows = fq_row_cache_new(S_ROW_MAX_BYTES, S_ROW_FRESH_US);
+    self->rows = fq_row_cache_new(S_ROW_MAX_BYTES, FQ_ROW_FRESH_US);
     self->page_counts = malloc(FQ_STORE_PAGE_ASKS_MAX * sizeof *self->page_counts);
     self->due = malloc(S_OPEN_MAX * sizeof *self->due);
     self->retries = malloc(S_RETRY_BATCH * sizeof *self->retries);

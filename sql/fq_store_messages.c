@@ -102,38 +102,47 @@ static PGresult *s_pages_query(fq_store_t *self, const fq_page_ask_t *asks, int 
         *rc = fq_store_fail(self, FQ_ENOMEM, "out of memory");
         return NULL;
     }
-    const char *params[] = {requests.data, afters.data, limits.data, destinations.data};
-    //  Each ask walks messages_request_destination_idx (or, for all of a
-    //  request's messages, messages_request_idx) from its cursor, as a
-    //  single page does; the ordinality keeps the pages apart and in order.
-    //  By destination, a throttled destination's backlog is never read to
-    //  reach another's messages. The rows' other columns come from the
-    //  heap tuple each id's status is read from anyway.
-#define S_PAGE_BY_DESTINATION(columns, inner)                                                      \
+    const char *params[5] = {requests.data, afters.data, limits.data};
+    int nparams = 3;
+    if (by_destination)
+        params[nparams++] = destinations.data;
+    //  The rows go out without being loaded again, so a page of rows
+    //  checks the leader's epoch as a load does (fq_store_load_with): a
+    //  deposed leader pages none
+    if (with_rows)
+        params[nparams++] = fq_store_fence(self);
+        //  Each ask walks messages_request_destination_idx (or, for all of a
+        //  request's messages, messages_request_idx) from its cursor, as a
+        //  single page does; the ordinality keeps the pages apart and in order.
+        //  By destination, a throttled destination's backlog is never read to
+        //  reach another's messages. The rows' other columns come from the
+        //  heap tuple each id's status is read from anyway.
+#define S_PAGE_BY_DESTINATION(columns, inner, where)                                               \
     "SELECT q.ord, " columns                                                                       \
     " FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[]) WITH ORDINALITY"              \
     "      AS q(request_id, after_id, lim, destination, ord)"                                      \
     " CROSS JOIN LATERAL (SELECT " inner " FROM fairq.messages"                                    \
     "   WHERE request_id = q.request_id AND destination = q.destination"                           \
-    "   AND id > q.after_id AND status = 'pending' ORDER BY id LIMIT q.lim) m"                     \
+    "   AND id > q.after_id AND status = 'pending' ORDER BY id LIMIT q.lim) m" where               \
     " ORDER BY q.ord, m.id"
-#define S_PAGE_ALL(columns, inner)                                                                 \
+#define S_PAGE_ALL(columns, inner, where)                                                          \
     "SELECT q.ord, " columns " FROM unnest($1::bigint[], $2::bigint[], $3::int[]) WITH ORDINALITY" \
     "      AS q(request_id, after_id, lim, ord)"                                                   \
     " CROSS JOIN LATERAL (SELECT " inner " FROM fairq.messages"                                    \
     "   WHERE request_id = q.request_id AND id > q.after_id"                                       \
-    "   AND status = 'pending' ORDER BY id LIMIT q.lim) m"                                         \
-    " ORDER BY q.ord, m.id"
+    "   AND status = 'pending' ORDER BY id LIMIT q.lim) m" where " ORDER BY q.ord, m.id"
 #define S_INNER_ROW "id, request_id, tenant_id, recipient, fields, try_count, destination"
     const char *sql =
         by_destination
-            ? (with_rows ? S_PAGE_BY_DESTINATION(S_ROW_COLUMNS("m"), S_INNER_ROW)
-                         : S_PAGE_BY_DESTINATION("m.id", "id"))
-            : (with_rows ? S_PAGE_ALL(S_ROW_COLUMNS("m"), S_INNER_ROW) : S_PAGE_ALL("m.id", "id"));
+            ? (with_rows ? S_PAGE_BY_DESTINATION(S_ROW_COLUMNS("m"), S_INNER_ROW,
+                                                 " WHERE (SELECT fairq.check_epoch($5::bigint))")
+                         : S_PAGE_BY_DESTINATION("m.id", "id", ""))
+            : (with_rows ? S_PAGE_ALL(S_ROW_COLUMNS("m"), S_INNER_ROW,
+                                      " WHERE (SELECT fairq.check_epoch($4::bigint))")
+                         : S_PAGE_ALL("m.id", "id", ""));
 #undef S_INNER_ROW
 #undef S_PAGE_BY_DESTINATION
 #undef S_PAGE_ALL
-    int nparams = by_destination ? 4 : 3;
     PGresult *res = self->paging_tuned
                         ? fq_store_query_after(self, S_PAGING_SETUP, sql, nparams, params,
                                                PGRES_TUPLES_OK, "page ready messages", true, rc)

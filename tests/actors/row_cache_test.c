@@ -29,6 +29,7 @@ static fq_message_row_t s_row(int64_t id, const char *recipient)
 static void test_a_row_is_taken_once_as_paged(void **state)
 {
     (void)state;
+    int64_t paged_us = -1;
     fq_row_cache_t *cache = fq_row_cache_new(1 << 20, S_FRESH_US);
     assert_non_null(cache);
     char recipient[] = "ann@example.org";
@@ -36,9 +37,10 @@ static void test_a_row_is_taken_once_as_paged(void **state)
     assert_int_equal(fq_row_cache_put(cache, &row, 1000), 0);
     recipient[0] = 'X'; //  The page's block is freed after the put
     assert_int_equal(fq_row_cache_count(cache), 1);
-    assert_null(fq_row_cache_take(cache, 41, 1000));
-    fq_message_row_t *taken = fq_row_cache_take(cache, 42, 1000 + S_FRESH_US);
+    assert_null(fq_row_cache_take(cache, 41, 1000, &paged_us));
+    fq_message_row_t *taken = fq_row_cache_take(cache, 42, 1000 + S_FRESH_US, &paged_us);
     assert_non_null(taken);
+    assert_int_equal(paged_us, 1000);
     assert_int_equal(taken->id, 42);
     assert_int_equal(taken->request_id, 7);
     assert_int_equal(taken->tenant_id, 3);
@@ -48,7 +50,7 @@ static void test_a_row_is_taken_once_as_paged(void **state)
     assert_true(taken->named_destination);
     assert_string_equal(taken->destination, "example.org");
     free(taken);
-    assert_null(fq_row_cache_take(cache, 42, 1000));
+    assert_null(fq_row_cache_take(cache, 42, 1000, &paged_us));
     assert_int_equal(fq_row_cache_count(cache), 0);
     assert_int_equal(fq_row_cache_bytes(cache), 0);
     fq_row_cache_destroy(&cache);
@@ -61,20 +63,21 @@ static void test_a_row_is_taken_once_as_paged(void **state)
 static void test_stale_rows_are_not_given_out(void **state)
 {
     (void)state;
+    int64_t paged_us = -1;
     fq_row_cache_t *cache = fq_row_cache_new(1 << 20, S_FRESH_US);
     for (int64_t id = 1; id <= 10; id++) {
         fq_message_row_t row = s_row(id, "a@example.org");
         assert_int_equal(fq_row_cache_put(cache, &row, id * 100000), 0);
     }
     //  At 1.25 s, rows 1 to 7 (paged at 0.1 to 0.7 s) are stale
-    assert_null(fq_row_cache_take(cache, 2, 1250000));
+    assert_null(fq_row_cache_take(cache, 2, 1250000, &paged_us));
     assert_int_equal(fq_row_cache_count(cache), 9);
     assert_int_equal(fq_row_cache_expire(cache, 1250000), 6);
     assert_int_equal(fq_row_cache_count(cache), 3);
     for (int64_t id = 1; id <= 7; id++)
-        assert_null(fq_row_cache_take(cache, id, 1250000));
+        assert_null(fq_row_cache_take(cache, id, 1250000, &paged_us));
     for (int64_t id = 8; id <= 10; id++) {
-        fq_message_row_t *row = fq_row_cache_take(cache, id, 1250000);
+        fq_message_row_t *row = fq_row_cache_take(cache, id, 1250000, &paged_us);
         assert_non_null(row);
         free(row);
     }
@@ -87,6 +90,7 @@ static void test_stale_rows_are_not_given_out(void **state)
 static void test_paged_again_replaces_and_drop_forgets(void **state)
 {
     (void)state;
+    int64_t paged_us = -1;
     fq_row_cache_t *cache = fq_row_cache_new(1 << 20, S_FRESH_US);
     fq_message_row_t first = s_row(5, "old@example.org"), again = s_row(5, "new@example.org");
     assert_int_equal(fq_row_cache_put(cache, &first, 0), 0);
@@ -96,7 +100,7 @@ static void test_paged_again_replaces_and_drop_forgets(void **state)
     assert_int_equal(fq_row_cache_bytes(cache), one);
     //  Fresh from its second page at 0.8 s, which the first was not
     assert_int_equal(fq_row_cache_expire(cache, 800000), 0);
-    fq_message_row_t *row = fq_row_cache_take(cache, 5, 800000);
+    fq_message_row_t *row = fq_row_cache_take(cache, 5, 800000, &paged_us);
     assert_non_null(row);
     assert_string_equal(row->recipient, "new@example.org");
     free(row);
@@ -104,7 +108,7 @@ static void test_paged_again_replaces_and_drop_forgets(void **state)
     assert_int_equal(fq_row_cache_put(cache, &other, 800000), 0);
     fq_row_cache_drop(cache, 6);
     fq_row_cache_drop(cache, 6);
-    assert_null(fq_row_cache_take(cache, 6, 800000));
+    assert_null(fq_row_cache_take(cache, 6, 800000, &paged_us));
     assert_int_equal(fq_row_cache_count(cache), 0);
     fq_row_cache_destroy(&cache);
 }
@@ -115,6 +119,7 @@ static void test_paged_again_replaces_and_drop_forgets(void **state)
 static void test_full_cache_keeps_nothing_more(void **state)
 {
     (void)state;
+    int64_t paged_us = -1;
     fq_row_cache_t *cache = fq_row_cache_new(1000, S_FRESH_US);
     int kept = 0, refused = 0;
     for (int64_t id = 1; id <= 100; id++) {
@@ -129,7 +134,7 @@ static void test_full_cache_keeps_nothing_more(void **state)
     assert_false(fq_row_cache_has_room(cache));
     assert_true(fq_row_cache_bytes(cache) >= 1000);
     assert_true(fq_row_cache_bytes(cache) < 1000 + 1000 / (size_t)kept + 256);
-    free(fq_row_cache_take(cache, 1, 0));
+    free(fq_row_cache_take(cache, 1, 0, &paged_us));
     assert_true(fq_row_cache_has_room(cache));
     fq_row_cache_destroy(&cache);
 }

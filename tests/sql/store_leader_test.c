@@ -183,6 +183,13 @@ static void test_a_deposed_leaders_writes_are_refused(void **state)
     fq_message_rows_t loaded;
     assert_int_equal(fq_store_load_messages(a, ids, 4, &loaded), 4);
     fq_message_rows_free(&loaded);
+    fq_page_ask_t asks[] = {{request, 0, 10, NULL}};
+    int counts[1];
+    assert_int_equal(fq_store_next_ready_rows(a, asks, 1, &loaded, counts), 4);
+    fq_message_rows_free(&loaded);
+    fq_page_ask_t by_destination[] = {{request, 0, 10, "default"}};
+    assert_int_equal(fq_store_next_ready_rows(a, by_destination, 1, &loaded, counts), 4);
+    fq_message_rows_free(&loaded);
     assert_int_equal(fq_store_ack_batch(a, ids, 1), 1);
 
     fq_test_sleep_ms(S_LEASE_MS + 50);
@@ -193,6 +200,10 @@ static void test_a_deposed_leaders_writes_are_refused(void **state)
     fq_message_rows_t rows;
     assert_int_equal(fq_store_load_messages(a, ids, 4, &rows), FQ_EDEPOSED);
     fq_message_rows_free(&rows);
+    //  Nor page the rows it would hand out without loading them
+    assert_int_equal(fq_store_next_ready_rows(a, asks, 1, &rows, counts), FQ_EDEPOSED);
+    assert_int_equal(fq_store_next_ready_rows(a, by_destination, 1, &rows, counts), FQ_EDEPOSED);
+    assert_int_equal(rows.count, 0);
 
     //  And every leader-only write of a is refused, and changes nothing
     assert_int_equal(fq_store_ack_batch(a, ids + 1, 1), FQ_EDEPOSED);

@@ -818,6 +818,78 @@ static void test_a_dispatch_keeps_its_order(void **state)
     PQclear(res);
 }
 
+//  Counts the MSGs client receives until none comes for S_QUIET_MS, per
+//  tenant: [0] acme's, [1] beta's.
+static void s_count_tenants(fq_client_t *client, int counts[2])
+{
+    fq_msg_t msg;
+    while (fq_client_recv(client, S_QUIET_MS, &msg) == 0) {
+        fq_message_t message;
+        if (msg.type != FQ_MSG_MESSAGE || fq_msg_decode(&msg, &fq_message_desc, &message) != 0)
+            continue;
+        counts[strcmp(message.tenant, "acme") == 0 ? 0 : 1]++;
+    }
+}
+
+//  Each request's messages take turns among the senders: a DISPATCH of
+//  two tenants in turns (acme, beta, acme, ...) to two senders gives each
+//  sender some of both, not one tenant each, so a sender that is slower
+//  for a moment does not slow one tenant alone.
+static void test_a_tenant_is_not_pinned_to_a_sender(void **state)
+{
+    s_fixture_t *self = *state;
+    enum { S_EACH = 10 };
+    char *a = fq_test_recipients("a", S_EACH), *b = fq_test_recipients("b", S_EACH);
+    int64_t requests[] = {s_submit(self, "acme", "S", "B", false, a), 0};
+    s_wait_int(self, "SELECT count(*) FROM fairq.messages WHERE status::text = $1", "pending",
+               S_EACH);
+    requests[1] = s_submit(self, "beta", "S", "B", false, b);
+    free(a);
+    free(b);
+    s_wait_int(self, "SELECT count(*) FROM fairq.messages WHERE status::text = $1", "pending",
+               2 * S_EACH);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(fq_store_request_pause(self->store, requests[i]), 1);
+    fq_test_sleep_ms(S_QUIET_MS); //  Left by the scheduler
+    s_join(self, S_EACH);
+    fq_client_t *second = fq_client_new(self->sys);
+    const char *const email[] = {"email", NULL};
+    const uint32_t credits[] = {S_EACH};
+    s_join_channels(second, "second", "null", email, credits);
+    PGresult *res = PQexec(self->conn, "SELECT id, request_id, tenant_id FROM fairq.messages"
+                                       " ORDER BY request_id, id");
+    assert_int_equal(PQntuples(res), 2 * S_EACH);
+    uint64_t messages[2 * S_EACH], request_ids[2 * S_EACH], tenants[2 * S_EACH];
+    for (int k = 0; k < S_EACH; k++)
+        for (int t = 0; t < 2; t++) {
+            int row = t * S_EACH + k, at = 2 * k + t;
+            messages[at] = (uint64_t)strtoull(PQgetvalue(res, row, 0), NULL, 10);
+            request_ids[at] = (uint64_t)strtoull(PQgetvalue(res, row, 1), NULL, 10);
+            tenants[at] = (uint64_t)strtoull(PQgetvalue(res, row, 2), NULL, 10);
+        }
+    PQclear(res);
+    fq_dispatch_t dispatch = {.messages = {2 * S_EACH, messages},
+                              .requests = {2 * S_EACH, request_ids},
+                              .tenants = {2 * S_EACH, tenants},
+                              .channel = ""};
+    fq_client_t *scheduler = fq_client_new(self->sys);
+    assert_int_equal(fq_client_tell(scheduler, FQ_PATH_DISPATCHER, &fq_dispatch_desc, &dispatch),
+                     0);
+    int first_counts[2] = {0, 0}, second_counts[2] = {0, 0};
+    s_count_tenants(self->sender, first_counts);
+    s_count_tenants(second, second_counts);
+    print_message("first sender: %d of acme, %d of beta; second: %d and %d\n", first_counts[0],
+                  first_counts[1], second_counts[0], second_counts[1]);
+    assert_int_equal(first_counts[0] + second_counts[0], S_EACH);
+    assert_int_equal(first_counts[1] + second_counts[1], S_EACH);
+    for (int t = 0; t < 2; t++) {
+        assert_true(first_counts[t] >= S_EACH / 2 - 1 && first_counts[t] <= S_EACH / 2 + 1);
+        assert_true(second_counts[t] >= S_EACH / 2 - 1 && second_counts[t] <= S_EACH / 2 + 1);
+    }
+    fq_client_destroy(&scheduler);
+    fq_client_destroy(&second);
+}
+
 //  The dispatcher renders a row that came with its pick only while it is
 //  fresh: one that waited longer (behind a slow load, say) is loaded
 //  again, so a message cancelled meanwhile is not sent.
@@ -1351,6 +1423,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancelled_request_stops, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_paged_rows_go_with_their_picks, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_a_dispatch_keeps_its_order, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown(test_a_tenant_is_not_pinned_to_a_sender, s_setup,
+                                        s_teardown),
         cmocka_unit_test_setup_teardown(test_a_stale_row_is_loaded_again, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown(test_a_message_cancelled_after_its_page_is_not_sent,
                                         s_setup, s_teardown),

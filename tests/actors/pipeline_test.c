@@ -758,6 +758,41 @@ static void test_paged_rows_go_with_their_picks(void **state)
     assert_true(given >= 256);
 }
 
+//  Two tenants' requests of each messages, acme's split before beta's is
+//  submitted, then both paused (the scheduler sends nothing of its own):
+//  their messages in turns (acme's, beta's, acme's, ...) in messages,
+//  requests and tenants, for a test to DISPATCH itself. Returns their rows
+//  (id, request_id, tenant_id, recipient, fields, destination; acme's
+//  first, in id order), the caller's to PQclear.
+static PGresult *s_paused_in_turns(s_fixture_t *self, int each, uint64_t *messages,
+                                   uint64_t *requests, uint64_t *tenants)
+{
+    char *a = fq_test_recipients("a", each), *b = fq_test_recipients("b", each);
+    int64_t ids[] = {s_submit(self, "acme", "S", "B", false, a), 0};
+    s_wait_int(self, "SELECT count(*) FROM fairq.messages WHERE status::text = $1", "pending",
+               each);
+    ids[1] = s_submit(self, "beta", "S", "B", false, b);
+    free(a);
+    free(b);
+    s_wait_int(self, "SELECT count(*) FROM fairq.messages WHERE status::text = $1", "pending",
+               2 * each);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(fq_store_request_pause(self->store, ids[i]), 1);
+    fq_test_sleep_ms(S_QUIET_MS); //  Left by the scheduler
+    PGresult *res =
+        PQexec(self->conn, "SELECT id, request_id, tenant_id, recipient, fields, destination"
+                           " FROM fairq.messages ORDER BY request_id, id");
+    assert_int_equal(PQntuples(res), 2 * each);
+    for (int k = 0; k < each; k++)
+        for (int t = 0; t < 2; t++) {
+            int row = t * each + k, at = 2 * k + t;
+            messages[at] = (uint64_t)strtoull(PQgetvalue(res, row, 0), NULL, 10);
+            requests[at] = (uint64_t)strtoull(PQgetvalue(res, row, 1), NULL, 10);
+            tenants[at] = (uint64_t)strtoull(PQgetvalue(res, row, 2), NULL, 10);
+        }
+    return res;
+}
+
 //  A DISPATCH's messages go to a sender in its order, the scheduler's
 //  fair turns, whether their rows came with it or were loaded: here two
 //  tenants' messages in turns, the rows of one tenant's given and the
@@ -767,36 +802,17 @@ static void test_a_dispatch_keeps_its_order(void **state)
 {
     s_fixture_t *self = *state;
     enum { S_EACH = 5 };
-    char *a = fq_test_recipients("a", S_EACH), *b = fq_test_recipients("b", S_EACH);
-    int64_t requests[] = {s_submit(self, "acme", "S", "B", false, a),
-                          s_submit(self, "beta", "S", "B", false, b)};
-    free(a);
-    free(b);
-    s_wait_int(self, "SELECT count(*) FROM fairq.messages WHERE status::text = $1", "pending",
-               2 * S_EACH);
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(fq_store_request_pause(self->store, requests[i]), 1);
-    fq_test_sleep_ms(S_QUIET_MS); //  Left by the scheduler
-    s_join_as(self, "null,batch", 2 * S_EACH);
-    PGresult *res =
-        PQexec(self->conn, "SELECT id, request_id, tenant_id, recipient, fields, destination"
-                           " FROM fairq.messages ORDER BY request_id, id");
-    assert_int_equal(PQntuples(res), 2 * S_EACH);
     uint64_t messages[2 * S_EACH], request_ids[2 * S_EACH], tenants[2 * S_EACH];
+    PGresult *res = s_paused_in_turns(self, S_EACH, messages, request_ids, tenants);
+    s_join_as(self, "null,batch", 2 * S_EACH);
+    //  acme's rows come with the DISPATCH, beta's are loaded
     fq_paged_row_t rows[S_EACH];
     for (int k = 0; k < S_EACH; k++)
-        for (int t = 0; t < 2; t++) {
-            int row = t * S_EACH + k, at = 2 * k + t;
-            messages[at] = (uint64_t)strtoull(PQgetvalue(res, row, 0), NULL, 10);
-            request_ids[at] = (uint64_t)strtoull(PQgetvalue(res, row, 1), NULL, 10);
-            tenants[at] = (uint64_t)strtoull(PQgetvalue(res, row, 2), NULL, 10);
-            if (t == 0)
-                rows[k] = (fq_paged_row_t){.id = messages[at],
-                                           .recipient = PQgetvalue(res, row, 3),
-                                           .fields = PQgetvalue(res, row, 4),
-                                           .destination = PQgetvalue(res, row, 5),
-                                           .paged_us = zclock_usecs()};
-        }
+        rows[k] = (fq_paged_row_t){.id = messages[2 * k],
+                                   .recipient = PQgetvalue(res, k, 3),
+                                   .fields = PQgetvalue(res, k, 4),
+                                   .destination = PQgetvalue(res, k, 5),
+                                   .paged_us = zclock_usecs()};
     uint64_t loaded = s_stat(self, FQ_PATH_DISPATCHER, "rows_loaded");
     fq_dispatch_t dispatch = {.messages = {2 * S_EACH, messages},
                               .requests = {2 * S_EACH, request_ids},
@@ -839,35 +855,13 @@ static void test_a_tenant_is_not_pinned_to_a_sender(void **state)
 {
     s_fixture_t *self = *state;
     enum { S_EACH = 10 };
-    char *a = fq_test_recipients("a", S_EACH), *b = fq_test_recipients("b", S_EACH);
-    int64_t requests[] = {s_submit(self, "acme", "S", "B", false, a), 0};
-    s_wait_int(self, "SELECT count(*) FROM fairq.messages WHERE status::text = $1", "pending",
-               S_EACH);
-    requests[1] = s_submit(self, "beta", "S", "B", false, b);
-    free(a);
-    free(b);
-    s_wait_int(self, "SELECT count(*) FROM fairq.messages WHERE status::text = $1", "pending",
-               2 * S_EACH);
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(fq_store_request_pause(self->store, requests[i]), 1);
-    fq_test_sleep_ms(S_QUIET_MS); //  Left by the scheduler
+    uint64_t messages[2 * S_EACH], request_ids[2 * S_EACH], tenants[2 * S_EACH];
+    PQclear(s_paused_in_turns(self, S_EACH, messages, request_ids, tenants));
     s_join(self, S_EACH);
     fq_client_t *second = fq_client_new(self->sys);
     const char *const email[] = {"email", NULL};
     const uint32_t credits[] = {S_EACH};
     s_join_channels(second, "second", "null", email, credits);
-    PGresult *res = PQexec(self->conn, "SELECT id, request_id, tenant_id FROM fairq.messages"
-                                       " ORDER BY request_id, id");
-    assert_int_equal(PQntuples(res), 2 * S_EACH);
-    uint64_t messages[2 * S_EACH], request_ids[2 * S_EACH], tenants[2 * S_EACH];
-    for (int k = 0; k < S_EACH; k++)
-        for (int t = 0; t < 2; t++) {
-            int row = t * S_EACH + k, at = 2 * k + t;
-            messages[at] = (uint64_t)strtoull(PQgetvalue(res, row, 0), NULL, 10);
-            request_ids[at] = (uint64_t)strtoull(PQgetvalue(res, row, 1), NULL, 10);
-            tenants[at] = (uint64_t)strtoull(PQgetvalue(res, row, 2), NULL, 10);
-        }
-    PQclear(res);
     fq_dispatch_t dispatch = {.messages = {2 * S_EACH, messages},
                               .requests = {2 * S_EACH, request_ids},
                               .tenants = {2 * S_EACH, tenants},

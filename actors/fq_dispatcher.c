@@ -1620,30 +1620,19 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
                    *tenants = dispatch->tenants.items;
     int64_t *ids = malloc((n ? n : 1) * sizeof *ids);
     zhashx_t *batch = zhashx_new(); //  id -> its index + 1, until its row is sent
-    zhashx_t *given = zhashx_new(); //  The ids whose rows came with them
-    //  Each pick's row to send, by its place in the DISPATCH (id 0: none)
+    //  Each pick's row to send, by its place in the DISPATCH (id 0: none):
+    //  the one that came with it, else the one loaded
     fq_message_row_t *in_order = calloc(n ? n : 1, sizeof *in_order);
-    if (!ids || !batch || !given || !in_order) {
+    if (!ids || !batch || !in_order) {
         for (uint32_t i = 0; i < n; i++)
             s_settle_add(&lane->requeue, messages[i], requests[i], tenants[i], 1);
         free(ids);
         free(in_order);
         zhashx_destroy(&batch);
-        zhashx_destroy(&given);
         s_flush_settles(ctx, self);
         return;
     }
     fq_intkeys_use(batch);
-    fq_intkeys_use(given);
-    //  A row that came is rendered only while fresh: one that waited here
-    //  behind a slow load is loaded again, its status read anew
-    int64_t now_us = zclock_usecs();
-    for (uint32_t i = 0; i < dispatch->rows.count; i++) {
-        const fq_paged_row_t *row = &dispatch->rows.items[i];
-        if (row->id && now_us - row->paged_us <= FQ_ROW_FRESH_US)
-            fq_intkey_insert(given, row->id, (void *)(uintptr_t)1);
-    }
-    uint32_t nids = 0;
     size_t nwanted = 0;
     for (uint32_t i = 0; i < n; i++) {
         //  Already in flight (its request was paged again), or twice in this
@@ -1653,12 +1642,33 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
             s_settle_add(&lane->done, messages[i], requests[i], tenants[i], 1);
         else {
             fq_intkey_insert(batch, messages[i], (void *)(uintptr_t)(i + 1));
-            //  Its row came with it, or is loaded now
-            if (!fq_intkey_lookup(given, messages[i]))
-                ids[nids++] = (int64_t)messages[i];
             nwanted = s_want_templates(self, self->wanted, nwanted, (int64_t)requests[i]);
         }
     }
+    //  A row that came is rendered only while fresh: one that waited here
+    //  behind a slow load is loaded again, its status read anew
+    int64_t now_us = zclock_usecs();
+    uint64_t given = 0;
+    for (uint32_t i = 0; i < dispatch->rows.count; i++) {
+        const fq_paged_row_t *paged = &dispatch->rows.items[i];
+        uintptr_t index = (uintptr_t)fq_intkey_lookup(batch, paged->id);
+        if (!index || in_order[index - 1].id || now_us - paged->paged_us > FQ_ROW_FRESH_US)
+            continue;
+        given++;
+        in_order[index - 1] = (fq_message_row_t){.id = (int64_t)paged->id,
+                                                 .request_id = (int64_t)requests[index - 1],
+                                                 .tenant_id = (int64_t)tenants[index - 1],
+                                                 .recipient = paged->recipient,
+                                                 .fields = paged->fields,
+                                                 .try_count = (int)paged->try_count,
+                                                 .named_destination = paged->named_destination,
+                                                 .destination = paged->destination};
+    }
+    //  The others are loaded now
+    uint32_t nids = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if ((uintptr_t)fq_intkey_lookup(batch, messages[i]) == i + 1 && !in_order[i].id)
+            ids[nids++] = (int64_t)messages[i];
     fq_store_t *store = self->draining ? NULL : fq_db_store(self->db);
     fq_message_rows_t rows = {0};
     int64_t started = zclock_usecs();
@@ -1688,32 +1698,18 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
     if (loaded < 0 && store)
         fq_db_failed(self->db, loaded);
     int64_t now_ms = zclock_time();
-    //  Each pick's row, in the picks' order (the scheduler's fair order):
-    //  the one that came with it, else the one loaded. A row that came is
-    //  sent as a loaded one is, only while the database answers (it is
-    //  not asked at all when every row came and every template is cached)
-    //  and not during a drain
-    for (uint32_t i = 0; loaded >= 0 && i < dispatch->rows.count; i++) {
-        const fq_paged_row_t *paged = &dispatch->rows.items[i];
-        uintptr_t index = (uintptr_t)fq_intkey_lookup(batch, paged->id);
-        if (!index || in_order[index - 1].id || !fq_intkey_lookup(given, paged->id))
-            continue;
-        self->rows_given++;
-        in_order[index - 1] = (fq_message_row_t){.id = (int64_t)paged->id,
-                                                 .request_id = (int64_t)requests[index - 1],
-                                                 .tenant_id = (int64_t)tenants[index - 1],
-                                                 .recipient = paged->recipient,
-                                                 .fields = paged->fields,
-                                                 .try_count = (int)paged->try_count,
-                                                 .named_destination = paged->named_destination,
-                                                 .destination = paged->destination};
-    }
     for (int k = 0; k < loaded; k++) {
         uintptr_t index = (uintptr_t)fq_intkey_lookup(batch, rows.rows[k].id);
         if (index && !in_order[index - 1].id)
             in_order[index - 1] = rows.rows[k];
     }
-    for (uint32_t i = 0; i < n; i++) {
+    //  In the picks' order (the scheduler's fair order). A row that came is
+    //  sent as a loaded one is, only while the database answers (it is not
+    //  asked at all when every row came and every template is cached) and
+    //  not during a drain; else every pick is held
+    if (loaded >= 0)
+        self->rows_given += given;
+    for (uint32_t i = 0; loaded >= 0 && i < n; i++) {
         const fq_message_row_t *row = &in_order[i];
         if (!row->id)
             continue;
@@ -1746,7 +1742,6 @@ static void s_dispatch(fq_ctx_t *ctx, s_self_t *self, const fq_dispatch_t *dispa
             s_settle_add(&lane->done, messages[i], requests[i], tenants[i], 1);
     }
     zhashx_destroy(&batch);
-    zhashx_destroy(&given);
     free(in_order);
     fq_message_rows_free(&rows);
     free(ids);
